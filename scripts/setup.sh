@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Set up gossamer from nothing on Debian/Ubuntu with Python >= 3.11:
+# Debian packages (servers used by tests and benchmarks), then a virtualenv in .venv.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY=${PYTHON:-python3}
+DEB_PACKAGES="redis-server nginx-light wrk"
+missing=""
+for p in $DEB_PACKAGES; do
+  dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"
+done
+if [ -n "$missing" ]; then
+  SUDO=""
+  [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+  echo "setup: installing Debian packages:$missing"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends $missing >/dev/null
+  # The packages may start system services; gossamer never uses them (tests start their own).
+  for svc in redis-server nginx; do
+    $SUDO systemctl disable --now "$svc" >/dev/null 2>&1 || $SUDO service "$svc" stop >/dev/null 2>&1 || true
+  done
+fi
+if [ ! -x .venv/bin/python ]; then
+  "$PY" -m venv .venv || { echo "setup: python venv failed; on Debian: apt-get install python3-venv" >&2; exit 1; }
+fi
+.venv/bin/python -m pip install -q --upgrade pip
+.venv/bin/python -m pip install -q -e '.[dev]'
+echo "setup: done (.venv ready; run .venv/bin/gossamer --help)"
