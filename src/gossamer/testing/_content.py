@@ -309,8 +309,10 @@ def _render_links(links: tuple[Link, ...], start: int, end: int, malformed: bool
         href = link.href
         if link.nofollow:
             out.append(f'<li><a href="{_esc(href)}" rel=nofollow>link {n}</a>')
-        elif n % 3 == 0 and not any(c in href for c in " \t\n\"'=<>`"):
-            out.append(f"<li><A HREF={href}>link {n}")  # unquoted, upper case, unclosed
+        elif n % 3 == 0 and n + 1 < end and not any(c in href for c in " \t\n\"'=<>`"):
+            # unquoted, upper case, unclosed: only when another <a> follows at once, or the
+            # HTML5 adoption agency would clone the open <a> into the next paragraph
+            out.append(f"<li><A HREF={href}>link {n}")
         elif n % 3 == 1 and "'" not in href:
             out.append(f"<li><a href='{href}'>link {n}</a>")  # raw & in a quoted attribute
         else:

@@ -419,7 +419,8 @@ class WebModel:
                 return nf
             if host.flags & HostFlag.TRAPS:
                 if head == "calendar" and n == 5 and parts[4] == "":
-                    y, m = _nat(parts[2]), _nat(parts[3])
+                    y = _nat(parts[2])
+                    m = int(parts[3]) if len(parts[3]) == 2 and parts[3].isdigit() else 0
                     if 1900 <= y <= 9999 and 1 <= m <= 12:
                         return Resource(Kind.TRAP_CALENDAR, h, y, m)
                     return nf
@@ -780,7 +781,7 @@ _NONHTML_TARGETS = (
 )
 _REDIRECT_STATUSES = (301, 302, 307, 308)
 _FRAGMENTS = ("top", "section-2", "comments", "")
-_JUNK = ("mailto:webmaster@example.org", "javascript:void(0)", "tel:+15555550100", "#top")
+_JUNK = ("mailto:webmaster@example.org", "javascript:void(0)", "tel:+15555550100", "data:,x")
 _DEEP_SEGMENTS = ("a", "b", "c")
 _SORTS = ("price", "name", "date")
 
