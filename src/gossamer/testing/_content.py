@@ -178,6 +178,9 @@ _PARAGRAPHS: dict[str, tuple[str, ...]] = {
     )
     for cs, pool in _POOLS.items()
 }
+_PARAGRAPH_BYTES: dict[str, tuple[bytes, ...]] = {
+    cs: tuple(p.encode(cs) for p in paras) for cs, paras in _PARAGRAPHS.items()
+}
 _MEAN_PARAGRAPH = sum(map(len, _PARAGRAPHS["utf-8"])) // len(_PARAGRAPHS["utf-8"])
 
 
@@ -234,9 +237,8 @@ def render_page(model: WebModel, plan: PagePlan, *, epoch: int = 0, session: boo
     flags = plan.flags
     charset = host.charset
     malformed = bool(flags & PageFlag.MALFORMED)
-    paragraphs = _PARAGRAPHS[charset]
+    paragraphs = _PARAGRAPH_BYTES[charset]
     npar = len(paragraphs)
-    rng = random.Random(plan.content_seed)
     url = model.page_url(plan.host, plan.page)
     title = f"{host.name} page {plan.page}"
     head = ['<!DOCTYPE html>\n<html lang="en"><head>']
@@ -258,21 +260,22 @@ def render_page(model: WebModel, plan: PagePlan, *, epoch: int = 0, session: boo
     head.append(f"<h1>{title}</h1>\n")
     if flags & PageFlag.CHANGING and epoch:
         head.append(f'<p class="rev">Revision {epoch}: {_POOLS[charset][epoch % npar]}</p>\n')
+    # Bytes are assembled directly: paragraphs are pre-encoded, links are ASCII.
+    parts = ["".join(head).encode(charset)]
     links = plan.links
     nlinks = len(links)
     budget = max(1, plan.size // _MEAN_PARAGRAPH)
     groups = min(budget, 8, nlinks) if nlinks else 0
-    parts = head
-    start = rng.randrange(npar)
-    step = 1 + rng.randrange(npar - 1)
+    seed = plan.content_seed
+    start = seed % npar
+    step = 1 + (seed >> 12) % (npar - 1)
     bounds = [nlinks * g // groups for g in range(groups + 1)] if groups else [0]
     for j in range(max(budget, groups)):
         parts.append(paragraphs[(start + j * step) % npar])
         if j < groups:
-            parts.append(_render_links(links, bounds[j], bounds[j + 1], malformed))
-    parts.append("</body></html>\n" if not malformed else "<p>trailing <span>never closed\n")
-    text = "".join(parts)
-    body = text.encode(charset)
+            parts.append(_render_links(links, bounds[j], bounds[j + 1], malformed).encode(charset))
+    parts.append(b"</body></html>\n" if not malformed else b"<p>trailing <span>never closed\n")
+    body = b"".join(parts)
     if flags & PageFlag.INVALID_UTF8 and charset == "utf-8":
         cut = len(body) // 2
         cut = body.rfind(b"<p>", 0, cut) if body.rfind(b"<p>", 0, cut) > 0 else cut

@@ -529,7 +529,6 @@ class WebModel:
         plain = r.link_forms <= 0
         popular = self._popular
         hosts = self.hosts
-        page_target = self.page_target
         form = self._form
         for _ in range(degree):
             if nhosts == 1 or rand() < locality:
@@ -558,7 +557,18 @@ class WebModel:
                         continue
                     links.append(form(rng, ctx, host, target, nofollow))
                     continue
-            target = page_target(th, tp)
+            if tp == 0:
+                target = "/"
+            else:
+                f = hosts[th].flags
+                if f & _DISALLOW and tp % 10 == 7:
+                    sec = "private"
+                else:
+                    sec = SECTIONS[((tp * 2654435761) >> 7) & 7]
+                if f & _QUERY_URLS:
+                    target = f"/view.php?cat={sec}&id={tp}"
+                else:
+                    target = f"/{sec}/page-{tp}.html"
             if p_session > 0 and rand() < p_session:
                 target += ("&" if "?" in target else "?") + f"sessionid={rng.getrandbits(48):012x}"
             if plain:
@@ -734,8 +744,9 @@ class WebModel:
         return range(part * SITEMAP_URLS_PER_FILE, min(n, (part + 1) * SITEMAP_URLS_PER_FILE))
 
 
-@dataclass(frozen=True, slots=True)
-class PagePlan:
+class PagePlan(NamedTuple):
+    """Everything that decides a page's bytes (a tuple: built once per served page)."""
+
     host: int
     page: int
     flags: int  # PageFlag bits
@@ -749,8 +760,7 @@ class PagePlan:
         return bool(self.flags & (PageFlag.META_NOFOLLOW | PageFlag.XROBOTS_NOFOLLOW))
 
 
-@dataclass(frozen=True, slots=True)
-class _FormContext:
+class _FormContext(NamedTuple):
     host: str
     base_dir: str
     doc_path: str  # the document's own path when no <base> is set (for ?query links)

@@ -68,7 +68,7 @@ class Realism:
     nofollow_link: float = 0.0  # rel=nofollow
     link_forms: float = 0.0  # relative, ../, ?query-only, //host, MiXeD case, :80, #fragment
     session_link: float = 0.0  # ?sessionid=… duplicates (served with rel=canonical)
-    junk_link: float = 0.0  # mailto:, javascript:, tel:, #top
+    junk_link: float = 0.0  # mailto:, javascript:, tel:, data: (never crawlable)
     # huge responses (a count over the whole web, linked from home pages)
     huge_pages: int = 0
     huge_page_bytes: int = 50 * 1024 * 1024
