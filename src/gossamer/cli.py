@@ -21,11 +21,12 @@ def build_parser() -> argparse.ArgumentParser:
         description="A deterministic simulated web on loopback that knows the right answer.",
     )
     tw_sub = testweb.add_subparsers(dest="testweb_command", required=True, metavar="ACTION")
-    from .testing import cli_export, cli_serve, cli_truth
+    from .testing import cli_demo, cli_export, cli_serve, cli_truth
 
     cli_serve.register(tw_sub)
     cli_truth.register(tw_sub)
     cli_export.register(tw_sub)
+    cli_demo.register(tw_sub)
     return parser
 
 
