@@ -530,6 +530,7 @@ class WebModel:
         popular = self._popular
         hosts = self.hosts
         form = self._form
+        new_tuple = tuple.__new__
         for _ in range(degree):
             if nhosts == 1 or rand() < locality:
                 th = h
@@ -573,7 +574,7 @@ class WebModel:
                 target += ("&" if "?" in target else "?") + f"sessionid={rng.getrandbits(48):012x}"
             if plain:
                 url = f"http://{hosts[th].name}{target}"
-                links.append(Link(url, url, nofollow))
+                links.append(new_tuple(Link, (url, url, nofollow)))  # skips NamedTuple.__new__
             else:
                 links.append(form(rng, ctx, hosts[th], target, nofollow))
         if i == 0:
