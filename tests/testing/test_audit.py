@@ -7,11 +7,11 @@ from collections.abc import Iterable
 from pathlib import Path
 
 import pytest
+from _logfiles import write_log
 
 from gossamer.cli import main
 from gossamer.testing import WebModel, WebSpec
 from gossamer.testing._audit import AuditReport, audit
-from gossamer.testing._auditlog import AuditLogWriter
 from gossamer.testing._logread import LogRecord
 from gossamer.testing._model import PageFlag
 from gossamer.testing._truth import Truth, TruthRules, compute_truth, split_url
@@ -361,15 +361,6 @@ def test_report_outputs(model: WebModel, truth: Truth) -> None:
 
 
 # ------------------------------------------------------------------ log files and CLI
-def write_log(path: Path, spec: WebSpec, records: Iterable[LogRecord]) -> Path:
-    w = AuditLogWriter(path, spec.to_json())
-    for r in records:
-        w.write(
-            r.start_us, r.end_us, r.conn, r.ip, r.host, r.method, r.target, r.status, r.bytes,
-            r.outcome, r.ua, r.ims, r.inm, r.ae,
-        )  # fmt: skip
-    w.close()
-    return path
 
 
 def test_cli_audit(

@@ -5,9 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from _logfiles import write_log
 
 from gossamer.testing import WebSpec
-from gossamer.testing._auditlog import AuditLogWriter
 from gossamer.testing._logread import (
     LogRecord,
     expand_log_paths,
@@ -38,14 +38,7 @@ def rec(start: int, **kw: object) -> LogRecord:
 
 
 def write(path: Path, records: list[LogRecord], spec: WebSpec = SPEC) -> Path:
-    w = AuditLogWriter(path, spec.to_json())
-    for r in records:
-        w.write(
-            r.start_us, r.end_us, r.conn, r.ip, r.host, r.method, r.target, r.status, r.bytes,
-            r.outcome, r.ua, r.ims, r.inm, r.ae,
-        )  # fmt: skip
-    w.close()
-    return path
+    return write_log(path, spec, records)
 
 
 def test_server_log_round_trip(tmp_path: Path) -> None:

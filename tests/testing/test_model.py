@@ -586,3 +586,15 @@ def test_traps_are_endless() -> None:
     links = [u for u in extract(body, f"http://{name}/") if "search.php" in u]
     assert status == 200 and len(links) >= 4
     assert any(u.split("?")[1].startswith("page=") for u in links)
+
+
+def test_ten_million_page_web_is_servable_without_storage() -> None:
+    m = WebModel(WebSpec(seed=1, hosts=100_000, pages_mean=100))
+    assert 8_000_000 < m.total_pages < 12_000_000
+    assert len(m.ips()) == 4096  # max_ips: domains wrap around
+    big = max(m.hosts, key=lambda h: h.pages)
+    last = big.pages - 1
+    res = m.resolve(big.id, m.page_target(big.id, last))
+    assert res.kind is Kind.PAGE and res.a == last
+    assert respond(m, res).status == 200
+    assert m.resolve(big.id, f"/news/page-{big.pages}.html").kind is Kind.NOT_FOUND

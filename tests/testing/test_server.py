@@ -291,8 +291,9 @@ def test_resolve_and_hosts_files(web: RunningWeb, tmp_path: Path) -> None:
 
 def test_pycurl_reaches_pages_by_their_canonical_urls(web: RunningWeb) -> None:
     """The resolve lines are curl's --connect-to syntax: pycurl fetches portless URLs."""
-    pycurl = pytest.importorskip("pycurl")
     from io import BytesIO
+
+    import pycurl
 
     c = pycurl.Curl()
     try:
