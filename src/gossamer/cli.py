@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
 
 from . import __version__
 
@@ -15,6 +17,16 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"gossamer {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    _add_crawl(sub)
+    _add_report(sub)
+    demo = sub.add_parser(
+        "demo",
+        help="start the simulated web on loopback, crawl it, print the report and the audit",
+    )
+    demo.add_argument("--hosts", type=int, default=200, help="hosts (default 200)")
+    demo.add_argument("--pages-mean", type=float, default=25.0, help="mean pages per host")
+    demo.add_argument("-o", "--out", type=Path, help="keep everything here")
+    demo.set_defaults(func=_run_demo)
     testweb = sub.add_parser(
         "testweb",
         help="the simulated web: serve, truth, audit, export, info",
@@ -28,6 +40,96 @@ def build_parser() -> argparse.ArgumentParser:
     cli_export.register(tw_sub)
     cli_demo.register(tw_sub)
     return parser
+
+
+def _add_crawl(sub: Any) -> None:
+    p = sub.add_parser(
+        "crawl",
+        help="crawl from seed URLs into a directory (embedded mode, no server)",
+        description="Crawl politely from SEEDS into DIR: WARC, crawl log, link graph, stats. "
+        "Settings come from flags, then GOSSAMER_* environment variables, then --config.",
+    )
+    p.add_argument("seeds", nargs="*", metavar="SEED", help="start URLs")
+    p.add_argument("-o", "--output", type=Path, help="crawl directory (default ./crawl)")
+    p.add_argument("--resume", type=Path, metavar="DIR", help="continue the crawl in DIR")
+    p.add_argument("--config", type=Path, metavar="FILE", help="TOML settings file")
+    p.add_argument("--max-pages", type=int, help="stop after N pages")
+    p.add_argument("--max-depth", type=int, help="seeds are depth 0")
+    p.add_argument("--scope", choices=("host", "domain", "all"), help="default: host")
+    p.add_argument("--allow", action="append", metavar="REGEX", help="keep URLs matching")
+    p.add_argument("--deny", action="append", metavar="REGEX", help="drop URLs matching")
+    p.add_argument("--workers", type=int, help="processes (only 1 so far)")
+    p.add_argument("--concurrency", type=int, help="hosts fetched at once per worker")
+    p.add_argument("--per-host", type=int, help="URLs per host per lease (default 20)")
+    p.add_argument("--delay", type=float, help="seconds between requests to a host (1.0)")
+    p.add_argument("--user-agent", help="User-Agent header")
+    p.add_argument(
+        "--resolve", action="append", metavar="HOST:IP",
+        help="HOST:IP, HOST:PORT:IP:PORT or *.domain:IP (repeatable)",
+    )  # fmt: skip
+    p.add_argument("--resolve-file", type=Path, metavar="FILE", help="one --resolve per line")
+    p.add_argument(
+        "--allow-private",
+        action="store_true",
+        default=None,
+        help="allow loopback/private addresses (the simulated web needs it)",
+    )
+    p.add_argument("--ignore-robots", action="store_true", help="do not obey robots.txt")
+    p.add_argument("--no-warc", action="store_true", help="do not write WARC files")
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress output")
+    p.set_defaults(func=_run_crawl)
+
+
+def _run_crawl(args: argparse.Namespace) -> int:
+    from .config import SettingsError, load_settings
+    from .engine.run import CrawlError, run_crawl
+
+    flags = {
+        "seeds": args.seeds or None,
+        "output": args.resume or args.output,
+        "max_pages": args.max_pages,
+        "max_depth": args.max_depth,
+        "scope": args.scope,
+        "allow": args.allow,
+        "deny": args.deny,
+        "workers": args.workers,
+        "concurrency": args.concurrency,
+        "per_host": args.per_host,
+        "delay": args.delay,
+        "user_agent": args.user_agent,
+        "resolve": args.resolve,
+        "resolve_file": args.resolve_file,
+        "allow_private": args.allow_private,
+        "obey_robots": False if args.ignore_robots else None,
+        "warc": False if args.no_warc else None,
+    }
+    try:
+        settings = load_settings(flags, config=args.config)
+        return run_crawl(
+            settings, resume=args.resume is not None, progress=None if args.quiet else sys.stderr
+        )
+    except (SettingsError, CrawlError) as exc:
+        print(f"gossamer: error: {exc}", file=sys.stderr)
+        return 2
+
+
+def _run_demo(args: argparse.Namespace) -> int:
+    from .engine.demo import run_demo
+
+    return run_demo(hosts=args.hosts, pages_mean=args.pages_mean, out=args.out)
+
+
+def _add_report(sub: Any) -> None:
+    p = sub.add_parser("report", help="summarise a crawl directory")
+    p.add_argument("dir", type=Path, metavar="DIR")
+    p.add_argument("--json", action="store_true", help="print the statistics as JSON")
+    p.set_defaults(func=_run_report)
+
+
+def _run_report(args: argparse.Namespace) -> int:
+    from .engine.report import print_report
+
+    return print_report(args.dir, as_json=args.json)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -305,6 +305,35 @@ class HostRobots:
         return bool(self.parser.can_fetch(f"http://{self.host}{target}", self.agent))
 
 
+def own_group(text: str, agent: str) -> str:
+    """The robots.txt reduced to the one group RFC 9309 §2.2.1 applies to `agent`: the group
+    whose user-agent equals the product token (case-insensitively), else the `*` group.
+
+    protego matches a group whose name is a *substring* of the agent (`gossamer` would apply to
+    `gossamer-hostile`); the simulated web's files are simple (one user-agent line per group,
+    no merging), so the selection is done here and protego only sees `User-agent: *`.
+    Sitemap lines are kept."""
+    groups: list[tuple[str, list[str]]] = []
+    other: list[str] = []
+    for raw in text.splitlines():
+        line = raw.split("#", 1)[0].strip()
+        key, _, value = line.partition(":")
+        key = key.strip().lower()
+        if key == "user-agent":
+            if not groups or groups[-1][1]:
+                groups.append((value.strip().lower(), []))
+            else:  # consecutive user-agent lines share a group
+                groups[-1] = (groups[-1][0] + "\n" + value.strip().lower(), [])
+        elif key == "sitemap":
+            other.append(line)
+        elif groups and key:
+            groups[-1][1].append(line)
+    chosen = next((rules for names, rules in groups if agent in names.split("\n")), None)
+    if chosen is None:
+        chosen = next((rules for names, rules in groups if "*" in names.split("\n")), [])
+    return "\n".join(["User-agent: *", *chosen, *other]) + "\n"
+
+
 class RobotsOracle:
     """robots.txt of every host as the server answers it, parsed once per host (protego)."""
 
@@ -351,7 +380,7 @@ class RobotsOracle:
                 continue
             if resp.status >= 400:
                 break
-            parser = Protego.parse(resp.body.decode("utf-8", "replace"))
+            parser = Protego.parse(own_group(resp.body.decode("utf-8", "replace"), self.agent))
             delay = parser.crawl_delay(self.agent)
             return HostRobots(
                 name,

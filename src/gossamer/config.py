@@ -1,0 +1,174 @@
+"""Typed crawl settings: flags > `GOSSAMER_*` environment > TOML file > defaults.
+
+One composition root: `load_settings()` validates everything at start and raises
+`SettingsError` with every problem in one readable message.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tomllib
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import Field, ValidationError, field_validator, model_validator
+from pydantic_settings import (
+    BaseSettings,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+)
+
+DEFAULT_USER_AGENT = "gossamer/0.1 (+https://gossamer.invalid/bot)"
+
+
+class SettingsError(ValueError):
+    """Invalid settings; the message lists every problem, one per line."""
+
+
+class CrawlSettings(BaseSettings):
+    """Everything a crawl needs. Field names are the TOML keys; env vars are GOSSAMER_<NAME>."""
+
+    model_config = SettingsConfigDict(env_prefix="GOSSAMER_", extra="forbid", validate_default=True)
+
+    seeds: list[str] = Field(default_factory=list, description="start URLs")
+    output: Path = Field(Path("crawl"), description="crawl directory")
+    max_pages: int | None = Field(None, ge=1, description="stop after this many pages")
+    max_depth: int | None = Field(None, ge=0, description="seeds are depth 0")
+    scope: Literal["host", "domain", "all"] = "host"
+    allow: list[str] = Field(default_factory=list, description="regexes; one must match")
+    deny: list[str] = Field(default_factory=list, description="regexes; none may match")
+    workers: int = Field(1, ge=0, description="processes (only 1 so far)")
+    concurrency: int = Field(64, ge=1, le=10_000, description="hosts fetched at once per worker")
+    per_host: int = Field(20, ge=1, le=1000, description="URLs per host per lease (KSpider bucket)")
+    per_ip: int = Field(1, ge=1, le=64, description="hosts of one IP fetched at once")
+    delay: float = Field(1.0, ge=0, le=3600, description="seconds between requests to a host")
+    max_crawl_delay: float = Field(30.0, ge=0, le=86400, description="cap on robots Crawl-delay")
+    user_agent: str = DEFAULT_USER_AGENT
+    resolve: list[str] = Field(default_factory=list, description="HOST:IP or HOST:PORT:IP:PORT")
+    resolve_file: Path | None = None
+    allow_private: bool = Field(False, description="allow loopback/private addresses")
+    connect_timeout: float = Field(10.0, gt=0)
+    first_byte_timeout: float = Field(30.0, gt=0)
+    total_timeout: float = Field(120.0, gt=0)
+    max_body: int = Field(10 * 1024 * 1024, ge=1024, description="bytes kept per response")
+    obey_robots: bool = True
+    follow_nofollow: bool = False
+    html_only: bool = True
+    strip_session_ids: bool = True
+    follow_canonical: bool = True
+    use_sitemaps: bool = False
+    host_budget: int | None = Field(100_000, ge=1, description="URLs queued per host at most")
+    max_path_repeat: int = Field(3, ge=1, description="a path segment repeated more is a trap")
+    max_attempts: int = Field(3, ge=1, le=20)
+    lease_ttl: float = Field(120.0, gt=1)
+    warc: bool = True
+    warc_max_bytes: int = Field(1024**3, ge=1024 * 1024)
+
+    @field_validator("seeds")
+    @classmethod
+    def _seeds_are_http(cls, seeds: list[str]) -> list[str]:
+        from .urls import URLError, canonicalize
+
+        out = []
+        for s in seeds:
+            try:
+                out.append(canonicalize(s.strip()))
+            except URLError as exc:
+                raise ValueError(f"invalid seed URL {s!r}: {exc}") from None
+        return out
+
+    @field_validator("allow", "deny")
+    @classmethod
+    def _regexes_compile(cls, patterns: list[str]) -> list[str]:
+        for p in patterns:
+            try:
+                re.compile(p)
+            except re.error as exc:
+                raise ValueError(f"invalid regex {p!r}: {exc}") from None
+        return patterns
+
+    @field_validator("resolve")
+    @classmethod
+    def _resolve_syntax(cls, entries: list[str]) -> list[str]:
+        for e in entries:
+            if e.count(":") not in (1, 3) or "" in e.split(":"):
+                raise ValueError(f"--resolve expects HOST:IP or HOST:PORT:IP:PORT, got {e!r}")
+        return entries
+
+    @model_validator(mode="after")
+    def _consistent(self) -> CrawlSettings:
+        if self.workers != 1:
+            raise ValueError("workers: only one worker process is implemented so far")
+        if self.use_sitemaps:
+            raise ValueError("use_sitemaps: seeding from sitemaps is not implemented yet")
+        if self.first_byte_timeout > self.total_timeout:
+            raise ValueError("first_byte_timeout must not exceed total_timeout")
+        if self.resolve_file is not None and not self.resolve_file.is_file():
+            raise ValueError(f"resolve_file {self.resolve_file} is not a readable file")
+        return self
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        # flags (init) > environment > TOML (passed as init defaults by load_settings)
+        return (init_settings, env_settings)
+
+    def effective_workers(self) -> int:
+        return self.workers or (os.cpu_count() or 1)
+
+    def manifest(self) -> dict[str, Any]:
+        """The crawl.json contract read by `gossamer testweb audit --crawl` and by --resume."""
+        return self.model_dump(mode="json")
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    try:
+        with path.open("rb") as f:
+            data = tomllib.load(f)
+    except OSError as exc:
+        raise SettingsError(f"cannot read config file {path}: {exc.strerror or exc}") from exc
+    except tomllib.TOMLDecodeError as exc:
+        raise SettingsError(f"config file {path} is not valid TOML: {exc}") from exc
+    crawl = data.get("crawl", data)
+    if not isinstance(crawl, dict):
+        raise SettingsError(f"config file {path}: [crawl] must be a table")
+    return crawl
+
+
+def load_settings(
+    flags: dict[str, Any] | None = None, *, config: Path | None = None
+) -> CrawlSettings:
+    """Settings from flags (None values ignored), `GOSSAMER_*` env vars and a TOML file.
+
+    The TOML file may hold the keys at top level or under `[crawl]`."""
+    values: dict[str, Any] = {}
+    if config is not None:
+        values.update(_read_toml(config))
+    env_keys = {
+        name
+        for name in CrawlSettings.model_fields
+        if f"GOSSAMER_{name.upper()}" in {k.upper() for k in os.environ}
+    }
+    for k in env_keys:
+        values.pop(k, None)  # the environment beats the file
+    values.update({k: v for k, v in (flags or {}).items() if v is not None})
+    try:
+        return CrawlSettings(**values)
+    except ValidationError as exc:
+        raise SettingsError(_format_errors(exc)) from None
+
+
+def _format_errors(exc: ValidationError) -> str:
+    lines = ["invalid settings:"]
+    for err in exc.errors():
+        where = ".".join(str(p) for p in err["loc"]) or "settings"
+        msg = err["msg"].removeprefix("Value error, ")
+        lines.append(f"  {where}: {msg}")
+    return "\n".join(lines)

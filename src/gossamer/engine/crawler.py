@@ -1,0 +1,329 @@
+"""The worker loop: lease host batches, fetch them politely, parse, route links, record.
+
+One `Crawler` runs in one process on one event loop. It holds no crawl state of its own that
+must survive a crash: the frontier (SQLite here, Redis later) owns queues, dedupe, leases and
+host politeness state; the sinks own the outputs. A batch is one leased host: robots.txt first
+(cached per host), then up to `per_host` URLs over one kept-alive connection with the host's
+delay between requests (KSpider's bucket), then `complete()` rests the host.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..config import CrawlSettings
+from ..fetch import FetchRequest, FetchResult
+from ..frontier import Discovered, Frontier, HostBatch, Outcome, StaleLeaseError, Verdict
+from ..parse import ParseOptions, is_html, parse_html
+from ..robots import RobotsCache, RobotsPolicy, robots_url
+from ..scope import Scope
+from ..urls import LinkResolver, URLError, canonicalize, fingerprint, host_key
+
+REDIRECTS = frozenset({301, 302, 303, 307, 308})
+RETRY_STATUSES = frozenset({429, 503})
+MAX_ROBOTS_REDIRECTS = 5
+LEASE_SAFETY_S = 2.0  # stop fetching a batch this long before its lease ends
+
+
+@dataclass(slots=True)
+class CrawlCounters:
+    """Live counters of one worker (snapshotted by `Crawler.snapshot()`)."""
+
+    pages: int = 0  # responses recorded for page URLs (DONE outcomes)
+    requests: int = 0  # every HTTP request made, robots.txt included
+    bytes: int = 0
+    errors: Counter[str] = field(default_factory=Counter)
+    statuses: Counter[int] = field(default_factory=Counter)
+    dropped: Counter[str] = field(default_factory=Counter)
+    discovered: int = 0
+    active_hosts: int = 0
+    started_at: float = field(default_factory=time.time)
+
+
+class Crawler:
+    """Drives one worker. Every collaborator is injected (see `engine.build`)."""
+
+    def __init__(
+        self,
+        settings: CrawlSettings,
+        *,
+        frontier: Frontier,
+        fetcher: Any,
+        ip_of: Callable[[str], str | None],
+        sinks: Any,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.settings = settings
+        self.frontier = frontier
+        self.fetcher = fetcher
+        self.ip_of = ip_of
+        self.sinks = sinks
+        self.clock = clock
+        self.scope = Scope(
+            settings.seeds,
+            scope=settings.scope,
+            allow=settings.allow,
+            deny=settings.deny,
+            max_depth=settings.max_depth,
+            html_only=settings.html_only,
+            max_path_repeat=settings.max_path_repeat,
+        )
+        self.robots = RobotsCache()
+        self.parse_options = ParseOptions(
+            follow_nofollow=settings.follow_nofollow,
+            link_rels=frozenset({"canonical"}) if settings.follow_canonical else frozenset(),
+        )
+        self.counters = CrawlCounters()
+        self._ip_locks: dict[str, asyncio.Semaphore] = {}
+        self._stop = asyncio.Event()
+
+    # ------------------------------------------------------------------ control
+    def request_stop(self) -> None:
+        """Finish the current request of every batch, complete the batches, then return."""
+        self._stop.set()
+
+    def seed(self, urls: list[str]) -> int:
+        items = []
+        for u in urls:
+            try:
+                c = canonicalize(u, strip_session_ids=self.settings.strip_session_ids)
+            except URLError:
+                continue
+            items.append(Discovered(url=c, host=host_key(c), depth=0, fp=fingerprint(c)))
+        return self.frontier.put_discovered(items)
+
+    async def run(self) -> CrawlCounters:
+        """Crawl until the frontier is exhausted, the page budget is spent or a stop."""
+        active: set[asyncio.Task[None]] = set()
+        try:
+            async with asyncio.TaskGroup() as tg:
+                while not self._stop.is_set():
+                    free = self.settings.concurrency - len(active)
+                    batches: list[HostBatch] = []
+                    if free > 0:
+                        batches = await asyncio.to_thread(
+                            self.frontier.lease, free, self.settings.per_host
+                        )
+                    for b in batches:
+                        t = tg.create_task(self._run_batch(b))
+                        active.add(t)
+                        t.add_done_callback(active.discard)
+                    self.counters.active_hosts = len(active)
+                    if not batches and not active and await self._finished():
+                        break
+                    if active:
+                        await asyncio.wait(
+                            set(active),
+                            timeout=0.05 if free else None,
+                            return_when=asyncio.FIRST_COMPLETED,
+                        )
+                    elif not batches:
+                        await asyncio.sleep(0.02)
+        finally:
+            self.counters.active_hosts = 0
+        return self.counters
+
+    async def _finished(self) -> bool:
+        stats = await asyncio.to_thread(self.frontier.statistics)
+        if stats.leased:
+            return False
+        if stats.queued == 0:
+            return True
+        limit = self.settings.max_pages
+        return limit is not None and stats.done >= limit
+
+    # ------------------------------------------------------------------ one host
+    async def _run_batch(self, batch: HostBatch) -> None:
+        host = batch.host
+        outcomes: list[Outcome] = []
+        discovered: list[Discovered] = []
+        last_end = 0.0
+        ip = self.ip_of(host.partition(":")[0]) or host
+        lock = self._ip_locks.setdefault(ip, asyncio.Semaphore(self.settings.per_ip))
+        async with lock:  # per-IP politeness covers robots.txt too
+            fetched_robots = self.robots.get(host, self.clock()) is None
+            policy = await self._robots_policy(host, batch)
+            delay = self._delay(policy)
+            if fetched_robots and policy is not None:
+                last_end = self.clock()
+            for leased in batch.urls:
+                if self._stop.is_set() or self.clock() > batch.expires_at - LEASE_SAFETY_S:
+                    break  # unfinished URLs go back to the queue
+                if policy is not None and not policy.allowed(leased.url):
+                    outcomes.append(
+                        Outcome(leased.url, leased.fp, Verdict.FAILED, error="robots/disallowed")
+                    )
+                    self.counters.dropped["robots/disallowed"] += 1
+                    continue
+                wait = last_end + delay - self.clock()
+                if wait > 0:
+                    await asyncio.sleep(wait)
+                result = await self.fetcher.fetch(FetchRequest(leased.url))
+                last_end = self.clock()
+                outcome = self._record(result, leased.depth, leased.parent, leased.attempts)
+                outcomes.append(
+                    Outcome(
+                        leased.url,
+                        leased.fp,
+                        outcome[0],
+                        status=result.status,
+                        retry_after=_retry_after(result),
+                        error=outcome[1],
+                    )
+                )
+                if outcome[0] is Verdict.DONE:
+                    discovered.extend(self._links(result, leased.depth))
+                if result.status in RETRY_STATUSES:
+                    break  # the host asked us to back off: rest it now
+        self.sinks.flush()  # outputs on disk before the frontier counts the URLs done
+        try:
+            await asyncio.to_thread(
+                self.frontier.complete,
+                batch.token,
+                outcomes,
+                last_end + delay if last_end else None,
+            )
+        except StaleLeaseError:
+            self.counters.errors["frontier/stale-lease"] += 1
+        if discovered:
+            self.counters.discovered += await asyncio.to_thread(
+                self.frontier.put_discovered, discovered
+            )
+
+    def _delay(self, policy: RobotsPolicy | None) -> float:
+        delay = self.settings.delay
+        if policy is not None and policy.crawl_delay:
+            delay = max(delay, min(policy.crawl_delay, self.settings.max_crawl_delay))
+        return delay
+
+    async def _robots_policy(self, host: str, batch: HostBatch) -> RobotsPolicy | None:
+        if not self.settings.obey_robots:
+            return None
+        now = self.clock()
+        policy = self.robots.get(host, now)
+        if policy is not None:
+            return policy
+        url = robots_url(batch.urls[0].url) if batch.urls else f"http://{host}/robots.txt"
+        status: int | None = None
+        body: bytes | None = None
+        final = url
+        for _ in range(MAX_ROBOTS_REDIRECTS + 1):
+            result = await self.fetcher.fetch(FetchRequest(final))
+            self._record_aux(result, "robots")
+            status, body = result.status, result.body
+            if status in REDIRECTS and result.header("location"):
+                nxt = LinkResolver(final).resolve(result.header("location") or "")
+                if nxt is None:
+                    status = None
+                    break
+                final = nxt
+                continue
+            break
+        # more than 5 redirects leaves the last 3xx status: "unavailable", allow all (RFC 9309)
+        policy = RobotsPolicy.from_response(
+            status, body, user_agent=self.settings.user_agent, now=self.clock(), final_url=final
+        )
+        self.robots.put(host, policy)
+        if policy.crawl_delay:
+            await asyncio.to_thread(self.frontier.set_host_delay, host, policy.crawl_delay)
+        return policy
+
+    # ------------------------------------------------------------------ recording
+    def _record(
+        self, result: FetchResult, depth: int, parent: str | None, attempts: int
+    ) -> tuple[Verdict, str | None]:
+        """Write the exchange to the sinks and classify it."""
+        c = self.counters
+        c.requests += 1
+        if result.status is None:
+            key = result.error or "fetch/error/unknown"
+            c.errors[key] += 1
+            verdict = Verdict.RETRY if attempts + 1 < self.settings.max_attempts else Verdict.FAILED
+            self.sinks.log(result, depth=depth, parent=parent, outcome=key)
+            return verdict, key
+        c.statuses[result.status] += 1
+        c.bytes += result.raw_body_len
+        self.sinks.exchange(result)
+        if result.status in RETRY_STATUSES:
+            key = f"fetch/status/{result.status}"
+            self.sinks.log(result, depth=depth, parent=parent, outcome=key)
+            return Verdict.RETRY, key
+        c.pages += 1
+        outcome = "ok" if result.status < 400 else f"fetch/status/{result.status}"
+        if result.truncated:
+            outcome = "ok/truncated" if outcome == "ok" else outcome
+        if result.error:  # e.g. a body that failed to decode
+            c.errors[result.error] += 1
+            outcome = result.error
+        self.sinks.log(result, depth=depth, parent=parent, outcome=outcome)
+        return Verdict.DONE, None if outcome.startswith("ok") else outcome
+
+    def _record_aux(self, result: FetchResult, what: str) -> None:
+        c = self.counters
+        c.requests += 1
+        if result.status is None:
+            c.errors[f"{what}/{result.error or 'fetch/error/unknown'}"] += 1
+        else:
+            c.statuses[result.status] += 1
+            self.sinks.exchange(result)
+        self.sinks.log(result, depth=-1, parent=None, outcome=f"{what}")
+
+    def _links(self, result: FetchResult, depth: int) -> list[Discovered]:
+        """Discovered URLs (scope-checked) from a response, with graph edges recorded."""
+        out: list[Discovered] = []
+        url = result.url
+        strip = self.settings.strip_session_ids
+        if result.status in REDIRECTS:
+            loc = result.header("location")
+            target = LinkResolver(url, strip_session_ids=strip).resolve(loc) if loc else None
+            if target:
+                self._route(url, target, depth, "redirect", out)
+            return out
+        if result.status != 200 or not is_html(result.header("content-type")):
+            return out
+        page = parse_html(result.body, url, _headers(result), self.parse_options)
+        seen: set[str] = set()
+        for link in page.links:
+            if link.url == url or link.url in seen:
+                continue
+            seen.add(link.url)
+            same_doc = link.kind == "canonical"
+            self._route(url, link.url, depth if same_doc else depth + 1, link.kind, out)
+        return out
+
+    def _route(self, src: str, dst: str, depth: int, kind: str, out: list[Discovered]) -> None:
+        host = host_key(dst)
+        reason = self.scope.reject(dst, host, depth)
+        if reason:
+            self.counters.dropped[reason] += 1
+            return
+        self.sinks.edge(src, dst, kind if kind in ("redirect", "canonical") else "link")
+        out.append(
+            Discovered(
+                url=dst,
+                host=host,
+                depth=depth,
+                fp=fingerprint(dst),
+                priority=depth,
+                parent=src,
+            )
+        )
+
+
+def _headers(result: FetchResult) -> dict[str, str]:
+    return {k.lower(): v for k, v in result.headers}
+
+
+def _retry_after(result: FetchResult) -> float | None:
+    value = result.header("retry-after") if result.status is not None else None
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        return None

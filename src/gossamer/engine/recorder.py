@@ -1,0 +1,76 @@
+"""The engine's one door to the sinks: WARC, crawl log and link graph of a crawl directory.
+
+The sinks never call back into the engine; this facade only adapts a `FetchResult` to each.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..config import CrawlSettings
+from ..fetch import FetchResult
+from ..sinks import CrawlLog, GraphWriter, WarcWriter
+from ..sinks.warc import recover
+
+
+class Recorder:
+    def __init__(self, out: Path, settings: CrawlSettings, *, version: str, part: str = "") -> None:
+        self.warc: WarcWriter | None = None
+        if settings.warc:
+            recover(out / "warc")  # a killed run leaves `.open` files: keep their whole records
+            self.warc = WarcWriter(
+                out / "warc",
+                prefix=f"gossamer{'-' + part if part else ''}",
+                max_bytes=settings.warc_max_bytes,
+                warcinfo={
+                    "software": f"gossamer/{version}",
+                    "operator": settings.user_agent,
+                    "robots": "obey" if settings.obey_robots else "ignore",
+                    "seeds": " ".join(settings.seeds),
+                },
+            )
+        self.crawl_log = CrawlLog(out / "crawl.log.jsonl")
+        self.graph = GraphWriter(out, part=part)
+
+    def exchange(self, result: FetchResult) -> None:
+        if self.warc is None:
+            return
+        self.warc.write_exchange(
+            result.url,
+            result.ip,
+            result.request_head,
+            result.response_head,
+            result.body,
+            result.started_at,
+            result.truncated,
+        )
+
+    def log(self, result: FetchResult, *, depth: int, parent: str | None, outcome: str) -> None:
+        self.crawl_log.write(
+            url=result.url,
+            status=result.status,
+            outcome=outcome,
+            nbytes=len(result.body),
+            content_type=result.header("content-type") if result.status is not None else None,
+            duration=result.elapsed,
+            depth=depth if depth >= 0 else None,
+            parent=parent,
+            error=result.error,
+            location=result.header("location") if result.status is not None else None,
+            started_at=result.started_at,
+        )
+
+    def edge(self, src: str, dst: str, kind: str) -> None:
+        self.graph.add_edge(src, dst, kind)
+
+    def flush(self) -> None:
+        if self.warc is not None:
+            self.warc.flush()
+        self.crawl_log.flush()
+        self.graph.flush()
+
+    def close(self) -> None:
+        if self.warc is not None:
+            self.warc.close()
+        self.crawl_log.close()
+        self.graph.close()

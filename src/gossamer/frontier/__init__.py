@@ -1,0 +1,44 @@
+"""The frontier: queues, dedupe, leases and host politeness of a crawl.
+
+`Frontier` is the contract (see `_protocol`); `SqliteFrontier` the embedded backend;
+`MemoryFrontier` the in-memory reference; `PolitenessPolicy`/`HostTiming` with `after_batch`
+the pure politeness rules. Documentation: docs/crawler/frontier.md.
+"""
+
+from ._memory import MemoryFrontier
+from ._options import FrontierOptions
+from ._politeness import HostTiming, PolitenessPolicy, after_batch, after_reclaim, delay_of
+from ._protocol import (
+    Discovered,
+    Frontier,
+    FrontierError,
+    FrontierStats,
+    FrontierStorageError,
+    HostBatch,
+    LeasedURL,
+    Outcome,
+    StaleLeaseError,
+    Verdict,
+)
+from .sqlite import SqliteFrontier
+
+__all__ = [
+    "Discovered",
+    "Frontier",
+    "FrontierError",
+    "FrontierOptions",
+    "FrontierStats",
+    "FrontierStorageError",
+    "HostBatch",
+    "HostTiming",
+    "LeasedURL",
+    "MemoryFrontier",
+    "Outcome",
+    "PolitenessPolicy",
+    "SqliteFrontier",
+    "StaleLeaseError",
+    "Verdict",
+    "after_batch",
+    "after_reclaim",
+    "delay_of",
+]

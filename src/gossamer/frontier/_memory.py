@@ -1,0 +1,278 @@
+"""The reference frontier: plain dicts and heaps, no persistence.
+
+Written to be obviously right rather than fast (a lease sorts the ready hosts: O(hosts)); the
+contract tests run against it and the Hypothesis state machine uses it as the model the real
+backends are compared with. Also handy for engine unit tests.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+import secrets
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+
+from ._options import FrontierOptions
+from ._politeness import HostTiming, PolitenessPolicy, after_batch, after_reclaim
+from ._protocol import (
+    Discovered,
+    FrontierError,
+    FrontierStats,
+    HostBatch,
+    LeasedURL,
+    Outcome,
+    StaleLeaseError,
+)
+from ._settle import settle
+
+__all__ = ["MemoryFrontier"]
+
+
+@dataclass(slots=True)
+class _URL:
+    item: Discovered
+    seq: int
+    state: str = "queued"  # queued | leased | done | failed
+    attempts: int = 0
+
+
+@dataclass(slots=True)
+class _Host:
+    name: str
+    timing: HostTiming
+    queue: list[tuple[int, int, int]] = field(default_factory=list)  # (priority, seq, fp) heap
+    total: int = 0
+    token: str | None = None
+    expires: float = 0.0
+    leased: list[int] = field(default_factory=list)
+
+
+class MemoryFrontier:
+    """`Frontier` in memory; same constructor knobs as `SqliteFrontier` (minus storage)."""
+
+    def __init__(
+        self,
+        *,
+        lease_ttl: float = 60.0,
+        max_pages: int | None = None,
+        host_budget: int | None = None,
+        max_attempts: int = 3,
+        default_delay: float = 0.0,
+        max_crawl_delay: float = 30.0,
+        adaptive_factor: float = 0.0,
+        backoff_base: float = 1.0,
+        backoff_max: float = 300.0,
+        max_retry_after: float = 600.0,
+        max_host_errors: int | None = 10,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.options = FrontierOptions(
+            lease_ttl=lease_ttl,
+            max_pages=max_pages,
+            host_budget=host_budget,
+            max_attempts=max_attempts,
+            politeness=PolitenessPolicy(
+                default_delay=default_delay,
+                max_crawl_delay=max_crawl_delay,
+                adaptive_factor=adaptive_factor,
+                backoff_base=backoff_base,
+                backoff_max=backoff_max,
+                max_retry_after=max_retry_after,
+                max_host_errors=max_host_errors,
+            ),
+        )
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._urls: dict[int, _URL] = {}
+        self._hosts: dict[str, _Host] = {}
+        self._by_token: dict[str, _Host] = {}
+        self._seq = 0
+        self._counts = {"queued": 0, "leased": 0, "done": 0, "failed": 0}
+        self._retries = 0
+        self._dropped = 0
+        self._duplicates = 0
+        self._closed = False
+
+    def _host(self, name: str) -> _Host:
+        h = self._hosts.get(name)
+        if h is None:
+            h = self._hosts[name] = _Host(name, HostTiming(next_fetch_at=self._clock()))
+        return h
+
+    def _move(self, u: _URL, state: str) -> None:
+        self._counts[u.state] -= 1
+        self._counts[state] += 1
+        u.state = state
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise FrontierError("frontier is closed")
+
+    def put_discovered(self, items: Sequence[Discovered]) -> int:
+        """See `Frontier.put_discovered`."""
+        with self._lock:
+            self._check_open()
+            added = 0
+            budget = self.options.host_budget
+            for it in items:
+                if it.fp in self._urls:
+                    self._duplicates += 1
+                    continue
+                h = self._host(it.host)
+                if budget is not None and h.total >= budget:
+                    self._dropped += 1
+                    continue
+                h.total += 1
+                self._seq += 1
+                u = _URL(it, self._seq, "failed" if h.timing.dead else "queued")
+                self._urls[it.fp] = u
+                self._counts[u.state] += 1
+                if not h.timing.dead:
+                    heapq.heappush(h.queue, (it.priority, u.seq, it.fp))
+                    added += 1
+            return added
+
+    def lease(self, max_hosts: int, per_host: int, now: float | None = None) -> list[HostBatch]:
+        """See `Frontier.lease`."""
+        if max_hosts < 0 or per_host < 0:
+            raise ValueError("max_hosts and per_host must be >= 0")
+        with self._lock:
+            self._check_open()
+            now = self._clock() if now is None else now
+            self._reclaim(now)
+            slots: float = math.inf
+            if self.options.max_pages is not None:
+                slots = self.options.max_pages - self._counts["done"] - self._counts["leased"]
+            if max_hosts == 0 or per_host == 0 or slots <= 0:
+                return []
+            ready = sorted(
+                (h for h in self._hosts.values() if self._ready(h, now)),
+                key=lambda h: (h.timing.next_fetch_at, h.name),
+            )[:max_hosts]
+            out = []
+            for h in ready:
+                if slots <= 0:
+                    break
+                take = int(min(per_host, slots, len(h.queue)))
+                fps = [heapq.heappop(h.queue)[2] for _ in range(take)]
+                token = secrets.token_hex(16)
+                h.token, h.expires, h.leased = token, now + self.options.lease_ttl, fps
+                self._by_token[token] = h
+                urls = []
+                for fp in fps:
+                    u = self._urls[fp]
+                    self._move(u, "leased")
+                    urls.append(LeasedURL(u.item.url, fp, u.item.depth, u.item.parent, u.attempts))
+                out.append(HostBatch(h.name, token, h.expires, tuple(urls)))
+                slots -= take
+            return out
+
+    @staticmethod
+    def _ready(h: _Host, now: float) -> bool:
+        return h.token is None and bool(h.queue) and h.timing.next_fetch_at <= now
+
+    def _release(self, h: _Host) -> None:
+        assert h.token is not None
+        del self._by_token[h.token]
+        h.token, h.expires, h.leased = None, 0.0, []
+
+    def _requeue(self, h: _Host, fp: int) -> None:
+        u = self._urls[fp]
+        self._move(u, "queued")
+        heapq.heappush(h.queue, (u.item.priority, u.seq, fp))
+
+    def complete(
+        self, token: str, outcomes: Sequence[Outcome], next_fetch_at: float | None = None
+    ) -> None:
+        """See `Frontier.complete`."""
+        with self._lock:
+            self._check_open()
+            h = self._by_token.get(token)
+            if h is None:
+                raise StaleLeaseError(f"lease {token!r} is not held (completed or reclaimed)")
+            leased = {fp: self._urls[fp].attempts for fp in h.leased}
+            s = settle(leased, outcomes, self.options.max_attempts)
+            h.timing = after_batch(
+                h.timing, outcomes, self._clock(), self.options.politeness, next_fetch_at
+            )
+            self._release(h)
+            for fp in s.done:
+                self._move(self._urls[fp], "done")
+            for fp in s.failed:
+                self._move(self._urls[fp], "failed")
+            for fp, attempts in s.requeued:
+                self._urls[fp].attempts = attempts
+                self._requeue(h, fp)
+            for fp in s.unfinished:
+                self._requeue(h, fp)
+            self._retries += s.retried
+            if h.timing.dead:  # give up the host: fail everything it still has queued
+                for _, _, fp in h.queue:
+                    self._move(self._urls[fp], "failed")
+                h.queue.clear()
+
+    def extend(self, token: str, until: float) -> None:
+        """See `Frontier.extend`."""
+        with self._lock:
+            self._check_open()
+            h = self._by_token.get(token)
+            if h is None:
+                raise StaleLeaseError(f"lease {token!r} is not held (completed or reclaimed)")
+            h.expires = max(h.expires, until)
+
+    def reclaim_expired(self, now: float | None = None) -> int:
+        """See `Frontier.reclaim_expired`."""
+        with self._lock:
+            self._check_open()
+            return self._reclaim(self._clock() if now is None else now)
+
+    def _reclaim(self, now: float) -> int:
+        rest_from = min(now, self._clock())
+        n = 0
+        for h in [h for h in self._by_token.values() if h.expires <= now]:
+            fps = h.leased
+            self._release(h)
+            for fp in fps:
+                self._requeue(h, fp)
+            h.timing = after_reclaim(h.timing, rest_from, self.options.politeness)
+            n += len(fps)
+        return n
+
+    def set_host_delay(self, host: str, crawl_delay: float | None) -> None:
+        """See `Frontier.set_host_delay`."""
+        if crawl_delay is not None and not crawl_delay >= 0:
+            raise ValueError(f"crawl_delay must be >= 0 or None, not {crawl_delay!r}")
+        with self._lock:
+            self._check_open()
+            h = self._host(host)
+            h.timing = replace(h.timing, crawl_delay=crawl_delay)
+
+    def statistics(self) -> FrontierStats:
+        """See `Frontier.statistics`."""
+        with self._lock:
+            self._check_open()
+            now = self._clock()
+            waiting = [
+                h.timing.next_fetch_at for h in self._hosts.values() if h.token is None and h.queue
+            ]
+            return FrontierStats(
+                queued=self._counts["queued"],
+                leased=self._counts["leased"],
+                done=self._counts["done"],
+                failed=self._counts["failed"],
+                retries=self._retries,
+                hosts=len(self._hosts),
+                ready_hosts=sum(1 for t in waiting if t <= now),
+                leased_hosts=len(self._by_token),
+                dead_hosts=sum(1 for h in self._hosts.values() if h.timing.dead),
+                dropped_by_budget=self._dropped,
+                duplicates_seen=self._duplicates,
+                next_ready_at=min(waiting) if waiting else None,
+            )
+
+    def close(self) -> None:
+        """Mark closed (idempotent); later calls raise FrontierError."""
+        self._closed = True

@@ -1,0 +1,294 @@
+"""Link extraction from HTML (the per-page hot path): selectolax's lexbor parser, one CSS pass.
+
+What is extracted (ParseOptions says which): `<a href>`, `<area href>`, `<frame src>` and
+`<iframe src>`, `<link rel=canonical|next|alternate href>`. Links are resolved against the
+first `<base href>` (wherever it stands, as browsers do) or the page URL by
+`urls.LinkResolver`, so they come out canonical; javascript:, mailto:, data: and other non-http
+links are dropped. Robots directives: `rel=nofollow` on a link, `<meta name=robots>` (or the
+agent's own name) and the `X-Robots-Tag` header (`nofollow`, `noindex`, `none`; an
+agent-prefixed value such as `gossamer: nofollow` applies only to that agent).
+
+Charset (HTML standard order): a byte-order mark, else the Content-Type header's charset, else
+a `<meta charset>` / `<meta http-equiv=content-type>` in the first 1024 bytes, else UTF-8.
+Labels are mapped as the WHATWG Encoding standard does (iso-8859-1 and us-ascii decode as
+windows-1252, shift_jis as windows-31j). UTF-8 bytes go to lexbor as they are (invalid
+sequences become U+FFFD); other encodings are decoded in Python with replacement first.
+"""
+
+from __future__ import annotations
+
+import codecs
+import re
+from collections.abc import Mapping
+from functools import lru_cache
+from typing import Final
+
+from selectolax.lexbor import LexborHTMLParser
+
+from ..urls import LinkResolver
+from .types import ExtractedLink, ParsedPage, ParseOptions
+
+__all__ = ["detect_charset", "is_html", "parse_html"]
+
+# One selector list, matched in document order: one walk of the tree per page.
+_SELECTOR: Final = (
+    "a[href], area[href], frame[src], iframe[src], link[href], base[href], "
+    "meta[name][content], title"
+)
+_LINK_REL_ORDER: Final = ("canonical", "next", "alternate")
+_HTML_TYPES: Final = frozenset({"text/html", "application/xhtml+xml"})
+# X-Robots-Tag directives that carry a value after a colon (not an agent prefix)
+_VALUED_DIRECTIVES: Final = frozenset(
+    {"unavailable_after", "max-snippet", "max-image-preview", "max-video-preview"}
+)
+_META_CHARSET = re.compile(rb"""<meta[^>]*?charset\s*=\s*["']?\s*([A-Za-z0-9_:.+-]+)""", re.I)
+_HEADER_CHARSET = re.compile(r"""charset\s*=\s*["']?\s*([A-Za-z0-9_:.+-]+)""", re.I)
+_HTML_SNIFF = re.compile(
+    rb"\s*(?:<!doctype\s+html|<html|<head|<body|<title|<script|<iframe|<h1|<div|<font"
+    rb"|<table|<a[\s>]|<style|<b[\s>]|<br|<p[\s>]|<!--)",
+    re.I,
+)
+
+# WHATWG Encoding standard labels → (name, Python codec), for the encodings met on the web.
+_LABELS: Final[dict[str, tuple[str, str]]] = {}
+for _name, _codec, _labels in (
+    ("utf-8", "utf-8", "utf-8 utf8 unicode-1-1-utf-8 unicode11utf8 unicode20utf8 x-unicode20utf8"),
+    (
+        "windows-1252",
+        "cp1252",
+        "windows-1252 ansi_x3.4-1968 ascii cp1252 cp819 csisolatin1 ibm819 iso-8859-1 "
+        "iso-ir-100 iso8859-1 iso88591 iso_8859-1 iso_8859-1:1987 l1 latin1 us-ascii x-cp1252",
+    ),
+    (
+        "shift_jis",
+        "cp932",
+        "shift_jis csshiftjis ms932 ms_kanji shift-jis sjis windows-31j x-sjis",
+    ),
+    ("euc-jp", "euc_jp", "euc-jp cseucpkdfmtjapanese x-euc-jp"),
+    ("iso-2022-jp", "iso2022_jp", "iso-2022-jp csiso2022jp"),
+    (
+        "gb18030",
+        "gb18030",
+        "gb18030 gbk chinese csgb2312 csiso58gb231280 gb2312 gb_2312 gb_2312-80 iso-ir-58 "
+        "x-gbk",
+    ),
+    ("big5", "big5hkscs", "big5 big5-hkscs cn-big5 csbig5 x-x-big5"),
+    ("euc-kr", "cp949", "euc-kr cseuckr csksc56011987 iso-ir-149 korean ks_c_5601-1987 "
+     "ks_c_5601-1989 ksc5601 ksc_5601 windows-949"),
+    ("utf-16le", "utf-16-le", "utf-16le utf-16 csunicode iso-10646-ucs-2 ucs-2 unicode "
+     "unicodefeff"),
+    ("utf-16be", "utf-16-be", "utf-16be"),
+):  # fmt: skip
+    for _label in _labels.split():
+        _LABELS[_label] = (_name, _codec)
+
+_UTF8: Final = ("utf-8", "utf-8")
+
+# Canonical forms of absolute hrefs ("http://…", "https://…"), which do not depend on the page
+# they appear on: popular URLs (home pages, navigation) are linked from many pages, and a dict
+# hit (~50 ns) replaces a WHATWG parse + canonicalisation (~2.8 µs). A root-relative href
+# ("/about") is looked up as origin + href, the absolute URL it resolves to, when it holds no
+# character that would make the two differ (a backslash or an ignored tab/newline can turn
+# "/\\x" or "/\t/x" into a protocol-relative reference). Keyed by strip_session_ids; cleared
+# when full, so memory stays bounded (~25 MB at the cap).
+_ABSOLUTE_CACHE_MAX: Final = 100_000
+_absolute_cache: Final[dict[bool, dict[str, str | None]]] = {True: {}, False: {}}
+_NOT_PLAIN_PATH = re.compile(r"[\\\t\n\r]|^/[/\\]").search
+
+
+@lru_cache(maxsize=256)
+def _encoding_for_label(label: str) -> tuple[str, str] | None:
+    """(WHATWG name, Python codec) for a charset label, or None when unknown."""
+    key = label.strip().lower()
+    known = _LABELS.get(key)
+    if known is not None:
+        return known
+    try:
+        info = codecs.lookup(key)
+    except LookupError:
+        return None
+    if not _is_text_codec(info):
+        return None
+    return info.name, info.name
+
+
+def _is_text_codec(info: codecs.CodecInfo) -> bool:
+    # codecs.lookup also finds bytes-to-bytes codecs (base64, zlib, rot13...)
+    try:
+        return isinstance(info.decode(b"a")[0], str)
+    except (TypeError, ValueError, LookupError):
+        return False
+
+
+def _header_charset(content_type: str | None) -> tuple[str, str] | None:
+    if not content_type or "charset" not in content_type.lower():
+        return None
+    m = _HEADER_CHARSET.search(content_type)
+    return _encoding_for_label(m.group(1)) if m else None
+
+
+def detect_charset(body: bytes, content_type: str | None) -> tuple[str, str, int]:
+    """(WHATWG name, Python codec, BOM length) of an HTML body: BOM, else the Content-Type
+    charset, else a meta declaration in the first 1024 bytes, else UTF-8."""
+    if body[:3] == b"\xef\xbb\xbf":
+        return "utf-8", "utf-8", 3
+    if body[:2] == b"\xff\xfe":
+        return "utf-16le", "utf-16-le", 2
+    if body[:2] == b"\xfe\xff":
+        return "utf-16be", "utf-16-be", 2
+    found = _header_charset(content_type)
+    if found is None:
+        m = _META_CHARSET.search(body, 0, 1024)
+        if m is not None:
+            found = _encoding_for_label(m.group(1).decode("ascii"))
+            if found is not None and found[0].startswith("utf-16"):
+                found = _UTF8  # a meta tag readable as ASCII cannot be UTF-16 (HTML standard)
+    if found is None:
+        found = _UTF8
+    return found[0], found[1], 0
+
+
+def is_html(content_type: str | None, body_start: bytes | None = None) -> bool:
+    """True when a response is HTML by its Content-Type (text/html, application/xhtml+xml;
+    parameters and case ignored). Without a Content-Type, `body_start` (the first bytes of the
+    body) is sniffed for an HTML tag at its start, as the MIME Sniffing standard does; with
+    neither, False."""
+    if content_type:
+        mime = content_type.partition(";")[0].strip().lower()
+        if mime:
+            return mime in _HTML_TYPES
+    if body_start:
+        return _HTML_SNIFF.match(body_start, 0, 512) is not None
+    return False
+
+
+def _robots_directives(content: str) -> tuple[bool, bool]:
+    """(nofollow, noindex) from a meta robots content value."""
+    tokens = content.lower().replace(",", " ").split()
+    none = "none" in tokens
+    return none or "nofollow" in tokens, none or "noindex" in tokens
+
+
+def _x_robots(value: str, agent: str) -> tuple[bool, bool]:
+    """(nofollow, noindex) from an X-Robots-Tag value: `noindex, nofollow`, or directives
+    prefixed by an agent (`otherbot: noindex`), which apply to that agent only."""
+    nofollow = noindex = False
+    applies = True
+    for raw in value.lower().split(","):
+        part = raw.strip()
+        name, colon, rest = part.partition(":")
+        if colon and name.strip() not in _VALUED_DIRECTIVES:
+            who = name.strip()
+            applies = who == agent or who == "*"
+            part = rest.strip()
+        if not applies:
+            continue
+        for token in part.split():
+            if token == "nofollow" or token == "none":
+                nofollow = True
+            if token == "noindex" or token == "none":
+                noindex = True
+    return nofollow, noindex
+
+
+def parse_html(
+    body: bytes, url: str, headers: Mapping[str, str] | None, options: ParseOptions
+) -> ParsedPage:
+    """Parse an HTML page fetched from `url` (canonical, absolute) with response `headers`
+    (any case; Content-Type and X-Robots-Tag are read). Never raises for bad markup or
+    bytes; raises urls.URLError when `url` itself is not an absolute http(s) URL."""
+    content_type = x_robots = None
+    if headers:
+        for key, value in headers.items():
+            lk = key.lower()
+            if lk == "content-type":
+                content_type = value
+            elif lk == "x-robots-tag":
+                x_robots = value
+    name, codec, bom = detect_charset(body, content_type)
+    if codec == "utf-8":
+        tree = LexborHTMLParser(body[bom:] if bom else body)
+    else:
+        tree = LexborHTMLParser(body[bom:].decode(codec, "replace"))
+    agent = options.robots_agent
+    follow_nofollow = options.follow_nofollow
+    frames = options.frames
+    link_rels = options.link_rels
+    nofollow = noindex = False
+    if x_robots:
+        nofollow, noindex = _x_robots(x_robots, agent)
+    base_href: str | None = None
+    title: str | None = None
+    raw: list[tuple[str, str]] = []  # (href, kind), resolved once <base> is known
+    append = raw.append
+    # Hot loop: one pass over the matched elements in document order. Attribute dicts are
+    # read once per element; rel values (rare) are only split when present.
+    for node in tree.css(_SELECTOR):
+        tag = node.tag
+        attrs = node.attributes
+        if tag == "a" or tag == "area":
+            href = attrs.get("href")
+            if href is None:
+                continue
+            rel = attrs.get("rel")
+            if rel and not follow_nofollow and "nofollow" in rel.lower().split():
+                continue
+            append((href, tag))
+        elif tag == "iframe" or tag == "frame":
+            src = attrs.get("src")
+            if frames and src is not None:
+                append((src, "frame"))
+        elif tag == "link":
+            rel = attrs.get("rel")
+            href = attrs.get("href")
+            if not rel or href is None or not link_rels:
+                continue
+            tokens = rel.lower().split()
+            if "stylesheet" in tokens or (not follow_nofollow and "nofollow" in tokens):
+                continue
+            for kind in _LINK_REL_ORDER:
+                if kind in tokens and kind in link_rels:
+                    append((href, kind))
+                    break
+        elif tag == "base":
+            if base_href is None:
+                base_href = attrs.get("href")
+        elif tag == "meta":
+            meta_name = (attrs.get("name") or "").strip().lower()
+            if meta_name == "robots" or meta_name == agent:
+                nf, ni = _robots_directives(attrs.get("content") or "")
+                nofollow = nofollow or nf
+                noindex = noindex or ni
+        elif tag == "title" and title is None:
+            title = " ".join(node.text().split())
+    strip = options.strip_session_ids
+    resolver = LinkResolver(url, base_href, strip_session_ids=strip)
+    resolve = resolver.resolve
+    if nofollow and not follow_nofollow:
+        raw = [item for item in raw if item[1] == "canonical"]
+    cache = _absolute_cache[strip]
+    if len(cache) > _ABSOLUTE_CACHE_MAX:
+        cache.clear()
+    cached = cache.get
+    base_url = resolver.base_url
+    origin = base_url[: base_url.find("/", base_url.find("//") + 2)]  # scheme://authority
+    new = tuple.__new__
+    links = []
+    for href, kind in raw:
+        if href[:1] == "/" and not _NOT_PLAIN_PATH(href):
+            href = origin + href  # resolves exactly as the root-relative href does
+        target = cached(href)
+        if target is None and href not in cache:
+            target = resolve(href)
+            if href[:7] == "http://" or href[:8] == "https://":
+                cache[href] = href if target == href else target  # share the string
+        if target is not None:
+            links.append(new(ExtractedLink, (target, kind)))
+    return ParsedPage(
+        links=tuple(links),
+        nofollow=nofollow,
+        noindex=noindex,
+        base=resolver.base_url if base_href is not None else None,
+        charset=name,
+        title=title,
+    )

@@ -1,0 +1,71 @@
+"""Which discovered URLs a crawl keeps: scope, depth, type and trap filters (pure).
+
+`Scope.reject(url, host, depth)` returns None to keep a URL or a structured reason key
+(`scope/out-of-scope`, `scope/depth`, `scope/non-html`, `scope/trap-path`) to drop it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Iterable
+
+from .urls import has_non_html_extension, host_of, registrable_domain
+
+
+class Scope:
+    def __init__(
+        self,
+        seeds: Iterable[str],
+        *,
+        scope: str = "host",
+        allow: Iterable[str] = (),
+        deny: Iterable[str] = (),
+        max_depth: int | None = None,
+        html_only: bool = True,
+        max_path_repeat: int = 3,
+    ) -> None:
+        if scope not in ("host", "domain", "all"):
+            raise ValueError(f"scope must be host, domain or all, got {scope!r}")
+        self.scope = scope
+        self.hosts = frozenset(host_of(s) for s in seeds)
+        self.domains = frozenset(registrable_domain(h) for h in self.hosts)
+        self.allow = [re.compile(p) for p in allow]
+        self.deny = [re.compile(p) for p in deny]
+        self.max_depth = max_depth
+        self.html_only = html_only
+        self.max_path_repeat = max_path_repeat
+        self._domain_cache: dict[str, bool] = {}
+
+    def reject(self, url: str, host: str, depth: int) -> str | None:
+        """None when `url` (canonical, on `host`, at `depth`) is kept, else the reason key."""
+        if self.max_depth is not None and depth > self.max_depth:
+            return "scope/depth"
+        if self.scope == "host":
+            if host not in self.hosts:
+                return "scope/out-of-scope"
+        elif self.scope == "domain":
+            ok = self._domain_cache.get(host)
+            if ok is None:
+                ok = registrable_domain(host.partition(":")[0]) in self.domains
+                self._domain_cache[host] = ok
+            if not ok:
+                return "scope/out-of-scope"
+        if self.allow and not any(p.search(url) for p in self.allow):
+            return "scope/out-of-scope"
+        if self.deny and any(p.search(url) for p in self.deny):
+            return "scope/out-of-scope"
+        if self.html_only and has_non_html_extension(url):
+            return "scope/non-html"
+        if self.max_path_repeat and _repeats(url) > self.max_path_repeat:
+            return "scope/trap-path"
+        return None
+
+
+def _repeats(url: str) -> int:
+    """How often the most frequent path segment occurs (ever-deeper path traps)."""
+    path = url.split("://", 1)[-1].partition("/")[2].partition("?")[0]
+    segments = [s for s in path.split("/") if s]
+    if len(segments) < 4:
+        return 0
+    return Counter(segments).most_common(1)[0][1]

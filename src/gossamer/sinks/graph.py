@@ -1,0 +1,242 @@
+"""The link graph: pages as nodes, links as typed edges, in two append-only TSV files.
+
+Layout in the crawl directory (`part` names a writer's files when several processes write):
+
+    graph/nodes.tsv    id <TAB> url             (header line: `id	url`)
+    graph/edges.tsv    src <TAB> dst <TAB> kind  (header line: `src	dst	kind`)
+
+- **ids** are the URL's 64-bit xxh3 fingerprint with the top bit cleared (0 ≤ id < 2**63, so
+  every tool reads them as signed 64-bit integers). They need no coordination: stable across
+  resumes, processes and runs; a collision (about 3e-6 at 10 million URLs) merges two nodes.
+- a node line is written the first time a URL appears in an edge, always before that edge;
+  URLs are written as given (canonical URLs contain no tab or newline; others are escaped as
+  %09, %0A, %0D).
+- **kind**: `link` (an `<a>`, `<area>` or frame link), `redirect` (Location of a 3xx),
+  `canonical` (`<link rel=canonical>`), `sitemap` (listed by a sitemap; the source is the
+  sitemap file's URL).
+- self-links and repeats within one `add_edges` call are left out; edges may repeat across
+  calls (a page fetched again after a crash is recorded again): `read_graph` dedupes.
+
+Lines are buffered and written on `flush()` (nodes first, then edges) or when the buffer
+reaches 256 KiB; call `flush()` before acknowledging work to the frontier so a crash cannot
+lose the edges of completed pages. On open, an existing file's torn last line (a kill in the
+middle of a write) is cut off and its node ids are loaded, so nodes are not written twice.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Final
+
+import xxhash
+
+__all__ = ["EDGE_KINDS", "Graph", "GraphStats", "GraphWriter", "node_id", "read_graph"]
+
+EDGE_KINDS: Final = frozenset({"link", "redirect", "canonical", "sitemap"})
+_MASK: Final = (1 << 63) - 1
+_FLUSH_BYTES: Final = 256 * 1024
+_NODES_HEADER: Final = "id\turl\n"
+_EDGES_HEADER: Final = "src\tdst\tkind\n"
+
+
+def node_id(url: str) -> int:
+    """The graph id of `url`: xxh3-64 of its UTF-8 bytes, top bit cleared."""
+    return xxhash.xxh3_64_intdigest(url.encode("utf-8", "surrogatepass")) & _MASK
+
+
+def _escape(url: str) -> str:
+    if "\t" in url or "\n" in url or "\r" in url:
+        return url.replace("\t", "%09").replace("\n", "%0A").replace("\r", "%0D")
+    return url
+
+
+def _open_append(path: Path, header: str) -> int:
+    """Open for appending; cut a torn last line; write the header to a new file."""
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
+    size = os.fstat(fd).st_size
+    if size == 0:
+        os.write(fd, header.encode())
+        return fd
+    with open(path, "rb") as f:
+        f.seek(max(0, size - 65536))
+        tail = f.read()
+    if not tail.endswith(b"\n"):
+        cut = tail.rfind(b"\n")
+        keep = size - len(tail) + cut + 1 if cut >= 0 else 0
+        os.ftruncate(fd, keep)
+        if keep == 0:
+            os.write(fd, header.encode())
+    return fd
+
+
+@dataclass(frozen=True, slots=True)
+class GraphStats:
+    """A snapshot: distinct nodes known to this writer, edges written, lines still buffered."""
+
+    nodes: int
+    edges: int
+    buffered: int
+
+
+class GraphWriter:
+    """Appends the link graph to `<directory>/graph/` (see the module docstring)."""
+
+    def __init__(self, directory: str | os.PathLike[str], *, part: str = "") -> None:
+        self.directory = Path(directory) / "graph"
+        self.directory.mkdir(parents=True, exist_ok=True)
+        suffix = f"-{part}" if part else ""
+        self.nodes_path = self.directory / f"nodes{suffix}.tsv"
+        self.edges_path = self.directory / f"edges{suffix}.tsv"
+        self._nodes_fd: int | None = _open_append(self.nodes_path, _NODES_HEADER)
+        self._edges_fd: int | None = _open_append(self.edges_path, _EDGES_HEADER)
+        self._ids: set[int] = set(_read_node_ids(self.nodes_path))
+        self._node_lines: list[str] = []
+        self._edge_lines: list[str] = []
+        self._pending = 0
+        self._edges = 0
+        self._last_src: str | None = None
+        self._last_id = ""
+
+    def _node(self, url: str) -> int:
+        nid = xxhash.xxh3_64_intdigest(url.encode("utf-8", "surrogatepass")) & _MASK
+        if nid not in self._ids:
+            self._ids.add(nid)
+            line = f"{nid}\t{_escape(url)}\n"
+            self._node_lines.append(line)
+            self._pending += len(line)
+        return nid
+
+    def add_edge(self, src: str, dst: str, kind: str = "link") -> bool:
+        """Record one edge; False (nothing written) for a self-link. Raises ValueError for
+        an unknown kind."""
+        if kind not in EDGE_KINDS:
+            raise ValueError(f"edge kind must be one of {sorted(EDGE_KINDS)}, not {kind!r}")
+        if self._edges_fd is None:
+            raise ValueError("write to a closed GraphWriter")
+        if src == dst:
+            return False
+        if src is not self._last_src:  # a page's edges come together: hash its URL once
+            self._last_src, self._last_id = src, f"{self._node(src)}\t"
+        line = f"{self._last_id}{self._node(dst)}\t{kind}\n"
+        self._edge_lines.append(line)
+        self._pending += len(line)
+        self._edges += 1
+        if self._pending >= _FLUSH_BYTES:
+            self.flush()
+        return True
+
+    def add_edges(self, src: str, dsts: Iterable[str], kind: str = "link") -> int:
+        """Record edges from `src` to each of `dsts` (self-links and repeats left out);
+        returns how many were recorded. Raises ValueError for an unknown kind."""
+        if kind not in EDGE_KINDS:
+            raise ValueError(f"edge kind must be one of {sorted(EDGE_KINDS)}, not {kind!r}")
+        if self._edges_fd is None:
+            raise ValueError("write to a closed GraphWriter")
+        s = self._node(src)
+        seen = {src}
+        lines = self._edge_lines
+        n = 0
+        for dst in dsts:
+            if dst in seen:
+                continue
+            seen.add(dst)
+            line = f"{s}\t{self._node(dst)}\t{kind}\n"
+            lines.append(line)
+            self._pending += len(line)
+            n += 1
+        self._edges += n
+        if self._pending >= _FLUSH_BYTES:
+            self.flush()
+        return n
+
+    def flush(self) -> None:
+        """Write buffered node lines, then edge lines (so no edge precedes its nodes)."""
+        if self._nodes_fd is None or self._edges_fd is None:
+            return
+        if self._node_lines:
+            _write_all(self._nodes_fd, "".join(self._node_lines).encode("utf-8", "surrogatepass"))
+            self._node_lines.clear()
+        if self._edge_lines:
+            _write_all(self._edges_fd, "".join(self._edge_lines).encode("ascii"))
+            self._edge_lines.clear()
+        self._pending = 0
+
+    def close(self) -> None:
+        """Flush, fsync and close. Idempotent."""
+        if self._nodes_fd is None or self._edges_fd is None:
+            return
+        self.flush()
+        for fd in (self._nodes_fd, self._edges_fd):
+            os.fsync(fd)
+            os.close(fd)
+        self._nodes_fd = self._edges_fd = None
+
+    def statistics(self) -> GraphStats:
+        return GraphStats(
+            nodes=len(self._ids),
+            edges=self._edges,
+            buffered=len(self._node_lines) + len(self._edge_lines),
+        )
+
+    def __enter__(self) -> GraphWriter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+def _read_node_ids(path: Path) -> Iterable[int]:
+    with open(path, "rb") as f:
+        for line in f:
+            head = line.split(b"\t", 1)[0]
+            if head.isdigit():
+                yield int(head)
+
+
+@dataclass(frozen=True, slots=True)
+class Graph:
+    """A graph read back: `nodes` id → URL, `edges` (src, dst, kind) without repeats, in
+    first-seen order."""
+
+    nodes: dict[int, str]
+    edges: list[tuple[int, int, str]]
+
+    def url_edges(self) -> set[tuple[str, str, str]]:
+        """The edges as (source URL, target URL, kind)."""
+        nodes = self.nodes
+        return {(nodes[s], nodes[d], k) for s, d, k in self.edges}
+
+
+def read_graph(directory: str | os.PathLike[str]) -> Graph:
+    """Read every `nodes*.tsv` / `edges*.tsv` under `<directory>/graph/` (all parts), skipping
+    headers and torn lines, deduping nodes and edges. Raises ValueError when an edge names a
+    node that no nodes file lists."""
+    gdir = Path(directory) / "graph"
+    nodes: dict[int, str] = {}
+    for path in sorted(gdir.glob("nodes*.tsv")):
+        with open(path, encoding="utf-8", errors="surrogateescape") as f:
+            for line in f:
+                nid, tab, url = line.rstrip("\n").partition("\t")
+                if tab and nid.isdigit() and line.endswith("\n"):
+                    nodes.setdefault(int(nid), url)
+    edges: dict[tuple[int, int, str], None] = {}
+    for path in sorted(gdir.glob("edges*.tsv")):
+        with open(path, encoding="ascii") as f:
+            for line in f:
+                parts = line.split("\t")
+                if len(parts) != 3 or not parts[0].isdigit() or not line.endswith("\n"):
+                    continue
+                src, dst, kind = int(parts[0]), int(parts[1]), parts[2].rstrip("\n")
+                if src not in nodes or dst not in nodes:
+                    raise ValueError(f"{path}: edge {src} -> {dst} names an unknown node")
+                edges[(src, dst, kind)] = None
+    return Graph(nodes=nodes, edges=list(edges))

@@ -1,0 +1,575 @@
+"""The frontier contract, run against every backend (the `make` fixture, conftest.BACKENDS)."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from _frontier_helpers import (
+    FakeClock,
+    done,
+    failed,
+    fp_of,
+    item,
+    items,
+    retry,
+    stats_tuple,
+    url_of,
+)
+
+from gossamer.frontier import (
+    Discovered,
+    Frontier,
+    FrontierError,
+    HostBatch,
+    Outcome,
+    StaleLeaseError,
+    Verdict,
+)
+
+Make = Callable[..., Frontier]
+A, B, C = "a.example", "b.example", "c.example"
+
+
+def urls(batch: HostBatch) -> list[str]:
+    return [u.url for u in batch.urls]
+
+
+def only(batches: list[HostBatch]) -> HostBatch:
+    assert len(batches) == 1, batches
+    return batches[0]
+
+
+# ---------------------------------------------------------------------- dedupe
+
+
+def test_is_a_frontier(make: Make) -> None:
+    assert isinstance(make(), Frontier)
+
+
+def test_put_discovered_counts_new_urls_and_dedupes(make: Make) -> None:
+    f = make()
+    assert f.put_discovered(items(A, 3)) == 3
+    assert f.put_discovered(items(A, 5)) == 2  # 0..2 known
+    assert f.put_discovered([item(B, 0), item(B, 0), item(B, 1)]) == 2  # repeat within a call
+    s = f.statistics()
+    assert (s.queued, s.hosts, s.duplicates_seen, s.discovered) == (7, 2, 4, 7)
+
+
+def test_dedupe_is_by_fingerprint_and_forever(make: Make) -> None:
+    f = make()
+    f.put_discovered(items(A, 2))
+    b = only(f.lease(1, 10))
+    f.complete(b.token, [done(u) for u in b.urls])
+    assert f.put_discovered(items(A, 2)) == 0  # done URLs stay seen
+    other = Discovered("http://a.example/other", A, 0, fp_of(url_of(A, 0)))
+    assert f.put_discovered([other]) == 0  # same fp: same URL as far as the frontier knows
+    assert f.statistics().queued == 0
+
+
+def test_empty_put_is_harmless(make: Make) -> None:
+    f = make()
+    assert f.put_discovered([]) == 0
+    assert f.lease(5, 5) == []
+    s = f.statistics()
+    assert (s.discovered, s.hosts, s.next_ready_at) == (0, 0, None)
+
+
+# ---------------------------------------------------------------------- lease
+
+
+def test_lease_respects_per_host_and_max_hosts(make: Make) -> None:
+    f = make()
+    for h in (A, B, C):
+        f.put_discovered(items(h, 5))
+    batches = f.lease(2, 3)
+    assert len(batches) == 2
+    assert all(len(b.urls) == 3 for b in batches)
+    assert len({b.host for b in batches}) == 2
+    assert len({b.token for b in batches}) == 2
+    s = f.statistics()
+    assert (s.leased, s.queued, s.leased_hosts) == (6, 9, 2)
+
+
+def test_a_leased_host_is_not_leased_again(make: Make) -> None:
+    f = make()
+    f.put_discovered(items(A, 5))
+    first = only(f.lease(5, 2))
+    assert f.lease(5, 2) == []  # A is held, even though it has queued URLs
+    f.put_discovered(items(A, 2, start=10))
+    assert f.lease(5, 2) == []
+    f.complete(first.token, [done(u) for u in first.urls])
+    assert urls(only(f.lease(5, 2))) == [url_of(A, 2), url_of(A, 3)]
+
+
+def test_urls_come_by_priority_then_fifo(make: Make) -> None:
+    f = make()
+    f.put_discovered(
+        [
+            item(A, 1, priority=2),
+            item(A, 2, priority=1),
+            item(A, 3, priority=2),
+            item(A, 4, priority=0),
+            item(A, 5, priority=1),
+        ]
+    )
+    f.put_discovered([item(A, 6, priority=0)])
+    b = only(f.lease(1, 10))
+    assert urls(b) == [url_of(A, i) for i in (4, 6, 2, 5, 1, 3)]
+
+
+def test_leased_url_carries_what_was_discovered(make: Make) -> None:
+    f = make()
+    f.put_discovered([item(A, 1, depth=3, priority=0, parent="http://a.example/")])
+    (u,) = only(f.lease(1, 1)).urls
+    assert (u.url, u.fp, u.depth, u.parent, u.attempts) == (
+        url_of(A, 1),
+        fp_of(url_of(A, 1)),
+        3,
+        "http://a.example/",
+        0,
+    )
+
+
+def test_large_fingerprints_round_trip(make: Make) -> None:
+    f = make()
+    big = [Discovered(f"http://a.example/{i}", A, 0, (1 << 64) - 1 - i) for i in range(3)]
+    small = [Discovered(f"http://a.example/s{i}", A, 0, i) for i in range(3)]
+    assert f.put_discovered(big + small) == 6
+    assert f.put_discovered(big + small) == 0
+    b = only(f.lease(1, 10))
+    assert sorted(u.fp for u in b.urls) == sorted(d.fp for d in big + small)
+    f.complete(b.token, [done(u) for u in b.urls])
+    assert f.statistics().done == 6
+
+
+def test_new_hosts_with_equal_times_are_leased_by_name(make: Make) -> None:
+    f = make()
+    for h in (C, B, A):
+        f.put_discovered(items(h, 3))
+    assert [b.host for b in f.lease(3, 1)] == [A, B, C]
+
+
+def test_ready_order_follows_next_fetch_at(make: Make, clock: FakeClock) -> None:
+    f = make(default_delay=5.0)
+    for h in (A, B, C):
+        f.put_discovered(items(h, 3))
+    held = {b.host: b for b in f.lease(3, 1)}
+    for h in (C, A, B):
+        f.complete(held[h].token, [done(u) for u in held[h].urls])
+        clock.advance(1.0)
+    assert f.lease(3, 1) == []  # all resting
+    clock.advance(2.0)  # C rested 5 s, A 4 s, B 3 s
+    assert [b.host for b in f.lease(3, 1)] == [C]
+    clock.advance(2.0)
+    assert [b.host for b in f.lease(3, 1)] == [A, B]
+
+
+def test_zero_and_negative_arguments(make: Make) -> None:
+    f = make()
+    f.put_discovered(items(A, 2))
+    assert f.lease(0, 5) == []
+    assert f.lease(5, 0) == []
+    with pytest.raises(ValueError):
+        f.lease(-1, 5)
+    assert f.statistics().queued == 2
+
+
+# ---------------------------------------------------------------------- complete
+
+
+def test_verdicts_are_applied(make: Make) -> None:
+    f = make(max_attempts=3)
+    f.put_discovered(items(A, 4))
+    b = only(f.lease(1, 4))
+    u0, u1, u2, u3 = b.urls
+    f.complete(b.token, [done(u0), failed(u1, error="robots/disallowed"), retry(u2)])
+    s = f.statistics()
+    assert (s.done, s.failed, s.queued, s.leased, s.retries) == (1, 1, 2, 0, 1)
+    again = only(f.lease(1, 4))
+    # u2 (retried) and u3 (unfinished) are back, in their original order
+    assert [(u.url, u.attempts) for u in again.urls] == [(u2.url, 1), (u3.url, 0)]
+
+
+def test_retry_fails_after_max_attempts(make: Make, clock: FakeClock) -> None:
+    f = make(max_attempts=3, backoff_base=1.0)
+    f.put_discovered(items(A, 1))
+    for attempt in range(3):
+        b = only(f.lease(1, 1))
+        assert b.urls[0].attempts == attempt
+        f.complete(b.token, [retry(b.urls[0], status=500)])
+        clock.advance(1000)
+    s = f.statistics()
+    assert (s.failed, s.retries, s.queued) == (1, 2, 0)
+    assert f.lease(1, 1) == []
+
+
+def test_unfinished_urls_go_back_without_an_attempt(make: Make) -> None:
+    f = make()
+    f.put_discovered(items(A, 3))
+    b = only(f.lease(1, 3))
+    f.complete(b.token, [done(b.urls[1])])
+    again = only(f.lease(1, 3))
+    assert [(u.url, u.attempts) for u in again.urls] == [(b.urls[0].url, 0), (b.urls[2].url, 0)]
+    f.complete(again.token, [])  # giving everything back is allowed
+    s = f.statistics()
+    assert (s.done, s.queued, s.leased, s.retries) == (1, 2, 0, 0)
+
+
+def test_outcome_for_a_foreign_url_is_refused_and_changes_nothing(make: Make) -> None:
+    f = make()
+    f.put_discovered(items(A, 2) + items(B, 1))
+    b = only(f.lease(1, 5))
+    before = stats_tuple(f)
+    stranger = Outcome(url_of(B, 0), fp_of(url_of(B, 0)), Verdict.DONE, 200)
+    with pytest.raises(ValueError):
+        f.complete(b.token, [done(b.urls[0]), stranger])
+    with pytest.raises(ValueError):
+        f.complete(b.token, [done(b.urls[0]), failed(b.urls[0])])
+    assert stats_tuple(f) == before
+    f.complete(b.token, [done(u) for u in b.urls])  # the lease is still held
+    assert f.statistics().done == 2
+
+
+# ---------------------------------------------------------------------- fencing and expiry
+
+
+def test_completing_twice_is_refused(make: Make) -> None:
+    f = make()
+    f.put_discovered(items(A, 2))
+    b = only(f.lease(1, 2))
+    f.complete(b.token, [done(b.urls[0])])
+    before = stats_tuple(f)
+    with pytest.raises(StaleLeaseError):
+        f.complete(b.token, [done(b.urls[1])])
+    with pytest.raises(StaleLeaseError):
+        f.extend(b.token, 1e12)
+    with pytest.raises(StaleLeaseError):
+        f.complete("no-such-token", [])
+    assert stats_tuple(f) == before
+
+
+def test_expired_lease_is_reclaimed_and_late_ack_refused(make: Make, clock: FakeClock) -> None:
+    f = make(lease_ttl=10.0, default_delay=2.0)
+    f.put_discovered(items(A, 3))
+    dead = only(f.lease(1, 2))
+    assert dead.expires_at == clock.t + 10.0
+    clock.advance(9.0)
+    assert f.reclaim_expired() == 0
+    clock.advance(1.0)
+    assert f.reclaim_expired() == 2
+    assert f.statistics().leased == 0
+    assert f.lease(1, 5) == []  # the reclaimed host rests its delay first
+    clock.advance(2.0)
+    fresh = only(f.lease(1, 5))
+    assert urls(fresh) == [url_of(A, i) for i in range(3)]
+    before = stats_tuple(f)
+    with pytest.raises(StaleLeaseError):
+        f.complete(dead.token, [done(u) for u in dead.urls])
+    assert stats_tuple(f) == before
+    f.complete(fresh.token, [done(u) for u in fresh.urls])
+    assert f.statistics().done == 3
+
+
+def test_lease_reclaims_expired_leases_itself(make: Make, clock: FakeClock) -> None:
+    f = make(lease_ttl=10.0)
+    f.put_discovered(items(A, 2))
+    dead = only(f.lease(1, 2))
+    clock.advance(10.0)
+    again = only(f.lease(1, 2))
+    assert urls(again) == urls(dead) and again.token != dead.token
+    with pytest.raises(StaleLeaseError):
+        f.complete(dead.token, [])
+
+
+def test_expired_but_unreclaimed_lease_still_completes(make: Make, clock: FakeClock) -> None:
+    f = make(lease_ttl=10.0)
+    f.put_discovered(items(A, 2))
+    b = only(f.lease(1, 2))
+    clock.advance(60.0)
+    f.complete(b.token, [done(u) for u in b.urls])
+    assert f.statistics().done == 2
+    assert f.reclaim_expired() == 0
+
+
+def test_extend_keeps_a_lease_and_never_shortens_it(make: Make, clock: FakeClock) -> None:
+    f = make(lease_ttl=10.0)
+    f.put_discovered(items(A, 2))
+    b = only(f.lease(1, 2))
+    f.extend(b.token, clock.t + 30.0)
+    f.extend(b.token, clock.t + 1.0)  # no effect
+    clock.advance(29.0)
+    assert f.reclaim_expired() == 0
+    clock.advance(1.0)
+    assert f.reclaim_expired() == 2
+
+
+def test_reclaim_everything_at_infinity(make: Make, clock: FakeClock) -> None:
+    f = make(lease_ttl=100.0, default_delay=1.0)
+    for h in (A, B):
+        f.put_discovered(items(h, 2))
+    assert len(f.lease(5, 5)) == 2
+    assert f.reclaim_expired(float("inf")) == 4
+    clock.advance(1.0)  # rested from the real `now`, not from infinity
+    assert len(f.lease(5, 5)) == 2
+
+
+# ---------------------------------------------------------------------- max pages
+
+
+def test_max_pages_counts_done_plus_in_flight(make: Make) -> None:
+    f = make(max_pages=5)
+    for h in (A, B):
+        f.put_discovered(items(h, 4))
+    first = f.lease(5, 3)
+    assert sum(len(b.urls) for b in first) == 5  # 3 + 2: never beyond max_pages
+    assert f.lease(5, 3) == []
+    a, b = first
+    f.complete(a.token, [done(a.urls[0]), failed(a.urls[1]), retry(a.urls[2], status=500)])
+    # done 1, in flight 2 (batch b): 2 slots free
+    s = f.statistics()
+    assert (s.published, s.done, s.leased) == (3, 1, 2)
+    f.complete(b.token, [done(b.urls[0])])  # one unfinished URL frees its slot too
+    s = f.statistics()
+    assert (s.published, s.queued) == (2, 5)
+    got = f.lease(5, 5)
+    assert sum(len(x.urls) for x in got) == 3
+    for x in got:
+        f.complete(x.token, [done(u) for u in x.urls])
+    s = f.statistics()
+    assert (s.done, s.published) == (5, 5)
+    assert f.lease(5, 5) == []
+
+
+def test_max_pages_zero_leases_nothing(make: Make) -> None:
+    f = make(max_pages=0)
+    f.put_discovered(items(A, 2))
+    assert f.lease(5, 5) == []
+
+
+# ---------------------------------------------------------------------- host budget
+
+
+def test_host_budget_drops_and_counts(make: Make) -> None:
+    f = make(host_budget=3)
+    assert f.put_discovered(items(A, 5)) == 3
+    assert f.put_discovered(items(A, 2, start=10)) == 0
+    assert f.put_discovered(items(A, 2)) == 0  # known URLs are duplicates, not drops
+    assert f.put_discovered(items(B, 2)) == 2
+    s = f.statistics()
+    assert (s.queued, s.dropped_by_budget, s.duplicates_seen) == (5, 4, 2)
+    b = only(f.lease(1, 5))
+    f.complete(b.token, [done(u) for u in b.urls])
+    assert f.put_discovered(items(A, 1, start=20)) == 0  # done URLs still count
+    assert f.statistics().dropped_by_budget == 5
+
+
+def test_host_budget_within_one_call(make: Make) -> None:
+    f = make(host_budget=2)
+    batch = [item(A, 0), item(A, 1), item(A, 1), item(A, 2), item(A, 2), item(B, 0)]
+    assert f.put_discovered(batch) == 3
+    s = f.statistics()
+    assert (s.queued, s.duplicates_seen, s.dropped_by_budget) == (3, 1, 2)
+
+
+# ---------------------------------------------------------------------- politeness
+
+
+def _cycle(f: Frontier, outcome: Callable[..., Outcome] = done, **kw: Any) -> None:
+    b = only(f.lease(1, 1))
+    f.complete(b.token, [outcome(b.urls[0], **kw)])
+
+
+def _ready_in(f: Frontier, clock: FakeClock) -> float | None:
+    s = f.statistics()
+    return None if s.next_ready_at is None else s.next_ready_at - clock.t
+
+
+def test_host_rests_default_delay_after_a_batch(make: Make, clock: FakeClock) -> None:
+    f = make(default_delay=3.0)
+    f.put_discovered(items(A, 3))
+    _cycle(f)
+    assert _ready_in(f, clock) == 3.0
+    clock.advance(2.9)
+    assert f.lease(1, 1) == []
+    assert f.statistics().ready_hosts == 0
+    clock.advance(0.1)
+    assert f.statistics().ready_hosts == 1
+    _cycle(f)
+
+
+def test_crawl_delay_is_used_and_capped(make: Make, clock: FakeClock) -> None:
+    f = make(default_delay=1.0, max_crawl_delay=10.0)
+    f.put_discovered(items(A, 5) + items(B, 5))
+    f.set_host_delay(A, 4.0)
+    f.set_host_delay(B, 100.0)
+    f.set_host_delay(C, 2.0)  # a host with no URLs yet is fine
+    for b in f.lease(2, 1):
+        f.complete(b.token, [done(b.urls[0])])
+    clock.advance(4.0)
+    assert [b.host for b in f.lease(2, 1)] == [A]
+    clock.advance(6.0)
+    assert [b.host for b in f.lease(2, 1)] == [B]
+    f.set_host_delay(C, None)
+    assert f.statistics().hosts == 3
+
+
+def test_callers_next_fetch_at_is_a_lower_bound(make: Make, clock: FakeClock) -> None:
+    f = make(default_delay=2.0)
+    f.put_discovered(items(A, 3))
+    b = only(f.lease(1, 1))
+    f.complete(b.token, [done(b.urls[0])], next_fetch_at=clock.t + 7.0)
+    assert _ready_in(f, clock) == 7.0
+    clock.advance(7.0)
+    b = only(f.lease(1, 1))
+    f.complete(b.token, [done(b.urls[0])], next_fetch_at=clock.t + 0.5)  # own delay is longer
+    assert _ready_in(f, clock) == 2.0
+
+
+def test_429_honours_retry_after(make: Make, clock: FakeClock) -> None:
+    f = make(default_delay=1.0, max_retry_after=60.0)
+    f.put_discovered(items(A, 3))
+    _cycle(f, retry, status=429, retry_after=30.0)
+    assert _ready_in(f, clock) == 30.0
+    clock.advance(30.0)
+    _cycle(f, retry, status=429, retry_after=3600.0)
+    assert _ready_in(f, clock) == 60.0  # capped
+    clock.advance(60.0)
+    b = only(f.lease(1, 5))
+    assert [u.attempts for u in b.urls] == [2, 0, 0]
+
+
+def test_503_backs_off_exponentially_then_resets(make: Make, clock: FakeClock) -> None:
+    f = make(default_delay=0.5, backoff_base=2.0, backoff_max=10.0, max_attempts=10)
+    f.put_discovered(items(A, 10))
+    waits = []
+    for _ in range(4):
+        _cycle(f, retry, status=503)
+        w = _ready_in(f, clock)
+        assert w is not None
+        waits.append(w)
+        clock.advance(w)
+    assert waits == [2.0, 4.0, 8.0, 10.0]
+    _cycle(f)
+    assert _ready_in(f, clock) == 0.5
+    clock.advance(0.5)
+    _cycle(f, retry, status=503)
+    assert _ready_in(f, clock) == 2.0
+
+
+def test_network_errors_back_off_and_kill_a_host(make: Make, clock: FakeClock) -> None:
+    f = make(max_host_errors=3, backoff_base=1.0, max_attempts=10)
+    f.put_discovered(items(A, 6) + items(B, 1))
+    b, other = f.lease(2, 2)
+    f.complete(other.token, [done(u) for u in other.urls])
+    f.complete(b.token, [retry(b.urls[0]), retry(b.urls[1])])  # 2 consecutive errors
+    assert f.statistics().dead_hosts == 0
+    clock.advance(1.0)
+    b = only(f.lease(1, 2))
+    f.complete(b.token, [retry(b.urls[0]), done(b.urls[1])])  # a response resets the count
+    clock.advance(10.0)
+    b = only(f.lease(1, 3))
+    f.complete(b.token, [retry(b.urls[0]), retry(b.urls[1])])
+    assert f.statistics().dead_hosts == 0
+    clock.advance(10.0)
+    b = only(f.lease(1, 1))
+    f.complete(b.token, [retry(b.urls[0])])  # errors: 3 -> dead
+    s = f.statistics()
+    assert s.dead_hosts == 1
+    assert (s.queued, s.done, s.failed) == (0, 2, 5)
+    assert f.put_discovered(items(A, 2, start=100)) == 0  # recorded as failed at once
+    s = f.statistics()
+    assert (s.failed, s.queued) == (7, 0)
+    clock.advance(1000.0)
+    assert f.lease(5, 5) == []
+
+
+def test_non_network_failures_do_not_count_as_host_errors(make: Make, clock: FakeClock) -> None:
+    f = make(max_host_errors=1)
+    f.put_discovered(items(A, 3))
+    b = only(f.lease(1, 3))
+    f.complete(
+        b.token,
+        [
+            failed(b.urls[0], error="robots/disallowed"),
+            done(b.urls[1], status=None, error="policy/not-html"),
+            done(b.urls[2], status=404),
+        ],
+    )
+    assert f.statistics().dead_hosts == 0
+
+
+def test_adaptive_delay_from_response_times(make: Make, clock: FakeClock) -> None:
+    f = make(default_delay=0.5, adaptive_factor=2.0, max_crawl_delay=5.0)
+    f.put_discovered(items(A, 5))
+    b = only(f.lease(1, 2))
+    f.complete(b.token, [done(b.urls[0], elapsed=1.0), done(b.urls[1], elapsed=2.0)])
+    assert _ready_in(f, clock) == 3.0  # 2 × mean 1.5
+    clock.advance(3.0)
+    _cycle(f, elapsed=10.0)
+    assert _ready_in(f, clock) == 5.0  # capped by max_crawl_delay
+    clock.advance(5.0)
+    _cycle(f)  # no timing: the adaptive delay stays
+    assert _ready_in(f, clock) == 5.0
+
+
+def test_statistics_snapshot(make: Make, clock: FakeClock) -> None:
+    f = make(default_delay=5.0)
+    f.put_discovered(items(A, 2) + items(B, 2) + items(C, 2))
+    held = f.lease(1, 2)
+    s = f.statistics()
+    assert (s.hosts, s.ready_hosts, s.leased_hosts, s.next_ready_at) == (3, 2, 1, clock.t)
+    f.complete(held[0].token, [done(u) for u in held[0].urls])
+    f.lease(2, 2)
+    s = f.statistics()
+    assert (s.ready_hosts, s.leased_hosts, s.next_ready_at) == (0, 2, None)
+
+
+# ---------------------------------------------------------------------- lifecycle, threads
+
+
+def test_closed_frontier_refuses_calls(make: Make) -> None:
+    f = make()
+    f.close()
+    f.close()
+    with pytest.raises(FrontierError):
+        f.put_discovered(items(A, 1))
+    with pytest.raises(FrontierError):
+        f.statistics()
+
+
+def test_threads_never_share_a_url(make: Make) -> None:
+    f = make(clock=lambda: 0.0)
+    hosts = [f"h{i}.example" for i in range(20)]
+    for h in hosts:
+        f.put_discovered(items(h, 30))
+    leased: list[list[int]] = [[] for _ in range(4)]
+    errors: list[BaseException] = []
+
+    def worker(k: int) -> None:
+        try:
+            while True:
+                batches = f.lease(3, 4, now=0.0)
+                if not batches:
+                    if f.statistics().queued == 0:
+                        return
+                    continue
+                for b in batches:
+                    leased[k].extend(u.fp for u in b.urls)
+                    f.put_discovered([item(b.host, 1000 + u.fp % 7) for u in b.urls])
+                    f.complete(b.token, [done(u) for u in b.urls])
+        except BaseException as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=worker, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=60)
+    assert not errors
+    every = [fp for lst in leased for fp in lst]
+    assert len(every) == len(set(every))
+    s = f.statistics()
+    assert s.done == len(every) == s.discovered and s.queued == s.leased == 0
