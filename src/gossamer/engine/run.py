@@ -19,6 +19,7 @@ import fcntl
 import json
 import os
 import signal
+import sqlite3
 import sys
 import time
 from collections.abc import Iterator
@@ -157,16 +158,15 @@ async def _run(settings: CrawlSettings, *, resume: bool, progress: IO[str] | Non
         else:
             await asyncio.to_thread(crawler.seed, list(settings.seeds))
         await crawler.run()
-    except* OSError as group:
+    except* (OSError, sqlite3.Error) as group:
         exc = group.exceptions[0]
-        if getattr(exc, "errno", None) == errno.ENOSPC:
-            print(
-                f"gossamer: error: disk full in {out}; resume with "
-                f"`gossamer crawl --resume {out}` when there is room",
-                file=sys.stderr,
-            )
-        else:
-            print(f"gossamer: error: {exc}", file=sys.stderr)
+        full = getattr(exc, "errno", None) in (errno.ENOSPC, errno.EFBIG, errno.EDQUOT)
+        what = "disk full" if full else f"cannot write the crawl: {exc}"
+        print(
+            f"gossamer: error: {what} in {out}; nothing is lost: resume with "
+            f"`gossamer crawl --resume {out}` once that is fixed",
+            file=sys.stderr,
+        )
         exit_code = 74  # EX_IOERR: the frontier keeps every unfinished URL
     finally:
         if reporter:
@@ -175,26 +175,33 @@ async def _run(settings: CrawlSettings, *, resume: bool, progress: IO[str] | Non
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.remove_signal_handler(sig)
         await fetcher.aclose()
-        stats = await asyncio.to_thread(frontier.statistics)
-        summary = _summary(crawler, stats, started, stopped)
         try:
+            stats = await asyncio.to_thread(frontier.statistics)
+            summary = _summary(crawler, stats, started, stopped, failed=bool(exit_code))
             recorder.close()
             write_stats(out / "stats.json", summary)
-        except OSError as exc:
-            print(f"gossamer: error: cannot write outputs: {exc}", file=sys.stderr)
+        except (OSError, sqlite3.Error) as exc:
+            if not exit_code:
+                print(f"gossamer: error: cannot write outputs: {exc}", file=sys.stderr)
             exit_code = exit_code or 74
-        frontier.close()
+        finally:
+            try:
+                frontier.close()
+            except (OSError, sqlite3.Error):
+                exit_code = exit_code or 74
     if stopped and exit_code == 0:
         exit_code = 130 if stopped[0] == signal.SIGINT else 143
     return exit_code
 
 
-def _summary(crawler: Crawler, stats: Any, started: float, stopped: list[int]) -> dict[str, Any]:
+def _summary(
+    crawler: Crawler, stats: Any, started: float, stopped: list[int], *, failed: bool = False
+) -> dict[str, Any]:
     c = crawler.counters
     elapsed = max(time.time() - started, 1e-9)
     return {
-        "finished": not stopped,
-        "stopped_by": signal.Signals(stopped[0]).name if stopped else None,
+        "finished": not stopped and not failed,
+        "stopped_by": signal.Signals(stopped[0]).name if stopped else ("error" if failed else None),
         "elapsed_s": round(elapsed, 3),
         "pages": c.pages,
         "requests": c.requests,
