@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -548,9 +549,11 @@ def test_threads_never_share_a_url(make: Make) -> None:
     leased: list[list[int]] = [[] for _ in range(4)]
     errors: list[BaseException] = []
 
+    deadline = time.monotonic() + 30.0  # a bug must fail the test, not hang it
+
     def worker(k: int) -> None:
         try:
-            while True:
+            while time.monotonic() < deadline:
                 batches = f.lease(3, 4, now=0.0)
                 if not batches:
                     if f.statistics().queued == 0:
@@ -569,6 +572,7 @@ def test_threads_never_share_a_url(make: Make) -> None:
     for t in threads:
         t.join(timeout=60)
     assert not errors
+    assert time.monotonic() < deadline, "the workers did not finish"
     every = [fp for lst in leased for fp in lst]
     assert len(every) == len(set(every))
     s = f.statistics()

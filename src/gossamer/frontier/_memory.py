@@ -142,11 +142,13 @@ class MemoryFrontier:
         with self._lock:
             self._check_open()
             now = self._clock() if now is None else now
+            if max_hosts == 0 or per_host == 0:
+                return []
             self._reclaim(now)
             slots: float = math.inf
             if self.options.max_pages is not None:
                 slots = self.options.max_pages - self._counts["done"] - self._counts["leased"]
-            if max_hosts == 0 or per_host == 0 or slots <= 0:
+            if slots <= 0:
                 return []
             ready = sorted(
                 (h for h in self._hosts.values() if self._ready(h, now)),

@@ -188,7 +188,8 @@ class Frontier(Protocol):
     def lease(self, max_hosts: int, per_host: int, now: float | None = None) -> list[HostBatch]:
         """Lease up to `max_hosts` ready hosts with up to `per_host` URLs each.
 
-        Expired leases are reclaimed first. `now` defaults to the frontier's clock.
+        Expired leases are reclaimed first (unless `max_hosts` or `per_host` is 0: then
+        nothing happens). `now` defaults to the frontier's clock.
         """
         ...
 

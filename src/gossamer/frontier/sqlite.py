@@ -123,6 +123,12 @@ _QUEUE = (
     " FROM queue AS q JOIN urls AS u ON u.id = q.id"
     " WHERE q.host_id = ? ORDER BY q.priority, q.id LIMIT ?"
 )
+_ANY_WORK = (
+    "SELECT EXISTS (SELECT 1 FROM hosts INDEXED BY hosts_ready"
+    " WHERE lease_token IS NULL AND pending > 0 AND next_fetch_at <= ?)"
+    " OR EXISTS (SELECT 1 FROM hosts INDEXED BY hosts_expiry"
+    " WHERE lease_token IS NOT NULL AND lease_expires <= ?)"
+)
 _BY_TOKEN = f"SELECT lease, pending, {_TIMING} FROM hosts WHERE id = ? AND lease_token = ?"
 _EXPIRED = (
     f"SELECT id, length(lease), {_TIMING} FROM hosts INDEXED BY hosts_expiry"
@@ -155,10 +161,12 @@ def _storage_error(exc: sqlite3.Error, path: Path) -> FrontierStorageError:
 
 @dataclass(slots=True)
 class _Inserted:
-    """What one insert did: new fps (in id order), queued count, refusals, hosts now full."""
+    """What one insert did: new fps (in id order), counts, refusals, hosts now full."""
 
     accepted: list[int] = field(default_factory=list)
     queued: int = 0
+    failed: int = 0  # accepted as failed at once (dead host)
+    new_hosts: int = 0
     duplicates: int = 0
     dropped: int = 0
     full_hosts: set[str] = field(default_factory=set)
@@ -268,6 +276,7 @@ class SqliteFrontier:
                     f"frontier {self.path} has schema version {version}, "
                     f"this gossamer reads {SCHEMA_VERSION}",
                 )
+        with self._read():  # the bulk of the seen-set, without holding the write lock
             self._sync_seen(db)
 
     @contextmanager
@@ -312,13 +321,12 @@ class SqliteFrontier:
             raise FrontierError(f"frontier {self.path} is closed")
 
     def _sync_seen(self, db: sqlite3.Connection) -> None:
-        """Add the fingerprints other connections inserted since we last looked (streamed)."""
+        """Add the fingerprints other connections inserted since we last looked (all, at open)."""
         seen = self._seen
-        url_id = self._max_id
-        rows = db.execute("SELECT id, fp FROM urls WHERE id > ? ORDER BY id", (url_id,))
-        for url_id, v in rows:  # noqa: B007 - the last id is kept
-            seen.add(v + _WRAP if v < 0 else v)
-        self._max_id = url_id
+        cur = db.execute("SELECT id, fp FROM urls WHERE id > ? ORDER BY id", (self._max_id,))
+        while rows := cur.fetchmany(65536):
+            seen.update([v + _WRAP if v < 0 else v for _, v in rows])
+            self._max_id = rows[-1][0]
 
     # ------------------------------------------------------------------ the protocol
     def put_discovered(self, items: Sequence[Discovered]) -> int:
@@ -348,8 +356,15 @@ class SqliteFrontier:
             with self._write() as db:
                 ins = self._insert(db, fresh, again, self._clock())
                 db.execute(
-                    "UPDATE counters SET duplicates = duplicates + ?, dropped = dropped + ?",
-                    (pending.duplicates + ins.duplicates, pending.dropped + ins.dropped),
+                    "UPDATE counters SET queued = queued + ?, failed = failed + ?,"
+                    " hosts = hosts + ?, duplicates = duplicates + ?, dropped = dropped + ?",
+                    (
+                        ins.queued,
+                        ins.failed,
+                        ins.new_hosts,
+                        pending.duplicates + ins.duplicates,
+                        pending.dropped + ins.dropped,
+                    ),
                 )
             self._pending = _Pending()
             seen.update(ins.accepted)
@@ -427,10 +442,8 @@ class SqliteFrontier:
                 "UPDATE hosts SET pending = pending + ?, total = total + ? WHERE id = ?",
                 [(q, t, hosts[n][0]) for n, (q, t) in counts.items() if t],
             )
-        db.execute(
-            "UPDATE counters SET queued = queued + ?, failed = failed + ?, hosts = hosts + ?",
-            (out.queued, len(failed), len(missing)),
-        )
+        out.failed = len(failed)
+        out.new_hosts = len(missing)
         return out
 
     def _host_rows(
@@ -455,13 +468,18 @@ class SqliteFrontier:
             now = self._clock() if now is None else now
             expires = now + self.options.lease_ttl
             batches: list[HostBatch] = []
+            if max_hosts == 0 or per_host == 0:
+                return batches
+            with self._read() as db:  # idle polling takes no write lock
+                if not db.execute(_ANY_WORK, (now, now)).fetchone()[0]:
+                    return batches
             with self._write() as db:
                 self._reclaim(db, now)
                 slots: float = math.inf
                 if self.options.max_pages is not None:
                     done, leased = db.execute("SELECT done, leased FROM counters").fetchone()
                     slots = self.options.max_pages - done - leased
-                if max_hosts == 0 or per_host == 0 or slots <= 0:
+                if slots <= 0:
                     return batches
                 total = 0
                 for host_id, name in db.execute(_READY, (now, max_hosts)).fetchall():
