@@ -33,22 +33,14 @@ from urllib.parse import urljoin, urlsplit
 
 from protego import Protego
 
+from ..urls import NON_HTML_EXTENSIONS as _URL_NON_HTML_EXTENSIONS
 from ._content import page_outcome, respond
 from ._model import SESSION_PARAMS, TRAP_KINDS, Host, Kind, Resource, WebModel
 
 SCOPES = ("host", "domain", "all")
 
-#: Extensions a crawler with `html_only` does not request (lower case, with the dot).
-NON_HTML_EXTENSIONS = frozenset(
-    {
-        ".pdf", ".ps", ".doc", ".docx", ".xls", ".xlsx", ".ppt", ".pptx", ".odt", ".rtf",
-        ".jpg", ".jpeg", ".png", ".gif", ".bmp", ".webp", ".svg", ".ico", ".tif", ".tiff",
-        ".zip", ".gz", ".tgz", ".tar", ".bz2", ".xz", ".7z", ".rar",
-        ".mp3", ".mp4", ".m4a", ".avi", ".mov", ".mkv", ".webm", ".wav", ".ogg", ".flac",
-        ".exe", ".dmg", ".iso", ".bin", ".apk", ".msi", ".deb", ".rpm",
-        ".css", ".js", ".woff", ".woff2", ".ttf", ".eot",
-    }
-)  # fmt: skip
+# Extensions a crawler with `html_only` does not request: one list for crawler and truth.
+NON_HTML_EXTENSIONS = _URL_NON_HTML_EXTENSIONS
 
 #: Why a URL met during the walk is not required.
 EXCLUDE_REASONS = (
