@@ -114,28 +114,31 @@ class Crawler:
                         active.add(t)
                         t.add_done_callback(active.discard)
                     self.counters.active_hosts = len(active)
-                    if not batches and not active and await self._finished():
-                        break
-                    if active:
+                    if not batches and not active:
+                        idle = await self._idle_wait()
+                        if idle is None:
+                            break
+                        await asyncio.sleep(idle)
+                    elif active:
                         await asyncio.wait(
                             set(active),
                             timeout=0.05 if free else None,
                             return_when=asyncio.FIRST_COMPLETED,
                         )
-                    elif not batches:
-                        await asyncio.sleep(0.02)
         finally:
             self.counters.active_hosts = 0
         return self.counters
 
-    async def _finished(self) -> bool:
+    async def _idle_wait(self) -> float | None:
+        """Nothing leased and nothing ready: None when the crawl is over, else how long to
+        sleep (until the next host is ready, at most 0.5 s: other workers may add work)."""
         stats = await asyncio.to_thread(self.frontier.statistics)
-        if stats.leased:
-            return False
-        if stats.queued == 0:
-            return True
         limit = self.settings.max_pages
-        return limit is not None and stats.done >= limit
+        if not stats.leased and (stats.queued == 0 or (limit is not None and stats.done >= limit)):
+            return None
+        if stats.next_ready_at is None:
+            return 0.05
+        return min(max(stats.next_ready_at - self.clock(), 0.005), 0.5)
 
     # ------------------------------------------------------------------ one host
     async def _run_batch(self, batch: HostBatch) -> None:

@@ -54,7 +54,7 @@ def run_demo(
     print_report(out / "crawl")
     rules = TruthRules(seeds=(seed_url,), scope="all", user_agent=settings.user_agent)
     truth = compute_truth(model, rules)
-    report = audit(model, read_logs([log]).records, rules, truth=truth)
+    report = audit(model, read_logs([log]).records, rules, truth=truth, log_files=(str(log),))
     print(report.format_table())
     print(f"files: {out}/ (crawl/, web.log, resolve.txt)")
     return code or (0 if report.ok else 1)
