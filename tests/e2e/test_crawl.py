@@ -90,3 +90,20 @@ def test_clean_web_full_coverage_no_overlap_polite(tmp_path: Path) -> None:
     assert sum(1 for x in lines if json.loads(x)["outcome"] == "ok") == len(truth.required)
     with gzip.open(sorted((out / "warc").glob("*.warc.gz"))[0], "rb") as f:
         assert b"WARC/1.1" in f.read(200)
+
+
+def test_max_pages_is_exact(tmp_path: Path) -> None:
+    spec = WebSpec(seed=4, hosts=20, pages_mean=20)
+    log = tmp_path / "web.log"
+    out = tmp_path / "crawl"
+    with serve_in_thread(spec, log_path=log) as web:
+        web.write_resolve_file(tmp_path / "resolve.txt")
+        seed = web.url(0, 0)
+        settings = crawl_settings(tmp_path, out, seed, max_pages=57)
+        assert run_crawl(settings) == 0  # type: ignore[arg-type]
+        web.flush_log()
+    rules = TruthRules(seeds=(seed,), scope="all", user_agent=USER_AGENT, max_pages=57)
+    report = audit(web.model, read_logs([log]).records, rules)
+    assert report.ok, report.format_table()
+    assert report.to_dict()["pages"]["fetched"] == 57
+    assert json.loads((out / "stats.json").read_text())["pages"] == 57
