@@ -83,3 +83,32 @@ def test_sigkill_five_times_then_resume(tmp_path: Path) -> None:
             for rec in ArchiveIterator(f):  # raises on a corrupt record
                 responses += rec.rec_type == "response"
     assert responses >= len(truth.required)
+
+
+@pytest.mark.slow
+def test_sigterm_finishes_in_flight_work_and_flushes(tmp_path: Path) -> None:
+    spec = WebSpec(seed=9, hosts=60, pages_mean=40, profile="clean")
+    log = tmp_path / "web.log"
+    out = tmp_path / "crawl"
+    with serve_in_thread(spec, log_path=log) as web:
+        resolve = web.write_resolve_file(tmp_path / "resolve.txt")
+        seed = web.url(0, 0)
+        proc = subprocess.Popen(
+            crawl_cmd(out, resolve, seed), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        )
+        time.sleep(1.5)
+        assert proc.poll() is None, "the crawl ended before the signal"
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=60) == 143
+        stats = json.loads((out / "stats.json").read_text())
+        assert stats["stopped_by"] == "SIGTERM" and not stats["finished"]
+        assert leased_now(out) == 0  # every batch was completed or handed back
+        assert not list((out / "warc").glob("*.open"))  # WARC files closed
+        again = subprocess.run(
+            crawl_cmd(out, resolve, None), capture_output=True, text=True, timeout=300, check=False
+        )
+        assert again.returncode == 0, again.stderr
+        web.flush_log()
+    rules = TruthRules(seeds=(seed,), scope="all", user_agent=UA)
+    report = audit(web.model, read_logs([log]).records, rules)
+    assert report.coverage == 1.0 and report.overlap == 0.0, report.format_table()
