@@ -18,6 +18,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"gossamer {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     _add_crawl(sub)
+    _add_worker(sub)
     _add_report(sub)
     demo = sub.add_parser(
         "demo",
@@ -58,7 +59,7 @@ def _add_crawl(sub: Any) -> None:
     p.add_argument("--scope", choices=("host", "domain", "all"), help="default: host")
     p.add_argument("--allow", action="append", metavar="REGEX", help="keep URLs matching")
     p.add_argument("--deny", action="append", metavar="REGEX", help="drop URLs matching")
-    p.add_argument("--workers", type=int, help="processes (only 1 so far)")
+    p.add_argument("--workers", type=int, help="worker processes (0 = one per core, the default)")
     p.add_argument("--concurrency", type=int, help="hosts fetched at once per worker")
     p.add_argument("--per-host", type=int, help="URLs per host per lease (default 20)")
     p.add_argument("--delay", type=float, help="seconds between requests to a host (1.0)")
@@ -117,6 +118,19 @@ def _run_demo(args: argparse.Namespace) -> int:
     from .engine.demo import run_demo
 
     return run_demo(hosts=args.hosts, pages_mean=args.pages_mean, out=args.out)
+
+
+def _add_worker(sub: Any) -> None:
+    p = sub.add_parser("crawl-worker", help=argparse.SUPPRESS)
+    p.add_argument("dir", type=Path)
+    p.add_argument("--part", required=True)
+    p.set_defaults(func=_run_worker)
+
+
+def _run_worker(args: argparse.Namespace) -> int:
+    from .engine.run import run_worker
+
+    return run_worker(args.dir, args.part)
 
 
 def _add_report(sub: Any) -> None:

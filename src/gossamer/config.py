@@ -38,7 +38,7 @@ class CrawlSettings(BaseSettings):
     scope: Literal["host", "domain", "all"] = "host"
     allow: list[str] = Field(default_factory=list, description="regexes; one must match")
     deny: list[str] = Field(default_factory=list, description="regexes; none may match")
-    workers: int = Field(1, ge=0, description="processes (only 1 so far)")
+    workers: int = Field(0, ge=0, le=256, description="worker processes; 0 = one per core")
     concurrency: int = Field(64, ge=1, le=10_000, description="hosts fetched at once per worker")
     per_host: int = Field(20, ge=1, le=1000, description="URLs per host per lease (KSpider bucket)")
     per_ip: int = Field(1, ge=1, le=64, description="hosts of one IP fetched at once")
@@ -98,8 +98,6 @@ class CrawlSettings(BaseSettings):
 
     @model_validator(mode="after")
     def _consistent(self) -> CrawlSettings:
-        if self.workers != 1:
-            raise ValueError("workers: only one worker process is implemented so far")
         if self.use_sitemaps:
             raise ValueError("use_sitemaps: seeding from sitemaps is not implemented yet")
         if self.first_byte_timeout > self.total_timeout:

@@ -67,11 +67,13 @@ def test_clean_web_full_coverage_no_overlap_polite(tmp_path: Path) -> None:
     with serve_in_thread(spec, log_path=log) as web:
         web.write_resolve_file(tmp_path / "resolve.txt")
         seed = web.url(0, 0)
-        settings = crawl_settings(tmp_path, out, seed)
+        settings = crawl_settings(tmp_path, out, seed, workers=2)
         assert run_crawl(settings) == 0  # type: ignore[arg-type]
         web.flush_log()
     rules = TruthRules(seeds=(seed,), scope="all", user_agent=USER_AGENT)
     truth = compute_truth(web.model, rules)
+    per_worker = json.loads((out / "stats.json").read_text())["pages_per_worker"]
+    assert len(per_worker) == 2 and min(per_worker) > 0  # both processes took hosts
     assert len({u.split("/")[2] for u in truth.required}) >= 50
     report = audit(web.model, read_logs([log]).records, rules, truth=truth)
     assert report.coverage == 1.0, report.format_table()
@@ -92,7 +94,7 @@ def test_clean_web_full_coverage_no_overlap_polite(tmp_path: Path) -> None:
         assert b"WARC/1.1" in f.read(200)
 
 
-def test_max_pages_is_exact(tmp_path: Path) -> None:
+def test_max_pages_is_exact_across_workers(tmp_path: Path) -> None:
     spec = WebSpec(seed=4, hosts=20, pages_mean=20)
     log = tmp_path / "web.log"
     out = tmp_path / "crawl"

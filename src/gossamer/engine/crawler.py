@@ -23,6 +23,7 @@ from ..parse import ParseOptions, is_html, parse_html
 from ..robots import RobotsCache, RobotsPolicy, robots_url
 from ..scope import Scope
 from ..urls import LinkResolver, URLError, canonicalize, fingerprint, host_key
+from .ipgate import LocalIpGate
 
 REDIRECTS = frozenset({301, 302, 303, 307, 308})
 RETRY_STATUSES = frozenset({429, 503})
@@ -56,6 +57,7 @@ class Crawler:
         fetcher: Any,
         ip_of: Callable[[str], str | None],
         sinks: Any,
+        ip_gate: Any = None,
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.settings = settings
@@ -79,7 +81,7 @@ class Crawler:
             link_rels=frozenset({"canonical"}) if settings.follow_canonical else frozenset(),
         )
         self.counters = CrawlCounters()
-        self._ip_locks: dict[str, asyncio.Semaphore] = {}
+        self.ip_gate = ip_gate or LocalIpGate(settings.per_ip)
         self._stop = asyncio.Event()
 
     # ------------------------------------------------------------------ control
@@ -88,14 +90,7 @@ class Crawler:
         self._stop.set()
 
     def seed(self, urls: list[str]) -> int:
-        items = []
-        for u in urls:
-            try:
-                c = canonicalize(u, strip_session_ids=self.settings.strip_session_ids)
-            except URLError:
-                continue
-            items.append(Discovered(url=c, host=host_key(c), depth=0, fp=fingerprint(c)))
-        return self.frontier.put_discovered(items)
+        return seed_frontier(self.frontier, self.settings, urls)
 
     async def run(self) -> CrawlCounters:
         """Crawl until the frontier is exhausted, the page budget is spent or a stop."""
@@ -147,8 +142,7 @@ class Crawler:
         discovered: list[Discovered] = []
         last_end = 0.0
         ip = self.ip_of(host.partition(":")[0]) or host
-        lock = self._ip_locks.setdefault(ip, asyncio.Semaphore(self.settings.per_ip))
-        async with lock:  # per-IP politeness covers robots.txt too
+        async with self.ip_gate.hold(ip):  # per-IP politeness covers robots.txt too
             fetched_robots = self.robots.get(host, self.clock()) is None
             policy = await self._robots_policy(host, batch)
             delay = self._delay(policy)
@@ -316,6 +310,20 @@ class Crawler:
                 parent=src,
             )
         )
+
+
+def seed_frontier(
+    frontier: Frontier, settings: CrawlSettings, urls: list[str] | None = None
+) -> int:
+    """Put the seeds (canonicalised; invalid ones skipped) in the frontier at depth 0."""
+    items = []
+    for u in settings.seeds if urls is None else urls:
+        try:
+            c = canonicalize(u, strip_session_ids=settings.strip_session_ids)
+        except URLError:
+            continue
+        items.append(Discovered(url=c, host=host_key(c), depth=0, fp=fingerprint(c)))
+    return frontier.put_discovered(items)
 
 
 def _headers(result: FetchResult) -> dict[str, str]:

@@ -17,7 +17,8 @@ class Recorder:
     def __init__(self, out: Path, settings: CrawlSettings, *, version: str, part: str = "") -> None:
         self.warc: WarcWriter | None = None
         if settings.warc:
-            recover(out / "warc")  # a killed run leaves `.open` files: keep their whole records
+            if not part:  # a pool's parent recovers before its workers start
+                recover(out / "warc")  # a killed run leaves `.open` files: keep whole records
             self.warc = WarcWriter(
                 out / "warc",
                 prefix=f"gossamer{'-' + part if part else ''}",

@@ -14,12 +14,14 @@ Crawl directory layout (docs/crawler/outputs.md):
 from __future__ import annotations
 
 import asyncio
+import ctypes
 import errno
 import fcntl
 import json
 import os
 import signal
 import sqlite3
+import subprocess
 import sys
 import time
 from collections.abc import Iterator
@@ -31,8 +33,9 @@ from .. import __version__
 from ..config import CrawlSettings, SettingsError
 from ..fetch import CurlFetcher, Resolver
 from ..frontier import SqliteFrontier
-from ..sinks import write_stats
-from .crawler import Crawler
+from ..sinks import recover, write_stats
+from .crawler import Crawler, seed_frontier
+from .ipgate import FileIpGate, LocalIpGate
 from .recorder import Recorder
 
 MANIFEST = "crawl.json"
@@ -62,22 +65,28 @@ def _dir_lock(out: Path) -> Iterator[None]:
         fh.close()
 
 
+def load_manifest(out: Path) -> CrawlSettings:
+    """The settings stored in a crawl directory (CrawlError / SettingsError when unusable)."""
+    manifest = out / MANIFEST
+    if not manifest.is_file():
+        raise CrawlError(f"{out} is not a crawl directory (no {MANIFEST}) — cannot resume")
+    try:
+        stored = json.loads(manifest.read_text())
+    except (OSError, ValueError) as exc:
+        raise CrawlError(f"cannot read {manifest}: {exc}") from exc
+    stored["output"] = str(out)
+    try:
+        return CrawlSettings(**stored)
+    except Exception as exc:
+        raise SettingsError(f"{manifest}: {exc}") from exc
+
+
 def prepare_directory(settings: CrawlSettings, *, resume: bool) -> CrawlSettings:
     """Create or reopen the crawl directory; on resume the stored settings win."""
     out = settings.output
     manifest = out / MANIFEST
     if resume:
-        if not manifest.is_file():
-            raise CrawlError(f"{out} is not a crawl directory (no {MANIFEST}) — cannot resume")
-        try:
-            stored = json.loads(manifest.read_text())
-        except (OSError, ValueError) as exc:
-            raise CrawlError(f"cannot read {manifest}: {exc}") from exc
-        stored["output"] = str(out)
-        try:
-            return CrawlSettings(**stored)
-        except Exception as exc:
-            raise SettingsError(f"{manifest}: {exc}") from exc
+        return load_manifest(out)
     if not settings.seeds:
         raise SettingsError("invalid settings:\n  seeds: give at least one seed URL")
     if manifest.exists():
@@ -100,8 +109,166 @@ def run_crawl(
     """Run (or resume) an embedded crawl to the end or until SIGINT/SIGTERM. Exit status."""
     settings = prepare_directory(settings, resume=resume)
     out = settings.output
-    with _dir_lock(out), asyncio.Runner(loop_factory=_loop_factory()) as runner:
-        return runner.run(_run(settings, resume=resume, progress=progress))
+    workers = settings.effective_workers()
+    with _dir_lock(out):
+        if workers > 1:
+            return _run_pool(settings, workers, resume=resume, progress=progress)
+        with asyncio.Runner(loop_factory=_loop_factory()) as runner:
+            return runner.run(_run(settings, resume=resume, progress=progress))
+
+
+def run_worker(out: Path, part: str) -> int:
+    """One worker process of a pool (`gossamer crawl-worker`): the parent holds the lock,
+    seeded or reclaimed the frontier, and merges the statistics."""
+    settings = load_manifest(out)
+    with asyncio.Runner(loop_factory=_loop_factory()) as runner:
+        return runner.run(_run(settings, resume=False, progress=None, part=part))
+
+
+def _open_frontier(settings: CrawlSettings) -> SqliteFrontier:
+    return SqliteFrontier(
+        settings.output / "frontier.sqlite",
+        lease_ttl=settings.lease_ttl,
+        max_pages=settings.max_pages,
+        host_budget=settings.host_budget,
+        max_attempts=settings.max_attempts,
+        default_delay=settings.delay,
+        max_crawl_delay=settings.max_crawl_delay,
+    )
+
+
+def _run_pool(
+    settings: CrawlSettings, workers: int, *, resume: bool, progress: IO[str] | None
+) -> int:
+    """N worker processes share the SQLite frontier (each leases its own hosts), the per-IP
+    lock files and the crawl log; each writes its own WARC and graph part files."""
+    out = settings.output
+    frontier = _open_frontier(settings)
+    try:
+        if resume:
+            frontier.reclaim_expired(float("inf"))
+        else:
+            seed_frontier(frontier, settings)
+    finally:
+        frontier.close()
+    for old in out.glob("stats-w*.json"):
+        old.unlink()
+    if settings.warc and (out / "warc").is_dir():
+        recover(out / "warc")  # `.open` files of a killed run: keep their whole records
+    started = time.time()
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-m", "gossamer", "crawl-worker", str(out), "--part", f"w{k}"],
+            stdin=subprocess.DEVNULL,
+            preexec_fn=_die_with_parent,
+        )
+        for k in range(workers)
+    ]
+    stopped: list[int] = []
+
+    def forward(signum: int, _frame: object) -> None:
+        stopped.append(signum)
+        for p in procs:
+            if p.poll() is None:
+                p.send_signal(signal.SIGTERM)
+
+    previous = {sig: signal.signal(sig, forward) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        _watch(procs, settings, progress)
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    codes = [p.wait() for p in procs]
+    summary = _merge_stats(out, workers, started, stopped)
+    frontier = _open_frontier(settings)
+    try:
+        summary["frontier"] = _as_dict(frontier.statistics())
+    finally:
+        frontier.close()
+    if any(c == 74 for c in codes):
+        summary["finished"] = False
+    write_stats(out / "stats.json", summary)
+    if any(c == 74 for c in codes):
+        return 74
+    if stopped:
+        return 130 if stopped[0] == signal.SIGINT else 143
+    return next((c for c in codes if c not in (0,)), 0)
+
+
+def _die_with_parent() -> None:
+    """In a worker, before exec: SIGKILL when the parent dies (Linux prctl PR_SET_PDEATHSIG),
+    so killing the crawler kills its workers and a resume never races an orphan."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG = 1
+    except (OSError, AttributeError):
+        pass
+
+
+def _watch(
+    procs: list[subprocess.Popen[bytes]], settings: CrawlSettings, progress: IO[str] | None
+) -> None:
+    """Wait for the workers, showing the frontier's progress."""
+    tty = progress is not None and progress.isatty()
+    start = last_t = time.monotonic()
+    last_done = 0
+    while any(p.poll() is None for p in procs):
+        time.sleep(0.5)
+        if progress is None or (not tty and time.monotonic() - last_t < 10):
+            continue
+        f = _open_frontier(settings)
+        try:
+            st = f.statistics()
+        finally:
+            f.close()
+        now = time.monotonic()
+        rate = (st.done - last_done) / max(now - last_t, 1e-9)
+        last_done, last_t = st.done, now
+        if tty:
+            progress.write(
+                f"\r{st.done:>9,} pages {rate:>7,.0f}/s  queued {st.queued:>9,}  "
+                f"hosts {st.leased_hosts:>4}  workers {len(procs)}  {now - start:>6.0f}s "
+            )
+        else:
+            progress.write(
+                json.dumps(
+                    {
+                        "event": "progress",
+                        "pages": st.done,
+                        "pages_per_s": round(rate, 1),
+                        "queued": st.queued,
+                    }
+                )
+                + "\n"
+            )
+        progress.flush()
+
+
+def _merge_stats(out: Path, workers: int, started: float, stopped: list[int]) -> dict[str, Any]:
+    parts = []
+    for path in sorted(out.glob("stats-w*.json")):
+        try:
+            parts.append(json.loads(path.read_text()))
+        except (OSError, ValueError):
+            continue
+    elapsed = max(time.time() - started, 1e-9)
+    merged: dict[str, Any] = {
+        "finished": bool(parts) and len(parts) == workers and all(p.get("finished") for p in parts),
+        "stopped_by": signal.Signals(stopped[0]).name if stopped else None,
+        "elapsed_s": round(elapsed, 3),
+        "workers": workers,
+        "pages_per_worker": [p.get("pages", 0) for p in parts],
+    }
+    for key in ("pages", "requests", "bytes"):
+        merged[key] = sum(int(p.get(key, 0)) for p in parts)
+    merged["pages_per_s"] = round(merged["pages"] / elapsed, 1)
+    for key in ("statuses", "errors", "dropped"):
+        total: dict[str, int] = {}
+        for p in parts:
+            for k, v in p.get(key, {}).items():
+                total[k] = total.get(k, 0) + int(v)
+        merged[key] = dict(sorted(total.items()))
+    return merged
 
 
 def _loop_factory() -> Any:
@@ -113,17 +280,11 @@ def _loop_factory() -> Any:
     return uvloop.new_event_loop
 
 
-async def _run(settings: CrawlSettings, *, resume: bool, progress: IO[str] | None) -> int:
+async def _run(
+    settings: CrawlSettings, *, resume: bool, progress: IO[str] | None, part: str = ""
+) -> int:
     out = settings.output
-    frontier = SqliteFrontier(
-        out / "frontier.sqlite",
-        lease_ttl=settings.lease_ttl,
-        max_pages=settings.max_pages,
-        host_budget=settings.host_budget,
-        max_attempts=settings.max_attempts,
-        default_delay=settings.delay,
-        max_crawl_delay=settings.max_crawl_delay,
-    )
+    frontier = _open_frontier(settings)
     resolver = Resolver.from_settings(
         settings.resolve, settings.resolve_file, allow_private=settings.allow_private
     )
@@ -136,9 +297,15 @@ async def _run(settings: CrawlSettings, *, resume: bool, progress: IO[str] | Non
         max_body=settings.max_body,
         max_connections=max(1024, settings.concurrency * 4),
     )
-    recorder = Recorder(out, settings, version=__version__)
+    recorder = Recorder(out, settings, version=__version__, part=part)
+    gate = FileIpGate(out / "locks", settings.per_ip) if part else LocalIpGate(settings.per_ip)
     crawler = Crawler(
-        settings, frontier=frontier, fetcher=fetcher, ip_of=resolver.ip_of, sinks=recorder
+        settings,
+        frontier=frontier,
+        fetcher=fetcher,
+        ip_of=resolver.ip_of,
+        sinks=recorder,
+        ip_gate=gate,
     )
     loop = asyncio.get_running_loop()
     stopped = []
@@ -153,10 +320,12 @@ async def _run(settings: CrawlSettings, *, resume: bool, progress: IO[str] | Non
     exit_code = 0
     reporter = asyncio.create_task(_progress(crawler, frontier, progress)) if progress else None
     try:
-        if resume:
+        if part:
+            pass  # a pool worker: the parent seeded or reclaimed
+        elif resume:
             await asyncio.to_thread(frontier.reclaim_expired, float("inf"))
         else:
-            await asyncio.to_thread(crawler.seed, list(settings.seeds))
+            await asyncio.to_thread(seed_frontier, frontier, settings)
         await crawler.run()
     except* (OSError, sqlite3.Error) as group:
         exc = group.exceptions[0]
@@ -179,7 +348,7 @@ async def _run(settings: CrawlSettings, *, resume: bool, progress: IO[str] | Non
             stats = await asyncio.to_thread(frontier.statistics)
             summary = _summary(crawler, stats, started, stopped, failed=bool(exit_code))
             recorder.close()
-            write_stats(out / "stats.json", summary)
+            write_stats(out / (f"stats-{part}.json" if part else "stats.json"), summary)
         except (OSError, sqlite3.Error) as exc:
             if not exit_code:
                 print(f"gossamer: error: cannot write outputs: {exc}", file=sys.stderr)
