@@ -40,7 +40,7 @@ def leased_now(out: Path) -> int:
 @pytest.mark.slow
 def test_sigkill_five_times_then_resume(tmp_path: Path) -> None:
     rng = random.Random(20261122)
-    spec = WebSpec(seed=8, hosts=80, pages_mean=40, profile="clean")
+    spec = WebSpec(seed=8, hosts=120, pages_mean=60, profile="clean")
     log = tmp_path / "web.log"
     out = tmp_path / "crawl"
     in_flight = []
@@ -87,7 +87,7 @@ def test_sigkill_five_times_then_resume(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_sigterm_finishes_in_flight_work_and_flushes(tmp_path: Path) -> None:
-    spec = WebSpec(seed=9, hosts=60, pages_mean=40, profile="clean")
+    spec = WebSpec(seed=9, hosts=100, pages_mean=60, profile="clean")
     log = tmp_path / "web.log"
     out = tmp_path / "crawl"
     with serve_in_thread(spec, log_path=log) as web:
