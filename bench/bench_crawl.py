@@ -1,0 +1,905 @@
+"""Whole crawls of one simulated web: gossamer against a minimal Scrapy CrawlSpider.
+
+    .venv/bin/python bench/bench_crawl.py                     # both crawlers, about 2.5 minutes
+    .venv/bin/python bench/bench_crawl.py --only gossamer     # gossamer alone, about 1.5 min
+    .venv/bin/python bench/bench_crawl.py --profile           # + a py-spy profile of gossamer
+    .venv/bin/python bench/bench_crawl.py --experiments       # + what-if runs (heap, GC, WARC)
+    .venv/bin/python bench/bench_crawl.py --only none --pipeline  # per-page steps, in process
+
+The web: a clean simulated web of 400 hosts / 20,788 pages (~17 KB, ~30 links a page) plus
+robots.txt files (`robots_disallow=0.3`: a third of the hosts disallow /private/, so robots
+rules matter), exported as static files and served by nginx on loopback (`export_web` +
+`run_nginx`, one nginx worker so the crawler has the other core). The simulated web asks for no
+politeness delay, so both crawlers run with delay 0; each keeps one request in flight per IP.
+
+1. gossamer: `python -m gossamer crawl SEED --scope all --delay 0 --concurrency N --workers W`
+   as a subprocess with WARC and graph on (the defaults), one connection per host (the per-host
+   bucket), once with one worker process and once with gossamer's default (one worker per
+   core; `--gossamer-workers`). Measured from outside over the process tree: wall time,
+   pages/s, CPU (user+sys, from wait4: the crawler and the workers it reaped), peak RSS (the
+   sum of each process's VmHWM, polled), and bytes per seen URL (frontier.sqlite / URLs the
+   frontier holds; RSS growth from the crawl's start / URLs, one-worker run). Then
+   `gossamer testweb audit --log <nginx access log> --web <export>/web.json --crawl DIR` must
+   show coverage 1.000, overlap 0 and no violation, and the graph's edges must equal the truth's:
+   a fast crawl that is wrong does not count.
+2. Scrapy (skipped with a note when `import scrapy` fails; it is not a gossamer dependency):
+   bench/scrapy_spider.py, a minimal CrawlSpider with the same seeds, scope, robots, one request
+   per IP, total concurrency and no delay, stopped after --scrapy-seconds (45 s: a full crawl at
+   Scrapy's 70-80 pages/s here takes ~4.5 minutes; `--scrapy-seconds 0` runs it to the end).
+   Measured the same way and audited against its own nginx log (coverage is partial by design;
+   politeness and "should not be fetched" must still be clean).
+3. `--profile`: one more one-worker gossamer crawl under `py-spy record --threads`
+   (`.venv/bin/pip install py-spy`); prints where the main thread's CPU goes, per function, as
+   a share and in µs per page.
+4. `--experiments`: one-worker gossamer again with one change each (no audit):
+   glibc's heap trim threshold raised (MALLOC_TRIM_THRESHOLD_), the cyclic GC made rarer
+   (gc.freeze + gc.set_threshold), and WARC off (what WARC writing costs).
+5. `--pipeline`: the per-page steps (parse, link routing, graph, WARC, crawl log) timed in one
+   process without network, next to cheaper variants (memoised routing, batched graph edges,
+   the GIL-free part of WARC writing): the figures behind the suggestions in
+   docs/crawler/bench.md.
+
+Figures are printed, never asserted; bench/README.md and docs/crawler/bench.md record them.
+Loopback only; every subprocess has a time limit (SIGTERM, then SIGKILL).
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import contextlib
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from gossamer.testing import TruthRules, WebSpec, compute_truth, model_for
+from gossamer.testing._export import export_web
+from gossamer.testing._nginx import run_nginx
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+from bench_testweb import _workdir, free_port  # noqa: E402
+
+SEED_URL = "http://www.h0.example/"
+SCRAPY_UA = "scrapy-bench/1.0"
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+PAGE = os.sysconf("SC_PAGE_SIZE")
+
+
+# ---------------------------------------------------------------------------- measuring
+
+
+@dataclass(slots=True)
+class Measured:
+    """One subprocess and its descendants (a gossamer pool: the parent and its workers),
+    measured from outside."""
+
+    returncode: int
+    wall_s: float
+    user_s: float  # wait4: the process and every descendant it reaped
+    sys_s: float
+    peak_rss: int  # bytes: the sum over the processes of each one's peak (VmHWM)
+    start_rss: int | None  # bytes: RSS of the tree when `started()` first held
+    processes: int = 1
+    thread_cpu: dict[str, float] = field(default_factory=dict)  # "pid/tid name" -> CPU s
+    timed_out: bool = False
+
+    @property
+    def cpu_s(self) -> float:
+        return self.user_s + self.sys_s
+
+
+def _proc_mem(pid: int) -> tuple[int, int] | None:
+    """(VmRSS, VmHWM) of `pid` in bytes. VmHWM is the peak RSS of the process's own address
+    space since its exec; wait4's ru_maxrss is not used because Linux carries the forking
+    parent's peak over into it."""
+    rss = hwm = None
+    with contextlib.suppress(OSError, ValueError, IndexError):
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                rss = int(line.split()[1]) * 1024
+            elif line.startswith("VmHWM:"):
+                hwm = int(line.split()[1]) * 1024
+    return (rss, hwm) if rss is not None and hwm is not None else None
+
+
+def _tree(root: int) -> list[int]:
+    """`root` and its live descendants (from /proc/*/stat)."""
+    children: dict[int, list[int]] = collections.defaultdict(list)
+    with contextlib.suppress(OSError):
+        for d in os.listdir("/proc"):
+            if not d.isdigit():
+                continue
+            with contextlib.suppress(OSError, ValueError, IndexError):
+                stat = Path(f"/proc/{d}/stat").read_text()
+                children[int(stat[stat.rindex(")") + 2 :].split()[1])].append(int(d))
+    out, todo = [], [root]
+    while todo:
+        pid = todo.pop()
+        out.append(pid)
+        todo.extend(children.get(pid, ()))
+    return out
+
+
+def _thread_cpu(pid: int, into: dict[str, float]) -> None:
+    """utime+stime of each thread of `pid`, keyed by "pid/tid comm" (the last value wins)."""
+    with contextlib.suppress(OSError):
+        for tid in os.listdir(f"/proc/{pid}/task"):
+            with contextlib.suppress(OSError, ValueError, IndexError):
+                stat = Path(f"/proc/{pid}/task/{tid}/stat").read_text()
+                name = stat[stat.index("(") + 1 : stat.rindex(")")]
+                f = stat[stat.rindex(")") + 2 :].split()
+                into[f"{pid}/{tid} {name}"] = (int(f[11]) + int(f[12])) / CLK_TCK
+
+
+def run_measured(
+    cmd: Sequence[str],
+    *,
+    log: Path,
+    timeout: float,
+    env: dict[str, str] | None = None,
+    started: Callable[[], bool] | None = None,
+) -> Measured:
+    """Run `cmd`, polling /proc every 0.1 s over its process tree (RSS, peak RSS, per-thread
+    CPU), and reap it with wait4 (user and system CPU of the tree). After `timeout` seconds:
+    SIGTERM, SIGKILL 15 s later."""
+    with log.open("wb") as out:
+        proc = subprocess.Popen(
+            list(cmd), stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, env=env
+        )
+    t0 = time.monotonic()
+    start_rss: int | None = None
+    peaks: dict[int, int] = {}
+    threads: dict[str, float] = {}
+    timed_out = False
+    term_at: float | None = None
+    while True:
+        pid, status, ru = os.wait4(proc.pid, os.WNOHANG)
+        if pid:
+            break
+        now = time.monotonic()
+        rss_now = 0
+        for p in _tree(proc.pid):
+            mem = _proc_mem(p)
+            if mem is not None:
+                rss_now += mem[0]
+                peaks[p] = max(peaks.get(p, 0), mem[1])
+            _thread_cpu(p, threads)
+        if start_rss is None and rss_now and (started is None or started()):
+            start_rss = rss_now
+        if now - t0 > timeout and term_at is None:
+            timed_out = True
+            term_at = now
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(proc.pid, signal.SIGTERM)
+        elif term_at is not None and now - term_at > 15:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(proc.pid, signal.SIGKILL)
+        time.sleep(0.1)
+    wall = time.monotonic() - t0
+    proc.returncode = os.waitstatus_to_exitcode(status)  # reaped here, not by Popen
+    return Measured(
+        returncode=proc.returncode,
+        wall_s=wall,
+        user_s=ru.ru_utime,
+        sys_s=ru.ru_stime,
+        peak_rss=sum(peaks.values()),
+        start_rss=start_rss,
+        processes=len(peaks),
+        thread_cpu=threads,
+        timed_out=timed_out,
+    )
+
+
+# ---------------------------------------------------------------------------- results
+
+
+@dataclass(slots=True)
+class CrawlRun:
+    """What one crawler did, and whether it was right."""
+
+    crawler: str
+    config: str
+    m: Measured
+    pages: int  # page responses (robots.txt not counted)
+    requests: int
+    urls_seen: int
+    frontier_bytes: int | None = None
+    start_rss: int | None = None
+    audit: dict[str, Any] | None = None
+    checks: list[str] = field(default_factory=list)  # failed checks, human-readable
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def pages_per_s(self) -> float:
+        return self.pages / self.m.wall_s if self.m.wall_s else 0.0
+
+    @property
+    def cpu_ms_per_page(self) -> float:
+        return self.m.cpu_s / self.pages * 1000 if self.pages else float("nan")
+
+    @property
+    def rss_growth_per_url(self) -> float | None:
+        """(peak − RSS at the crawl's start) / URLs seen; one process only (a pool's workers
+        start after the parent's start mark)."""
+        if self.start_rss is None or not self.urls_seen or self.m.processes > 1:
+            return None
+        return (self.m.peak_rss - self.start_rss) / self.urls_seen
+
+    @property
+    def frontier_per_url(self) -> float | None:
+        if self.frontier_bytes is None or not self.urls_seen:
+            return None
+        return self.frontier_bytes / self.urls_seen
+
+
+def _dir_bytes(paths: Sequence[Path]) -> int:
+    return sum(p.stat().st_size for p in paths if p.exists())
+
+
+def run_audit(
+    log: Path, web_json: Path, out_json: Path, extra: Sequence[str], console: Path
+) -> dict[str, Any]:
+    """`gossamer testweb audit` (the CLI, so the command is the one a user would type)."""
+    cmd = [
+        sys.executable,
+        "-m",
+        "gossamer",
+        "testweb",
+        "audit",
+        "--log",
+        str(log),
+        "--web",
+        str(web_json),
+        *extra,
+        "--json",
+        str(out_json),
+    ]
+    with console.open("wb") as f:
+        subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT, timeout=300, check=False)
+    try:
+        report: dict[str, Any] = json.loads(out_json.read_text())
+    except (OSError, ValueError) as exc:
+        raise RuntimeError(f"audit failed: {console.read_text()[-2000:]}") from exc
+    return report
+
+
+def _fresh_log(access_log: Path) -> None:
+    access_log.parent.mkdir(parents=True, exist_ok=True)
+    access_log.write_bytes(b"")
+
+
+def gossamer_cmd(
+    out: Path, resolve: Path, args: argparse.Namespace, workers: int, *extra: str
+) -> list[str]:
+    """The arguments after `python -m gossamer`."""
+    cmd = [
+        "crawl",
+        SEED_URL,
+        "-o",
+        str(out),
+        "--scope",
+        "all",
+        "--resolve-file",
+        str(resolve),
+        "--allow-private",
+        "--delay",
+        "0",
+        "--concurrency",
+        str(args.concurrency),
+        "-q",
+        *extra,
+    ]
+    if workers:
+        cmd += ["--workers", str(workers)]
+    return cmd
+
+
+def run_gossamer(
+    work: Path,
+    export: Path,
+    args: argparse.Namespace,
+    *,
+    name: str,
+    config: str,
+    workers: int = 1,
+    extra: Sequence[str] = (),
+    env: dict[str, str] | None = None,
+    entry: Sequence[str] = ("-m", "gossamer"),
+    check: bool = True,
+    truth: Any = None,
+) -> CrawlRun:
+    """One gossamer crawl of the export (nginx started for it, its own access log)."""
+    out = work / name
+    shutil.rmtree(out, ignore_errors=True)
+    access = export / "logs" / "access.log"
+    _fresh_log(access)
+    cmd = [
+        sys.executable,
+        *entry,
+        *gossamer_cmd(out, export / "resolve.txt", args, workers, *extra),
+    ]
+    with run_nginx(export):
+        m = run_measured(
+            cmd,
+            log=work / f"{name}.console",
+            timeout=args.timeout,
+            env=env,
+            started=lambda: (out / "frontier.sqlite").exists(),
+        )
+    log = work / f"{name}.access.log"
+    shutil.move(access, log)
+    try:
+        stats = json.loads((out / "stats.json").read_text())
+    except (OSError, ValueError):
+        tail = (work / f"{name}.console").read_text(errors="replace")[-2000:]
+        raise RuntimeError(f"gossamer crawl failed ({m.returncode}): {tail}") from None
+    fr = stats.get("frontier", {})
+    seen = sum(int(fr.get(k, 0)) for k in ("queued", "leased", "done", "failed"))
+    run = CrawlRun(
+        crawler="gossamer",
+        config=config,
+        m=m,
+        pages=int(stats["pages"]),
+        requests=int(stats["requests"]),
+        urls_seen=seen,
+        frontier_bytes=_dir_bytes(
+            [out / "frontier.sqlite", out / "frontier.sqlite-wal", out / "frontier.sqlite-shm"]
+        ),
+        start_rss=m.start_rss,
+    )
+    if m.returncode != 0 or m.timed_out:
+        run.checks.append(f"exit status {m.returncode}{' (timed out)' if m.timed_out else ''}")
+    if not check:
+        return run
+    run.audit = run_audit(
+        log,
+        export / "web.json",
+        work / f"{name}.audit.json",
+        ["--crawl", str(out)],
+        work / f"{name}.audit.txt",
+    )
+    pages = run.audit["pages"]
+    if pages["coverage"] != 1.0:
+        run.checks.append(f"coverage {pages['coverage']:.4f} (must be 1.000)")
+    if pages["overlap"] != 0:
+        run.checks.append(f"overlap {pages['overlap']:.4f} (must be 0)")
+    if not run.audit["ok"]:
+        run.checks.append(f"audit verdict not OK: {run.audit['violation_count']} violations")
+    if truth is not None:
+        from gossamer.sinks import read_graph
+
+        ours = {e for e in read_graph(out).url_edges() if e[1] in truth.required}
+        want = {(a, b, k) for a, b, k in truth.edges}
+        run.notes.append(f"graph: {len(ours):,} edges, truth {len(want):,}")
+        if ours != want:
+            run.checks.append(
+                f"graph edges differ from the truth: {len(ours - want)} extra, "
+                f"{len(want - ours)} missing"
+            )
+    return run
+
+
+def run_scrapy(work: Path, export: Path, args: argparse.Namespace) -> CrawlRun | None:
+    try:
+        import scrapy
+    except ImportError:
+        print(
+            "\n## Scrapy: not installed, skipped (`.venv/bin/pip install scrapy` to compare; "
+            "it is not a gossamer dependency)"
+        )
+        return None
+    name = "scrapy"
+    access = export / "logs" / "access.log"
+    _fresh_log(access)
+    stats_out = work / "scrapy.stats.json"
+    stats_out.unlink(missing_ok=True)
+    cmd = [
+        sys.executable,
+        str(HERE / "scrapy_spider.py"),
+        "--seed",
+        SEED_URL,
+        "--resolve-file",
+        str(export / "resolve.txt"),
+        "--concurrency",
+        str(args.concurrency),
+        "--user-agent",
+        SCRAPY_UA,
+        "--max-pages",
+        str(args.scrapy_pages),
+        "--timeout",
+        str(args.scrapy_seconds),
+        "--stats-out",
+        str(stats_out),
+    ]
+    console = work / f"{name}.console"
+
+    def opened() -> bool:
+        with contextlib.suppress(OSError):
+            return b"Spider opened" in console.read_bytes()
+        return False
+
+    with run_nginx(export):
+        m = run_measured(cmd, log=console, timeout=args.timeout, started=opened)
+    log = work / f"{name}.access.log"
+    shutil.move(access, log)
+    try:
+        st = json.loads(stats_out.read_text())
+    except (OSError, ValueError):
+        tail = (work / f"{name}.console").read_text(errors="replace")[-2000:]
+        raise RuntimeError(f"scrapy failed ({m.returncode}): {tail}") from None
+    s = st["stats"]
+    limits = []
+    if args.scrapy_seconds:
+        limits.append(f"{args.scrapy_seconds:g} s")
+    if args.scrapy_pages:
+        limits.append(f"{args.scrapy_pages:,} pages")
+    limit = f"stopped after {' or '.join(limits)}" if limits else "full crawl"
+    run = CrawlRun(
+        crawler=f"Scrapy {scrapy.__version__}",
+        config=f"CrawlSpider, {limit}",
+        m=m,
+        pages=int(st["pages"]),
+        requests=int(st["requests"]),
+        urls_seen=int(s.get("scheduler/enqueued", 0)),
+        start_rss=m.start_rss,
+    )
+    run.notes.append(f"finish reason {st.get('finish_reason')}")
+    if m.returncode != 0:
+        run.checks.append(f"exit status {m.returncode}")
+    run.audit = run_audit(
+        log,
+        export / "web.json",
+        work / f"{name}.audit.json",
+        ["--seeds", SEED_URL, "--scope", "all", "--user-agent", SCRAPY_UA],
+        work / f"{name}.audit.txt",
+    )
+    pages = run.audit["pages"]
+    dup = [u for u, _ in pages.get("duplicates", [])]
+    if dup and set(dup) <= {SEED_URL}:
+        run.notes.append(
+            f"overlap {pages['overlap']:.4f}: the seed was fetched twice (Scrapy's start "
+            "requests skip the dupefilter, so a later link to the seed is fetched again)"
+        )
+    elif pages["overlap"] != 0:
+        run.checks.append(f"overlap {pages['overlap']:.4f} ({len(dup)} URLs fetched twice)")
+    if pages.get("unexpected_requests"):
+        run.checks.append(f"{pages['unexpected_requests']} requests that should not be made")
+    if sum(run.audit["politeness"]["violations"].values()):
+        run.checks.append(f"politeness violations {run.audit['politeness']['violations']}")
+    return run
+
+
+# ---------------------------------------------------------------------------- profile
+
+
+def profile_gossamer(
+    work: Path, export: Path, args: argparse.Namespace, main_cpu_per_page_us: float | None
+) -> None:
+    """A gossamer crawl under `py-spy record --threads` (idle samples excluded): where the main
+    thread's CPU goes, per function, as a share and in µs per page."""
+    pyspy = shutil.which("py-spy") or str(Path(sys.executable).parent / "py-spy")
+    if not os.access(pyspy, os.X_OK):
+        print("\n## profile: py-spy not found, skipped (`.venv/bin/pip install py-spy`)")
+        return
+    raw = work / "profile.raw"
+    out = work / "gossamer-profiled"
+    shutil.rmtree(out, ignore_errors=True)
+    access = export / "logs" / "access.log"
+    _fresh_log(access)
+    cmd = [pyspy, "record", "--threads", "-r", str(args.profile_rate), "-f", "raw"]
+    cmd += ["-o", str(raw), "--", sys.executable, "-m", "gossamer"]
+    cmd += gossamer_cmd(out, export / "resolve.txt", args, 1)  # one process: one main thread
+    with run_nginx(export):
+        m = run_measured(cmd, log=work / "profile.console", timeout=args.timeout * 2)
+    try:
+        pages = int(json.loads((out / "stats.json").read_text())["pages"])
+        lines = raw.read_text().splitlines()
+    except (OSError, ValueError, KeyError):
+        print(f"\n## profile: the profiled crawl failed ({m.returncode}); skipped")
+        return
+    stacks: list[tuple[list[str], int]] = []
+    main_tid = None
+    for line in lines:
+        stack, _, count = line.rpartition(" ")
+        if not stack or not count.isdigit():
+            continue
+        frames = stack.split(";")
+        if frames[0].endswith(": MainThread"):
+            main_tid = frames[0].split(":")[0]  # "thread (1234)"
+        stacks.append((frames, int(count)))
+    self_n: collections.Counter[str] = collections.Counter()
+    incl_n: collections.Counter[str] = collections.Counter()
+    total = other = 0
+    for frames, n in stacks:
+        if main_tid is None or frames[0].split(":")[0] != main_tid:
+            other += n  # thread-pool threads (SQLite frontier calls) and py-spy's own
+            continue
+        total += n
+        names = [_frame_name(f) for f in frames[1:]]
+        if not names:
+            continue
+        self_n[names[-1]] += n
+        for f in set(names):
+            incl_n[f] += n
+    if not total:
+        print("\n## profile: no samples of the main thread")
+        return
+    per_page = main_cpu_per_page_us
+    print(
+        f"\n## profile: py-spy --threads, {total:,} main-thread samples ({other:,} in other "
+        f"threads) over {pages:,} pages, {m.wall_s:.1f} s under the profiler. µs/page = share "
+        f"× {per_page or 0:.0f} µs, the main thread's CPU per page in the unprofiled run. C code "
+        "that releases the GIL (sha1, gzip, lexbor, curl) counts for the caller."
+    )
+
+    def show(title: str, counter: collections.Counter[str], n: int) -> None:
+        print(f"\n  {title}")
+        print("  | share | µs/page | function |")
+        print("  |---:|---:|---|")
+        for fn, c in counter.most_common(n):
+            share = c / total
+            us = f"{share * per_page:.0f}" if per_page else "-"
+            print(f"  | {share * 100:.1f} % | {us} | `{fn}` |")
+
+    show("self time (the function's own lines and the C calls it makes)", self_n, args.profile_top)
+    ours = collections.Counter(
+        {
+            k: v
+            for k, v in incl_n.items()
+            if "gossamer/" in k
+            and "cli.py" not in k
+            and "__main__" not in k
+            and not k.startswith(("run_crawl ", "_run "))
+        }
+    )
+    show("inclusive time (with callees), gossamer functions", ours, args.profile_top)
+
+
+def _frame_name(frame: str) -> str:
+    """`parse_html (gossamer/parse/links.py:194)` → `parse_html (gossamer/parse/links.py)`."""
+    name, sep, where = frame.partition(" (")
+    if not sep:
+        return frame
+    path = where.rstrip(")").rsplit(":", 1)[0]
+    if path in ("crawler.py", "recorder.py", "run.py", "demo.py", "report.py"):
+        path = "gossamer/engine/" + path
+    return f"{name} ({path})"
+
+
+# ---------------------------------------------------------------------------- pipeline
+
+
+def bench_pipeline(model: Any, work: Path, pages: int) -> None:
+    """µs of CPU per page of the crawler's per-page steps, in one process with no network, on
+    `pages` pages of the web (public APIs only), next to cheaper variants of the same work:
+    the figures behind docs/crawler/bench.md's suggestions."""
+    import gc
+    import hashlib
+
+    from gossamer.frontier import Discovered
+    from gossamer.parse import ParseOptions, parse_html
+    from gossamer.scope import Scope
+    from gossamer.sinks import CrawlLog, GraphWriter, WarcWriter
+    from gossamer.testing._content import respond
+    from gossamer.testing._model import Kind, Resource
+    from gossamer.urls import fingerprint, host_key
+
+    compress: Callable[[bytes, int, int], bytes]
+    try:
+        from isal.isal_zlib import compress
+    except ImportError:
+        from zlib import compress
+
+    items = [(h.id, i) for h in model.hosts for i in range(h.pages)][:pages]
+    docs = []
+    for h, i in items:
+        body = respond(model, Resource(Kind.PAGE, h, i)).body
+        docs.append((model.page_url(h, i), body))
+    n = len(docs)
+    options = ParseOptions(link_rels=frozenset({"canonical"}))
+    headers = {"content-type": "text/html; charset=utf-8"}
+    resp_head = b"HTTP/1.1 200 OK\r\nContent-Type: text/html; charset=utf-8\r\n\r\n"
+    req_head = b"GET / HTTP/1.1\r\nHost: www.h0.example\r\n\r\n"
+    scope = Scope([SEED_URL], scope="all")
+    out = work / "pipeline"
+    shutil.rmtree(out, ignore_errors=True)
+    links = [[lk.url for lk in parse_html(body, url, headers, options).links] for url, body in docs]
+    pairs = [(src, dsts) for (src, _), dsts in zip(docs, links, strict=True)]
+    per_page_links = sum(len(x) for x in links) / n
+    print(
+        f"\n## per-page steps in one process, no network ({n:,} pages, "
+        f"{per_page_links:.1f} links a page; CPU µs per page, best of 3)"
+    )
+
+    def measure(label: str, fn: Callable[[], object]) -> float:
+        best = float("inf")
+        for _ in range(3):
+            gc.collect()
+            t = time.process_time()
+            fn()
+            best = min(best, time.process_time() - t)
+        us = best / n * 1e6
+        print(f"  {label:66s} {us:7.1f}")
+        return us
+
+    measure(
+        "parse_html",
+        lambda: [parse_html(body, url, headers, options) for url, body in docs],
+    )
+
+    def route_now() -> None:  # what Crawler._route does for every link of every page
+        for src, dsts in pairs:
+            found = []
+            for dst in dsts:
+                host = host_key(dst)
+                if scope.reject(dst, host, 1):
+                    continue
+                found.append(Discovered(dst, host, 1, fingerprint(dst), 1, src))
+
+    memo: dict[str, tuple[str | None, str, int]] = {}
+    sent: set[str] = set()
+
+    def route_memo() -> None:  # proposal: a URL's scope verdict, host and fp worked out once
+        for src, dsts in pairs:
+            found = []
+            for dst in dsts:
+                m = memo.get(dst)
+                if m is None:
+                    host = host_key(dst)
+                    m = memo[dst] = (scope.reject(dst, host, 1), host, fingerprint(dst))
+                if m[0] or dst in sent:
+                    continue
+                sent.add(dst)
+                found.append(Discovered(dst, m[1], 1, m[2], 1, src))
+
+    measure("links: host_key + Scope.reject + fingerprint + Discovered (now)", route_now)
+    route_memo()  # warm: on a crawl most links point to URLs met before
+    measure("links: the same, memoised per URL + a sent-set (warm)", route_memo)
+    measure(
+        "  of which Scope.reject",
+        lambda: [scope.reject(d, "h", 1) for dsts in links for d in dsts],
+    )
+    graph = GraphWriter(out / "g1")
+    measure(
+        "graph: GraphWriter.add_edge per link (now)",
+        lambda: [graph.add_edge(src, d) for src, dsts in pairs for d in dsts],
+    )
+    graph2 = GraphWriter(out / "g2")
+    measure(
+        "graph: GraphWriter.add_edges once per page",
+        lambda: [graph2.add_edges(src, dsts) for src, dsts in pairs],
+    )
+    graph.close()
+    graph2.close()
+    warc = WarcWriter(out / "warc", max_bytes=1 << 34)
+    now = time.time()
+    measure(
+        "WARC: WarcWriter.write_exchange (request + response, gzip)",
+        lambda: [
+            warc.write_exchange(url, "127.1.0.1", req_head, resp_head, body, now, False)
+            for url, body in docs
+        ],
+    )
+    warc.close()
+
+    def warc_c_part() -> None:
+        for _, body in docs:
+            hashlib.sha1(body).digest()
+            hashlib.sha1(resp_head + body).digest()
+            compress(resp_head + body, 1, 31)
+
+    measure("  of which gzip + 2 SHA-1 (C code that releases the GIL)", warc_c_part)
+    log = CrawlLog(out / "crawl.log.jsonl")
+
+    def write_log() -> None:
+        for url, body in docs:
+            log.write(url=url, status=200, outcome="ok", nbytes=len(body), depth=1, parent=url)
+
+    measure("crawl log: CrawlLog.write (one JSON line, one write)", write_log)
+    log.close()
+
+
+# ---------------------------------------------------------------------------- output
+
+
+def _mb(n: float | None) -> str:
+    return f"{n / 1e6:,.0f}" if n is not None else "-"
+
+
+def print_table(runs: list[CrawlRun]) -> None:
+    print("\n## summary (markdown)\n")
+    print(
+        "| crawler | configuration | pages | wall s | pages/s | CPU s | CPU ms/page "
+        "| peak RSS MB | RSS growth B/URL | frontier B/URL | coverage | overlap | checks |"
+    )
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+    for r in runs:
+        cov = ov = "-"
+        if r.audit:
+            cov = f"{r.audit['pages']['coverage']:.3f}"
+            ov = f"{r.audit['pages']['overlap']:.3f}"
+        growth = r.rss_growth_per_url
+        fpu = r.frontier_per_url
+        print(
+            f"| {r.crawler} | {r.config} | {r.pages:,} | {r.m.wall_s:.1f} "
+            f"| **{r.pages_per_s:,.0f}** | {r.m.cpu_s:.1f} | {r.cpu_ms_per_page:.2f} "
+            f"| {_mb(r.m.peak_rss)} | {f'{growth:,.0f}' if growth is not None else '-'} "
+            f"| {f'{fpu:,.0f}' if fpu is not None else '-'} | {cov} | {ov} "
+            f"| {'; '.join(r.checks) or 'OK'} |"
+        )
+
+
+def describe(r: CrawlRun) -> None:
+    busiest = max(r.m.thread_cpu.values(), default=0.0)
+    others = sum(r.m.thread_cpu.values()) - busiest
+    procs = f"{r.m.processes} processes, " if r.m.processes > 1 else ""
+    print(
+        f"  {r.crawler} ({r.config}): {r.pages:,} pages + {r.requests - r.pages:,} other "
+        f"requests in {r.m.wall_s:.1f} s = {r.pages_per_s:,.0f} pages/s; CPU {r.m.cpu_s:.1f} s "
+        f"(user {r.m.user_s:.1f}, sys {r.m.sys_s:.1f}; {procs}busiest thread {busiest:.1f} s, "
+        f"other threads {others:.1f} s) = {r.cpu_ms_per_page:.2f} ms/page; "
+        f"RSS {_mb(r.start_rss)} MB at start, peak {_mb(r.m.peak_rss)} MB; "
+        f"{r.urls_seen:,} URLs seen",
+        flush=True,
+    )
+    if r.audit:
+        p, pol = r.audit["pages"], r.audit["politeness"]
+        print(
+            f"    audit: coverage {p['coverage']:.4f} ({p['covered']:,}/{p['expected']:,}), "
+            f"overlap {p['overlap']:.4f}, should-not-fetch {p['unexpected_requests']}, "
+            f"politeness {sum(pol['violations'].values())} violations "
+            f"(most in flight per IP: {max(pol['max_in_flight'].values(), default=0)}), verdict "
+            f"{'OK' if r.audit['ok'] else 'NOT OK'}"
+        )
+    for note in r.notes:
+        print(f"    {note}")
+    for c in r.checks:
+        print(f"    CHECK FAILED: {c}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    p.add_argument("--seed", type=int, default=1, help="web seed")
+    p.add_argument("--hosts", type=int, default=400, help="hosts (400: 20,788 pages)")
+    p.add_argument("--pages-mean", type=float, default=50.0)
+    p.add_argument("--robots-disallow", type=float, default=0.3)
+    p.add_argument("--concurrency", type=int, default=64, help="requests in flight in all")
+    p.add_argument(
+        "--gossamer-workers",
+        default="1,0",
+        help="gossamer runs, by --workers (0: gossamer's default, one per core)",
+    )
+    p.add_argument("--nginx-workers", type=int, default=1)
+    p.add_argument(
+        "--scrapy-seconds", type=float, default=45.0, help="stop Scrapy after S s (0: never)"
+    )
+    p.add_argument("--scrapy-pages", type=int, default=0, help="stop Scrapy after N pages")
+    p.add_argument("--timeout", type=float, default=150.0, help="seconds per crawl at most")
+    p.add_argument("--only", default="gossamer,scrapy", help="gossamer,scrapy (or none)")
+    p.add_argument("--profile", action="store_true", help="py-spy profile of a gossamer crawl")
+    p.add_argument("--profile-rate", type=int, default=250)
+    p.add_argument("--profile-top", type=int, default=25)
+    p.add_argument("--experiments", action="store_true", help="gossamer what-if runs")
+    p.add_argument("--pipeline", action="store_true", help="per-page steps, in process")
+    p.add_argument("--pipeline-pages", type=int, default=4000)
+    p.add_argument("--workdir", type=Path, help="keep everything here (default: a temp dir)")
+    args = p.parse_args(argv)
+    parts = set(args.only.split(","))
+
+    spec = WebSpec(
+        seed=args.seed,
+        hosts=args.hosts,
+        pages_mean=args.pages_mean,
+        overrides=(("robots_disallow", args.robots_disallow),),
+    )
+    model = model_for(spec)
+    print("# gossamer crawl benchmark")
+    print(
+        f"  machine {os.cpu_count()} CPUs, Python {sys.version.split()[0]}, "
+        f"load {' '.join(f'{x:.2f}' for x in os.getloadavg())}"
+    )
+    print(
+        f"  web     seed {spec.seed}, {len(model.hosts)} hosts, {len(model.ips())} IPs, "
+        f"{model.total_pages:,} pages, clean profile + robots_disallow={args.robots_disallow}"
+    )
+    print(
+        f"  limits  seed {SEED_URL}, scope all, robots obeyed, delay 0 (the simulated web asks "
+        f"for none), 1 request per IP, {args.concurrency} in flight"
+    )
+    if os.getloadavg()[0] > 0.5:
+        print("  warning: the machine is busy (load above 0.5): figures will be low")
+
+    runs: list[CrawlRun] = []
+    with _workdir(args.workdir) as work:
+        export = work / "export"
+        if parts & {"gossamer", "scrapy"} or args.profile or args.experiments:
+            s = export_web(model, export, port=free_port(), workers=args.nginx_workers)
+            print(
+                f"  export  {s.pages:,} pages, {s.bytes / 1e6:.0f} MB in {s.seconds:.1f} s "
+                f"({export}), nginx {args.nginx_workers} worker(s)"
+            )
+        main_run: CrawlRun | None = None  # the one-worker run: the profile's yardstick
+        if "gossamer" in parts:
+            truth = compute_truth(
+                model, TruthRules(seeds=(SEED_URL,), scope="all", user_agent="gossamer")
+            )
+            for workers in (int(w) for w in args.gossamer_workers.split(",")):
+                label = (
+                    f"{workers} worker{'s' if workers > 1 else ''}"
+                    if workers
+                    else f"default workers (one per core: {os.cpu_count()})"
+                )
+                print(f"\n## gossamer, {label} (WARC + graph on, audited)", flush=True)
+                run = run_gossamer(
+                    work,
+                    export,
+                    args,
+                    name=f"gossamer-w{workers}",
+                    config=label,
+                    workers=workers,
+                    truth=truth,
+                )
+                describe(run)
+                runs.append(run)
+                if workers == 1:
+                    main_run = run
+        if "scrapy" in parts:
+            print("\n## Scrapy CrawlSpider (same limits)", flush=True)
+            sr = run_scrapy(work, export, args)
+            if sr is not None:
+                describe(sr)
+                runs.append(sr)
+        if args.experiments:
+            print("\n## gossamer what-if runs, 1 worker (not audited)", flush=True)
+            gc_entry = [  # `python -c CODE crawl …`: sys.argv[1:] are the crawl arguments
+                "-c",
+                "import gc, sys; gc.freeze(); gc.set_threshold(50000, 50, 1000); "
+                "from gossamer.cli import main; sys.exit(main(sys.argv[1:]))",
+            ]
+            variants: list[tuple[str, dict[str, Any]]] = [
+                (
+                    "MALLOC_TRIM_THRESHOLD_=256 MiB",
+                    {"env": {"MALLOC_TRIM_THRESHOLD_": "268435456"}},
+                ),
+                ("gc.freeze + thresholds 50000/50/1000", {"entry": gc_entry}),
+                ("--no-warc", {"extra": ["--no-warc"]}),
+            ]
+            for i, (label, kw) in enumerate(variants):
+                if "env" in kw:
+                    kw["env"] = {**os.environ, **kw["env"]}
+                r = run_gossamer(
+                    work,
+                    export,
+                    args,
+                    name=f"whatif-{i}",
+                    config=f"1 worker, {label}",
+                    check=False,
+                    **kw,
+                )
+                describe(r)
+                runs.append(r)
+        if args.pipeline:
+            bench_pipeline(model, work, args.pipeline_pages)
+        if args.profile:
+            per_page = None
+            if main_run is not None and main_run.pages:
+                busiest = max(main_run.m.thread_cpu.values(), default=main_run.m.cpu_s)
+                per_page = busiest / main_run.pages * 1e6
+            profile_gossamer(work, export, args, per_page)
+    if runs:
+        print_table(runs)
+    bad = [r for r in runs if r.crawler == "gossamer" and r.audit and r.checks]
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
