@@ -142,15 +142,28 @@ def _run_pool(
 ) -> int:
     """N worker processes share the SQLite frontier (each leases its own hosts), the per-IP
     lock files and the crawl log; each writes its own WARC and graph part files."""
-    out = settings.output
+    # One connection for the parent's whole life: seeding, progress and the final counts
+    # (statistics() reads the shared tables, so it sees the workers' progress).
     frontier = _open_frontier(settings)
     try:
-        if resume:
-            frontier.reclaim_expired(float("inf"))
-        else:
-            seed_frontier(frontier, settings)
+        return _supervise(settings, workers, frontier, resume=resume, progress=progress)
     finally:
         frontier.close()
+
+
+def _supervise(
+    settings: CrawlSettings,
+    workers: int,
+    frontier: SqliteFrontier,
+    *,
+    resume: bool,
+    progress: IO[str] | None,
+) -> int:
+    out = settings.output
+    if resume:
+        frontier.reclaim_expired(float("inf"))
+    else:
+        seed_frontier(frontier, settings)
     for old in out.glob("stats-w*.json"):
         old.unlink()
     if settings.warc and (out / "warc").is_dir():
@@ -174,17 +187,13 @@ def _run_pool(
 
     previous = {sig: signal.signal(sig, forward) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
-        _watch(procs, settings, progress)
+        _watch(procs, frontier, progress)
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
     codes = [p.wait() for p in procs]
     summary = _merge_stats(out, workers, started, stopped)
-    frontier = _open_frontier(settings)
-    try:
-        summary["frontier"] = _as_dict(frontier.statistics())
-    finally:
-        frontier.close()
+    summary["frontier"] = _as_dict(frontier.statistics())
     if any(c == 74 for c in codes):
         summary["finished"] = False
     write_stats(out / "stats.json", summary)
@@ -206,7 +215,7 @@ def _die_with_parent() -> None:
 
 
 def _watch(
-    procs: list[subprocess.Popen[bytes]], settings: CrawlSettings, progress: IO[str] | None
+    procs: list[subprocess.Popen[bytes]], frontier: SqliteFrontier, progress: IO[str] | None
 ) -> None:
     """Wait for the workers, showing the frontier's progress."""
     tty = progress is not None and progress.isatty()
@@ -216,32 +225,19 @@ def _watch(
         time.sleep(0.5)
         if progress is None or (not tty and time.monotonic() - last_t < 10):
             continue
-        f = _open_frontier(settings)
-        try:
-            st = f.statistics()
-        finally:
-            f.close()
+        st = frontier.statistics()
         now = time.monotonic()
         rate = (st.done - last_done) / max(now - last_t, 1e-9)
         last_done, last_t = st.done, now
-        if tty:
-            progress.write(
-                f"\r{st.done:>9,} pages {rate:>7,.0f}/s  queued {st.queued:>9,}  "
-                f"hosts {st.leased_hosts:>4}  workers {len(procs)}  {now - start:>6.0f}s "
-            )
-        else:
-            progress.write(
-                json.dumps(
-                    {
-                        "event": "progress",
-                        "pages": st.done,
-                        "pages_per_s": round(rate, 1),
-                        "queued": st.queued,
-                    }
-                )
-                + "\n"
-            )
-        progress.flush()
+        _write_progress(
+            progress,
+            pages=st.done,
+            rate=rate,
+            queued=st.queued,
+            hosts=st.leased_hosts,
+            elapsed=now - start,
+            workers=len(procs),
+        )
 
 
 def _merge_stats(out: Path, workers: int, started: float, stopped: list[int]) -> dict[str, Any]:
@@ -401,24 +397,46 @@ async def _progress(crawler: Crawler, frontier: SqliteFrontier, stream: IO[str])
         now = time.monotonic()
         rate = (c.pages - last_pages) / max(now - last_t, 1e-9)
         last_pages, last_t = c.pages, now
-        errors = sum(c.errors.values())
-        if tty:
-            stream.write(
-                f"\r{c.pages:>9,} pages {rate:>7,.0f}/s  queued {stats.queued:>9,}  "
-                f"hosts {c.active_hosts:>4}  errors {errors:>6,}  {now - start:>6.0f}s "
-            )
-        else:
-            stream.write(
-                json.dumps(
-                    {
-                        "event": "progress",
-                        "pages": c.pages,
-                        "pages_per_s": round(rate, 1),
-                        "queued": stats.queued,
-                        "active_hosts": c.active_hosts,
-                        "errors": errors,
-                    }
-                )
-                + "\n"
-            )
-        stream.flush()
+        _write_progress(
+            stream,
+            pages=c.pages,
+            rate=rate,
+            queued=stats.queued,
+            hosts=c.active_hosts,
+            elapsed=now - start,
+            errors=sum(c.errors.values()),
+        )
+
+
+def _write_progress(
+    stream: IO[str],
+    *,
+    pages: int,
+    rate: float,
+    queued: int,
+    hosts: int,
+    elapsed: float,
+    errors: int | None = None,
+    workers: int | None = None,
+) -> None:
+    """One progress report: a rewritten line on a TTY, a JSON line otherwise."""
+    if stream.isatty():
+        tail = f"errors {errors:>6,}" if errors is not None else f"workers {workers}"
+        stream.write(
+            f"\r{pages:>9,} pages {rate:>7,.0f}/s  queued {queued:>9,}  "
+            f"hosts {hosts:>4}  {tail}  {elapsed:>6.0f}s "
+        )
+    else:
+        record: dict[str, Any] = {
+            "event": "progress",
+            "pages": pages,
+            "pages_per_s": round(rate, 1),
+            "queued": queued,
+            "active_hosts": hosts,
+        }
+        if errors is not None:
+            record["errors"] = errors
+        if workers is not None:
+            record["workers"] = workers
+        stream.write(json.dumps(record) + "\n")
+    stream.flush()
