@@ -178,6 +178,13 @@ class Crawler:
                 if result.status in RETRY_STATUSES:
                     break  # the host asked us to back off: rest it now
         self.sinks.flush()  # outputs on disk before the frontier counts the URLs done
+        # Links go in before the batch completes: a crash (or a full disk) between the two
+        # then re-fetches the pages (dedupe absorbs the rediscovered links) instead of
+        # counting them done with their links lost.
+        if discovered:
+            self.counters.discovered += await asyncio.to_thread(
+                self.frontier.put_discovered, discovered
+            )
         try:
             await asyncio.to_thread(
                 self.frontier.complete,
@@ -187,10 +194,6 @@ class Crawler:
             )
         except StaleLeaseError:
             self.counters.errors["frontier/stale-lease"] += 1
-        if discovered:
-            self.counters.discovered += await asyncio.to_thread(
-                self.frontier.put_discovered, discovered
-            )
 
     def _delay(self, policy: RobotsPolicy | None) -> float:
         delay = self.settings.delay
