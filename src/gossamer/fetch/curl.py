@@ -1,12 +1,18 @@
 """`CurlFetcher`: libcurl's multi interface (pycurl) driven by the asyncio event loop.
 
-Why pycurl: on this machine it costs ~20 µs of CPU per request against ~80-120 µs for aiohttp
+Why pycurl: on this machine it costs about half the CPU per request of aiohttp
 (bench/bench_fetch.py, docs/crawler/fetch.md). How it is driven:
 
     fetch() ─ resolve (overrides / DNS cache) ─ pooled easy handle ─ multi.add_handle
-    libcurl ─ M_SOCKETFUNCTION ─► loop.add_reader / add_writer(fd) ─► socket_action(fd, ev)
-            ─ M_TIMERFUNCTION  ─► loop.call_later(ms)                ─► socket_action(TIMEOUT)
-    socket_action reports fewer running transfers ─► info_read ─► FetchResult ─► future
+    libcurl ─ M_SOCKETFUNCTION ─► private epoll set (its fd: the loop's one reader)
+            ─ M_TIMERFUNCTION  ─► `_due`; one loop timer / call_soon  ─► socket_action(TIMEOUT)
+    epoll readable ─► socket_action(fd, ev) per ready socket; fewer running transfers ─►
+                      info_read (once per wake-up) ─► FetchResult ─► future
+
+Per request the Python side does only what changes: URL (+ CONNECT_TO when the handle last
+served another host, + HTTPHEADER when the extra headers differ), one epoll_ctl when libcurl
+re-arms a kept-alive socket, no loop handle for libcurl's timer unless its deadline moves
+earlier, and the status line parsed (the headers are parsed from the head when first read).
 
 Everything runs on the event loop's thread; libcurl never blocks it (it connects to the IP we
 resolved, through CONNECT_TO, so it does no DNS of its own). Connections are kept alive in the
@@ -20,7 +26,9 @@ libcurl's.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import io
+import select
 import time
 from collections import Counter
 from typing import TYPE_CHECKING, Any, Literal
@@ -42,10 +50,13 @@ from ._types import (
     ERROR_TIMEOUT,
     ERROR_TLS,
     ERROR_TOO_LARGE,
+    LAZY_HEADERS,
     FetchRequest,
     FetchResult,
     FetchStats,
     make_result,
+    parse_headers,
+    parse_status,
 )
 from .resolve import Address, ResolveError, Resolver
 
@@ -54,6 +65,9 @@ DEFAULT_ACCEPT = "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.
 DEFAULT_ACCEPT_ENCODING = "gzip, deflate, br"
 
 _DEFAULT_PORTS = {"http": 80, "https": 443}
+_HAVE_EPOLL = hasattr(select, "epoll")
+# libcurl's wanted events (1 in, 2 out, 3 both) -> epoll masks
+_EPOLL_MASKS = (0, 1, 4, 5)  # EPOLLIN 1, EPOLLOUT 4 (Linux)
 _FORBIDDEN_HEADERS = frozenset({"host", "content-length", "transfer-encoding", "connection"})
 
 # libcurl result codes → error keys (anything not listed is ERROR_OTHER)
@@ -230,24 +244,8 @@ def _final_head(raw: bytes) -> bytes:
 
 def _parse_head(head: bytes) -> tuple[int | None, str, tuple[tuple[str, str], ...]]:
     """(status, HTTP version, headers) from a raw status line + header lines."""
-    lines = head.decode("latin-1").split("\r\n")
-    status_line = lines[0].split(None, 2)
-    version = status_line[0][5:]
-    try:
-        status: int | None = int(status_line[1])
-    except (IndexError, ValueError):
-        status = None
-    headers: list[tuple[str, str]] = []
-    for line in lines[1:]:
-        name, sep, value = line.partition(":")
-        if sep:
-            if name[:1] in (" ", "\t") and headers:  # obsolete folding continues a value
-                headers[-1] = (headers[-1][0], f"{headers[-1][1]} {line.strip()}")
-            else:
-                headers.append((name.strip(), value.strip()))
-        elif line[:1] in (" ", "\t") and headers:
-            headers[-1] = (headers[-1][0], f"{headers[-1][1]} {line.strip()}")
-    return status, version, tuple(headers)
+    status, version = parse_status(head)
+    return status, version, parse_headers(head)
 
 
 def _header_line(name: str, value: str) -> str:
@@ -341,11 +339,31 @@ class CurlFetcher:
         self._multi.setopt(pycurl.M_MAXCONNECTS, max(1, max_connections))
         self._multi.setopt(pycurl.M_PIPELINING, pycurl.PIPE_NOTHING)
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._timer: asyncio.Handle | None = None
+        # libcurl's timer: `_due` is when it wants socket_action(SOCKET_TIMEOUT) (loop time;
+        # 0.0 "now", None no timer). One loop timer at `_timer_at` <= `_due` and one call_soon
+        # serve it: a later deadline leaves the timer alone (it re-arms itself when it fires
+        # early), so the per-request timer changes cost no loop handles.
+        self._due: float | None = None
+        self._timer: asyncio.TimerHandle | None = None
+        self._timer_at = 0.0
+        self._soon: asyncio.Handle | None = None
         self._sweeper: asyncio.TimerHandle | None = None
+        # Sockets. With epoll (Linux) libcurl's sockets are in a private epoll set whose fd
+        # is the loop's one reader: `_want` is what libcurl asked for per fd, `_polled` the
+        # fds registered in the set. A socket libcurl stops watching (POLL_REMOVE: its
+        # connection is idle in the cache) stays registered: the next transfer on it re-arms
+        # it with one epoll_ctl, where loop.add_reader + remove_reader per request cost ~6 µs.
+        # Without epoll each fd is a loop reader / writer (`_fds`: registered events).
+        self._epoll: Any = None
+        self._use_epoll = _HAVE_EPOLL
+        self._want: dict[int, int] = {}
+        self._polled: set[int] = set()
         self._fds: dict[int, int] = {}  # fd -> registered events (1 read, 2 write)
         self._active: dict[Any, _Slot] = {}  # easy handle -> slot
-        self._pool: list[_Slot] = []
+        # idle handles, most recently used last, and per CONNECT_TO target the latest one: a
+        # host's next request takes the handle its previous one used (no CONNECT_TO setopt)
+        self._pool: dict[_Slot, None] = {}
+        self._pool_by_target: dict[str, _Slot] = {}
         self._all: list[_Slot] = []
         self._closed = False
         # counters
@@ -390,14 +408,20 @@ class CurlFetcher:
 
         loop = asyncio.get_running_loop()
         if loop is not self._loop:
-            if self._loop is not None:  # its sockets are registered with that loop
-                raise RuntimeError("a CurlFetcher serves only the event loop it first fetched on")
-            self._loop = loop
-        slot = self._pool.pop() if self._pool else self._new_slot()
-        curl = slot.curl
-        curl.setopt(pycurl.URL, req.url)
+            self._bind(loop)
         ip = f"[{addr.ip}]" if ":" in addr.ip else addr.ip
         connect_to = f"{host}:{port}:{ip}:{addr.port}"
+        slot = self._pool_by_target.pop(connect_to, None)
+        if slot is not None:
+            del self._pool[slot]
+        elif self._pool:
+            slot = self._pool.popitem()[0]
+            if self._pool_by_target.get(slot.connect_to) is slot:
+                del self._pool_by_target[slot.connect_to]
+        else:
+            slot = self._new_slot()
+        curl = slot.curl
+        curl.setopt(pycurl.URL, req.url)
         if connect_to != slot.connect_to:
             curl.setopt(pycurl.CONNECT_TO, [connect_to])
             slot.connect_to = connect_to
@@ -421,7 +445,7 @@ class CurlFetcher:
         except pycurl.error as exc:  # not expected: the handle is not in the multi already
             del self._active[curl]
             slot.future = None
-            self._pool.append(slot)
+            self._release(slot)
             return self._failed(req.url, ERROR_OTHER, f"add_handle: {exc}", started_at, started)
         if self._sweeper is None:
             self._sweeper = loop.call_later(self._sweep_interval, self._sweep)
@@ -458,10 +482,11 @@ class CurlFetcher:
         self._closed = True
         for slot in list(self._active.values()):
             self._finish_slot(slot, ERROR_CANCELLED, "fetcher closed")
-        for handle in (self._timer, self._sweeper):
+        for handle in (self._timer, self._soon, self._sweeper):
             if handle is not None:
                 handle.cancel()
-        self._timer = self._sweeper = None
+        self._timer = self._soon = self._sweeper = None
+        self._due = None
         self._multi.close()  # closes the cached connections (POLL_REMOVE callbacks first)
         loop = self._loop
         if loop is not None and not loop.is_closed():
@@ -470,10 +495,17 @@ class CurlFetcher:
                     loop.remove_reader(fd)
                 if events & 2:
                     loop.remove_writer(fd)
+            if self._epoll is not None:
+                loop.remove_reader(self._epoll.fileno())
+        if self._epoll is not None:
+            self._epoll.close()
         self._fds.clear()
+        self._want.clear()
+        self._polled.clear()
         for slot in self._all:
             slot.curl.close()
         self._pool.clear()
+        self._pool_by_target.clear()
         self._all.clear()
         if self._own_resolver:
             await self.resolver.aclose()
@@ -487,6 +519,19 @@ class CurlFetcher:
         lines += [s for s in self._suppress if s[:-1].lower() not in replaced]
         return lines, "".join(f"{n}: {v}\r\n" for n, v in pairs).encode("latin-1")
 
+    def _bind(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Serve `loop` from now on (the first fetch's); its sockets are registered there."""
+        if self._loop is not None:
+            raise RuntimeError("a CurlFetcher serves only the event loop it first fetched on")
+        self._loop = loop
+        if self._use_epoll:
+            self._epoll = select.epoll()
+            loop.add_reader(self._epoll.fileno(), self._on_epoll)
+
+    def _release(self, slot: _Slot) -> None:
+        self._pool[slot] = None
+        self._pool_by_target[slot.connect_to] = slot
+
     def _new_slot(self) -> _Slot:
         curl = pycurl.Curl()
         curl.setopt(pycurl.NOSIGNAL, 1)
@@ -498,6 +543,10 @@ class CurlFetcher:
         curl.setopt(pycurl.CONNECTTIMEOUT_MS, max(1, int(self.connect_timeout * 1000)))
         curl.setopt(pycurl.TIMEOUT_MS, max(1, int(self.total_timeout * 1000)))
         curl.setopt(pycurl.BUFFERSIZE, self.buffer_size)
+        # libcurl caches even the IP literals CONNECT_TO gives it, and prunes that cache by
+        # walking all of it at the end of every transfer: with many hosts that walk is a
+        # per-request cost growing with the crawl's breadth. We resolve; libcurl need not cache.
+        curl.setopt(pycurl.DNS_CACHE_TIMEOUT, 0)
         curl.setopt(pycurl.SSL_VERIFYPEER, 1 if self.verify_tls else 0)
         curl.setopt(pycurl.SSL_VERIFYHOST, 2 if self.verify_tls else 0)
         if self.too_large == "error":
@@ -543,7 +592,8 @@ class CurlFetcher:
         raw_head = slot.hbuf.getvalue()
         if raw_head:
             head = _final_head(raw_head)
-            status, version, headers = _parse_head(head)
+            status, version = parse_status(head)
+            headers = LAZY_HEADERS  # parsed from `head` when read
         else:
             head, status, version, headers = b"", None, "", ()
         truncated = slot.truncated
@@ -591,7 +641,7 @@ class CurlFetcher:
         slot.truncated = False
         slot.addr = None
         if not self._closed:
-            self._pool.append(slot)
+            self._release(slot)
 
     def _on_done(self, curl: Any, code: int, message: str) -> None:
         slot = self._active.get(curl)
@@ -627,31 +677,74 @@ class CurlFetcher:
         if running < len(self._active):  # libcurl counts every added, unfinished transfer
             self._collect()
 
+    def _on_epoll(self) -> None:
+        """The epoll set is readable: act on every ready socket, then collect once."""
+        if self._closed:
+            return
+        multi, want = self._multi, self._want
+        running = len(self._active)
+        for fd, ev in self._epoll.poll(0):
+            if fd not in want:  # an idle kept-alive connection: closed by the server, or
+                self._unpoll(fd)  # it sent something; libcurl checks it before reusing it
+                continue
+            # EPOLLIN 1 -> CSELECT_IN 1, EPOLLOUT 4 -> CSELECT_OUT 2, EPOLLERR 8 -> CSELECT_ERR
+            # 4, EPOLLHUP 16 -> CSELECT_IN (libcurl reads the end of the stream)
+            events = (ev & 1) | ((ev >> 1) & 6) | ((ev >> 4) & 1)
+            try:
+                _, running = multi.socket_action(fd, events)
+            except pycurl.error:
+                running = -1
+        if running < len(self._active):
+            self._collect()
+
+    def _unpoll(self, fd: int) -> None:
+        self._polled.discard(fd)
+        with contextlib.suppress(OSError):  # already closed: the kernel dropped it
+            self._epoll.unregister(fd)
+
     def _on_readable(self, fd: int) -> None:
         self._socket_action(fd, pycurl.CSELECT_IN)
 
     def _on_writable(self, fd: int) -> None:
         self._socket_action(fd, pycurl.CSELECT_OUT)
 
-    def _on_timeout(self) -> None:
-        self._timer = None
-        self._socket_action(pycurl.SOCKET_TIMEOUT, 0)
-
     def _on_socket(self, what: int, fd: int, multi: Any, data: Any) -> None:
         """M_SOCKETFUNCTION: watch `fd` for what libcurl wants (never call libcurl here)."""
+        if self._epoll is not None:
+            if what == pycurl.POLL_REMOVE:
+                self._want.pop(fd, None)  # stays in the epoll set until closed or readable
+                return
+            new = what & 3
+            old = self._want.get(fd)
+            if old == new:
+                return
+            self._want[fd] = new
+            mask = _EPOLL_MASKS[new]
+            if old is None:  # (re)starting: the fd may be a new socket with a reused number
+                if fd in self._polled:
+                    try:
+                        self._epoll.modify(fd, mask)
+                        return
+                    except OSError:  # closed since: the kernel dropped the old registration
+                        pass
+                self._epoll.register(fd, mask)
+                self._polled.add(fd)
+            else:
+                self._epoll.modify(fd, mask)
+            return
         loop = self._loop
         if loop is None or loop.is_closed():
             self._fds.pop(fd, None)
             return
-        old = self._fds.get(fd, 0)
+        old_events = self._fds.get(fd, 0)
         new = 0 if what == pycurl.POLL_REMOVE else what & 3
-        if new & 1 and not old & 1:
+        if new & 1 and not old_events & 1:
             loop.add_reader(fd, self._on_readable, fd)
-        elif old & 1 and not new & 1:
+        elif old_events & 1 and not new & 1:
             loop.remove_reader(fd)
-        if new & 2 and not old & 2:
+        if new & 2 and not old_events & 2:
             loop.add_writer(fd, self._on_writable, fd)
-        elif old & 2 and not new & 2:
+        elif old_events & 2 and not new & 2:
             loop.remove_writer(fd)
         if new:
             self._fds[fd] = new
@@ -659,16 +752,47 @@ class CurlFetcher:
             self._fds.pop(fd, None)
 
     def _on_timer(self, timeout_ms: int) -> None:
-        """M_TIMERFUNCTION: one timer for libcurl's own time-outs (-1 deletes it)."""
-        if self._timer is not None:
-            self._timer.cancel()
-            self._timer = None
+        """M_TIMERFUNCTION: libcurl wants socket_action(SOCKET_TIMEOUT) in `timeout_ms` (-1:
+        never). Only moves `_due`; a loop handle is made only for an earlier deadline."""
         loop = self._loop
-        if timeout_ms >= 0 and loop is not None and not self._closed:
-            if timeout_ms == 0:  # the usual answer to add_handle: act on the next iteration
-                self._timer = loop.call_soon(self._on_timeout)
-            else:
-                self._timer = loop.call_later(timeout_ms / 1000.0, self._on_timeout)
+        if timeout_ms < 0 or loop is None or self._closed:
+            self._due = None  # a pending handle finds nothing due and does nothing
+        elif timeout_ms == 0:  # the usual answer to add_handle: act on the next iteration
+            self._due = 0.0
+            if self._soon is None:
+                self._soon = loop.call_soon(self._on_soon)
+        else:
+            due = self._due = loop.time() + timeout_ms / 1000.0
+            if self._timer is None or self._timer_at > due:
+                if self._timer is not None:
+                    self._timer.cancel()
+                self._timer = loop.call_at(due, self._on_timeout)
+                self._timer_at = due
+
+    def _on_soon(self) -> None:
+        self._soon = None
+        self._run_due()
+
+    def _on_timeout(self) -> None:
+        self._timer = None
+        self._run_due()
+
+    def _run_due(self) -> None:
+        due = self._due
+        loop = self._loop
+        if due is None or loop is None or self._closed:
+            return
+        if due > loop.time() + 0.001:  # not yet (a timer set for an earlier deadline)
+            if self._timer is None or self._timer_at > due:
+                if self._timer is not None:
+                    self._timer.cancel()
+                self._timer = loop.call_at(due, self._on_timeout)
+                self._timer_at = due
+            return
+        # libcurl calls _on_timer again after a SOCKET_TIMEOUT action whenever a timer remains
+        # (even an unchanged one), so None here is replaced if needed
+        self._due = None
+        self._socket_action(pycurl.SOCKET_TIMEOUT, 0)
 
     def _sweep(self) -> None:
         """Abort transfers past their first-byte or stall time-out; re-arm while busy."""
