@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import multiprocessing
 import re
+import time
 from pathlib import Path
 
 import pytest
@@ -97,3 +98,89 @@ def test_several_processes_share_one_log(tmp_path: Path) -> None:
     assert len(lines) == 1500
     urls = {json.loads(line)["url"] for line in lines}  # every line whole
     assert len(urls) == 1500
+
+
+def test_lines_are_buffered_until_flush_or_close(tmp_path: Path) -> None:
+    path = tmp_path / "c.jsonl"
+    log = CrawlLog(path)
+    log.write(url="http://a.example/1", status=200, outcome="ok", started_at=1_790_000_000.5)
+    assert path.read_bytes() == b""  # buffered
+    log.flush()
+    assert [r["url"] for r in read_crawl_log(path)] == ["http://a.example/1"]
+    log.write(url="http://a.example/2", status=None, outcome="fetch/error/timeout")
+    log.close()  # close writes what is buffered
+    assert [r["url"] for r in read_crawl_log(path)][-1] == "http://a.example/2"
+    big = CrawlLog(tmp_path / "big.jsonl")  # a full buffer is written by itself
+    for i in range(2000):
+        big.write(url=f"http://a.example/{i}", status=200, outcome="ok")
+    assert 0 < len(list(read_crawl_log(tmp_path / "big.jsonl"))) < 2000
+    big.close()
+    assert len(list(read_crawl_log(tmp_path / "big.jsonl"))) == 2000
+
+
+def test_direct_lines_equal_json_dumps(tmp_path: Path) -> None:
+    """The hand-built common line is exactly what json.dumps writes, for odd values too."""
+    path = tmp_path / "c.jsonl"
+    cases: list[dict[str, object]] = [
+        {"url": 'http://a.example/é"\\\n\u2028', "status": 200, "outcome": "ok"},
+        {"url": "http://a.example/", "status": None, "outcome": "x", "error": "tab\there"},
+        {"url": "u", "status": 301, "outcome": "ok", "location": "l\udcff", "depth": 0},
+        {"url": "u", "status": True, "outcome": "ok", "nbytes": 3},  # bool: general path
+        {"url": "u", "status": 200, "outcome": "ok", "duration": float("inf")},
+        {"url": "u", "status": 200, "outcome": "ok", "duration": 3},
+        {"url": "u", "status": 200, "outcome": "ok", "attempt": 2, "parent": "p"},
+        {"url": "u", "status": 200, "outcome": "ok", "duration": 1e-7, "content_type": ""},
+    ]
+    with CrawlLog(path) as log:
+        for case in cases:
+            log.write(started_at=1_790_000_000.25, **case)  # type: ignore[arg-type]
+    lines = path.read_bytes().splitlines()
+    assert len(lines) == len(cases)
+    for case, line in zip(cases, lines, strict=True):
+        record = {
+            "time": time.strftime("%Y-%m-%dT%H:%M:%S.250000Z", time.gmtime(1_790_000_000)),
+            "url": case["url"],
+            "status": case["status"],
+            "bytes": case.get("nbytes", 0),
+            "type": case.get("content_type"),
+            "duration": round(case.get("duration", 0.0), 6),  # type: ignore[call-overload]
+            "depth": case.get("depth"),
+            "parent": case.get("parent"),
+            "outcome": case["outcome"],
+        }
+        for key in ("error", "location", "attempt"):
+            if key in case:
+                record[key] = case[key]
+        expected = json.dumps(record, ensure_ascii=False, separators=(",", ":"))
+        assert line == expected.encode("utf-8", "surrogateescape")
+
+
+def test_failed_write_keeps_the_rest_and_ends_the_torn_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import os
+
+    import gossamer.sinks.crawllog as crawllog_mod
+
+    path = tmp_path / "c.jsonl"
+    log = CrawlLog(path)
+    for i in range(3):
+        log.write(url=f"http://a.example/{i}", status=200, outcome="ok")
+    real_write = os.write
+
+    def part_then_enospc(fd: int, data: bytes | memoryview) -> int:
+        monkeypatch.setattr(crawllog_mod.os, "write", enospc)
+        return real_write(fd, bytes(data[: len(data) // 2]))  # 1 whole line and a half
+
+    def enospc(fd: int, data: bytes | memoryview) -> int:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(crawllog_mod.os, "write", part_then_enospc)
+    with pytest.raises(OSError, match="No space"):
+        log.flush()
+    monkeypatch.setattr(crawllog_mod.os, "write", real_write)
+    log.write(url="http://a.example/3", status=200, outcome="ok")
+    log.close()
+    urls = [r["url"] for r in read_crawl_log(path)]
+    assert urls == ["http://a.example/0", "http://a.example/2", "http://a.example/3"]
+    assert all(line.startswith(b"{") for line in path.read_bytes().splitlines()[2:])

@@ -103,3 +103,28 @@ def test_read_graph_refuses_edges_to_unknown_nodes(tmp_path: Path) -> None:
     (gdir / "edges.tsv").write_text("src\tdst\tkind\n1\t2\tlink\n")
     with pytest.raises(ValueError, match="unknown node"):
         read_graph(tmp_path)
+
+
+def test_add_out_edges_records_a_page_in_one_call(tmp_path: Path) -> None:
+    a, b, c = "http://a.example/", "http://a.example/b", "http://c.example/"
+    with GraphWriter(tmp_path) as g:
+        pairs = [(b, "link"), (a, "link"), (c, "canonical"), (b, "link"), (b, "redirect")]
+        assert g.add_out_edges(a, pairs) == 3  # the self-link and the repeat left out
+        assert g.statistics().buffered == 3 + 3  # three nodes, three edges
+        assert g.add_out_edges(b, [(c, "link")]) == 1
+        assert g.add_out_edges(c, []) == 0
+        with pytest.raises(ValueError, match="kind"):
+            g.add_out_edges(a, [(c, "link"), (b, "nope")])
+        assert g.statistics().edges == 4
+    graph = read_graph(tmp_path)
+    assert graph.url_edges() == {
+        (a, b, "link"),
+        (a, c, "canonical"),
+        (a, b, "redirect"),
+        (b, c, "link"),
+    }
+    assert set(graph.nodes) == {node_id(a), node_id(b), node_id(c)}
+    with GraphWriter(tmp_path) as g:  # reopened: known nodes are not written again
+        g.add_out_edges(a, [(b, "link")])
+    nodes = (tmp_path / "graph" / "nodes.tsv").read_text().splitlines()
+    assert len(nodes) == 1 + 3

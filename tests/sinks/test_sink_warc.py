@@ -466,3 +466,43 @@ def test_sigkilled_writer_loses_nothing_it_wrote(tmp_path: Path) -> None:
         assert reported <= written
         assert written == set(range(max(written) + 1))  # no hole: every record up to the kill
         shutil.rmtree(out)
+
+
+# ------------------------------------------------------------------ fast helpers
+
+
+def test_record_ids_are_unique_version_4_uuids(tmp_path: Path) -> None:
+    import uuid
+
+    ids = warc_mod._record_ids() + warc_mod._record_ids()
+    assert len(ids) == 512 and len(set(ids)) == 512
+    for rid in ids:
+        assert rid.startswith(b"<urn:uuid:") and rid.endswith(b">")
+        u = uuid.UUID(rid[10:-1].decode())
+        assert u.version == 4 and u.variant == uuid.RFC_4122
+        assert str(u).encode() == rid[10:-1]  # canonical form: lower case, dashes in place
+    w = WarcWriter(tmp_path)
+    drawn = {w._record_id() for _ in range(600)}  # refills its pool of 256 as it goes
+    assert len(drawn) == 600
+
+
+def test_base32_digest_matches_base64_module() -> None:
+    rng = random.Random(4)
+    for _ in range(2000):
+        digest = rng.randbytes(20)
+        assert warc_mod._b32(digest) == base64.b32encode(digest)
+    assert warc_mod._digest(b"abc", b"def") == b"sha1:" + base64.b32encode(
+        hashlib.sha1(b"abcdef").digest()
+    )
+
+
+def test_warc_date_equals_datetime_formatting() -> None:
+    import datetime as dt
+
+    rng = random.Random(6)
+    stamps = [0.0, 1.0, 0.9999995, 1_790_000_000.9999995, 1_790_000_000.0000005, 2**31 + 0.25]
+    stamps += [rng.uniform(0, 4.1e9) for _ in range(20_000)]
+    stamps += [1.79e9 + k * 1e-6 + rng.choice((0.0, 5e-7, 4.999e-7)) for k in range(20_000)]
+    for ts in stamps:
+        old = dt.datetime.fromtimestamp(ts, dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+        assert warc_mod._warc_date(ts) == old.encode(), ts

@@ -1,6 +1,9 @@
 """The engine's one door to the sinks: WARC, crawl log and link graph of a crawl directory.
 
 The sinks never call back into the engine; this facade only adapts a `FetchResult` to each.
+
+WARC records are handed to the OS as they are written; log and graph lines are buffered, and
+`flush()` hands them to the OS: call it before the frontier counts the batch done.
 """
 
 from __future__ import annotations
@@ -62,16 +65,42 @@ class Recorder:
         )
 
     def edge(self, src: str, dst: str, kind: str) -> None:
+        """One graph edge; `edges` records a page's edges in one call, at half the cost."""
         self.graph.add_edge(src, dst, kind)
 
+    def edges(self, src: str, dsts: list[tuple[str, str]]) -> None:
+        """The graph edges of one page: (dst URL, kind) pairs, kind `link`, `redirect` or
+        `canonical` (self-links and repeated pairs are left out)."""
+        self.graph.add_out_edges(src, dsts)
+
     def flush(self) -> None:
-        """Hand buffered graph lines to the OS (WARC records and log lines already are), so a
+        """Hand the buffered log and graph lines to the OS (WARC records already are), so a
         killed process loses nothing the frontier counts as done. No fsync: that guards
-        against power loss only and would block the event loop once per host batch."""
-        self.graph.flush()
+        against power loss only and would block the event loop once per host batch. Raises
+        the first error met (a full disk), after trying both."""
+        errors: list[BaseException] = []
+        for flush in (self.crawl_log.flush, self.graph.flush):
+            try:
+                flush()
+            except Exception as exc:
+                errors.append(exc)
+        if errors:
+            raise errors[0]
 
     def close(self) -> None:
-        if self.warc is not None:
-            self.warc.close()
-        self.crawl_log.close()
-        self.graph.close()
+        """Write what is pending and close every sink (all of them, even when one fails);
+        raises the first error met."""
+        errors: list[BaseException] = []
+        for close in (
+            self.warc.close if self.warc is not None else None,
+            self.crawl_log.close,
+            self.graph.close,
+        ):
+            if close is None:
+                continue
+            try:
+                close()
+            except Exception as exc:
+                errors.append(exc)
+        if errors:
+            raise errors[0]

@@ -42,6 +42,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final, NamedTuple
 
+from ._isotime import iso_time
+
 __all__ = [
     "OPEN_SUFFIX",
     "RecordLocation",
@@ -72,47 +74,76 @@ def _compressor(level: int) -> Callable[[bytes], bytes]:
     return lambda data: zcompress(data, level, 31)
 
 
-_B32_PAIRS: Final = [
-    (a + b).encode("ascii")
-    for a in "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567"
-    for b in "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567"
-]
+def _spread_masks() -> tuple[tuple[int, int, int], ...]:
+    """Masks that move the 32 5-bit groups of a 160-bit number into the low bits of 32
+    bytes, in five halving steps (160 bits in 256, 80 in 128, 40 in 64, 20 in 32, 10 in 16)."""
+    steps = []
+    group, slot = 160, 256
+    while group > 5:
+        half, half_slot = group // 2, slot // 2
+        low = sum(((1 << half) - 1) << (k * slot) for k in range(256 // slot))
+        steps.append((low, low << half, half_slot - half))
+        group, slot = half, half_slot
+    return tuple(steps)
+
+
+(_S0, _S1, _S2, _S3, _S4) = _spread_masks()
+_B32_TABLE: Final = bytes.maketrans(bytes(range(32)), b"ABCDEFGHIJKLMNOPQRSTUVWXYZ234567")
+
+
+def _b32(digest: bytes) -> bytes:
+    """RFC 4648 base32 of a 20-byte digest: 2 µs (base64.b32encode is pure Python in 3.11:
+    7 µs; 16 table lookups of 10-bit pairs: 4)."""
+    x = int.from_bytes(digest, "big")
+    x = (x & _S0[0]) | ((x & _S0[1]) << _S0[2])
+    x = (x & _S1[0]) | ((x & _S1[1]) << _S1[2])
+    x = (x & _S2[0]) | ((x & _S2[1]) << _S2[2])
+    x = (x & _S3[0]) | ((x & _S3[1]) << _S3[2])
+    x = (x & _S4[0]) | ((x & _S4[1]) << _S4[2])
+    return x.to_bytes(32, "big").translate(_B32_TABLE)
 
 
 def _digest(*parts: bytes) -> bytes:
-    """`sha1:` + base32 of the SHA-1 of the parts (base64.b32encode is pure Python in 3.11
-    and took ~10 µs; 16 lookups of 10-bit pairs take ~1.5)."""
+    """`sha1:` + base32 of the SHA-1 of the parts."""
     h = hashlib.sha1()
     for p in parts:
         h.update(p)
-    n = int.from_bytes(h.digest(), "big")
-    pairs = _B32_PAIRS
-    return b"sha1:" + b"".join([pairs[(n >> shift) & 1023] for shift in range(150, -1, -10)])
+    return b"sha1:" + _b32(h.digest())
 
 
 _EMPTY_DIGEST: Final = _digest(b"")
 
 
 def _warc_date(ts: float) -> bytes:
-    return dt.datetime.fromtimestamp(ts, dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ").encode("ascii")
+    return iso_time(ts).encode("ascii")
 
 
-def _record_ids(count: int) -> list[bytes]:
-    """`count` random (version 4) UUID record ids from one urandom call: uuid.uuid4() costs
-    ~8 µs each here, mostly in Python-level object construction."""
-    raw = os.urandom(16 * count).hex()
-    out = []
-    for k in range(0, 32 * count, 32):
-        h = raw[k : k + 32]
-        variant = "89ab"[int(h[16], 16) & 3]
-        out.append(
-            f"<urn:uuid:{h[:8]}-{h[8:12]}-4{h[13:16]}-{variant}{h[17:20]}-{h[20:]}>".encode()
-        )
-    return out
+_IDS_PER_DRAW: Final = 256
+_ID_TEMPLATE: Final = b"<urn:uuid:00000000-0000-4000-8000-000000000000>"
+_ID_LEN: Final = len(_ID_TEMPLATE)
+# where the 32 hex digits go in the template (the version and variant digits included: the
+# masks below already set those bits)
+_ID_DIGITS: Final = [i for i in range(10, _ID_LEN - 1) if _ID_TEMPLATE[i] != ord("-")]
+_ID_CLEAR: Final = int.from_bytes(
+    bytes.fromhex("ffffffffffff0fff3fffffffffffffff") * _IDS_PER_DRAW, "big"
+)
+_ID_SET: Final = int.from_bytes(
+    bytes.fromhex("00000000000040008000000000000000") * _IDS_PER_DRAW, "big"
+)
 
 
-def _record_id() -> bytes:
-    return _record_ids(1)[0]
+def _record_ids(count: int = _IDS_PER_DRAW) -> list[bytes]:
+    """`count` (≤ 256) random version-4 UUID record ids (`<urn:uuid:…>`) from one urandom
+    call, built with 32 strided copies instead of per-id formatting: 0.6 µs an id
+    (uuid.uuid4() costs ~8 µs, formatting each id ~1.7 µs)."""
+    n = _IDS_PER_DRAW
+    bits = (int.from_bytes(os.urandom(16 * n), "big") & _ID_CLEAR) | _ID_SET
+    digits = bits.to_bytes(16 * n, "big").hex().encode("ascii")
+    out = bytearray(_ID_TEMPLATE * n)
+    for k, pos in enumerate(_ID_DIGITS):
+        out[pos::_ID_LEN] = digits[k::32]
+    data = bytes(out)
+    return [data[k : k + _ID_LEN] for k in range(0, _ID_LEN * min(count, n), _ID_LEN)]
 
 
 def _header_safe(value: str) -> bytes:
@@ -148,26 +179,31 @@ def _normalise_head(head: bytes) -> bytes:
     return head + _END
 
 
+_WS: Final = rb"[ \t\x0b\x0c\r]*"  # what bytes.strip() removes, within one line
+_ENCODING_LINE: Final = re.compile(
+    rb"(?<=\r\n)" + _WS + rb"(?:content|transfer)-encoding" + _WS + rb":([^\n]*)", re.I
+)
+_HOP_LINE: Final = re.compile(
+    rb"(?<=\r\n)" + _WS + rb"(content-encoding|transfer-encoding|content-length)" + _WS + b":",
+    re.I,
+)
+
+
+def _hop_rename(m: re.Match[bytes]) -> bytes:
+    return _HOP_HEADERS[m[1].lower()] + b":"
+
+
 def _rewrite_decoded(head: bytes, body_len: int) -> bytes:
     """Rename Content-Encoding / Transfer-Encoding / Content-Length when the stored body is
-    decoded and they would misdescribe it; add the stored body's Content-Length."""
-    lines = head[:-4].split(_CRLF)
-    encoded = False
-    for line in lines[1:]:
-        name = line.partition(b":")[0].strip().lower()
-        if name == b"content-encoding" or name == b"transfer-encoding":
-            value = line.partition(b":")[2].strip().lower()
-            if value and value != b"identity":
-                encoded = True
-    if not encoded:
+    decoded and they would misdescribe it; add the stored body's Content-Length. `head` is
+    normalised (CRLF line ends, one empty line at the end)."""
+    for m in _ENCODING_LINE.finditer(head):
+        value = m[1].strip().lower()
+        if value and value != b"identity":
+            break
+    else:
         return head
-    out = [lines[0]]
-    for line in lines[1:]:
-        name, colon, value = line.partition(b":")
-        new_name = _HOP_HEADERS.get(name.strip().lower()) if colon else None
-        out.append(new_name + b":" + value if new_name else line)
-    out.append(b"Content-Length: " + str(body_len).encode("ascii"))
-    return _CRLF.join(out) + _END
+    return _HOP_LINE.sub(_hop_rename, head)[:-2] + b"Content-Length: %d\r\n\r\n" % body_len
 
 
 class RecordLocation(NamedTuple):
@@ -191,6 +227,18 @@ class WarcStats:
 
 
 _NAME = re.compile(r"^(?P<prefix>.+)-(?P<ts>\d{17})-(?P<seq>\d{5,})\.warc(?:\.gz)?(?:\.open)?$")
+
+_RESPONSE_HEAD: Final = (
+    b"WARC/1.1\r\nWARC-Type: response\r\nWARC-Record-ID: %b\r\n%bWARC-Concurrent-To: %b\r\n"
+    b"WARC-Payload-Digest: sha1:%b\r\n%bWARC-Block-Digest: sha1:%b\r\n"
+    b"Content-Type: application/http;msgtype=response\r\nContent-Length: %d\r\n\r\n"
+)
+_REQUEST_HEAD: Final = (
+    b"WARC/1.1\r\nWARC-Type: request\r\nWARC-Record-ID: %b\r\n%bWARC-Concurrent-To: %b\r\n"
+    b"WARC-Payload-Digest: " + _EMPTY_DIGEST + b"\r\nWARC-Block-Digest: sha1:%b\r\n"
+    b"Content-Type: application/http;msgtype=request\r\nContent-Length: %d\r\n\r\n"
+)
+_COMMON: Final = b"WARC-Date: %b\r\nWARC-Warcinfo-ID: %b\r\nWARC-Target-URI: %b\r\n%b"
 
 
 class WarcWriter:
@@ -235,8 +283,10 @@ class WarcWriter:
         self._seq = self._next_seq()
         self._fd: int | None = None
         self._path: Path | None = None  # the .open path
+        self._name = ""  # its final name
         self._size = 0
         self._warcinfo_id = b""
+        self._ids: list[bytes] = []
         self._files = self._records = self._exchanges = self._bytes = 0
         self._closed = False
 
@@ -255,14 +305,19 @@ class WarcWriter:
         ext = ".warc.gz" if self.gzip else ".warc"
         return f"{self.prefix}-{stamp}-{self._seq:05d}{ext}"
 
+    def _record_id(self) -> bytes:
+        ids = self._ids
+        if not ids:
+            ids.extend(_record_ids())
+        return ids.pop()
+
     def _open_next(self) -> None:
         name = self._final_name()
         self._seq += 1
         path = self.directory / (name + OPEN_SUFFIX)
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND, 0o644)
-        self._fd, self._path, self._size = fd, path, 0
-        self._files += 1
-        self._warcinfo_id = _record_id()
+        self._fd, self._path, self._name, self._size = fd, path, name, 0
+        self._warcinfo_id = self._record_id()
         fields = {
             "software": self._software,
             "format": "WARC File Format 1.1",
@@ -282,7 +337,17 @@ class WarcWriter:
             block,
             link_warcinfo=False,
         )
-        self._write(self._member(record))
+        try:
+            self._write(self._member(record))
+        except BaseException:
+            # no file without its warcinfo: the next exchange starts a new one
+            self._fd = self._path = None
+            with contextlib.suppress(OSError):
+                os.close(fd)
+            with contextlib.suppress(OSError):
+                path.unlink()
+            raise
+        self._files += 1
         self._records += 1
 
     def _finish_file(self) -> None:
@@ -301,11 +366,12 @@ class WarcWriter:
         fd = self._fd
         assert fd is not None
         start = self._size
-        view = memoryview(data)
         try:
-            while view:
-                n = os.write(fd, view)
-                view = view[n:]
+            n = os.write(fd, data)
+            if n < len(data):
+                view = memoryview(data)[n:]
+                while view:
+                    view = view[os.write(fd, view) :]
         except OSError:
             with contextlib.suppress(OSError):
                 os.ftruncate(fd, start)
@@ -365,58 +431,56 @@ class WarcWriter:
         limit: `length`) or a WARC-Truncated reason (`time`, `disconnect`, ...)."""
         if self._closed:
             raise ValueError("write to a closed WarcWriter")
+        ip_line = b"WARC-IP-Address: %b\r\n" % ip.encode("ascii", "replace") if ip else b""
+        if truncated:
+            reason = truncated if isinstance(truncated, str) else "length"
+            trunc_line = b"WARC-Truncated: %b\r\n" % reason.encode("ascii")
+        else:
+            trunc_line = b""
+        target = _uri_safe(url)
         if self._fd is None:
             self._open_next()
         resp_head = _normalise_head(response_head)
         if decoded:
             resp_head = _rewrite_decoded(resp_head, len(body))
         req_head = _normalise_head(request_head)
-        target = _uri_safe(url)
-        resp_id, req_id = _record_ids(2)
-        common = [(b"WARC-Target-URI", target)]
-        if ip:
-            common.append((b"WARC-IP-Address", ip.encode("ascii", "replace")))
-        resp_extra = [*common, (b"WARC-Concurrent-To", req_id)]
-        resp_extra.append((b"WARC-Payload-Digest", _digest(body)))
-        if truncated:
-            reason = truncated if isinstance(truncated, str) else "length"
-            resp_extra.append((b"WARC-Truncated", reason.encode("ascii")))
-        date = _warc_date(fetched_at)
-        response = self._record(
-            b"response",
-            resp_id,
-            date,
-            resp_extra,
-            b"application/http;msgtype=response",
-            resp_head + body,
-            block_digest=_digest(resp_head, body),
+        resp_id, req_id = self._record_id(), self._record_id()
+        common = _COMMON % (_warc_date(fetched_at), self._warcinfo_id, target, ip_line)
+        block = hashlib.sha1(resp_head)
+        block.update(body)
+        response = b"".join(
+            (
+                _RESPONSE_HEAD
+                % (
+                    resp_id,
+                    common,
+                    req_id,
+                    _b32(hashlib.sha1(body).digest()),
+                    trunc_line,
+                    _b32(block.digest()),
+                    len(resp_head) + len(body),
+                ),
+                resp_head,
+                body,
+                _END,
+            )
         )
-        req_extra = [
-            *common,
-            (b"WARC-Concurrent-To", resp_id),
-            (b"WARC-Payload-Digest", _EMPTY_DIGEST),
-        ]
-        request = self._record(
-            b"request",
-            req_id,
-            date,
-            req_extra,
-            b"application/http;msgtype=request",
-            req_head,
-            block_digest=_digest(req_head),
+        request = (
+            _REQUEST_HEAD
+            % (req_id, common, resp_id, _b32(hashlib.sha1(req_head).digest()), len(req_head))
+            + req_head
+            + _END
         )
-        resp_member = self._member(response)
-        start = self._write(resp_member + self._member(request))
+        compress = self._compress
+        if compress is not None:
+            response, request = compress(response), compress(request)
+        start = self._write(response + request)
         self._records += 2
         self._exchanges += 1
-        location = RecordLocation(self._current_name(), start, len(resp_member))
+        location = RecordLocation(self._name, start, len(response))
         if self._size >= self.max_bytes:
             self._finish_file()
         return location
-
-    def _current_name(self) -> str:
-        assert self._path is not None
-        return self._path.name[: -len(OPEN_SUFFIX)]
 
     # ------------------------------------------------------------------ control
     def flush(self) -> None:
@@ -436,7 +500,7 @@ class WarcWriter:
             records=self._records,
             exchanges=self._exchanges,
             bytes=self._bytes,
-            current_file=self._current_name() if self._path is not None else None,
+            current_file=self._name if self._path is not None else None,
         )
 
     def __enter__(self) -> WarcWriter:
