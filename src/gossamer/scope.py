@@ -41,6 +41,10 @@ class Scope:
         """None when `url` (canonical, on `host`, at `depth`) is kept, else the reason key."""
         if self.max_depth is not None and depth > self.max_depth:
             return "scope/depth"
+        return self.reject_url(url, host)
+
+    def reject_url(self, url: str, host: str) -> str | None:
+        """`reject` without the depth check: what depends on the URL alone (memoisable)."""
         if self.scope == "host":
             if host not in self.hosts:
                 return "scope/out-of-scope"
@@ -64,6 +68,8 @@ class Scope:
 
 def _repeats(url: str) -> int:
     """How often the most frequent path segment occurs (ever-deeper path traps)."""
+    if url.count("/") < 6:  # "scheme://host" + fewer than four path segments
+        return 0
     path = url.split("://", 1)[-1].partition("/")[2].partition("?")[0]
     segments = [s for s in path.split("/") if s]
     if len(segments) < 4:

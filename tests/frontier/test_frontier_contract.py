@@ -92,6 +92,30 @@ def test_lease_respects_per_host_and_max_hosts(make: Make) -> None:
     assert len({b.token for b in batches}) == 2
     s = f.statistics()
     assert (s.leased, s.queued, s.leased_hosts) == (6, 9, 2)
+    assert [b.backlog for b in batches] == [2, 2]  # each host's URLs still queued
+
+
+def test_big_backlog_is_leased_before_earlier_ready_hosts(make: Make, clock: FakeClock) -> None:
+    f = make()
+    f.put_discovered(items(B, 300) + items(C, 5))
+    b, c = sorted(f.lease(2, 1), key=lambda x: x.host)
+    assert (b.host, c.host) == (B, C)
+    f.complete(c.token, [done(u) for u in c.urls])  # C ready now, 4 left
+    clock.advance(1.0)
+    f.complete(b.token, [done(u) for u in b.urls])  # B ready 1 s later, 299 left
+    # B's head start (299 x 10 ms) outweighs the second C has been waiting
+    assert [x.host for x in f.lease(1, 1)] == [B]
+    assert [x.host for x in f.lease(1, 1)] == [C]
+
+
+def test_backlog_counts_what_stays_queued_after_the_lease(make: Make) -> None:
+    f = make()
+    f.put_discovered(items(A, 25))
+    b = only(f.lease(1, 20))
+    assert (len(b.urls), b.backlog) == (20, 5)
+    f.complete(b.token, [done(u) for u in b.urls[:15]])  # 5 unfinished go back
+    b = only(f.lease(1, 20))
+    assert (len(b.urls), b.backlog) == (10, 0)
 
 
 def test_a_leased_host_is_not_leased_again(make: Make) -> None:

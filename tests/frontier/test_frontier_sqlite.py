@@ -266,4 +266,9 @@ def test_hot_queries_use_an_index(tmp_path: Path, sql: str, args: tuple[object, 
         plan = " | ".join(r[3] for r in db.execute("EXPLAIN QUERY PLAN " + sql, args))
     db.close()
     scans = plan.replace("SCAN CONSTANT ROW", "")  # the outer SELECT of EXISTS (…)
+    if sql == backend._READY:
+        # an ordered walk of the partial index hosts_order, stopped by LIMIT: it passes over
+        # only ready-ordered hosts that are still resting (within max_backlog_lead)
+        assert plan == "SCAN hosts USING INDEX hosts_order", plan
+        return
     assert "SEARCH" in plan and "SCAN" not in scans and "TEMP B-TREE" not in plan, plan

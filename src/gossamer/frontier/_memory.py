@@ -48,6 +48,7 @@ class _Host:
     token: str | None = None
     expires: float = 0.0
     leased: list[int] = field(default_factory=list)
+    order: float = 0.0  # lease order: FrontierOptions.lease_order at the last completion
 
 
 class MemoryFrontier:
@@ -99,7 +100,8 @@ class MemoryFrontier:
     def _host(self, name: str) -> _Host:
         h = self._hosts.get(name)
         if h is None:
-            h = self._hosts[name] = _Host(name, HostTiming(next_fetch_at=self._clock()))
+            now = self._clock()
+            h = self._hosts[name] = _Host(name, HostTiming(next_fetch_at=now), order=now)
         return h
 
     def _move(self, u: _URL, state: str) -> None:
@@ -152,7 +154,7 @@ class MemoryFrontier:
                 return []
             ready = sorted(
                 (h for h in self._hosts.values() if self._ready(h, now)),
-                key=lambda h: (h.timing.next_fetch_at, h.name),
+                key=lambda h: (h.order, h.name),
             )[:max_hosts]
             out = []
             for h in ready:
@@ -168,7 +170,7 @@ class MemoryFrontier:
                     u = self._urls[fp]
                     self._move(u, "leased")
                     urls.append(LeasedURL(u.item.url, fp, u.item.depth, u.item.parent, u.attempts))
-                out.append(HostBatch(h.name, token, h.expires, tuple(urls)))
+                out.append(HostBatch(h.name, token, h.expires, tuple(urls), len(h.queue)))
                 slots -= take
             return out
 
@@ -215,6 +217,7 @@ class MemoryFrontier:
                 for _, _, fp in h.queue:
                     self._move(self._urls[fp], "failed")
                 h.queue.clear()
+            h.order = self.options.lease_order(h.timing.next_fetch_at, len(h.queue))
 
     def extend(self, token: str, until: float) -> None:
         """See `Frontier.extend`."""
@@ -240,6 +243,7 @@ class MemoryFrontier:
             for fp in fps:
                 self._requeue(h, fp)
             h.timing = after_reclaim(h.timing, rest_from, self.options.politeness)
+            h.order = h.timing.next_fetch_at
             n += len(fps)
         return n
 

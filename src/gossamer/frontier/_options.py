@@ -19,6 +19,15 @@ class FrontierOptions:
     host_budget: int | None = None
     max_attempts: int = 3
     politeness: PolitenessPolicy = field(default_factory=PolitenessPolicy)
+    # Lease order among ready hosts: next_fetch_at minus a head start of `backlog_lead` s per
+    # URL the host still has queued (when its last lease completed), at most
+    # `max_backlog_lead` s. Big sites go first so a crawl does not end with one site
+    # crawling alone; politeness is untouched (a host is leased only once it is ready).
+    backlog_lead: float = 0.01
+    max_backlog_lead: float = 30.0
+
+    def lease_order(self, next_fetch_at: float, backlog: int) -> float:
+        return next_fetch_at - min(backlog * self.backlog_lead, self.max_backlog_lead)
 
     def __post_init__(self) -> None:
         if not (self.lease_ttl > 0 and math.isfinite(self.lease_ttl)):
@@ -27,5 +36,7 @@ class FrontierOptions:
             raise ValueError(f"max_pages must be >= 0 or None, not {self.max_pages}")
         if self.host_budget is not None and self.host_budget < 1:
             raise ValueError(f"host_budget must be >= 1 or None, not {self.host_budget}")
+        if not (self.backlog_lead >= 0 and 0 <= self.max_backlog_lead < math.inf):
+            raise ValueError("backlog_lead and max_backlog_lead must be finite numbers >= 0")
         if self.max_attempts < 1:
             raise ValueError(f"max_attempts must be >= 1, not {self.max_attempts}")

@@ -5,8 +5,10 @@ the same contract tests (tests/frontier/). The semantics, in one place:
 
 - **Dedupe forever.** `put_discovered` keys URLs by `fp`; a URL is queued at most once per crawl.
 - **One holder per host.** `lease` hands out ready hosts (not leased, `next_fetch_at <= now`,
-  URLs queued), oldest `next_fetch_at` first (ties by host name), each with at most `per_host`
-  URLs (lowest `priority` first, FIFO within a priority), a fresh random token and an expiry.
+  URLs queued) in lease order — `next_fetch_at` minus a head start for the URLs the host had
+  left when its last lease completed (`FrontierOptions.lease_order`; ties by host name) — each
+  with at most `per_host` URLs (lowest `priority` first, FIFO within a priority), a fresh
+  random token, an expiry and the host's `backlog` (URLs still queued).
 - **Fencing.** `complete`/`extend` with a token that is unknown, already completed, or whose
   expired lease was reclaimed raise `StaleLeaseError` and change nothing. An expired lease that
   nobody reclaimed yet still completes.
@@ -101,6 +103,7 @@ class HostBatch:
     token: str
     expires_at: float
     urls: tuple[LeasedURL, ...]
+    backlog: int = 0  # URLs of the host still queued after this lease (a scheduling hint)
 
 
 class Verdict(enum.Enum):

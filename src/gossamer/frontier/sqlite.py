@@ -1,13 +1,14 @@
 """The embedded frontier: one SQLite file (WAL), safe for threads and for processes sharing it.
 
-Storage (schema version 1)::
+Storage (schema version 2)::
 
     urls(id, fp, host_id, depth, url, parent)     append-only: every URL ever accepted
     queue(host_id, priority, id, attempts)        WITHOUT ROWID: the URLs still to fetch
     failed(id)                                    URLs given up (done = neither queued nor failed)
-    hosts(id, name UNIQUE, next_fetch_at, pending, total, lease_token, lease_expires, lease,
-          crawl_delay, adaptive_delay, backoff, errors, dead)
+    hosts(id, name UNIQUE, next_fetch_at, lease_order, pending, total, lease_token,
+          lease_expires, lease, crawl_delay, adaptive_delay, backoff, errors, dead)
       hosts_ready   (next_fetch_at, name) WHERE lease_token IS NULL AND pending > 0
+      hosts_order   (lease_order, name)   WHERE lease_token IS NULL AND pending > 0
       hosts_expiry  (lease_expires)       WHERE lease_token IS NOT NULL
     counters(queued, leased, done, failed, retries, dropped, duplicates, hosts, dead_hosts)
 
@@ -26,7 +27,9 @@ exact across processes and dedupe costs no disk access unless a URL is new.
 
 Every call is one transaction (`BEGIN IMMEDIATE` for writes), so a crash or SIGKILL loses
 nothing committed, and processes sharing the file queue on the write lock (`busy_timeout`).
-Lease finds ready hosts through `hosts_ready` (O(log n) + O(hosts leased)), never by scanning.
+Lease walks `hosts_order` (next_fetch_at minus a head start for a big backlog, see
+FrontierOptions) and takes the hosts whose next_fetch_at has come: O(log n) + O(hosts passed
+over), where only hosts resting within `max_backlog_lead` seconds can be passed over.
 """
 
 from __future__ import annotations
@@ -62,7 +65,7 @@ from ._settle import settle
 
 __all__ = ["SqliteFrontier"]
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 _SIGN = 1 << 63
 _WRAP = 1 << 64
 _CHUNK = 500  # host names per IN (...) query
@@ -90,6 +93,7 @@ CREATE TABLE hosts (
     id INTEGER PRIMARY KEY,
     name TEXT NOT NULL UNIQUE,
     next_fetch_at REAL NOT NULL,
+    lease_order REAL NOT NULL,
     pending INTEGER NOT NULL DEFAULT 0,
     total INTEGER NOT NULL DEFAULT 0,
     lease_token TEXT,
@@ -102,6 +106,7 @@ CREATE TABLE hosts (
     dead INTEGER NOT NULL DEFAULT 0
 );
 CREATE INDEX hosts_ready ON hosts(next_fetch_at, name) WHERE lease_token IS NULL AND pending > 0;
+CREATE INDEX hosts_order ON hosts(lease_order, name) WHERE lease_token IS NULL AND pending > 0;
 CREATE INDEX hosts_expiry ON hosts(lease_expires) WHERE lease_token IS NOT NULL;
 CREATE TABLE counters (
     id INTEGER PRIMARY KEY CHECK (id = 1),
@@ -114,9 +119,9 @@ INSERT INTO counters VALUES (1, 0, 0, 0, 0, 0, 0, 0, 0, 0);
 
 _TIMING = "next_fetch_at, crawl_delay, adaptive_delay, backoff, errors, dead"
 _READY = (
-    "SELECT id, name FROM hosts INDEXED BY hosts_ready"
+    "SELECT id, name, pending FROM hosts INDEXED BY hosts_order"
     " WHERE lease_token IS NULL AND pending > 0 AND next_fetch_at <= ?"
-    " ORDER BY next_fetch_at, name LIMIT ?"
+    " ORDER BY lease_order, name LIMIT ?"
 )
 _QUEUE = (
     "SELECT q.id, q.priority, q.attempts, u.fp, u.depth, u.url, u.parent"
@@ -398,7 +403,8 @@ class SqliteFrontier:
         missing = [n for n in names if n not in hosts]
         if missing:
             db.executemany(
-                "INSERT INTO hosts(name, next_fetch_at) VALUES (?, ?)", [(n, now) for n in missing]
+                "INSERT INTO hosts(name, next_fetch_at, lease_order) VALUES (?, ?, ?)",
+                [(n, now, now) for n in missing],
             )
             hosts.update(self._host_rows(db, missing))
         budget = self.options.host_budget
@@ -482,7 +488,7 @@ class SqliteFrontier:
                 if slots <= 0:
                     return batches
                 total = 0
-                for host_id, name in db.execute(_READY, (now, max_hosts)).fetchall():
+                for host_id, name, pending in db.execute(_READY, (now, max_hosts)).fetchall():
                     if slots <= 0:
                         break
                     take = per_host if per_host <= slots else int(slots)
@@ -504,7 +510,9 @@ class SqliteFrontier:
                         " WHERE id = ?",
                         (token, expires, record.tobytes(), host_id),
                     )
-                    batches.append(HostBatch(name, token, expires, tuple(urls)))
+                    batches.append(
+                        HostBatch(name, token, expires, tuple(urls), pending - len(rows))
+                    )
                     slots -= len(rows)
                     total += len(rows)
                 if total:
@@ -572,11 +580,12 @@ class SqliteFrontier:
                     left = 0
                 db.execute(
                     "UPDATE hosts SET lease_token = NULL, lease_expires = NULL, lease = NULL,"
-                    " pending = ?, next_fetch_at = ?, adaptive_delay = ?, backoff = ?, errors = ?,"
-                    " dead = ? WHERE id = ?",
+                    " pending = ?, next_fetch_at = ?, lease_order = ?, adaptive_delay = ?,"
+                    " backoff = ?, errors = ?, dead = ? WHERE id = ?",
                     (
                         left,
                         timing.next_fetch_at,
+                        self.options.lease_order(timing.next_fetch_at, left),
                         timing.adaptive_delay,
                         timing.backoff,
                         timing.errors,
@@ -632,11 +641,11 @@ class SqliteFrontier:
         updates = []
         for row in expired:
             timing = after_reclaim(_timing(row[2:]), rest_from, policy)
-            updates.append((timing.next_fetch_at, row[0]))
+            updates.append((timing.next_fetch_at, timing.next_fetch_at, row[0]))
             total += row[1] // _LEASE_BYTES
         db.executemany(
             "UPDATE hosts SET lease_token = NULL, lease_expires = NULL, lease = NULL,"
-            " next_fetch_at = ? WHERE id = ?",
+            " next_fetch_at = ?, lease_order = ? WHERE id = ?",
             updates,
         )
         db.execute("UPDATE counters SET queued = queued + ?, leased = leased - ?", (total, total))
@@ -655,8 +664,9 @@ class SqliteFrontier:
                 ).rowcount
                 if not changed:
                     db.execute(
-                        "INSERT INTO hosts(name, next_fetch_at, crawl_delay) VALUES (?, ?, ?)",
-                        (host, now, crawl_delay),
+                        "INSERT INTO hosts(name, next_fetch_at, lease_order, crawl_delay)"
+                        " VALUES (?, ?, ?, ?)",
+                        (host, now, now, crawl_delay),
                     )
                     db.execute("UPDATE counters SET hosts = hosts + 1")
 

@@ -1,0 +1,204 @@
+"""The worker loop against fakes: a scripted fetcher, the in-memory frontier, recording sinks.
+
+What the end-to-end tests cannot pin down precisely: one request in flight per host with one
+page of look-ahead, the host's delay between requests, a back-off status ending the batch
+with nothing left in flight, link routing memoised without changing results (edges for every
+page, each URL sent to the frontier once, depth limits).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import time
+from collections import Counter
+from typing import Any
+
+from gossamer.config import CrawlSettings
+from gossamer.engine.crawler import Crawler
+from gossamer.fetch import FetchRequest, FetchResult
+from gossamer.frontier import MemoryFrontier
+
+HTML = "text/html; charset=utf-8"
+
+
+def _page(links: list[str]) -> bytes:
+    return (
+        "<html><body>" + "".join(f'<a href="{u}">x</a>' for u in links) + "</body></html>"
+    ).encode()
+
+
+class FakeFetcher:
+    """Serves `pages` (url → (status, content type, body, extra headers)) after `latency`."""
+
+    def __init__(
+        self,
+        pages: dict[str, tuple[int, str, bytes, tuple[tuple[str, str], ...]]],
+        latency: float = 0.002,
+    ) -> None:
+        self.pages = pages
+        self.latency = latency
+        self.log: list[tuple[str, float, float]] = []  # url, start, end
+        self.in_flight: Counter[str] = Counter()
+        self.max_in_flight: Counter[str] = Counter()
+
+    async def fetch(self, req: FetchRequest) -> FetchResult:
+        host = req.url.split("/")[2]
+        self.in_flight[host] += 1
+        self.max_in_flight[host] = max(self.max_in_flight[host], self.in_flight[host])
+        start = time.time()
+        try:
+            await asyncio.sleep(self.latency)
+        finally:
+            self.in_flight[host] -= 1
+        self.log.append((req.url, start, time.time()))
+        if req.url.endswith("/robots.txt"):
+            status, ctype, body, extra = 404, "text/plain", b"", ()
+        else:
+            status, ctype, body, extra = self.pages.get(req.url, (404, "text/plain", b"", ()))
+        headers = (("Content-Type", ctype), *extra)
+        head = (
+            f"HTTP/1.1 {status} X\r\n".encode()
+            + b"".join(f"{k}: {v}\r\n".encode() for k, v in headers)
+            + b"\r\n"
+        )
+        return FetchResult(
+            url=req.url, status=status, headers=headers, body=body, raw_body_len=len(body),
+            truncated=False, error=None, ip="127.0.0.1", port=80, started_at=start,
+            elapsed=time.time() - start, request_head=b"GET / HTTP/1.1\r\n\r\n",
+            response_head=head, http_version="1.1",
+        )  # fmt: skip
+
+
+class FakeSinks:
+    def __init__(self) -> None:
+        self.edges_by_src: dict[str, list[tuple[str, str]]] = {}
+        self.exchanges: list[str] = []
+        self.logged: list[tuple[str, str]] = []
+
+    def exchange(self, result: FetchResult) -> None:
+        self.exchanges.append(result.url)
+
+    def log(self, result: FetchResult, *, depth: int, parent: str | None, outcome: str) -> None:
+        self.logged.append((result.url, outcome))
+
+    def edges(self, src: str, dsts: list[tuple[str, str]]) -> None:
+        self.edges_by_src.setdefault(src, []).extend(dsts)
+
+    def flush(self) -> None:
+        pass
+
+
+def _crawl(
+    pages: dict[str, Any],
+    seeds: list[str],
+    *,
+    latency: float = 0.002,
+    stop_after: float | None = None,
+    **over: Any,
+) -> tuple[Crawler, FakeFetcher, FakeSinks, MemoryFrontier]:
+    settings = CrawlSettings(seeds=seeds, scope="all", delay=0, output="/tmp/unused", **over)
+    frontier = MemoryFrontier()
+    fetcher = FakeFetcher(pages, latency)
+    sinks = FakeSinks()
+    crawler = Crawler(
+        settings, frontier=frontier, fetcher=fetcher, ip_of=lambda h: None, sinks=sinks
+    )
+    crawler.seed(seeds)
+
+    async def main() -> None:
+        if stop_after is not None:
+            asyncio.get_running_loop().call_later(stop_after, crawler.request_stop)
+        await asyncio.wait_for(crawler.run(), 30)
+
+    asyncio.run(main())
+    return crawler, fetcher, sinks, frontier
+
+
+def _site(n: int, host: str = "a.example") -> dict[str, Any]:
+    """n pages, each linking to every page of the site (lots of repeats to memoise)."""
+    urls = [f"http://{host}/p{i}" for i in range(n)]
+    return {u: (200, HTML, _page(urls), ()) for u in urls}
+
+
+def test_every_page_fetched_once_and_every_edge_recorded() -> None:
+    pages = _site(30)
+    crawler, fetcher, sinks, frontier = _crawl(pages, ["http://a.example/p0"])
+    fetched = [u for u, _, _ in fetcher.log if not u.endswith("robots.txt")]
+    assert sorted(fetched) == sorted(pages)
+    # edges of every page, self-links left out, even though each URL was sent once
+    for url in pages:
+        assert sorted(d for d, _ in sinks.edges_by_src[url]) == sorted(set(pages) - {url})
+    assert crawler.counters.discovered == 29
+    assert len(crawler._sent) == 30 - 0  # every page URL (p0 arrives back as a link)
+    assert frontier.statistics().done == 30
+
+
+def test_one_request_in_flight_per_host_with_lookahead() -> None:
+    pages = {**_site(25, "a.example"), **_site(25, "b.example")}
+    pages["http://a.example/p0"] = (
+        200, HTML, _page([f"http://a.example/p{i}" for i in range(25)]
+                         + ["http://b.example/p0"]), (),
+    )  # fmt: skip
+    _, fetcher, _, _ = _crawl(pages, ["http://a.example/p0"])
+    assert max(fetcher.max_in_flight.values()) == 1
+    for host in ("a.example", "b.example"):
+        spans = sorted((s, e) for u, s, e in fetcher.log if f"//{host}/" in u)
+        assert all(s2 >= e1 for (_, e1), (s2, _) in itertools.pairwise(spans))
+
+
+def test_host_delay_is_kept_between_requests() -> None:
+    pages = _site(6)
+    settings_delay = 0.05
+    frontier = MemoryFrontier()
+    f2 = FakeFetcher(pages, 0.0)
+    settings = CrawlSettings(
+        seeds=["http://a.example/p0"], scope="all", delay=settings_delay, output="/tmp/unused"
+    )
+    c = Crawler(settings, frontier=frontier, fetcher=f2, ip_of=lambda h: None, sinks=FakeSinks())
+    c.seed(settings.seeds)
+    asyncio.run(asyncio.wait_for(c.run(), 30))
+    spans = sorted((s, e) for _, s, e in f2.log)
+    assert len(spans) == 7  # robots.txt + 6 pages
+    gaps = [s2 - e1 for (_, e1), (s2, _) in itertools.pairwise(spans)]
+    assert min(gaps) >= settings_delay - 0.002, gaps
+
+
+def test_back_off_status_ends_the_batch_with_nothing_in_flight() -> None:
+    pages = _site(10)
+    pages["http://a.example/p3"] = (503, "text/plain", b"", (("Retry-After", "3600"),))
+    _, fetcher, _, frontier = _crawl(pages, ["http://a.example/p0"], per_host=20, stop_after=1.0)
+    urls = [u for u, _, _ in fetcher.log]
+    # p0, then p1..p9 in one batch: the 503 of p3 stops it, p4.. are not requested
+    assert "http://a.example/p3" in urls
+    after = urls[urls.index("http://a.example/p3") + 1 :]
+    assert after == []
+    stats = frontier.statistics()
+    assert stats.leased == 0 and stats.queued == 7  # p3 (retry) + p4..p9 wait for the host
+
+
+def test_max_depth_is_checked_before_the_memo() -> None:
+    # p0 → p1 → p2 → p3; p0 also links p3 directly: p3 first met at depth 1 (kept) — and a URL
+    # dropped for depth once (p2 from p1 with max_depth 1) is kept when met shallower.
+    pages = {
+        "http://a.example/p0": (
+            200, HTML, _page(["http://a.example/p1", "http://a.example/p3"]), ()
+        ),
+        "http://a.example/p1": (200, HTML, _page(["http://a.example/p2"]), ()),
+        "http://a.example/p3": (200, HTML, _page(["http://a.example/p2"]), ()),
+        "http://a.example/p2": (200, HTML, _page([]), ()),
+    }  # fmt: skip
+    crawler, fetcher, _, _ = _crawl(pages, ["http://a.example/p0"], max_depth=1)
+    fetched = {u for u, _, _ in fetcher.log if not u.endswith("robots.txt")}
+    assert fetched == {"http://a.example/p0", "http://a.example/p1", "http://a.example/p3"}
+    assert crawler.counters.dropped["scope/depth"] == 2
+
+
+def test_redirects_are_routed_at_the_same_depth() -> None:
+    pages = {
+        "http://a.example/": (301, "text/html", b"", (("Location", "/home"),)),
+        "http://a.example/home": (200, HTML, _page([]), ()),
+    }
+    _, fetcher, sinks, _ = _crawl(pages, ["http://a.example/"], max_depth=0)
+    assert [u for u, _, _ in fetcher.log][-1] == "http://a.example/home"
+    assert sinks.edges_by_src["http://a.example/"] == [("http://a.example/home", "redirect")]
