@@ -107,3 +107,32 @@ def test_cancelled_waiter_does_not_block_the_others(when: str) -> None:
         return order
 
     assert asyncio.run(main()) == ["other"]
+
+
+def test_pages_ready_in_one_iteration_are_processed_by_backlog() -> None:
+    """Responses that arrive together are not processed first come first served: a turn
+    ends on the next loop iteration, so they all queue and the biggest backlog goes first."""
+
+    async def main() -> list[str]:
+        loop = asyncio.get_running_loop()
+        turns = Turns(clock=Clock())
+        order: list[str] = []
+        arrived = [loop.create_future() for _ in range(3)]
+
+        async def page(name: str, backlog: int, response: asyncio.Future[None]) -> None:
+            await response
+            await _holder(turns, name, backlog, order)
+
+        tasks = [
+            asyncio.create_task(page(n, b, f))
+            for (n, b), f in zip((("small", 1), ("big", 5000), ("mid", 50)), arrived, strict=True)
+        ]
+        await asyncio.sleep(0)
+        await turns.acquire(0)
+        for f in arrived:  # all three responses come in while a page is being processed
+            f.set_result(None)
+        turns.release()
+        await asyncio.gather(*tasks)
+        return order
+
+    assert asyncio.run(main()) == ["big", "mid", "small"]

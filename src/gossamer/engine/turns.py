@@ -11,7 +11,7 @@ ends with one connection crawling alone for a long tail.
 that grows with the host's backlog (`per_url` seconds per queued URL, at most `max_lead`). The
 largest sites then go first, their next request is already on the wire (the batch loop looks
 one page ahead), and nothing waits more than `max_lead` behind a later arrival. A holder calls
-`release()` when done; the next holder resumes on the next loop iteration, so network events
+`release()` when done; the next turn is granted on the next loop iteration, so network events
 are handled between two turns.
 """
 
@@ -59,7 +59,14 @@ class Turns:
             raise
 
     def release(self) -> None:
-        """End the current turn and grant the next (it runs on the next loop iteration)."""
+        """End the current turn. The next one is granted on the next loop iteration (after
+        the loop has polled for network events), and pages that arrive meanwhile wait their
+        turn in order: without this, every page whose response arrived in one poll would be
+        processed back to back, first come first served, before the loop looks at the
+        network again."""
+        asyncio.get_running_loop().call_soon(self._grant)
+
+    def _grant(self) -> None:
         heap = self._heap
         while heap:
             fut = heapq.heappop(heap)[2]
