@@ -76,6 +76,11 @@ def _add_crawl(sub: Any) -> None:
         help="allow loopback/private addresses (the simulated web needs it)",
     )
     p.add_argument("--ignore-robots", action="store_true", help="do not obey robots.txt")
+    p.add_argument(
+        "--sitemaps",
+        action="store_true",
+        help="also seed each host from the sitemaps robots.txt names",
+    )
     p.add_argument("--no-warc", action="store_true", help="do not write WARC files")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress output")
     p.set_defaults(func=_run_crawl)
@@ -102,6 +107,7 @@ def _run_crawl(args: argparse.Namespace) -> int:
         "resolve_file": args.resolve_file,
         "allow_private": args.allow_private,
         "obey_robots": False if args.ignore_robots else None,
+        "use_sitemaps": True if args.sitemaps else None,
         "warc": False if args.no_warc else None,
     }
     try:

@@ -44,6 +44,9 @@ class CrawlSettings(BaseSettings):
     per_ip: int = Field(1, ge=1, le=64, description="hosts of one IP fetched at once")
     delay: float = Field(1.0, ge=0, le=3600, description="seconds between requests to a host")
     max_crawl_delay: float = Field(30.0, ge=0, le=86400, description="cap on robots Crawl-delay")
+    adaptive_delay: float = Field(
+        0.0, ge=0, le=1000, description="rest a host N times its mean response time (0: off)"
+    )
     user_agent: str = DEFAULT_USER_AGENT
     resolve: list[str] = Field(default_factory=list, description="HOST:IP or HOST:PORT:IP:PORT")
     resolve_file: Path | None = None
@@ -98,8 +101,6 @@ class CrawlSettings(BaseSettings):
 
     @model_validator(mode="after")
     def _consistent(self) -> CrawlSettings:
-        if self.use_sitemaps:
-            raise ValueError("use_sitemaps: seeding from sitemaps is not implemented yet")
         if self.first_byte_timeout > self.total_timeout:
             raise ValueError("first_byte_timeout must not exceed total_timeout")
         if self.resolve_file is not None and not self.resolve_file.is_file():

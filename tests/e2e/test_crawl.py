@@ -109,3 +109,36 @@ def test_max_pages_is_exact_across_workers(tmp_path: Path) -> None:
     assert report.ok, report.format_table()
     assert report.to_dict()["pages"]["fetched"] == 57
     assert json.loads((out / "stats.json").read_text())["pages"] == 57
+
+
+def test_sitemaps_seed_the_hosts_that_name_them(tmp_path: Path) -> None:
+    """--sitemaps: every host's robots.txt names a sitemap (an index with gzipped parts on the
+    big hosts); with max_depth 1 the seed host's sitemap URLs are depth 1, so the crawl must
+    reach every page of the seed host, exactly as the truth computed with use_sitemaps does,
+    with the sitemap edges in the graph."""
+    spec = WebSpec(seed=12, hosts=12, pages_mean=40, overrides=(("robots_sitemap", 1.0),))
+    log = tmp_path / "web.log"
+    out = tmp_path / "crawl"
+    with serve_in_thread(spec, log_path=log) as web:
+        web.write_resolve_file(tmp_path / "resolve.txt")
+        hosts = web.model.hosts
+        seed = web.url(max(range(len(hosts)), key=lambda h: hosts[h].pages), 0)  # the biggest
+        settings = crawl_settings(tmp_path, out, seed, max_depth=1, use_sitemaps=True, workers=1)
+        assert run_crawl(settings) == 0  # type: ignore[arg-type]
+        web.flush_log()
+    rules = TruthRules(
+        seeds=(seed,), scope="all", user_agent=USER_AGENT, max_depth=1, use_sitemaps=True
+    )
+    truth = compute_truth(web.model, rules)
+    without = compute_truth(web.model, TruthRules(seeds=(seed,), scope="all", max_depth=1))
+    assert len(truth.required) > len(without.required) + 30  # the sitemaps matter here
+    report = audit(web.model, read_logs([log]).records, rules, truth=truth)
+    assert report.coverage == 1.0, report.format_table()
+    assert report.overlap == 0.0, report.format_table()
+    assert report.ok, report.format_table()
+    truth_edges = {(a, b, k) for a, b, k in truth.edges}
+    ours = {e for e in graph_edges(out) if e[1] in truth.required}
+    assert ours == truth_edges
+    assert any(k == "sitemap" for _s, _d, k in ours)
+    logged = [json.loads(x) for x in (out / "crawl.log.jsonl").read_text().splitlines()]
+    assert {r["url"] for r in logged if r["outcome"] == "sitemap"} == set(truth.sitemaps)

@@ -177,7 +177,7 @@ def test_back_off_status_ends_the_batch_with_nothing_in_flight() -> None:
     assert stats.leased == 0 and stats.queued == 7  # p3 (retry) + p4..p9 wait for the host
 
 
-def test_max_depth_is_checked_before_the_memo() -> None:
+def test_max_depth_limits_what_is_sent_not_the_edges() -> None:
     # p0 → p1 → p2 → p3; p0 also links p3 directly: p3 first met at depth 1 (kept) — and a URL
     # dropped for depth once (p2 from p1 with max_depth 1) is kept when met shallower.
     pages = {
@@ -188,10 +188,12 @@ def test_max_depth_is_checked_before_the_memo() -> None:
         "http://a.example/p3": (200, HTML, _page(["http://a.example/p2"]), ()),
         "http://a.example/p2": (200, HTML, _page([]), ()),
     }  # fmt: skip
-    crawler, fetcher, _, _ = _crawl(pages, ["http://a.example/p0"], max_depth=1)
+    crawler, fetcher, sinks, _ = _crawl(pages, ["http://a.example/p0"], max_depth=1)
     fetched = {u for u, _, _ in fetcher.log if not u.endswith("robots.txt")}
     assert fetched == {"http://a.example/p0", "http://a.example/p1", "http://a.example/p3"}
     assert crawler.counters.dropped["scope/depth"] == 2
+    # the links that went too deep are still edges of the graph
+    assert sinks.edges_by_src["http://a.example/p1"] == [("http://a.example/p2", "link")]
 
 
 def test_redirects_are_routed_at_the_same_depth() -> None:
@@ -202,3 +204,22 @@ def test_redirects_are_routed_at_the_same_depth() -> None:
     _, fetcher, sinks, _ = _crawl(pages, ["http://a.example/"], max_depth=0)
     assert [u for u, _, _ in fetcher.log][-1] == "http://a.example/home"
     assert sinks.edges_by_src["http://a.example/"] == [("http://a.example/home", "redirect")]
+
+
+def test_response_times_feed_the_adaptive_delay() -> None:
+    pages = _site(5)
+    settings = CrawlSettings(
+        seeds=["http://a.example/p0"], scope="all", delay=0, output="/tmp/unused"
+    )
+    frontier = MemoryFrontier(adaptive_factor=2.0)
+    crawler = Crawler(
+        settings,
+        frontier=frontier,
+        fetcher=FakeFetcher(pages, latency=0.02),
+        ip_of=lambda h: None,
+        sinks=FakeSinks(),
+    )
+    crawler.seed(settings.seeds)
+    asyncio.run(asyncio.wait_for(crawler.run(), 30))
+    adaptive = frontier._hosts["a.example"].timing.adaptive_delay
+    assert 0.035 <= adaptive <= 0.5  # 2 x the ~20 ms responses

@@ -28,7 +28,7 @@ from ..frontier import (
     StaleLeaseError,
     Verdict,
 )
-from ..parse import ParseOptions, is_html, parse_html
+from ..parse import ParseOptions, is_html, parse_html, parse_sitemap
 from ..robots import RobotsCache, RobotsPolicy, robots_url
 from ..scope import Scope
 from ..urls import LinkResolver, URLError, canonicalize, fingerprint, host_key
@@ -39,6 +39,8 @@ REDIRECTS = frozenset({301, 302, 303, 307, 308})
 RETRY_STATUSES = frozenset({429, 503})
 MAX_ROBOTS_REDIRECTS = 5
 LEASE_SAFETY_S = 2.0  # stop fetching a batch this long before its lease ends
+MAX_SITEMAP_FILES = 50  # sitemap files read per host (an index and its children)
+_EDGE_KINDS = frozenset({"redirect", "canonical", "sitemap"})  # the rest are "link"
 ROUTE_MEMO_MAX = 200_000  # URLs whose routing facts are memoised (~40 MB at the cap)
 SENT_SET_MAX = 2_000_000  # fingerprints sent to the frontier that are remembered (~150 MB)
 
@@ -169,6 +171,10 @@ class Crawler:
             delay = self._delay(policy)
             if fetched_robots and policy is not None:
                 last_end = self.clock()
+                if policy.sitemaps and self.settings.use_sitemaps:
+                    last_end = await self._sitemaps(
+                        host, policy, batch, delay, last_end, discovered
+                    )
             todo: list[LeasedURL] = []
             for leased in batch.urls:
                 if policy is not None and not policy.allowed(leased.url):
@@ -208,6 +214,7 @@ class Crawler:
                                 verdict,
                                 status=result.status,
                                 retry_after=_retry_after(result),
+                                elapsed=result.elapsed if result.status is not None else None,
                                 error=error,
                             )
                         )
@@ -255,6 +262,51 @@ class Crawler:
         await asyncio.sleep(wait)
         result: FetchResult = await self.fetcher.fetch(request)
         return result
+
+    async def _sitemaps(
+        self,
+        host: str,
+        policy: RobotsPolicy,
+        batch: HostBatch,
+        delay: float,
+        last_end: float,
+        out: list[Discovered],
+    ) -> float:
+        """Read the sitemaps that the host's robots.txt names (on the host itself; an index's
+        child sitemaps too; at most MAX_SITEMAP_FILES) over the host's connection with its
+        delay, and route their URLs one level deeper than the host's first batch. Returns the
+        end time of the last request."""
+        depth = min((u.depth for u in batch.urls), default=0)
+        queue = list(policy.sitemaps)
+        seen: set[str] = set()
+        fetched = 0
+        while queue and fetched < MAX_SITEMAP_FILES:
+            url = queue.pop(0)
+            if url in seen:
+                continue
+            seen.add(url)
+            try:
+                same_host = host_key(url) == host
+            except URLError:
+                same_host = False
+            if not same_host:  # fetching it now would talk to another host without its lease
+                self.counters.dropped["sitemap/other-host"] += 1
+                continue
+            wait = last_end + delay - self.clock()
+            if wait > 0:
+                await asyncio.sleep(wait)
+            if self._stop.is_set() or self.clock() > batch.expires_at - LEASE_SAFETY_S:
+                break
+            result = await self.fetcher.fetch(FetchRequest(url))
+            last_end = self.clock()
+            fetched += 1
+            self._record_aux(result, "sitemap")
+            if result.status != 200:
+                continue
+            found = parse_sitemap(result.body, url)
+            queue.extend(found.sitemaps)
+            self._route(url, [(u, "sitemap") for u in found.urls], depth, out)
+        return last_end
 
     def _delay(self, policy: RobotsPolicy | None) -> float:
         delay = self.settings.delay
@@ -375,10 +427,6 @@ class Crawler:
             if dst in seen:
                 continue
             seen.add(dst)
-            d = depth if kind == "canonical" or kind == "redirect" else depth + 1
-            if max_depth is not None and d > max_depth:
-                dropped["scope/depth"] += 1
-                continue
             info = memo.get(dst)
             if info is None:
                 host = host_key(dst)
@@ -387,7 +435,13 @@ class Crawler:
             if reason is not None:
                 dropped[reason] += 1
                 continue
-            edges.append((dst, kind if kind == "redirect" or kind == "canonical" else "link"))
+            # the edge is part of the web graph even when the crawl goes no deeper: the page
+            # may be reached by a shorter path, or stay a dangling node
+            edges.append((dst, kind if kind in _EDGE_KINDS else "link"))
+            d = depth if kind == "canonical" or kind == "redirect" else depth + 1
+            if max_depth is not None and d > max_depth:
+                dropped["scope/depth"] += 1
+                continue
             if fp in sent:
                 continue
             sent.add(fp)

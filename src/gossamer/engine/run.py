@@ -134,6 +134,7 @@ def _open_frontier(settings: CrawlSettings) -> SqliteFrontier:
         max_attempts=settings.max_attempts,
         default_delay=settings.delay,
         max_crawl_delay=settings.max_crawl_delay,
+        adaptive_factor=settings.adaptive_delay,
     )
 
 
