@@ -65,3 +65,51 @@ def test_manifest_round_trips() -> None:
     s = load_settings({"seeds": ["http://a.example/"], "deny": ["/private/"]})
     again = CrawlSettings(**s.manifest())
     assert again == s
+
+
+def _finished_crawl(path: Path, seeds: str = '["http://old.example/"]') -> Path:
+    path.mkdir()
+    (path / "crawl.json").write_text(f'{{"seeds": {seeds}}}')
+    (path / "crawl.log.jsonl").write_text("")
+    (path / "stats.json").write_text('{"finished": true}')
+    return path
+
+
+def test_recrawl_setting(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    old = _finished_crawl(tmp_path / "old")
+    monkeypatch.chdir(tmp_path)
+    s = load_settings({"recrawl": Path("old"), "output": tmp_path / "new"})
+    assert s.recrawl == old  # made absolute (a resume may run elsewhere)
+    assert s.seeds == ["http://old.example/"]  # no seed given: the old crawl's
+    s = load_settings({"recrawl": "old", "seeds": ["http://a.example/"], "output": "new"})
+    assert s.seeds == ["http://a.example/"]
+    assert CrawlSettings(**s.manifest()) == s
+    cfg = tmp_path / "c.toml"
+    cfg.write_text(f'[crawl]\nrecrawl = "{old}"\noutput = "n"\n')
+    assert load_settings({}, config=cfg).recrawl == old
+    monkeypatch.setenv("GOSSAMER_RECRAWL", str(old))
+    assert load_settings({"output": "n2"}).recrawl == old
+    assert load_settings({}).recrawl == old
+
+
+@pytest.mark.parametrize(
+    ("setup", "message"),
+    [
+        ("missing", "is not a directory"),
+        ("not-a-crawl", "not a gossamer crawl directory (no crawl.json)"),
+        ("unfinished", "unfinished crawl (no stats.json)"),
+        ("same", "must differ"),
+    ],
+)
+def test_recrawl_validation(tmp_path: Path, setup: str, message: str) -> None:
+    old = tmp_path / "old"
+    if setup == "not-a-crawl":
+        old.mkdir()
+    elif setup != "missing":
+        _finished_crawl(old)
+    if setup == "unfinished":
+        (old / "stats.json").unlink()
+    out = old if setup == "same" else tmp_path / "new"
+    with pytest.raises(SettingsError, match="recrawl") as exc:
+        load_settings({"recrawl": old, "output": out, "seeds": ["http://a.example/"]})
+    assert message in str(exc.value)

@@ -53,6 +53,13 @@ def _add_crawl(sub: Any) -> None:
     p.add_argument("seeds", nargs="*", metavar="SEED", help="start URLs")
     p.add_argument("-o", "--output", type=Path, help="crawl directory (default ./crawl)")
     p.add_argument("--resume", type=Path, metavar="DIR", help="continue the crawl in DIR")
+    p.add_argument(
+        "--recrawl",
+        type=Path,
+        metavar="OLD_DIR",
+        help="re-crawl what the finished crawl OLD_DIR fetched, with conditional GETs "
+        "(If-None-Match / If-Modified-Since); seeds default to OLD_DIR's",
+    )
     p.add_argument("--config", type=Path, metavar="FILE", help="TOML settings file")
     p.add_argument("--max-pages", type=int, help="stop after N pages")
     p.add_argument("--max-depth", type=int, help="seeds are depth 0")
@@ -109,6 +116,7 @@ def _run_crawl(args: argparse.Namespace) -> int:
         "obey_robots": False if args.ignore_robots else None,
         "use_sitemaps": True if args.sitemaps else None,
         "warc": False if args.no_warc else None,
+        "recrawl": args.recrawl,
     }
     try:
         settings = load_settings(flags, config=args.config)

@@ -67,6 +67,9 @@ class CrawlSettings(BaseSettings):
     lease_ttl: float = Field(120.0, gt=1)
     warc: bool = True
     warc_max_bytes: int = Field(1024**3, ge=1024 * 1024)
+    recrawl: Path | None = Field(
+        None, description="re-crawl this finished crawl directory with conditional GETs"
+    )
 
     @field_validator("seeds")
     @classmethod
@@ -99,8 +102,22 @@ class CrawlSettings(BaseSettings):
                 raise ValueError(f"--resolve expects HOST:IP or HOST:PORT:IP:PORT, got {e!r}")
         return entries
 
+    @field_validator("recrawl")
+    @classmethod
+    def _recrawl_absolute(cls, path: Path | None) -> Path | None:
+        # stored absolute in crawl.json, so a resume from another directory finds it
+        return None if path is None else path.expanduser().absolute()
+
     @model_validator(mode="after")
     def _consistent(self) -> CrawlSettings:
+        if self.recrawl is not None:
+            from .engine.recrawl import check_recrawl_dir, old_seeds
+
+            problem = check_recrawl_dir(self.recrawl, self.output)
+            if problem is not None:
+                raise ValueError(f"recrawl: {problem}")
+            if not self.seeds:  # default: the re-crawled crawl's seeds
+                self.seeds = old_seeds(self.recrawl)
         if self.first_byte_timeout > self.total_timeout:
             raise ValueError("first_byte_timeout must not exceed total_timeout")
         if self.resolve_file is not None and not self.resolve_file.is_file():

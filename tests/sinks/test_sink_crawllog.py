@@ -130,6 +130,10 @@ def test_direct_lines_equal_json_dumps(tmp_path: Path) -> None:
         {"url": "u", "status": 200, "outcome": "ok", "duration": 3},
         {"url": "u", "status": 200, "outcome": "ok", "attempt": 2, "parent": "p"},
         {"url": "u", "status": 200, "outcome": "ok", "duration": 1e-7, "content_type": ""},
+        {"url": "u", "status": 200, "outcome": "ok", "etag": '"a\\b"', "last_modified": "lm"},
+        {"url": "u", "status": 304, "outcome": "ok/not-modified", "last_modified": "lm"},
+        {"url": "u", "status": 200, "outcome": "ok", "etag": 'W/"e"', "attempt": 2},
+        {"url": "u", "status": True, "outcome": "ok", "etag": "e", "location": "l"},
     ]
     with CrawlLog(path) as log:
         for case in cases:
@@ -148,7 +152,7 @@ def test_direct_lines_equal_json_dumps(tmp_path: Path) -> None:
             "parent": case.get("parent"),
             "outcome": case["outcome"],
         }
-        for key in ("error", "location", "attempt"):
+        for key in ("error", "location", "etag", "last_modified", "attempt"):
             if key in case:
                 record[key] = case[key]
         expected = json.dumps(record, ensure_ascii=False, separators=(",", ":"))
@@ -184,3 +188,14 @@ def test_failed_write_keeps_the_rest_and_ends_the_torn_line(
     urls = [r["url"] for r in read_crawl_log(path)]
     assert urls == ["http://a.example/0", "http://a.example/2", "http://a.example/3"]
     assert all(line.startswith(b"{") for line in path.read_bytes().splitlines()[2:])
+
+
+def test_validators_are_logged_only_when_given(tmp_path: Path) -> None:
+    path = tmp_path / "c.jsonl"
+    with CrawlLog(path) as log:
+        log.write(url="u", status=200, outcome="ok", etag='"x"', last_modified="Mon, 01 Jan 2024")
+        log.write(url="v", status=200, outcome="ok", etag=None, last_modified=None)
+    first, second = (json.loads(x) for x in path.read_text().splitlines())
+    assert list(first)[-2:] == ["etag", "last_modified"]
+    assert (first["etag"], first["last_modified"]) == ('"x"', "Mon, 01 Jan 2024")
+    assert "etag" not in second and "last_modified" not in second

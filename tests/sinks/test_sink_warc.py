@@ -506,3 +506,34 @@ def test_warc_date_equals_datetime_formatting() -> None:
     for ts in stamps:
         old = dt.datetime.fromtimestamp(ts, dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
         assert warc_mod._warc_date(ts) == old.encode(), ts
+
+
+def test_not_modified_is_a_server_not_modified_revisit(tmp_path: Path) -> None:
+    """A 304 to a conditional GET (`--recrawl`): a revisit record, valid for both checkers."""
+    head = b'HTTP/1.1 304 Not Modified\r\nETag: "abc"\r\nLast-Modified: x\r\n\r\n'
+    with WarcWriter(tmp_path) as w:
+        w.write_exchange(
+            "http://www.example.com/same",
+            "127.1.0.5",
+            REQ,
+            head,
+            b"",
+            1_790_000_000.5,
+            revisit=True,
+            refers_to_date="2026-11-20T10:15:02.123456Z",
+        )
+        w.write_exchange("http://www.example.com/nodate", None, REQ, head, b"", 1.0, revisit=True)
+    files = sorted(tmp_path.glob("*.warc.gz"))
+    assert_valid(files)
+    assert len(strict_records(files[0])) == 5
+    _, rev, req, rev2, _ = read_all(tmp_path)
+    assert (rev["type"], req["type"], rev2["type"]) == ("revisit", "request", "revisit")
+    h, h2 = rev["headers"], rev2["headers"]
+    assert isinstance(h, dict) and isinstance(h2, dict)
+    assert h["WARC-Profile"] == "http://netpreserve.org/warc/1.1/revisit/server-not-modified"
+    assert h["WARC-Refers-To-Target-URI"] == "http://www.example.com/same"
+    assert h["WARC-Refers-To-Date"] == "2026-11-20T10:15:02.123456Z"
+    assert "WARC-Refers-To-Date" not in h2 and "WARC-Payload-Digest" not in h
+    assert h["WARC-Block-Digest"] == sha1_b32(head)
+    assert rev["http"].get_statuscode() == "304"  # type: ignore[attr-defined]
+    assert h["WARC-Concurrent-To"] == req["headers"]["WARC-Record-ID"]  # type: ignore[index]

@@ -13,12 +13,12 @@ import asyncio
 import contextlib
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..config import CrawlSettings
-from ..fetch import FetchRequest, FetchResult
+from ..fetch import FetchRequest, FetchResult, ResolveError
 from ..frontier import (
     Discovered,
     Frontier,
@@ -33,6 +33,7 @@ from ..robots import RobotsCache, RobotsPolicy, robots_url
 from ..scope import Scope
 from ..urls import LinkResolver, URLError, canonicalize, fingerprint, host_key
 from .ipgate import LocalIpGate
+from .recrawl import NOT_MODIFIED_OUTCOME, Recrawl
 from .turns import Turns
 
 REDIRECTS = frozenset({301, 302, 303, 307, 308})
@@ -72,12 +73,16 @@ class Crawler:
         ip_of: Callable[[str], str | None],
         sinks: Any,
         ip_gate: Any = None,
+        resolve: Callable[[str, int], Awaitable[object]] | None = None,
         clock: Callable[[], float] = time.time,
+        revalidate: Recrawl | None = None,
     ) -> None:
         self.settings = settings
+        self.revalidate = revalidate  # --recrawl: conditional GETs, old links on a 304
         self.frontier = frontier
         self.fetcher = fetcher
         self.ip_of = ip_of
+        self.resolve = resolve  # DNS lookup that fills the cache ip_of reads
         self.sinks = sinks
         self.clock = clock
         self.scope = Scope(
@@ -164,7 +169,7 @@ class Crawler:
         outcomes: list[Outcome] = []
         discovered: list[Discovered] = []
         last_end = 0.0
-        ip = self.ip_of(host.partition(":")[0]) or host
+        ip = await self._ip_of(host)
         async with self.ip_gate.hold(ip):  # per-IP politeness covers robots.txt too
             fetched_robots = self.robots.get(host, self.clock()) is None
             policy = await self._robots_policy(host, batch)
@@ -251,7 +256,9 @@ class Crawler:
         the batch is over (all fetched, a stop, or too close to the lease's end)."""
         if k >= len(todo) or self._stop.is_set() or self.clock() > expires_at - LEASE_SAFETY_S:
             return None
-        request = FetchRequest(todo[k].url)
+        leased = todo[k]
+        revalidate = self.revalidate
+        request = FetchRequest(leased.url, revalidate.headers(leased.fp) if revalidate else ())
         wait = last_end + delay - self.clock()
         fut: asyncio.Future[FetchResult] = asyncio.ensure_future(
             self._fetch_at(request, wait) if wait > 0 else self.fetcher.fetch(request)
@@ -307,6 +314,20 @@ class Crawler:
             queue.extend(found.sitemaps)
             self._route(url, [(u, "sitemap") for u in found.urls], depth, out)
         return last_end
+
+    async def _ip_of(self, host: str) -> str:
+        """The address whose per-IP gate covers `host`: resolved (and cached by the resolver)
+        before the gate, so two names of one server share it; the host key itself when the
+        name does not resolve (its fetches then fail with the DNS error)."""
+        name, _, port = host.partition(":")
+        ip = self.ip_of(name)
+        if ip is None and self.resolve is not None:
+            try:
+                await self.resolve(name, int(port) if port else 80)
+            except ResolveError:
+                return host
+            ip = self.ip_of(name)
+        return ip or host
 
     def _delay(self, policy: RobotsPolicy | None) -> float:
         delay = self.settings.delay
@@ -368,6 +389,8 @@ class Crawler:
             return Verdict.RETRY, key
         c.pages += 1
         outcome = "ok" if result.status < 400 else f"fetch/status/{result.status}"
+        if result.status == 304:  # a conditional GET (--recrawl) found the page unchanged
+            outcome = NOT_MODIFIED_OUTCOME
         if result.truncated:
             outcome = "ok/truncated" if outcome == "ok" else outcome
         if result.error:  # e.g. a body that failed to decode
@@ -396,6 +419,10 @@ class Crawler:
             target = LinkResolver(url, strip_session_ids=strip).resolve(loc) if loc else None
             if target and target != url:
                 self._route(url, [(target, "redirect")], depth, out)
+            return
+        if result.status == 304:  # not modified, no body: the old crawl's out-links
+            if self.revalidate is not None:
+                self._route(url, self.revalidate.links(url), depth, out)
             return
         if result.status != 200 or not is_html(result.header("content-type")):
             return

@@ -9,15 +9,33 @@ WARC records are handed to the OS as they are written; log and graph lines are b
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..config import CrawlSettings
 from ..fetch import FetchResult
 from ..sinks import CrawlLog, GraphWriter, WarcWriter
 from ..sinks.warc import recover
+from ..urls import fingerprint
+
+if TYPE_CHECKING:
+    from .recrawl import Recrawl
 
 
 class Recorder:
-    def __init__(self, out: Path, settings: CrawlSettings, *, version: str, part: str = "") -> None:
+    """`recrawl`: the validators of a re-crawled crawl (`--recrawl`); a 304 answer is then
+    stored as a `revisit` record referring to the old capture, and logged with the old
+    validators when it carries none itself."""
+
+    def __init__(
+        self,
+        out: Path,
+        settings: CrawlSettings,
+        *,
+        version: str,
+        part: str = "",
+        recrawl: Recrawl | None = None,
+    ) -> None:
+        self.recrawl = recrawl
         self.warc: WarcWriter | None = None
         if settings.warc:
             if not part:  # a pool's parent recovers before its workers start
@@ -39,6 +57,10 @@ class Recorder:
     def exchange(self, result: FetchResult) -> None:
         if self.warc is None:
             return
+        revisit = result.status == 304
+        old_date = None
+        if revisit and self.recrawl is not None:
+            old_date = self.recrawl.validators(fingerprint(result.url))[2]
         self.warc.write_exchange(
             result.url,
             result.ip,
@@ -47,9 +69,18 @@ class Recorder:
             result.body,
             result.started_at,
             result.truncated,
+            revisit=revisit,
+            refers_to_date=old_date,
         )
 
     def log(self, result: FetchResult, *, depth: int, parent: str | None, outcome: str) -> None:
+        status = result.status
+        etag = last_modified = None
+        if status is not None and (200 <= status < 300 or status == 304):
+            etag, last_modified = result.header("etag"), result.header("last-modified")
+            if status == 304 and self.recrawl is not None and not (etag or last_modified):
+                # not modified: the old validators still hold (a later re-crawl needs them)
+                etag, last_modified, _ = self.recrawl.validators(fingerprint(result.url))
         self.crawl_log.write(
             url=result.url,
             status=result.status,
@@ -62,6 +93,8 @@ class Recorder:
             error=result.error,
             location=result.header("location") if result.status is not None else None,
             started_at=result.started_at,
+            etag=etag,
+            last_modified=last_modified,
         )
 
     def edge(self, src: str, dst: str, kind: str) -> None:

@@ -37,6 +37,7 @@ from ..sinks import recover, write_stats
 from .crawler import Crawler, seed_frontier
 from .ipgate import FileIpGate, LocalIpGate
 from .recorder import Recorder
+from .recrawl import Recrawl, seed_recrawl
 
 MANIFEST = "crawl.json"
 
@@ -165,6 +166,7 @@ def _supervise(
         frontier.reclaim_expired(float("inf"))
     else:
         seed_frontier(frontier, settings)
+        seed_recrawl(frontier, settings)  # --recrawl: every page the old crawl fetched
     for old in out.glob("stats-w*.json"):
         old.unlink()
     if settings.warc and (out / "warc").is_dir():
@@ -281,6 +283,7 @@ async def _run(
     settings: CrawlSettings, *, resume: bool, progress: IO[str] | None, part: str = ""
 ) -> int:
     out = settings.output
+    revalidate = _load_recrawl(settings)
     frontier = _open_frontier(settings)
     resolver = Resolver.from_settings(
         settings.resolve, settings.resolve_file, allow_private=settings.allow_private
@@ -294,15 +297,17 @@ async def _run(
         max_body=settings.max_body,
         max_connections=max(1024, settings.concurrency * 4),
     )
-    recorder = Recorder(out, settings, version=__version__, part=part)
+    recorder = Recorder(out, settings, version=__version__, part=part, recrawl=revalidate)
     gate = FileIpGate(out / "locks", settings.per_ip) if part else LocalIpGate(settings.per_ip)
     crawler = Crawler(
         settings,
         frontier=frontier,
         fetcher=fetcher,
         ip_of=resolver.ip_of,
+        resolve=resolver.resolve,
         sinks=recorder,
         ip_gate=gate,
+        revalidate=revalidate,
     )
     loop = asyncio.get_running_loop()
     stopped = []
@@ -323,6 +328,7 @@ async def _run(
             await asyncio.to_thread(frontier.reclaim_expired, float("inf"))
         else:
             await asyncio.to_thread(seed_frontier, frontier, settings)
+            await asyncio.to_thread(seed_recrawl, frontier, settings)
         await crawler.run()
     except* (OSError, sqlite3.Error) as group:
         exc = group.exceptions[0]
@@ -358,6 +364,16 @@ async def _run(
     if stopped and exit_code == 0:
         exit_code = 130 if stopped[0] == signal.SIGINT else 143
     return exit_code
+
+
+def _load_recrawl(settings: CrawlSettings) -> Recrawl | None:
+    """The validators and old out-links of the crawl re-crawled (`--recrawl`), if any."""
+    if settings.recrawl is None:
+        return None
+    try:
+        return Recrawl.load(settings.recrawl)
+    except (OSError, ValueError) as exc:
+        raise CrawlError(f"cannot read the crawl to re-crawl, {settings.recrawl}: {exc}") from exc
 
 
 def _summary(

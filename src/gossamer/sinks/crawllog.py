@@ -24,6 +24,8 @@ Fields, in this order (absent optional ones are left out):
 | `outcome` | structured key: `ok`, `ok/truncated`, `fetch/status/404`, `fetch/error/timeout`, ... |
 | `error` | optional: what went wrong, in words |
 | `location` | optional: the redirect target (Location header) |
+| `etag` | optional: the response's ETag validator (2xx and 304 responses) |
+| `last_modified` | optional: the response's Last-Modified validator (2xx and 304 responses) |
 | anything else | optional extra fields given by the caller |
 """
 
@@ -108,10 +110,13 @@ class CrawlLog:
         error: str | None = None,
         location: str | None = None,
         started_at: float | None = None,
+        etag: str | None = None,
+        last_modified: str | None = None,
         **extra: Any,
     ) -> None:
         """Log one fetch (`nbytes`: body bytes, the `bytes` field; `started_at`: time.time()
-        when it began, now when omitted; `extra`: more fields, JSON-serialisable)."""
+        when it began, now when omitted; `etag`, `last_modified`: the response's validators,
+        left out when None; `extra`: more fields, JSON-serialisable)."""
         stamp = iso_time(time.time() if started_at is None else started_at)
         duration = round(duration, 6)
         parts = (
@@ -124,6 +129,8 @@ class CrawlLog:
             _text(outcome),
             _text(error),
             _text(location),
+            _text(etag),
+            _text(last_modified),
         )
         if extra or None in parts or type(duration) is not float or not math.isfinite(duration):
             # the general path: json.dumps's output, for any value
@@ -142,12 +149,16 @@ class CrawlLog:
                 record["error"] = error
             if location is not None:
                 record["location"] = location
+            if etag is not None:
+                record["etag"] = etag
+            if last_modified is not None:
+                record["last_modified"] = last_modified
             if extra:
                 record.update(extra)
             self.write_record(record)
             return
         # the common case, built directly at a quarter of json.dumps's cost: the same text
-        ur, st, nb, ct, dp, pa, oc, er, lo = parts
+        ur, st, nb, ct, dp, pa, oc, er, lo, et, lm = parts
         line = (
             f'{{"time":"{stamp}","url":{ur},"status":{st},"bytes":{nb},"type":{ct},'
             f'"duration":{duration!r},"depth":{dp},"parent":{pa},"outcome":{oc}'
@@ -156,6 +167,10 @@ class CrawlLog:
             line += f',"error":{er}'
         if location is not None:
             line += f',"location":{lo}'
+        if etag is not None:
+            line += f',"etag":{et}'
+        if last_modified is not None:
+            line += f',"last_modified":{lm}'
         self._append((line + "}\n").encode("utf-8", "surrogateescape"))
 
     def write_record(self, record: dict[str, Any]) -> None:

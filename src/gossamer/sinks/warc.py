@@ -15,6 +15,10 @@ received, then the body. `request`: `application/http;msgtype=request`, the requ
 sent. Both carry WARC-Target-URI, WARC-Date (µs), WARC-IP-Address, WARC-Warcinfo-ID,
 WARC-Block-Digest and WARC-Payload-Digest (sha1, base32) and point at each other with
 WARC-Concurrent-To; a body cut at the size limit gives `WARC-Truncated: length`.
+`revisit=True` (a 304 answer to a conditional GET) writes the response as a `revisit` record
+with the WARC 1.1 `server-not-modified` profile instead: same block, no WARC-Payload-Digest
+(there is no payload), WARC-Refers-To-Target-URI (the same URL) and, when given,
+WARC-Refers-To-Date (when the unchanged content was captured before).
 
 Decoded bodies. The fetcher hands over bodies with Content-Encoding (gzip, deflate, br) and
 Transfer-Encoding (chunked) already removed. Such a response is stored as Heritrix and warcprox
@@ -238,6 +242,12 @@ _REQUEST_HEAD: Final = (
     b"WARC-Payload-Digest: " + _EMPTY_DIGEST + b"\r\nWARC-Block-Digest: sha1:%b\r\n"
     b"Content-Type: application/http;msgtype=request\r\nContent-Length: %d\r\n\r\n"
 )
+_REVISIT_HEAD: Final = (
+    b"WARC/1.1\r\nWARC-Type: revisit\r\nWARC-Record-ID: %b\r\n%bWARC-Concurrent-To: %b\r\n"
+    b"WARC-Profile: http://netpreserve.org/warc/1.1/revisit/server-not-modified\r\n"
+    b"WARC-Refers-To-Target-URI: %b\r\n%bWARC-Block-Digest: sha1:%b\r\n"
+    b"Content-Type: application/http;msgtype=response\r\nContent-Length: %d\r\n\r\n"
+)
 _COMMON: Final = b"WARC-Date: %b\r\nWARC-Warcinfo-ID: %b\r\nWARC-Target-URI: %b\r\n%b"
 
 
@@ -422,13 +432,17 @@ class WarcWriter:
         truncated: bool | str = False,
         *,
         decoded: bool = True,
+        revisit: bool = False,
+        refers_to_date: str | None = None,
     ) -> RecordLocation:
         """Write a response record and its request record; returns where the response went.
 
         `request_head` / `response_head`: the request and status line + headers as sent and
         received; `body`: the payload (decoded unless `decoded=False`, see the module
         docstring); `fetched_at`: time.time() of the request; `truncated`: True (the size
-        limit: `length`) or a WARC-Truncated reason (`time`, `disconnect`, ...)."""
+        limit: `length`) or a WARC-Truncated reason (`time`, `disconnect`, ...); `revisit`:
+        write the response as a server-not-modified `revisit` record (a 304), referring to
+        the capture made at `refers_to_date` (a WARC-Date text) when given."""
         if self._closed:
             raise ValueError("write to a closed WarcWriter")
         ip_line = b"WARC-IP-Address: %b\r\n" % ip.encode("ascii", "replace") if ip else b""
@@ -448,23 +462,28 @@ class WarcWriter:
         common = _COMMON % (_warc_date(fetched_at), self._warcinfo_id, target, ip_line)
         block = hashlib.sha1(resp_head)
         block.update(body)
-        response = b"".join(
-            (
-                _RESPONSE_HEAD
-                % (
-                    resp_id,
-                    common,
-                    req_id,
-                    _b32(hashlib.sha1(body).digest()),
-                    trunc_line,
-                    _b32(block.digest()),
-                    len(resp_head) + len(body),
-                ),
-                resp_head,
-                body,
-                _END,
+        if revisit:
+            date = refers_to_date.encode("ascii", "replace") if refers_to_date else b""
+            head = _REVISIT_HEAD % (
+                resp_id,
+                common,
+                req_id,
+                target,
+                b"WARC-Refers-To-Date: %b\r\n" % date if date else b"",
+                _b32(block.digest()),
+                len(resp_head) + len(body),
             )
-        )
+        else:
+            head = _RESPONSE_HEAD % (
+                resp_id,
+                common,
+                req_id,
+                _b32(hashlib.sha1(body).digest()),
+                trunc_line,
+                _b32(block.digest()),
+                len(resp_head) + len(body),
+            )
+        response = b"".join((head, resp_head, body, _END))
         request = (
             _REQUEST_HEAD
             % (req_id, common, resp_id, _b32(hashlib.sha1(req_head).digest()), len(req_head))
