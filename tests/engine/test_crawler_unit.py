@@ -46,6 +46,7 @@ class FakeFetcher:
         host = req.url.split("/")[2]
         self.in_flight[host] += 1
         self.max_in_flight[host] = max(self.max_in_flight[host], self.in_flight[host])
+        self.max_total = max(getattr(self, "max_total", 0), sum(self.in_flight.values()))
         start = time.time()
         try:
             await asyncio.sleep(self.latency)
@@ -223,3 +224,37 @@ def test_response_times_feed_the_adaptive_delay() -> None:
     asyncio.run(asyncio.wait_for(crawler.run(), 30))
     adaptive = frontier._hosts["a.example"].timing.adaptive_delay
     assert 0.035 <= adaptive <= 0.5  # 2 x the ~20 ms responses
+
+
+def test_names_of_one_server_share_the_per_ip_gate() -> None:
+    """Without resolve overrides, hosts are resolved before the per-IP gate: two names of
+    one address are never fetched at once (per_ip 1)."""
+    pages = {**_site(15, "a.example"), **_site(15, "b.example")}
+    pages["http://a.example/p0"] = (
+        200, HTML, _page(["http://a.example/p1", "http://b.example/p0"]), (),
+    )  # fmt: skip
+    dns: dict[str, str] = {}
+    lookups: list[str] = []
+
+    async def resolve(name: str, port: int) -> None:
+        lookups.append(name)
+        await asyncio.sleep(0.001)
+        dns[name] = "10.0.0.1"
+
+    settings = CrawlSettings(
+        seeds=["http://a.example/p0"], scope="all", delay=0, output="/tmp/unused"
+    )
+    fetcher = FakeFetcher(pages, latency=0.003)
+    crawler = Crawler(
+        settings,
+        frontier=MemoryFrontier(),
+        fetcher=fetcher,
+        ip_of=dns.get,
+        resolve=resolve,
+        sinks=FakeSinks(),
+    )
+    crawler.seed(settings.seeds)
+    asyncio.run(asyncio.wait_for(crawler.run(), 30))
+    assert len([u for u, _, _ in fetcher.log if "/p" in u]) == 30
+    assert fetcher.max_total == 1
+    assert sorted(set(lookups)) == ["a.example", "b.example"]
