@@ -62,9 +62,10 @@ def test_head_start_is_bounded() -> None:
     assert asyncio.run(main()) == ["early", "late-big"]
 
 
-def test_one_holder_at_a_time() -> None:
+@pytest.mark.parametrize("per_round", [1, 4])
+def test_at_most_a_round_of_holders(per_round: int) -> None:
     async def main() -> int:
-        turns = Turns()
+        turns = Turns(per_round=per_round)
         inside = 0
         most = 0
 
@@ -82,7 +83,7 @@ def test_one_holder_at_a_time() -> None:
         await asyncio.gather(*(work(i) for i in range(50)))
         return most
 
-    assert asyncio.run(main()) == 1
+    assert asyncio.run(main()) == per_round
 
 
 @pytest.mark.parametrize("when", ["waiting", "granted"])

@@ -7,12 +7,12 @@ so the host with the most URLs left (on a web of Pareto-sized sites, one site ca
 of all pages) moves at 1/64th of the worker's speed while smaller sites finish, and the crawl
 ends with one connection crawling alone for a long tail.
 
-`Turns` hands out one processing turn at a time, ordered by arrival time minus a head start
-that grows with the host's backlog (`per_url` seconds per queued URL, at most `max_lead`). The
-largest sites then go first, their next request is already on the wire (the batch loop looks
-one page ahead), and nothing waits more than `max_lead` behind a later arrival. A holder calls
-`release()` when done; the next turn is granted on the next loop iteration, so network events
-are handled between two turns.
+`Turns` hands out processing turns in rounds of a few pages, ordered by arrival time minus a
+head start that grows with the host's backlog (`per_url` seconds per queued URL, at most
+`max_lead`). The largest sites then go first, their next request is already on the wire (the
+batch loop looks one page ahead), and nothing waits more than `max_lead` behind a later
+arrival. A holder calls `release()` when done; the next round is granted on the next loop
+iteration, so network events are handled between two rounds.
 """
 
 from __future__ import annotations
@@ -29,14 +29,19 @@ class Turns:
         *,
         per_url: float = 0.001,
         max_lead: float = 1.0,
+        per_round: int = 4,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
+        if per_round < 1:
+            raise ValueError("per_round must be >= 1")
         self.per_url = per_url
         self.max_lead = max_lead
+        self.per_round = per_round
         self.clock = clock
         self._heap: list[tuple[float, int, asyncio.Future[None]]] = []
         self._seq = 0
-        self._busy = False
+        self._holders = 0  # turns granted and not yet released
+        self._scheduled = False  # a round is due on the next loop iteration
 
     @property
     def waiting(self) -> int:
@@ -44,8 +49,8 @@ class Turns:
 
     async def acquire(self, backlog: int) -> None:
         """Wait for a turn; a host with `backlog` URLs left gets a head start."""
-        if not self._busy and not self._heap:
-            self._busy = True
+        if not self._holders and not self._scheduled and not self._heap:
+            self._holders = 1
             return
         fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         key = self.clock() - min(backlog * self.per_url, self.max_lead)
@@ -59,18 +64,24 @@ class Turns:
             raise
 
     def release(self) -> None:
-        """End the current turn. The next one is granted on the next loop iteration (after
-        the loop has polled for network events), and pages that arrive meanwhile wait their
-        turn in order: without this, every page whose response arrived in one poll would be
-        processed back to back, first come first served, before the loop looks at the
-        network again."""
-        asyncio.get_running_loop().call_soon(self._grant)
+        """End a turn. When the round's last turn ends, the next round (the `per_round` most
+        urgent waiters) is granted on the next loop iteration, after the loop has polled for
+        network events; pages that arrive meanwhile wait in order. Without this, every page
+        whose response arrived in one poll would be processed back to back, first come first
+        served, before the loop looked at the network again. A round of a few pages rather
+        than one spreads the cost of a poll over several pages."""
+        self._holders -= 1
+        if not self._holders and not self._scheduled:
+            self._scheduled = True
+            asyncio.get_running_loop().call_soon(self._grant)
 
     def _grant(self) -> None:
+        self._scheduled = False
         heap = self._heap
-        while heap:
+        granted = 0
+        while heap and granted < self.per_round:
             fut = heapq.heappop(heap)[2]
             if not fut.done():  # a cancelled waiter's future is done
                 fut.set_result(None)
-                return
-        self._busy = False
+                granted += 1
+        self._holders = granted
