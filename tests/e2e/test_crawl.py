@@ -7,8 +7,8 @@ import json
 from pathlib import Path
 
 import pytest
+from _crawl_helpers import USER_AGENT, crawl_settings
 
-from gossamer.config import load_settings
 from gossamer.engine.run import run_crawl
 from gossamer.sinks import read_graph
 from gossamer.testing import (
@@ -19,26 +19,6 @@ from gossamer.testing import (
     read_logs,
     serve_in_thread,
 )
-
-USER_AGENT = "gossamer-test/0.1"
-
-
-def crawl_settings(web_dir: Path, out: Path, seed: str, **extra: object) -> object:
-    flags: dict[str, object] = {
-        "seeds": [seed],
-        "output": out,
-        "scope": "all",
-        "resolve_file": web_dir / "resolve.txt",
-        "allow_private": True,
-        "delay": 0.0,
-        "user_agent": USER_AGENT,
-        "concurrency": 16,
-        "connect_timeout": 2.0,
-        "first_byte_timeout": 3.0,
-        "total_timeout": 5.0,
-    }
-    flags.update(extra)
-    return load_settings(flags)
 
 
 def warc_responses(out: Path) -> list[str]:
@@ -68,7 +48,7 @@ def test_clean_web_full_coverage_no_overlap_polite(tmp_path: Path) -> None:
         web.write_resolve_file(tmp_path / "resolve.txt")
         seed = web.url(0, 0)
         settings = crawl_settings(tmp_path, out, seed, workers=2)
-        assert run_crawl(settings) == 0  # type: ignore[arg-type]
+        assert run_crawl(settings) == 0
         web.flush_log()
     rules = TruthRules(seeds=(seed,), scope="all", user_agent=USER_AGENT)
     truth = compute_truth(web.model, rules)
@@ -102,7 +82,7 @@ def test_max_pages_is_exact_across_workers(tmp_path: Path) -> None:
         web.write_resolve_file(tmp_path / "resolve.txt")
         seed = web.url(0, 0)
         settings = crawl_settings(tmp_path, out, seed, max_pages=57)
-        assert run_crawl(settings) == 0  # type: ignore[arg-type]
+        assert run_crawl(settings) == 0
         web.flush_log()
     rules = TruthRules(seeds=(seed,), scope="all", user_agent=USER_AGENT, max_pages=57)
     report = audit(web.model, read_logs([log]).records, rules)
@@ -124,7 +104,7 @@ def test_sitemaps_seed_the_hosts_that_name_them(tmp_path: Path) -> None:
         hosts = web.model.hosts
         seed = web.url(max(range(len(hosts)), key=lambda h: hosts[h].pages), 0)  # the biggest
         settings = crawl_settings(tmp_path, out, seed, max_depth=1, use_sitemaps=True, workers=1)
-        assert run_crawl(settings) == 0  # type: ignore[arg-type]
+        assert run_crawl(settings) == 0
         web.flush_log()
     rules = TruthRules(
         seeds=(seed,), scope="all", user_agent=USER_AGENT, max_depth=1, use_sitemaps=True

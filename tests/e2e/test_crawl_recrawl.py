@@ -9,9 +9,9 @@ import sys
 import time
 from pathlib import Path
 
+from _crawl_helpers import USER_AGENT, crawl_settings
 from warcio.archiveiterator import ArchiveIterator
 
-from gossamer.config import CrawlSettings, load_settings
 from gossamer.engine.run import run_crawl
 from gossamer.sinks import read_crawl_log, read_graph
 from gossamer.testing import (
@@ -26,25 +26,6 @@ from gossamer.testing import (
 )
 
 BIN = Path(sys.executable).parent
-USER_AGENT = "gossamer-test/0.1"
-
-
-def crawl_settings(web_dir: Path, out: Path, seeds: list[str], **extra: object) -> CrawlSettings:
-    flags: dict[str, object] = {
-        "seeds": seeds,
-        "output": out,
-        "scope": "all",
-        "resolve_file": web_dir / "resolve.txt",
-        "allow_private": True,
-        "delay": 0.0,
-        "user_agent": USER_AGENT,
-        "concurrency": 16,
-        "connect_timeout": 2.0,
-        "first_byte_timeout": 3.0,
-        "total_timeout": 5.0,
-    }
-    flags.update(extra)
-    return load_settings(flags)
 
 
 def _warc_records(out: Path) -> list[tuple[str, str, dict[str, str], int | None]]:
