@@ -2,6 +2,7 @@
 
     .venv/bin/python bench/bench_parse.py                  # about a minute
     .venv/bin/python bench/bench_parse.py --pages 2000 --repeat 3
+    .venv/bin/python bench/bench_parse.py --parse-only --repeat 7   # parse_html only
 
 All figures are CPU time of this process. Pages come from the simulated web (`respond()`,
 the bytes the server sends): a clean web (absolute links, ~17 KB, ~30 links a page) and a
@@ -188,12 +189,17 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--pages", type=int, default=3000, help="pages per web (default 3000)")
     ap.add_argument("--repeat", type=int, default=3, help="passes per measurement (default 3)")
+    ap.add_argument(
+        "--parse-only", action="store_true", help="parse_html only, default heap (no sinks)"
+    )
     args = ap.parse_args(argv)
     print("building pages ...", flush=True)
     webs = {p: pages_of(p, args.pages) for p in ("clean", "realistic")}
     print("parse_html (µs per page):")
     for profile, pages in webs.items():
         bench_parse(f"{profile}, glibc default heap", pages, args.repeat)
+    if args.parse_only:
+        return
     fixed = heap_fix()
     for profile, pages in webs.items():
         bench_parse(f"{profile}, heap fix {'on' if fixed else 'unavailable'}", pages, args.repeat)

@@ -1,4 +1,6 @@
-"""Link extraction from HTML (the per-page hot path): selectolax's lexbor parser, one CSS pass.
+"""Link extraction from HTML (the per-page hot path): selectolax's lexbor parser, one CSS pass
+(`[href], iframe[src], frame[src]`, on a per-thread selector engine) for the links in document
+order, and cheap per-tag walks for `<meta>`, `<title>` and `<base>`.
 
 What is extracted (ParseOptions says which): `<a href>`, `<area href>`, `<frame src>` and
 `<iframe src>`, `<link rel=canonical|next|alternate href>`. Links are resolved against the
@@ -19,22 +21,31 @@ from __future__ import annotations
 
 import codecs
 import re
+import threading
 from collections.abc import Mapping
 from functools import lru_cache
 from typing import Final
 
-from selectolax.lexbor import LexborHTMLParser
+from selectolax.lexbor import LexborCSSSelector, LexborHTMLParser
 
 from ..urls import LinkResolver
 from .types import ExtractedLink, ParsedPage, ParseOptions
 
 __all__ = ["detect_charset", "is_html", "parse_html"]
 
-# One selector list, matched in document order: one walk of the tree per page.
-_SELECTOR: Final = (
-    "a[href], area[href], frame[src], iframe[src], link[href], base[href], "
-    "meta[name][content], title"
-)
+_SELECTOR_FRAMES: Final = "[href], iframe[src], frame[src]"
+_css = threading.local()
+
+
+def _link_kinds() -> dict[int, str]:
+    """lexbor tag id → link kind of the elements links come from ("link": the rel says)."""
+    html = "<a href><area href><link href><iframe src></iframe><svg><frame src>"
+    kinds = {"a": "a", "area": "area", "link": "link", "iframe": "frame", "frame": "frame"}
+    ids = {n.tag: n.tag_id for n in LexborHTMLParser(html).css("[href], [src]")}
+    return {ids[tag]: kind for tag, kind in kinds.items()}
+
+
+_KINDS: Final = _link_kinds()
 _LINK_REL_ORDER: Final = ("canonical", "next", "alternate")
 _HTML_TYPES: Final = frozenset({"text/html", "application/xhtml+xml"})
 # X-Robots-Tag directives that carry a value after a colon (not an agent prefix)
@@ -86,14 +97,20 @@ _UTF8: Final = ("utf-8", "utf-8")
 
 # Canonical forms of absolute hrefs ("http://…", "https://…"), which do not depend on the page
 # they appear on: popular URLs (home pages, navigation) are linked from many pages, and a dict
-# hit (~50 ns) replaces a WHATWG parse + canonicalisation (~2.8 µs). A root-relative href
-# ("/about") is looked up as origin + href, the absolute URL it resolves to, when it holds no
-# character that would make the two differ (a backslash or an ignored tab/newline can turn
-# "/\\x" or "/\t/x" into a protocol-relative reference). Keyed by strip_session_ids; cleared
-# when full, so memory stays bounded (~25 MB at the cap).
+# hit (~50 ns) replaces a WHATWG parse + canonicalisation (~2.8 µs). A relative href is looked
+# up as the absolute URL it resolves to, spelled by prefixing it with part of the base URL —
+# "//host/x" with the scheme, "/about" with the origin, "page.html" and "../x" with the base's
+# directory, "?q" with the base minus its query, "#top" with the base minus its fragment —
+# which the WHATWG parser reads exactly as it reads the relative form (once leading and
+# trailing spaces and control characters are stripped, as the parser does), unless the href
+# holds a backslash or an (ignored) tab/newline, which can change what it is relative to
+# ("/\\x", "/\t/x" are protocol-relative) or, for a path, a colon (a scheme: "mailto:x").
+# Keyed by strip_session_ids; cleared when full, so memory stays bounded (~25 MB at the cap).
 _ABSOLUTE_CACHE_MAX: Final = 100_000
 _absolute_cache: Final[dict[bool, dict[str, str | None]]] = {True: {}, False: {}}
-_NOT_PLAIN_PATH = re.compile(r"[\\\t\n\r]|^/[/\\]").search
+_NOT_PLAIN = re.compile(r"[\\\t\n\r]").search
+_MISS: Final = object()
+_C0_SPACE: Final = "".join(map(chr, range(0x21)))
 
 
 @lru_cache(maxsize=256)
@@ -191,6 +208,15 @@ def _x_robots(value: str, agent: str) -> tuple[bool, bool]:
     return nofollow, noindex
 
 
+def _selector() -> LexborCSSSelector:
+    """This thread's CSS engine (made once: selectolax would make one per document)."""
+    try:
+        return _css.selector  # type: ignore[no-any-return]
+    except AttributeError:
+        _css.selector = LexborCSSSelector()  # type: ignore[no-untyped-call]
+        return _css.selector  # type: ignore[no-any-return]
+
+
 def parse_html(
     body: bytes, url: str, headers: Mapping[str, str] | None, options: ParseOptions
 ) -> ParsedPage:
@@ -210,80 +236,117 @@ def parse_html(
         tree = LexborHTMLParser(body[bom:] if bom else body)
     else:
         tree = LexborHTMLParser(body[bom:].decode(codec, "replace"))
+    tags = tree.tags  # a plain C walk of the tree, far cheaper than a selector
     agent = options.robots_agent
     follow_nofollow = options.follow_nofollow
-    frames = options.frames
     link_rels = options.link_rels
     nofollow = noindex = False
     if x_robots:
         nofollow, noindex = _x_robots(x_robots, agent)
-    base_href: str | None = None
-    title: str | None = None
-    raw: list[tuple[str, str]] = []  # (href, kind), resolved once <base> is known
-    append = raw.append
-    # Hot loop: one pass over the matched elements in document order. Attribute dicts are
-    # read once per element; rel values (rare) are only split when present.
-    for node in tree.css(_SELECTOR):
-        tag = node.tag
+    for node in tags("meta"):
         attrs = node.attributes
-        if tag == "a" or tag == "area":
+        if "name" in attrs and "content" in attrs:  # as meta[name][content] selects
+            meta_name = (attrs["name"] or "").strip().lower()
+            if meta_name == "robots" or meta_name == agent:
+                nf, ni = _robots_directives(attrs["content"] or "")
+                nofollow = nofollow or nf
+                noindex = noindex or ni
+    titles = tags("title")
+    title = " ".join(titles[0].text().split()) if titles else None
+    base_href: str | None = None
+    for node in tags("base"):
+        base_href = node.attributes.get("href")
+        if base_href is not None:
+            break
+    strip = options.strip_session_ids
+    resolver = LinkResolver(url, base_href, strip_session_ids=strip)
+    resolve = resolver.resolve
+    cache = _absolute_cache[strip]
+    if len(cache) > _ABSOLUTE_CACHE_MAX:
+        cache.clear()
+    cached = cache.get
+    # the prefixes that make relative hrefs absolute (see _absolute_cache)
+    base_url = resolver.base_url
+    path_at = base_url.find("/", base_url.find("//") + 2)
+    origin = base_url[:path_at]  # scheme://authority
+    scheme = base_url[: base_url.find(":") + 1]  # "http:"
+    end = base_url.find("#", path_at)
+    no_fragment = base_url if end < 0 else base_url[:end]
+    end = no_fragment.find("?", path_at)
+    no_query = no_fragment if end < 0 else no_fragment[:end]
+    directory = no_query[: no_query.rfind("/") + 1]
+    only_canonical = nofollow and not follow_nofollow  # a nofollow page: canonical link only
+    new = tuple.__new__
+    links: list[ExtractedLink] = []
+    append = links.append
+    seen_frames: set[int] = set()
+    root = tree.root
+    frames = options.frames
+    selector = _SELECTOR_FRAMES if frames else "[href]"
+    for node in _selector().find(selector, root) if root is not None else ():
+        kind = _KINDS.get(node.tag_id)
+        if kind is None:
+            continue  # <base>, or another element with an href
+        if kind == "a" or kind == "area":
+            if only_canonical:
+                continue
+            attrs = node.attributes
             href = attrs.get("href")
             if href is None:
                 continue
             rel = attrs.get("rel")
             if rel and not follow_nofollow and "nofollow" in rel.lower().split():
                 continue
-            append((href, tag))
-        elif tag == "iframe" or tag == "frame":
-            src = attrs.get("src")
-            if frames and src is not None:
-                append((src, "frame"))
-        elif tag == "link":
+        elif kind == "frame":
+            # matched by [href] even when frames are not wanted; twice with a src as well
+            if only_canonical or not frames or node.mem_id in seen_frames:
+                continue
+            seen_frames.add(node.mem_id)
+            href = node.attributes.get("src")
+            if href is None:
+                continue
+        else:  # <link>
+            if not link_rels:
+                continue
+            attrs = node.attributes
             rel = attrs.get("rel")
             href = attrs.get("href")
-            if not rel or href is None or not link_rels:
+            if not rel or href is None:
                 continue
             tokens = rel.lower().split()
             if "stylesheet" in tokens or (not follow_nofollow and "nofollow" in tokens):
                 continue
             for kind in _LINK_REL_ORDER:
                 if kind in tokens and kind in link_rels:
-                    append((href, kind))
                     break
-        elif tag == "base":
-            if base_href is None:
-                base_href = attrs.get("href")
-        elif tag == "meta":
-            meta_name = (attrs.get("name") or "").strip().lower()
-            if meta_name == "robots" or meta_name == agent:
-                nf, ni = _robots_directives(attrs.get("content") or "")
-                nofollow = nofollow or nf
-                noindex = noindex or ni
-        elif tag == "title" and title is None:
-            title = " ".join(node.text().split())
-    strip = options.strip_session_ids
-    resolver = LinkResolver(url, base_href, strip_session_ids=strip)
-    resolve = resolver.resolve
-    if nofollow and not follow_nofollow:
-        raw = [item for item in raw if item[1] == "canonical"]
-    cache = _absolute_cache[strip]
-    if len(cache) > _ABSOLUTE_CACHE_MAX:
-        cache.clear()
-    cached = cache.get
-    base_url = resolver.base_url
-    origin = base_url[: base_url.find("/", base_url.find("//") + 2)]  # scheme://authority
-    new = tuple.__new__
-    links = []
-    for href, kind in raw:
-        if href[:1] == "/" and not _NOT_PLAIN_PATH(href):
-            href = origin + href  # resolves exactly as the root-relative href does
-        target = cached(href)
-        if target is None and href not in cache:
-            target = resolve(href)
-            if href[:7] == "http://" or href[:8] == "https://":
-                cache[href] = href if target == href else target  # share the string
+            else:
+                continue
+            if only_canonical and kind != "canonical":
+                continue
+        target = cached(href, _MISS)
+        if target is _MISS:
+            key = href
+            if href[:1] <= " " or href[-1:] <= " ":  # the parser strips C0 and spaces
+                key = href.strip(_C0_SPACE)
+                if not "!" <= key[:1] <= "~":
+                    key = href  # LinkResolver's own rules for blank hrefs apply
+            first = key[:1]
+            if first == "/":
+                if not _NOT_PLAIN(key):
+                    key = (scheme if key[1:2] == "/" else origin) + key
+            elif first == "?" or first == "#":
+                if not _NOT_PLAIN(key):
+                    key = (no_query if first == "?" else no_fragment) + key
+            elif first > " " and ":" not in key and not _NOT_PLAIN(key):
+                key = directory + key
+            if key is not href:
+                target = cached(key, _MISS)
+            if target is _MISS:
+                target = resolve(key)
+                if key[:7] == "http://" or key[:8] == "https://":
+                    cache[key] = key if target == key else target  # share the string
         if target is not None:
-            links.append(new(ExtractedLink, (target, kind)))
+            append(new(ExtractedLink, (target, kind)))
     return ParsedPage(
         links=tuple(links),
         nofollow=nofollow,
