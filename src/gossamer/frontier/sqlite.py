@@ -35,7 +35,9 @@ over), where only hosts resting within `max_backlog_lead` seconds can be passed 
 from __future__ import annotations
 
 import errno
+import fcntl
 import math
+import os
 import secrets
 import sqlite3
 import threading
@@ -236,6 +238,7 @@ class SqliteFrontier:
         self._full_hosts: set[str] = set()
         self._pending = _Pending()
         self._closed = False
+        self._writer_lock: int | None = None
         try:
             self._db = sqlite3.connect(
                 self.path, timeout=busy_timeout, isolation_level=None, check_same_thread=False
@@ -243,10 +246,10 @@ class SqliteFrontier:
         except sqlite3.Error as exc:
             raise _storage_error(exc, self.path) from exc
         try:
+            self._writer_lock = self._open_writer_lock()
             self._open(cache_mib)
         except BaseException:
-            self._db.close()
-            self._closed = True
+            self._release_files()
             raise
 
     # ------------------------------------------------------------------ plumbing
@@ -284,9 +287,41 @@ class SqliteFrontier:
         with self._read():  # the bulk of the seen-set, without holding the write lock
             self._sync_seen(db)
 
+    def _open_writer_lock(self) -> int | None:
+        """The file lock that queues writers of several processes (see `_write`), or None
+        where flock is not available (then SQLite's busy handler alone queues them)."""
+        try:
+            fd = os.open(f"{self.path}-writer.lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        except OSError:
+            return None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+            fcntl.flock(fd, fcntl.LOCK_UN)
+        except OSError:
+            os.close(fd)
+            return None
+        return fd
+
     @contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:
-        """One write transaction; sqlite errors become FrontierStorageError, nothing applied."""
+        """One write transaction; sqlite errors become FrontierStorageError, nothing applied.
+
+        Processes sharing the file take an exclusive `flock` first: the kernel hands the lock
+        to the next waiter the moment it is released, where SQLite's busy handler sleeps in
+        steps of up to 100 ms before trying again (a host's complete-then-lease cycle in a
+        worker pool waited tens of milliseconds that way)."""
+        lock = self._writer_lock
+        if lock is not None:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            with self._transaction() as db:
+                yield db
+        finally:
+            if lock is not None:
+                fcntl.flock(lock, fcntl.LOCK_UN)
+
+    @contextmanager
+    def _transaction(self) -> Iterator[sqlite3.Connection]:
         db = self._db
         try:
             db.execute("BEGIN IMMEDIATE")
@@ -720,8 +755,14 @@ class SqliteFrontier:
                         )
                     self._pending = _Pending()
             finally:
-                self._closed = True
-                self._db.close()
+                self._release_files()
+
+    def _release_files(self) -> None:
+        self._closed = True
+        self._db.close()
+        if self._writer_lock is not None:
+            os.close(self._writer_lock)
+            self._writer_lock = None
 
     def __enter__(self) -> SqliteFrontier:
         return self
