@@ -11,7 +11,10 @@ from typing import Any
 from . import __version__
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The whole command line. The simulated web's actions are registered only when
+    `command` is None or "testweb": importing it costs ~0.2 s, which every crawl and every
+    pool worker would otherwise pay at start."""
     parser = argparse.ArgumentParser(
         prog="gossamer", description="A polite, fast, fault-tolerant web crawler."
     )
@@ -34,6 +37,8 @@ def build_parser() -> argparse.ArgumentParser:
         description="A deterministic simulated web on loopback that knows the right answer.",
     )
     tw_sub = testweb.add_subparsers(dest="testweb_command", required=True, metavar="ACTION")
+    if command not in (None, "testweb"):
+        return parser
     from .testing import cli_demo, cli_export, cli_serve, cli_truth
 
     cli_serve.register(tw_sub)
@@ -160,8 +165,14 @@ def _run_report(args: argparse.Namespace) -> int:
     return print_report(args.dir, as_json=args.json)
 
 
+# commands that never need the simulated web's parser (see build_parser)
+_LIGHT_COMMANDS = frozenset({"crawl", "crawl-worker", "report"})
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    command = next((a for a in argv if not a.startswith("-")), None)
+    parser = build_parser(command if command in _LIGHT_COMMANDS else None)
     args = parser.parse_args(argv)
     try:
         result: int = args.func(args)

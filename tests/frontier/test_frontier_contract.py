@@ -601,3 +601,78 @@ def test_threads_never_share_a_url(make: Make) -> None:
     assert len(every) == len(set(every))
     s = f.statistics()
     assert s.done == len(every) == s.discovered and s.queued == s.leased == 0
+
+
+# ---------------------------------------------------------------------- renewal
+
+
+def test_renew_hands_a_ready_host_straight_back(make: Make) -> None:
+    f = make()
+    f.put_discovered(items(A, 7) + items(B, 2))
+    a = only(f.lease(1, 3))
+    assert a.host == A
+    again = f.complete(a.token, [done(u) for u in a.urls], renew=3)
+    assert again is not None and again.host == A and again.token != a.token
+    assert urls(again) == [url_of(A, i) for i in range(3, 6)]  # FIFO continues
+    assert again.backlog == 1
+    s = f.statistics()
+    assert (s.done, s.leased, s.queued, s.leased_hosts) == (3, 3, 3, 1)
+    with pytest.raises(StaleLeaseError):  # the old token is spent
+        f.complete(a.token, [])
+    # the renewed lease is an ordinary lease: completing it settles and releases the host
+    assert f.complete(again.token, [done(u) for u in again.urls]) is None
+    assert {b.host for b in f.lease(5, 5)} == {A, B}
+
+
+def test_renew_without_urls_left_releases_the_host(make: Make) -> None:
+    f = make()
+    f.put_discovered(items(A, 2))
+    a = only(f.lease(1, 5))
+    assert f.complete(a.token, [done(u) for u in a.urls], renew=5) is None
+    s = f.statistics()
+    assert (s.done, s.leased, s.leased_hosts) == (2, 0, 0)
+
+
+def test_renew_never_skips_a_hosts_rest(make: Make, clock: FakeClock) -> None:
+    f = make(default_delay=2.0)
+    f.put_discovered(items(A, 4))
+    a = only(f.lease(1, 2))
+    assert f.complete(a.token, [done(u) for u in a.urls], renew=2) is None
+    assert _ready_in(f, clock) == 2.0
+    g = make(default_delay=0.0)
+    g.put_discovered(items(A, 4))
+    b = only(g.lease(1, 2))
+    # the caller's own next_fetch_at (e.g. the last request's end + a Crawl-delay) counts too
+    assert g.complete(b.token, [done(u) for u in b.urls], clock.t + 1.0, renew=2) is None
+    # a 429 backs the host off: no renewal either
+    clock.advance(1.0)
+    c = only(g.lease(1, 2))
+    assert g.complete(c.token, [retry(c.urls[0], status=429), done(c.urls[1])], renew=2) is None
+
+
+def test_renew_respects_max_pages(make: Make) -> None:
+    f = make(max_pages=5)
+    f.put_discovered(items(A, 10))
+    a = only(f.lease(1, 3))
+    again = f.complete(a.token, [done(u) for u in a.urls], renew=3)
+    assert again is not None and len(again.urls) == 2  # 3 done + 2 in flight = 5
+    assert f.complete(again.token, [done(u) for u in again.urls], renew=3) is None
+    assert f.statistics().done == 5
+
+
+def test_renew_stops_at_a_dead_host(make: Make, clock: FakeClock) -> None:
+    f = make(max_host_errors=1)
+    f.put_discovered(items(A, 4))
+    a = only(f.lease(1, 1))
+    err = Outcome(a.urls[0].url, a.urls[0].fp, Verdict.RETRY, error="fetch/error/connect")
+    assert f.complete(a.token, [err], renew=2) is None
+    assert f.statistics().dead_hosts == 1
+
+
+def test_negative_renew_is_refused_and_changes_nothing(make: Make) -> None:
+    f = make()
+    f.put_discovered(items(A, 3))
+    a = only(f.lease(1, 1))
+    with pytest.raises(ValueError):
+        f.complete(a.token, [done(a.urls[0])], renew=-1)
+    assert f.complete(a.token, [done(a.urls[0])]) is None

@@ -17,7 +17,7 @@ from typing import Any, ClassVar
 
 import pytest
 from _frontier_helpers import FakeClock, check_sqlite_counters, fp_of
-from hypothesis import HealthCheck, settings
+from hypothesis import HealthCheck, event, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import (
     RuleBasedStateMachine,
@@ -162,9 +162,16 @@ class FrontierMachine(RuleBasedStateMachine):
         outcomes = data.draw(st.permutations(outcomes))
         lower = data.draw(st.sampled_from([None, 0.0, 2.5, 8.0]))
         nfa = None if lower is None else self.clock() + lower
-        self.sut(which).complete(token, outcomes, nfa)
-        self.model.complete(model_token, outcomes, nfa)
+        renew = data.draw(st.sampled_from([0, 0, 1, 3]))
+        got = self.sut(which).complete(token, outcomes, nfa, renew)
+        want = self.model.complete(model_token, outcomes, nfa, renew)
         self.stale.append(batch)
+        assert (got is None) == (want is None)
+        event("renewed" if got is not None else "released")
+        if got is not None and want is not None:  # a renewal is a new, live lease
+            assert view(got) == view(want) and got.host == batch.host
+            assert got.token not in self.live and all(got.token != b.token for b in self.stale)
+            self.live[got.token] = (want.token, got, got.expires_at)
 
     @precondition(lambda self: self.stale)
     @rule(data=st.data(), which=st.integers(0, 1))
@@ -310,6 +317,7 @@ class SqliteUnlimitedMachine(SqliteMachine):
         "host_budget": None,
         "max_host_errors": None,
         "max_attempts": 3,
+        "default_delay": 0.0,  # hosts need no rest: complete(…, renew) hands them back
     }
 
 

@@ -40,6 +40,7 @@ REDIRECTS = frozenset({301, 302, 303, 307, 308})
 RETRY_STATUSES = frozenset({429, 503})
 MAX_ROBOTS_REDIRECTS = 5
 LEASE_SAFETY_S = 2.0  # stop fetching a batch this long before its lease ends
+RENEW_MAX_S = 2.0  # a host keeps its IP slot through lease renewals at most this long
 MAX_SITEMAP_FILES = 50  # sitemap files read per host (an index and its children)
 _EDGE_KINDS = frozenset({"redirect", "canonical", "sitemap"})  # the rest are "link"
 ROUTE_MEMO_MAX = 200_000  # URLs whose routing facts are memoised (~40 MB at the cap)
@@ -165,89 +166,144 @@ class Crawler:
 
     # ------------------------------------------------------------------ one host
     async def _run_batch(self, batch: HostBatch) -> None:
+        """Crawl one leased host: robots.txt (when not cached), then its batch; while the host
+        has URLs left and may be fetched again at once (no delay, no back-off), the frontier
+        renews the lease as it completes the batch and the same connection goes on (see
+        `_renew_size` for what bounds that)."""
         host = batch.host
-        outcomes: list[Outcome] = []
-        discovered: list[Discovered] = []
-        last_end = 0.0
         ip = await self._ip_of(host)
         async with self.ip_gate.hold(ip):  # per-IP politeness covers robots.txt too
+            held_since = self.clock()
             fetched_robots = self.robots.get(host, self.clock()) is None
             policy = await self._robots_policy(host, batch)
             delay = self._delay(policy)
+            discovered: list[Discovered] = []
+            last_end = 0.0
             if fetched_robots and policy is not None:
                 last_end = self.clock()
                 if policy.sitemaps and self.settings.use_sitemaps:
                     last_end = await self._sitemaps(
                         host, policy, batch, delay, last_end, discovered
                     )
-            todo: list[LeasedURL] = []
-            for leased in batch.urls:
-                if policy is not None and not policy.allowed(leased.url):
-                    outcomes.append(
-                        Outcome(leased.url, leased.fp, Verdict.FAILED, error="robots/disallowed")
-                    )
-                    self.counters.dropped["robots/disallowed"] += 1
-                else:
-                    todo.append(leased)
-            # One request in flight on the host's connection, and one page of look-ahead: the
-            # next request goes out (after the host's delay) before this response is
-            # processed, so the connection works while the page is parsed and recorded.
-            nxt = self._next_fetch(todo, 0, last_end, delay, batch.expires_at)
-            try:
-                k = 0
-                while nxt is not None:
-                    result = await nxt
-                    last_end = self.clock()
-                    leased = todo[k]
-                    k += 1
-                    retry = result.status in RETRY_STATUSES  # the host asked us to back off
-                    nxt = (
-                        None
-                        if retry
-                        else self._next_fetch(todo, k, last_end, delay, batch.expires_at)
-                    )
-                    # the host with the most URLs left is processed first (engine.turns)
-                    await self.turns.acquire(batch.backlog + len(todo) - k)
-                    try:
-                        verdict, error = self._record(
-                            result, leased.depth, leased.parent, leased.attempts
-                        )
-                        outcomes.append(
-                            Outcome(
-                                leased.url,
-                                leased.fp,
-                                verdict,
-                                status=result.status,
-                                retry_after=_retry_after(result),
-                                elapsed=result.elapsed if result.status is not None else None,
-                                error=error,
-                            )
-                        )
-                        if verdict is Verdict.DONE:
-                            self._links(result, leased.depth, discovered)
-                    finally:
-                        self.turns.release()
-            finally:
-                if nxt is not None:  # an error while recording: no request left behind
-                    nxt.cancel()
-        # unfinished URLs (a stop, the lease's end, a back-off) go back to the queue
+            current: HostBatch | None = batch
+            while current is not None:
+                outcomes: list[Outcome] = []
+                last_end = await self._fetch_batch(
+                    current, policy, delay, last_end, outcomes, discovered
+                )
+                current = await self._settle(
+                    current,
+                    outcomes,
+                    discovered,
+                    last_end + delay if last_end else None,
+                    self._renew_size(ip, held_since),
+                )
+                discovered = []
+
+    def _renew_size(self, ip: str, held_since: float) -> int:
+        """URLs to ask for when renewing a host's lease: none once a stop is requested, when
+        another host of this worker waits for the same IP, or after RENEW_MAX_S of holding
+        the IP (then the host goes back to the frontier's lease order, so hosts of that IP in
+        other workers get their turn too)."""
+        if (
+            self._stop.is_set()
+            or self.ip_gate.waiting(ip)
+            or self.clock() - held_since > RENEW_MAX_S
+        ):
+            return 0
+        return self.settings.per_host
+
+    async def _settle(
+        self,
+        batch: HostBatch,
+        outcomes: list[Outcome],
+        discovered: list[Discovered],
+        next_fetch_at: float | None,
+        renew: int,
+    ) -> HostBatch | None:
+        """Hand a finished batch to the frontier: outputs flushed first, then its links, then
+        `complete` (one hop to the frontier's thread). Returns the renewed batch, if any."""
         self.sinks.flush()  # outputs on disk before the frontier counts the URLs done
+        frontier = self.frontier
+
         # Links go in before the batch completes: a crash (or a full disk) between the two
         # then re-fetches the pages (dedupe absorbs the rediscovered links) instead of
         # counting them done with their links lost.
-        if discovered:
-            self.counters.discovered += await asyncio.to_thread(
-                self.frontier.put_discovered, discovered
-            )
-        try:
-            await asyncio.to_thread(
-                self.frontier.complete,
-                batch.token,
-                outcomes,
-                last_end + delay if last_end else None,
-            )
-        except StaleLeaseError:
+        def settle() -> tuple[int, HostBatch | None, bool]:
+            added = frontier.put_discovered(discovered) if discovered else 0
+            try:
+                return added, frontier.complete(batch.token, outcomes, next_fetch_at, renew), False
+            except StaleLeaseError:
+                return added, None, True
+
+        added, renewed, stale = await asyncio.to_thread(settle)
+        self.counters.discovered += added
+        if stale:
             self.counters.errors["frontier/stale-lease"] += 1
+        return renewed
+
+    async def _fetch_batch(
+        self,
+        batch: HostBatch,
+        policy: RobotsPolicy | None,
+        delay: float,
+        last_end: float,
+        outcomes: list[Outcome],
+        discovered: list[Discovered],
+    ) -> float:
+        """Fetch, record and parse the URLs of `batch` over the host's connection, appending
+        to `outcomes` and `discovered`. Returns the end time of the last request (or
+        `last_end` when none was made). URLs not reached (a stop, the lease's end, a back-off)
+        get no outcome: the frontier requeues them."""
+        todo: list[LeasedURL] = []
+        for leased in batch.urls:
+            if policy is not None and not policy.allowed(leased.url):
+                outcomes.append(
+                    Outcome(leased.url, leased.fp, Verdict.FAILED, error="robots/disallowed")
+                )
+                self.counters.dropped["robots/disallowed"] += 1
+            else:
+                todo.append(leased)
+        # One request in flight on the host's connection, and one page of look-ahead: the
+        # next request goes out (after the host's delay) before this response is
+        # processed, so the connection works while the page is parsed and recorded.
+        nxt = self._next_fetch(todo, 0, last_end, delay, batch.expires_at)
+        try:
+            k = 0
+            while nxt is not None:
+                result = await nxt
+                last_end = self.clock()
+                leased = todo[k]
+                k += 1
+                retry = result.status in RETRY_STATUSES  # the host asked us to back off
+                nxt = (
+                    None if retry else self._next_fetch(todo, k, last_end, delay, batch.expires_at)
+                )
+                # the host with the most URLs left is processed first (engine.turns)
+                await self.turns.acquire(batch.backlog + len(todo) - k)
+                try:
+                    verdict, error = self._record(
+                        result, leased.depth, leased.parent, leased.attempts
+                    )
+                    outcomes.append(
+                        Outcome(
+                            leased.url,
+                            leased.fp,
+                            verdict,
+                            status=result.status,
+                            retry_after=_retry_after(result),
+                            elapsed=result.elapsed if result.status is not None else None,
+                            error=error,
+                        )
+                    )
+                    if verdict is Verdict.DONE:
+                        self._links(result, leased.depth, discovered)
+                finally:
+                    self.turns.release()
+        finally:
+            if nxt is not None:  # an error while recording: no request left behind
+                nxt.cancel()
+        return last_end
 
     def _next_fetch(
         self, todo: list[LeasedURL], k: int, last_end: float, delay: float, expires_at: float

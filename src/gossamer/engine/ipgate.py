@@ -19,12 +19,29 @@ class LocalIpGate:
     def __init__(self, limit: int) -> None:
         self.limit = limit
         self._locks: dict[str, asyncio.Semaphore] = {}
+        self._waiting: dict[str, int] = {}
+
+    def waiting(self, ip: str) -> bool:
+        """Whether a host of this process waits for a slot of `ip` (a holder that could
+        keep its slot longer should let it go instead)."""
+        return self._waiting.get(ip, 0) > 0
 
     @asynccontextmanager
     async def hold(self, ip: str) -> AsyncIterator[None]:
         sem = self._locks.setdefault(ip, asyncio.Semaphore(self.limit))
-        async with sem:
+        waiting = self._waiting
+        waiting[ip] = waiting.get(ip, 0) + 1
+        try:
+            await sem.acquire()
+        finally:
+            if waiting[ip] == 1:
+                del waiting[ip]
+            else:
+                waiting[ip] -= 1
+        try:
             yield
+        finally:
+            sem.release()
 
 
 class FileIpGate:
@@ -36,6 +53,11 @@ class FileIpGate:
         self.limit = limit
         self.poll = poll
         self._local = LocalIpGate(limit)  # no busy-polling against our own holders
+
+    def waiting(self, ip: str) -> bool:
+        """Whether a host of this process waits for `ip` (other processes' waiters are not
+        seen: the engine bounds how long a host keeps a slot by time as well)."""
+        return self._local.waiting(ip)
 
     @asynccontextmanager
     async def hold(self, ip: str) -> AsyncIterator[None]:

@@ -14,6 +14,7 @@ Crawl directory layout (docs/crawler/outputs.md):
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import ctypes
 import errno
 import fcntl
@@ -220,13 +221,17 @@ def _die_with_parent() -> None:
 def _watch(
     procs: list[subprocess.Popen[bytes]], frontier: SqliteFrontier, progress: IO[str] | None
 ) -> None:
-    """Wait for the workers, showing the frontier's progress."""
+    """Wait for the workers, showing the frontier's progress (every 0.5 s on a TTY, every
+    10 s otherwise). Returns as soon as the last worker exits."""
     tty = progress is not None and progress.isatty()
     start = last_t = time.monotonic()
     last_done = 0
-    while any(p.poll() is None for p in procs):
-        time.sleep(0.5)
-        if progress is None or (not tty and time.monotonic() - last_t < 10):
+    interval = 0.5 if tty else 10.0
+    while alive := [p for p in procs if p.poll() is None]:
+        # waiting on one worker is enough: the loop ends only when every one has exited
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            alive[0].wait(timeout=max(0.0, last_t + interval - time.monotonic()))
+        if progress is None or time.monotonic() - last_t < interval:
             continue
         st = frontier.statistics()
         now = time.monotonic()

@@ -147,9 +147,7 @@ class MemoryFrontier:
             if max_hosts == 0 or per_host == 0:
                 return []
             self._reclaim(now)
-            slots: float = math.inf
-            if self.options.max_pages is not None:
-                slots = self.options.max_pages - self._counts["done"] - self._counts["leased"]
+            slots = self._slots()
             if slots <= 0:
                 return []
             ready = sorted(
@@ -160,19 +158,28 @@ class MemoryFrontier:
             for h in ready:
                 if slots <= 0:
                     break
-                take = int(min(per_host, slots, len(h.queue)))
-                fps = [heapq.heappop(h.queue)[2] for _ in range(take)]
-                token = secrets.token_hex(16)
-                h.token, h.expires, h.leased = token, now + self.options.lease_ttl, fps
-                self._by_token[token] = h
-                urls = []
-                for fp in fps:
-                    u = self._urls[fp]
-                    self._move(u, "leased")
-                    urls.append(LeasedURL(u.item.url, fp, u.item.depth, u.item.parent, u.attempts))
-                out.append(HostBatch(h.name, token, h.expires, tuple(urls), len(h.queue)))
-                slots -= take
+                out.append(self._lease_host(h, int(min(per_host, slots)), now))
+                slots -= len(out[-1].urls)
             return out
+
+    def _slots(self) -> float:
+        """Pages that may still be leased under max_pages (inf without a limit)."""
+        if self.options.max_pages is None:
+            return math.inf
+        return self.options.max_pages - self._counts["done"] - self._counts["leased"]
+
+    def _lease_host(self, h: _Host, take: int, now: float) -> HostBatch:
+        take = min(take, len(h.queue))
+        fps = [heapq.heappop(h.queue)[2] for _ in range(take)]
+        token = secrets.token_hex(16)
+        h.token, h.expires, h.leased = token, now + self.options.lease_ttl, fps
+        self._by_token[token] = h
+        urls = []
+        for fp in fps:
+            u = self._urls[fp]
+            self._move(u, "leased")
+            urls.append(LeasedURL(u.item.url, fp, u.item.depth, u.item.parent, u.attempts))
+        return HostBatch(h.name, token, h.expires, tuple(urls), len(h.queue))
 
     @staticmethod
     def _ready(h: _Host, now: float) -> bool:
@@ -189,9 +196,15 @@ class MemoryFrontier:
         heapq.heappush(h.queue, (u.item.priority, u.seq, fp))
 
     def complete(
-        self, token: str, outcomes: Sequence[Outcome], next_fetch_at: float | None = None
-    ) -> None:
+        self,
+        token: str,
+        outcomes: Sequence[Outcome],
+        next_fetch_at: float | None = None,
+        renew: int = 0,
+    ) -> HostBatch | None:
         """See `Frontier.complete`."""
+        if renew < 0:
+            raise ValueError("renew must be >= 0")
         with self._lock:
             self._check_open()
             h = self._by_token.get(token)
@@ -199,9 +212,8 @@ class MemoryFrontier:
                 raise StaleLeaseError(f"lease {token!r} is not held (completed or reclaimed)")
             leased = {fp: self._urls[fp].attempts for fp in h.leased}
             s = settle(leased, outcomes, self.options.max_attempts)
-            h.timing = after_batch(
-                h.timing, outcomes, self._clock(), self.options.politeness, next_fetch_at
-            )
+            now = self._clock()
+            h.timing = after_batch(h.timing, outcomes, now, self.options.politeness, next_fetch_at)
             self._release(h)
             for fp in s.done:
                 self._move(self._urls[fp], "done")
@@ -218,6 +230,11 @@ class MemoryFrontier:
                     self._move(self._urls[fp], "failed")
                 h.queue.clear()
             h.order = self.options.lease_order(h.timing.next_fetch_at, len(h.queue))
+            if renew and self._ready(h, now):
+                slots = self._slots()
+                if slots > 0:
+                    return self._lease_host(h, int(min(renew, slots)), now)
+            return None
 
     def extend(self, token: str, until: float) -> None:
         """See `Frontier.extend`."""

@@ -9,6 +9,8 @@ the same contract tests (tests/frontier/). The semantics, in one place:
   left when its last lease completed (`FrontierOptions.lease_order`; ties by host name) — each
   with at most `per_host` URLs (lowest `priority` first, FIFO within a priority), a fresh
   random token, an expiry and the host's `backlog` (URLs still queued).
+- **Renewal.** `complete(…, renew=n)` may hand the same host straight back as a new batch,
+  only when a `lease` at that moment could lease it (never a host that must still rest).
 - **Fencing.** `complete`/`extend` with a token that is unknown, already completed, or whose
   expired lease was reclaimed raise `StaleLeaseError` and change nothing. An expired lease that
   nobody reclaimed yet still completes.
@@ -197,12 +199,23 @@ class Frontier(Protocol):
         ...
 
     def complete(
-        self, token: str, outcomes: Sequence[Outcome], next_fetch_at: float | None = None
-    ) -> None:
+        self,
+        token: str,
+        outcomes: Sequence[Outcome],
+        next_fetch_at: float | None = None,
+        renew: int = 0,
+    ) -> HostBatch | None:
         """Settle a batch and release its host; `next_fetch_at` is a lower bound for the host.
 
+        With `renew` > 0, the same transaction leases the host again — up to `renew` URLs, a
+        new token — when it would be ready for `lease` at once (URLs queued, not dead, its
+        rest after this batch already over) and `max_pages` leaves room, and returns that
+        batch; otherwise (and always with `renew` 0) it returns None. A busy host with no
+        delay then keeps its connection without a lease round trip; a host with a delay
+        rests as after any batch.
+
         Raises `StaleLeaseError` (fencing) and `ValueError` for an outcome whose fp is not in
-        the batch or appears twice; either way nothing changes.
+        the batch or appears twice, or a negative `renew`; either way nothing changes.
         """
         ...
 

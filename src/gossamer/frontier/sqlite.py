@@ -516,10 +516,7 @@ class SqliteFrontier:
                     return batches
             with self._write() as db:
                 self._reclaim(db, now)
-                slots: float = math.inf
-                if self.options.max_pages is not None:
-                    done, leased = db.execute("SELECT done, leased FROM counters").fetchone()
-                    slots = self.options.max_pages - done - leased
+                slots = self._slots(db)
                 if slots <= 0:
                     return batches
                 total = 0
@@ -527,35 +524,48 @@ class SqliteFrontier:
                     if slots <= 0:
                         break
                     take = per_host if per_host <= slots else int(slots)
-                    rows = db.execute(_QUEUE, (host_id, take)).fetchall()
-                    if not rows:
-                        raise RuntimeError(
-                            f"frontier {self.path}: host {name} pending count is off"
-                        )
-                    record = array("q")
-                    urls = []
-                    for url_id, priority, attempts, fp, depth, url, parent in rows:
-                        record.extend((url_id, priority, attempts, fp))
-                        urls.append(
-                            LeasedURL(url, fp + _WRAP if fp < 0 else fp, depth, parent, attempts)
-                        )
-                    token = f"{host_id}-{secrets.token_hex(12)}"
-                    db.execute(
-                        "UPDATE hosts SET lease_token = ?, lease_expires = ?, lease = ?"
-                        " WHERE id = ?",
-                        (token, expires, record.tobytes(), host_id),
-                    )
-                    batches.append(
-                        HostBatch(name, token, expires, tuple(urls), pending - len(rows))
-                    )
-                    slots -= len(rows)
-                    total += len(rows)
+                    batch = self._lease_host(db, host_id, name, pending, take, expires)
+                    batches.append(batch)
+                    slots -= len(batch.urls)
+                    total += len(batch.urls)
                 if total:
                     db.execute(
                         "UPDATE counters SET queued = queued - ?, leased = leased + ?",
                         (total, total),
                     )
             return batches
+
+    def _slots(self, db: sqlite3.Connection) -> float:
+        """Pages that may still be leased under max_pages (inf without a limit)."""
+        if self.options.max_pages is None:
+            return math.inf
+        done, leased = db.execute("SELECT done, leased FROM counters").fetchone()
+        return float(self.options.max_pages - done - leased)
+
+    def _lease_host(
+        self,
+        db: sqlite3.Connection,
+        host_id: int,
+        name: str,
+        pending: int,
+        take: int,
+        expires: float,
+    ) -> HostBatch:
+        """Lease up to `take` queued URLs of one host (the caller updates the counters)."""
+        rows = db.execute(_QUEUE, (host_id, take)).fetchall()
+        if not rows:
+            raise RuntimeError(f"frontier {self.path}: host {name} pending count is off")
+        record = array("q")
+        urls = []
+        for url_id, priority, attempts, fp, depth, url, parent in rows:
+            record.extend((url_id, priority, attempts, fp))
+            urls.append(LeasedURL(url, fp + _WRAP if fp < 0 else fp, depth, parent, attempts))
+        token = f"{host_id}-{secrets.token_hex(12)}"
+        db.execute(
+            "UPDATE hosts SET lease_token = ?, lease_expires = ?, lease = ? WHERE id = ?",
+            (token, expires, record.tobytes(), host_id),
+        )
+        return HostBatch(name, token, expires, tuple(urls), pending - len(rows))
 
     @staticmethod
     def _host_of(token: str) -> int:
@@ -565,9 +575,15 @@ class SqliteFrontier:
         return int(head)
 
     def complete(
-        self, token: str, outcomes: Sequence[Outcome], next_fetch_at: float | None = None
-    ) -> None:
+        self,
+        token: str,
+        outcomes: Sequence[Outcome],
+        next_fetch_at: float | None = None,
+        renew: int = 0,
+    ) -> HostBatch | None:
         """See `Frontier.complete`."""
+        if renew < 0:
+            raise ValueError("renew must be >= 0")
         host_id = self._host_of(token)
         with self._lock:
             self._check_open()
@@ -642,6 +658,19 @@ class SqliteFrontier:
                         int(timing.dead and not old.dead),
                     ),
                 )
+                if not (renew and left and not timing.dead and timing.next_fetch_at <= now):
+                    return None
+                slots = self._slots(db)
+                if slots <= 0:
+                    return None
+                take = renew if renew <= slots else int(slots)
+                name = db.execute("SELECT name FROM hosts WHERE id = ?", (host_id,)).fetchone()[0]
+                batch = self._lease_host(
+                    db, host_id, name, left, take, now + self.options.lease_ttl
+                )
+                n = len(batch.urls)
+                db.execute("UPDATE counters SET queued = queued - ?, leased = leased + ?", (n, n))
+                return batch
 
     def extend(self, token: str, until: float) -> None:
         """See `Frontier.extend`."""
