@@ -1,8 +1,9 @@
 """parse_html against a straightforward reference extraction: one CSS pass over every element
 links can come from, in document order, each href resolved by a fresh urls.LinkResolver (no
-cache). The production code takes shortcuts (per-tag walks for meta/title/base, one `[href]`
-selector, tag ids, prefix-keyed caches for relative hrefs); these tests pin that the shortcuts
-never change a result, on whole simulated webs and on hand-written edge cases."""
+cache). The production code takes shortcuts (one `[href]`-based selector for links, base, meta
+and title, read in a single loop that restarts on a late <base>, tag ids, prefix-keyed caches
+for relative hrefs); these tests pin that the shortcuts never change a result, on whole
+simulated webs and on hand-written edge cases."""
 
 from __future__ import annotations
 
@@ -124,6 +125,12 @@ EDGE_CASES = [
     "<meta content=nofollow><meta name><meta name=robots><a href=a><meta name=ROBOTS "
     "content=NOINDEX><p><meta name=gossamer content='none'>",
     '<meta name="" content=nofollow><a href=q>',
+    # elements found by [href] that are not links: meta, title, base
+    "<meta href=/m><meta name=robots href=/m2><meta name=robots content=noindex href=/m3>"
+    "<title href=/t>t</title><title>u</title><base href><base href=/b/ target=x><a href=a>",
+    # a meta nofollow and a <base> after the links they apply to
+    "<a href=1><link rel=canonical href=c><iframe src=f></iframe><base href=/late/><a href=2>"
+    "<meta name=robots content=nofollow><a href=3><base href=/later/><link rel=next href=n>",
     # titles: none, empty, several, in svg
     "<title></title><title>second</title>",
     "<svg><title> svg  first </title></svg><title>html</title>",
@@ -164,7 +171,8 @@ HREFS = [
     " #f", "# f", "//other.example/p", "//Other.Example:80/./p/../q", "///triple/p",
     "//", "//user@host.example/", "//[::1]/v6", "// spaced", "/\\\\evil.example/",
     "\\\\evil.example/", "/a", "/a/../b", " /lead", "/x\t/y", "/sessionid=1?sessionid=2",
-    "http:relative", "http://www.example.com/abs", " http://www.example.com/padded ",
+    "http:relative", "HTTPS:relative", "http\t:x", "ftp:x", "Tel:+1", "\u212aa:b", "a\tb:c",
+    "http://www.example.com/abs", " http://www.example.com/padded ",
     "HTTP://WWW.EXAMPLE.COM:80/./z", "https://www.example.com/a#x", "?sessionid=zz&a=b",
 ]  # fmt: skip
 
