@@ -11,6 +11,8 @@ import pytest
 from _fetch_helpers import Action, raw_server, response, run
 
 from gossamer.fetch import (
+    ERROR_BAD_URL,
+    ERROR_CANCELLED,
     ERROR_TIMEOUT,
     CurlFetcher,
     FetchRequest,
@@ -191,6 +193,62 @@ def test_libcurl_timeouts_fire_while_other_transfers_move_the_timer(loop: str) -
     assert all(r.error is None and r.body == b"quick" for r in quick)
 
 
+@pytest.mark.parametrize("loop", LOOPS)
+def test_start_is_fetch_begun_at_once(loop: str) -> None:
+    """start() returns a plain future (a task only for a host still to be looked up in DNS)
+    with fetch()'s result; failures before a transfer are done futures; a cancelled future's
+    transfer ends at the next sweep and the fetcher goes on."""
+
+    def script(head: bytes) -> list[Action]:
+        target = head.split(b" ", 2)[1]
+        if target == b"/hang":
+            return [5.0]
+        return [response(200, b"ok " + target, [("X-Target", target.decode())])]
+
+    async def dns(host: str) -> list[str]:
+        return ["127.0.0.1"]
+
+    async def go() -> None:
+        async with raw_server(script) as srv:
+            resolver = Resolver([f"{HOST}:80:127.0.0.1:{srv.port}"], allow_private=True,
+                                getaddrinfo=dns)  # fmt: skip
+            f = CurlFetcher(resolver=resolver, first_byte_timeout=2.0, stall_timeout=2.0)
+            try:
+                fut = f.start(FetchRequest(f"http://{HOST}/a"))
+                assert type(fut) is asyncio.Future and not fut.done()
+                started, fetched = await fut, await f.fetch(FetchRequest(f"http://{HOST}/a"))
+                assert started.error is None and started.body == b"ok /a" == fetched.body
+                assert started.header("x-target") == "/a" and started.headers == fetched.headers
+                assert started.request_head == fetched.request_head == srv.requests[0][1]
+
+                bad = f.start(FetchRequest("ftp://x/"))
+                assert bad.done() and bad.result().error == ERROR_BAD_URL
+                invalid = f.start(FetchRequest(f"http://{HOST}/", (("Host", "x"),)))
+                assert invalid.done() and isinstance(invalid.exception(), ValueError)
+
+                looked_up = f.start(FetchRequest(f"http://dns.example.test:{srv.port}/b"))
+                assert isinstance(looked_up, asyncio.Task)
+                assert (await looked_up).body == b"ok /b"
+
+                hang = f.start(FetchRequest(f"http://{HOST}/hang"))
+                await asyncio.sleep(0.1)
+                assert f.statistics().in_flight == 1
+                hang.cancel()
+                for _ in range(50):  # the sweep runs every 0.1 s here
+                    if not f.statistics().in_flight:
+                        break
+                    await asyncio.sleep(0.05)
+                stats = f.statistics()
+                assert stats.in_flight == 0 and stats.errors[ERROR_CANCELLED] == 1
+                assert (await f.start(FetchRequest(f"http://{HOST}/c"))).body == b"ok /c"
+            finally:
+                await f.aclose()
+            closed = f.start(FetchRequest(f"http://{HOST}/a"))
+            assert closed.done() and closed.result().error == ERROR_CANCELLED
+
+    run(go(), loop)
+
+
 # ---------------------------------------------------------------------------- lazy headers
 HEAD = (
     b"HTTP/1.1 301 Moved\r\nLocation: /x\r\ncontent-type: text/html\r\nSet-Cookie: a=1\r\n"
@@ -220,6 +278,42 @@ def test_lazy_headers_read_like_parsed_ones() -> None:
     with pytest.raises(dataclasses.FrozenInstanceError):
         lazy.headers = ()  # type: ignore[misc]
     assert _result(LAZY_HEADERS, b"").headers == ()
+
+
+@pytest.mark.parametrize(
+    "head",
+    [
+        HEAD,
+        HEAD.replace(b"Set-Cookie: b=2", b"Set-Cookie: b=2;\r\n\tpath=/"),  # obsolete folding
+        b"HTTP/1.1 200 OK\r\nNoColon\r\nA : b \r\na: c\r\n\r\n",
+        b"HTTP/1.1 200 OK\r\n X-Lead: 1\r\nA: b\r\n\r\n",  # a first line that folds
+        b"HTTP/1.1 200 OK",
+        b"",
+    ],
+)
+def test_lookups_before_the_headers_are_read_agree_with_them(head: bytes) -> None:
+    """header() / header_all() on LAZY_HEADERS answer from a name map kept in the headers
+    slot: the same answers as the parsed headers, which can still be read (and compared,
+    pickled, replaced) afterwards."""
+    names = ["location", "Content-Type", "set-cookie", "x-lead", "a", "retry-after", "missing",
+             "", "nocolon"]  # fmt: skip
+    eager = _result(_parse_head(head)[2], head)
+    for first in names:  # the first lookup builds the map: by header() or by header_all()
+        for by_all in (False, True):
+            lazy = _result(LAZY_HEADERS, head)
+            assert (lazy.header_all(first) if by_all else lazy.header(first)) == (
+                eager.header_all(first) if by_all else eager.header(first)
+            )
+            for name in names:
+                assert lazy.header(name) == eager.header(name)
+                assert lazy.header_all(name) == eager.header_all(name)
+            assert lazy == eager and pickle.loads(pickle.dumps(lazy)) == eager
+    lazy = _result(LAZY_HEADERS, head)
+    lazy.header("location")
+    assert dataclasses.replace(lazy, url="http://b/").headers == eager.headers
+    lazy = _result(LAZY_HEADERS, head)
+    lazy.header("location")
+    assert lazy.headers == eager.headers and lazy.header("a") == eager.header("a")
 
 
 def test_header_lookup_on_given_headers_is_unchanged() -> None:

@@ -82,6 +82,10 @@ class Crawler:
         self.revalidate = revalidate  # --recrawl: conditional GETs, old links on a 304
         self.frontier = frontier
         self.fetcher = fetcher
+        # `start(request) -> Future`: begin a request at once (CurlFetcher); else `fetch()`
+        self._start: Callable[[FetchRequest], asyncio.Future[FetchResult]] | None = getattr(
+            fetcher, "start", None
+        )
         self.ip_of = ip_of
         self.resolve = resolve  # DNS lookup that fills the cache ip_of reads
         self.sinks = sinks
@@ -316,6 +320,11 @@ class Crawler:
         revalidate = self.revalidate
         request = FetchRequest(leased.url, revalidate.headers(leased.fp) if revalidate else ())
         wait = last_end + delay - self.clock()
+        if wait <= 0 and self._start is not None:
+            # the request goes on the wire now and the future is awaited directly: a task
+            # around `fetch()` would start it one loop iteration later and wake the batch one
+            # iteration after the response, and a busy loop's iterations are milliseconds
+            return self._start(request)
         fut: asyncio.Future[FetchResult] = asyncio.ensure_future(
             self._fetch_at(request, wait) if wait > 0 else self.fetcher.fetch(request)
         )

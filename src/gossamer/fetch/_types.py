@@ -97,7 +97,14 @@ class FetchResult:
 
     def header(self, name: str) -> str | None:
         """The first header called `name` (case-insensitive), or None."""
-        headers = self.headers
+        # The slot read directly (a C call; `self.headers` runs _LazyHeaders.__get__, a Python
+        # frame): the crawler reads several headers of every response. LAZY_HEADERS are
+        # replaced there by their {lower-case name: first value} map (see _lookup_map).
+        headers: Any = _get_headers_slot(self)
+        if type(headers) is _NameMap:
+            return headers.get(name.lower())
+        if headers is LAZY_HEADERS:
+            return _lookup_map(self).get(name.lower())
         if type(headers) is _Headers:  # parsed from response_head: a name -> value map
             first = headers.first
             if first is None:
@@ -106,13 +113,19 @@ class FetchResult:
         lname = name.lower()
         for key, value in headers:
             if key.lower() == lname:
-                return value
+                return value  # type: ignore[no-any-return]
         return None
 
     def header_all(self, name: str) -> list[str]:
         """Every value of the header `name` (case-insensitive), in order."""
+        headers: Any = _get_headers_slot(self)
         lname = name.lower()
-        return [value for key, value in self.headers if key.lower() == lname]
+        if type(headers) is _NameMap or headers is LAZY_HEADERS:
+            first = headers if type(headers) is _NameMap else _lookup_map(self)
+            if lname not in first:
+                return []  # the usual answer (X-Robots-Tag is read from every page)
+            headers = self.headers  # parsed now
+        return [value for key, value in headers if key.lower() == lname]
 
     @property
     def ok(self) -> bool:
@@ -174,9 +187,10 @@ def parse_headers(head: bytes) -> tuple[tuple[str, str], ...]:
     values stripped, lines without a colon skipped, obsolete line folding joined with a space."""
     text = head.decode("latin-1")
     lines = text.split("\r\n")
+    del lines[0]
     headers: list[tuple[str, str]] = []
     if "\r\n " in text or "\r\n\t" in text:
-        for line in lines[1:]:
+        for line in lines:
             name, sep, value = line.partition(":")
             if sep:
                 if name[:1] in (" ", "\t") and headers:  # obsolete folding continues a value
@@ -186,7 +200,7 @@ def parse_headers(head: bytes) -> tuple[tuple[str, str], ...]:
             elif line[:1] in (" ", "\t") and headers:
                 headers[-1] = (headers[-1][0], f"{headers[-1][1]} {line.strip()}")
     else:  # no folding (nearly always): one partition per line
-        for line in lines[1:]:
+        for line in lines:
             name, sep, value = line.partition(":")
             if sep:
                 headers.append((name.strip(), value.strip()))
@@ -194,6 +208,9 @@ def parse_headers(head: bytes) -> tuple[tuple[str, str], ...]:
 
 
 _VERSIONS = {b"HTTP/1.1 ": "1.1", b"HTTP/1.0 ": "1.0"}
+# parse_status's answers for the usual lines, by their first 13 bytes ("HTTP/1.1 200 "): the
+# fetcher looks a head up here before calling it (at most 2 x 1000 x 2 entries)
+STATUS_LINES: dict[bytes, tuple[int, str]] = {}
 
 
 def parse_status(head: bytes) -> tuple[int | None, str]:
@@ -201,7 +218,8 @@ def parse_status(head: bytes) -> tuple[int | None, str]:
     line has no numeric status."""
     version = _VERSIONS.get(head[:9])
     if version is not None and head[12:13] in (b" ", b"\r") and head[9:12].isdigit():
-        return int(head[9:12]), version  # "HTTP/1.1 200 OK": the usual line
+        answer = STATUS_LINES[head[:13]] = int(head[9:12]), version  # the usual line
+        return answer
     end = head.find(b"\r\n")
     parts = (head if end == -1 else head[:end]).decode("latin-1").split(None, 2)
     if not parts:
@@ -212,10 +230,16 @@ def parse_status(head: bytes) -> tuple[int | None, str]:
         return None, parts[0][5:]
 
 
+class _NameMap(dict[str, str]):
+    """What `_lookup_map` keeps in the headers slot of a result whose LAZY_HEADERS were looked
+    up by name and not read yet (a type of its own: no given `headers` value is taken for it)."""
+
+
 class _LazyHeaders:
     """The `FetchResult.headers` slot, parsed from `response_head` on first read when the
-    fetcher stored `LAZY_HEADERS` there (most results are read through `header()` or not at
-    all). Reads and writes otherwise go to the slot as they would without it."""
+    fetcher stored `LAZY_HEADERS` there, or the `_NameMap` that header() made of them (most
+    results are read through `header()` or not at all). Reads and writes otherwise go to the
+    slot as they would without it."""
 
     __slots__ = ("slot",)
 
@@ -226,7 +250,7 @@ class _LazyHeaders:
         if obj is None:
             return self.slot
         value = self.slot.__get__(obj, owner)
-        if value is LAZY_HEADERS:
+        if value is LAZY_HEADERS or type(value) is _NameMap:
             value = parse_headers(obj.response_head)
             self.slot.__set__(obj, value)
         return value
@@ -239,13 +263,41 @@ class _LazyHeaders:
 
 
 LAZY_HEADERS: tuple[tuple[str, str], ...] = _Headers()  # "parse response_head when read"
-setattr(FetchResult, "headers", _LazyHeaders(FetchResult.__dict__["headers"]))  # noqa: B010
+_headers_slot = FetchResult.__dict__["headers"]
+_get_headers_slot = _headers_slot.__get__
+_set_headers_slot = _headers_slot.__set__
+setattr(FetchResult, "headers", _LazyHeaders(_headers_slot))  # noqa: B010
+
+
+def _lookup_map(result: FetchResult) -> dict[str, str]:
+    """The {lower-case name: first value} map of `result`'s LAZY_HEADERS, which is all that
+    header() and header_all() (for an absent name) need: as a _NameMap it takes their place in
+    the slot until `headers` itself is read (then parsed in full), and costs less than that
+    parse. With obsolete line folding: the full parse, and its map."""
+    head = result.response_head
+    text = head.decode("latin-1")
+    if "\r\n " in text or "\r\n\t" in text:  # obsolete line folding: the full parse
+        headers = parse_headers(head)
+        first = _first_values(headers)
+        headers.first = first  # type: ignore[attr-defined]
+        _set_headers_slot(result, headers)
+        return first
+    lines = text.split("\r\n")
+    del lines[0]
+    first = _NameMap()
+    for line in lines:
+        name, sep, value = line.partition(":")
+        if sep:
+            first.setdefault(name.strip().lower(), value.strip())
+    _set_headers_slot(result, first)
+    return first
 
 
 # -- building results
 class _ResultSlots:
     """FetchResult's slot layout without its frozen __setattr__: `make_result` fills one with
-    plain attribute stores, then makes it a FetchResult (same layout, so __class__ may be set).
+    plain attribute stores, then makes it a FetchResult (same layout, so __class__ may be set;
+    CurlFetcher._finish_slot does the same inline: a new field must be set there too).
     The frozen dataclass's own __init__ costs ~8 µs here for 16 fields (object.__setattr__ per
     field), setting the slot descriptors one by one ~2.3 µs, this ~1 µs."""
 

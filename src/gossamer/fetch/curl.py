@@ -3,16 +3,19 @@
 Why pycurl: on this machine it costs about half the CPU per request of aiohttp
 (bench/bench_fetch.py, docs/crawler/fetch.md). How it is driven:
 
-    fetch() ─ resolve (overrides / DNS cache) ─ pooled easy handle ─ multi.add_handle
+    fetch() / start() ─ resolve (overrides / DNS cache) ─ pooled easy handle ─ multi.add_handle
     libcurl ─ M_SOCKETFUNCTION ─► private epoll set (its fd: the loop's one reader)
-            ─ M_TIMERFUNCTION  ─► `_due`; one loop timer / call_soon  ─► socket_action(TIMEOUT)
+            ─ M_TIMERFUNCTION  ─► a list; its last value ─► `_due`; one loop timer / call_soon
+                                                                   ─► socket_action(TIMEOUT)
     epoll readable ─► socket_action(fd, ev) per ready socket; fewer running transfers ─►
                       info_read (once per wake-up) ─► FetchResult ─► future
 
 Per request the Python side does only what changes: URL (+ CONNECT_TO when the handle last
 served another host, + HTTPHEADER when the extra headers differ), one epoll_ctl when libcurl
-re-arms a kept-alive socket, no loop handle for libcurl's timer unless its deadline moves
-earlier, and the status line parsed (the headers are parsed from the head when first read).
+re-arms a kept-alive socket, no Python call for libcurl's timer (a list append) and no loop
+handle unless its deadline moves earlier, and the status line parsed (the headers are parsed
+from the head when first read). `start()` is `fetch()` without the coroutine: a caller that
+would wrap each fetch in a task awaits the plain future instead.
 
 Everything runs on the event loop's thread; libcurl never blocks it (it connects to the IP we
 resolved, through CONNECT_TO, so it does no DNS of its own). Connections are kept alive in the
@@ -27,8 +30,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import io
 import select
+import threading
 import time
 from collections import Counter
 from typing import TYPE_CHECKING, Any, Literal
@@ -51,10 +54,11 @@ from ._types import (
     ERROR_TLS,
     ERROR_TOO_LARGE,
     LAZY_HEADERS,
+    STATUS_LINES,
     FetchRequest,
     FetchResult,
     FetchStats,
-    make_result,
+    _ResultSlots,
     parse_headers,
     parse_status,
 )
@@ -69,6 +73,17 @@ _HAVE_EPOLL = hasattr(select, "epoll")
 # libcurl's wanted events (1 in, 2 out, 3 both) -> epoll masks
 _EPOLL_MASKS = (0, 1, 4, 5)  # EPOLLIN 1, EPOLLOUT 4 (Linux)
 _FORBIDDEN_HEADERS = frozenset({"host", "content-length", "transfer-encoding", "connection"})
+# looked up once: the per-request paths use these instead of module attributes
+_time = time.time
+_monotonic = time.monotonic
+_get_running_loop = asyncio.get_running_loop
+_get_ident = threading.get_ident
+_POLL_REMOVE = pycurl.POLL_REMOVE
+_URL = pycurl.URL
+_SIZE_DOWNLOAD_T = pycurl.SIZE_DOWNLOAD_T
+_NUM_CONNECTS = pycurl.NUM_CONNECTS
+_CurlError = pycurl.error
+_new_result = object.__new__
 
 # libcurl result codes → error keys (anything not listed is ERROR_OTHER)
 _CURL_ERRORS: dict[int, str] = {
@@ -172,8 +187,8 @@ def _split_url_slow(rest: str, default: int) -> tuple[str, int, str, str] | None
 class _Slot:
     """A pooled easy handle and the state of the transfer it runs (one at a time).
 
-    Header lines go straight into a BytesIO (a C-level write per line, no Python frame);
-    body chunks through `on_data`, which enforces the size cap on the decoded bytes."""
+    Header lines go straight into a list (`hlines.append`: a C call per line, no Python
+    frame); body chunks through `on_data`, which enforces the size cap on the decoded bytes."""
 
     __slots__ = (
         "addr",
@@ -182,10 +197,12 @@ class _Slot:
         "connect_to",
         "curl",
         "future",
-        "hbuf",
+        "getinfo",
         "header_list",
+        "hlines",
         "last",
         "request_head",
+        "setopt",
         "size",
         "started",
         "started_at",
@@ -195,9 +212,11 @@ class _Slot:
 
     def __init__(self, curl: Any, cap: int) -> None:
         self.curl = curl
+        self.setopt = curl.setopt  # bound once: pycurl's attribute lookup is slow
+        self.getinfo = curl.getinfo
         self.cap = cap
         self.chunks: list[bytes] = []
-        self.hbuf = io.BytesIO()
+        self.hlines: list[bytes] = []
         self.size = 0
         self.truncated = False
         self.last = 0.0  # monotonic time of the last body bytes (0: none yet)
@@ -210,11 +229,11 @@ class _Slot:
         self.connect_to = ""
         self.header_list: list[str] | None = None
         curl.setopt(pycurl.WRITEFUNCTION, self.on_data)
-        curl.setopt(pycurl.HEADERFUNCTION, self.hbuf.write)
+        curl.setopt(pycurl.HEADERFUNCTION, self.hlines.append)
 
     def on_data(self, data: bytes) -> int | None:
         """libcurl hands over decoded body bytes: keep up to `cap`, then stop the transfer."""
-        self.last = time.monotonic()
+        self.last = _monotonic()
         size = self.size + len(data)
         if size <= self.cap:
             self.chunks.append(data)
@@ -334,11 +353,21 @@ class CurlFetcher:
         self._sweep_interval = max(0.05, min(1.0, min(first_byte_timeout, stall_timeout) / 20))
 
         self._multi = pycurl.CurlMulti()
-        self._multi.setopt(pycurl.M_SOCKETFUNCTION, self._on_socket)
-        self._multi.setopt(pycurl.M_TIMERFUNCTION, self._on_timer)
+        self._use_epoll = _HAVE_EPOLL
+        self._multi.setopt(
+            pycurl.M_SOCKETFUNCTION, self._on_socket_epoll if self._use_epoll else self._on_socket
+        )
+        # libcurl calls its timer function at least twice per request (0 on every add_handle,
+        # then its next deadline): a C-level list append, read by `_sync_timer` when the call
+        # into libcurl returns, costs no Python frame. Only the latest value counts.
+        self._timeouts: list[int] = []
+        self._multi.setopt(pycurl.M_TIMERFUNCTION, self._timeouts.append)
         self._multi.setopt(pycurl.M_MAXCONNECTS, max(1, max_connections))
         self._multi.setopt(pycurl.M_PIPELINING, pycurl.PIPE_NOTHING)
+        self._add_handle = self._multi.add_handle  # bound once: pycurl's attribute lookup is slow
+        self._remove_handle = self._multi.remove_handle
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread = 0  # the thread running `_loop`
         # libcurl's timer: `_due` is when it wants socket_action(SOCKET_TIMEOUT) (loop time;
         # 0.0 "now", None no timer). One loop timer at `_timer_at` <= `_due` and one call_soon
         # serve it: a later deadline leaves the timer alone (it re-arms itself when it fires
@@ -354,8 +383,7 @@ class CurlFetcher:
         # connection is idle in the cache) stays registered: the next transfer on it re-arms
         # it with one epoll_ctl, where loop.add_reader + remove_reader per request cost ~6 µs.
         # Without epoll each fd is a loop reader / writer (`_fds`: registered events).
-        self._epoll: Any = None
-        self._use_epoll = _HAVE_EPOLL
+        self._epoll: Any = None  # made by _bind (before any socket)
         self._want: dict[int, int] = {}
         self._polled: set[int] = set()
         self._fds: dict[int, int] = {}  # fd -> registered events (1 read, 2 write)
@@ -366,9 +394,8 @@ class CurlFetcher:
         self._pool_by_target: dict[str, _Slot] = {}
         self._all: list[_Slot] = []
         self._closed = False
-        # counters
+        # counters (completed: responses + errors)
         self._started = 0
-        self._completed = 0
         self._responses = 0
         self._truncated = 0
         self._errors: Counter[str] = Counter()
@@ -382,35 +409,94 @@ class CurlFetcher:
         """GET `req.url` without following redirects; network and HTTP failures are returned
         as `FetchResult.error` / `status`, never raised. Raises ValueError for an invalid
         extra header."""
-        started_at = time.time()
-        started = time.monotonic()
+        started_at, started = _time(), _monotonic()
+        begun = self._begin(req, started_at, started)
+        if isinstance(begun, FetchResult):  # failed before any transfer
+            return begun
+        if isinstance(begun, tuple):
+            return await self._fetch_after_dns(req, started_at, started, *begun)
+        try:
+            return await begun
+        except asyncio.CancelledError:
+            self._abort(begun)
+            raise
+
+    def start(self, req: FetchRequest) -> asyncio.Future[FetchResult]:
+        """`fetch(req)` begun at once, as a plain future (no coroutine, no task: what a
+        caller that would wrap `fetch()` in a task saves). Its result is fetch()'s; an invalid
+        extra header is its exception. Cancelling it ends the transfer at once, as for
+        `fetch()` (the caller may hand the host's politeness slot on right after). A host not
+        yet in the resolver's cache is looked up first, and then the future is a task. Call it
+        in the event loop."""
+        started_at, started = _time(), _monotonic()
+        try:
+            begun = self._begin(req, started_at, started)
+        except ValueError as exc:
+            future = self._loop_here().create_future()
+            future.set_exception(exc)
+            return future
+        if isinstance(begun, FetchResult):  # failed before any transfer
+            future = self._loop_here().create_future()
+            future.set_result(begun)
+            return future
+        if isinstance(begun, tuple):
+            return self._loop_here().create_task(
+                self._fetch_after_dns(req, started_at, started, *begun)
+            )
+        begun.add_done_callback(self._abort_if_cancelled)  # ~0.4 µs a request
+        return begun
+
+    def _abort_if_cancelled(self, future: asyncio.Future[FetchResult]) -> None:
+        if future.cancelled():
+            self._abort(future)
+
+    def _loop_here(self) -> asyncio.AbstractEventLoop:
+        """The running loop. Ours, when it runs on this thread (no other can run here then):
+        get_running_loop() makes a getpid() system call every time."""
+        loop = self._loop
+        if loop is None or _get_ident() != self._thread or not loop.is_running():
+            return _get_running_loop()
+        return loop
+
+    def _begin(
+        self, req: FetchRequest, started_at: float, started: float, addr: Address | None = None
+    ) -> asyncio.Future[FetchResult] | FetchResult | tuple[str, int]:
+        """Start `req`'s transfer: its future; or its result when it failed before any
+        transfer; or (host, port) when the host must be looked up in DNS first (then
+        `_fetch_after_dns` calls this again with the `addr` found). Raises ValueError for an
+        invalid extra header."""
+        url = req.url
         if req.headers:
             header_list, header_bytes = self._merge_headers(req.headers)  # may raise ValueError
         else:
             header_list, header_bytes = self._base_list, self._base_bytes
-        self._started += 1
+        if addr is None:
+            self._started += 1  # (counted already when called again with the address)
         if self._closed:
-            return self._failed(req.url, ERROR_CANCELLED, "fetcher closed", started_at, started)
-        parts = split_url(req.url)
+            return self._failed(url, ERROR_CANCELLED, "fetcher closed", started_at, started)
+        parts = split_url(url)
         if parts is None:
-            return self._failed(req.url, ERROR_BAD_URL, "not an absolute http(s) URL",
-                                started_at, started)  # fmt: skip
+            return self._failed(url, ERROR_BAD_URL, "not an absolute http(s) URL", started_at,
+                                started)  # fmt: skip
         host, port, target, host_header = parts
-        resolver_host = host[1:-1] if host.startswith("[") else host
-        try:
-            addr = self.resolver.lookup(resolver_host, port)
+        if addr is None:
+            try:
+                addr = self.resolver.lookup(host[1:-1] if host[0] == "[" else host, port)
+            except ResolveError as exc:
+                return self._failed(url, exc.key, exc.detail, started_at, started)
             if addr is None:
-                addr = await self.resolver.resolve(resolver_host, port)
-        except ResolveError as exc:
-            return self._failed(req.url, exc.key, exc.detail, started_at, started)
-        if self._closed:
-            return self._failed(req.url, ERROR_CANCELLED, "fetcher closed", started_at, started)
+                return host, port
 
-        loop = asyncio.get_running_loop()
-        if loop is not self._loop:
-            self._bind(loop)
-        ip = f"[{addr.ip}]" if ":" in addr.ip else addr.ip
-        connect_to = f"{host}:{port}:{ip}:{addr.port}"
+        loop = self._loop
+        if loop is None or _get_ident() != self._thread or not loop.is_running():
+            loop = _get_running_loop()  # (see _loop_here)
+            if loop is not self._loop:
+                self._bind(loop)
+        ip = addr.ip
+        if ":" in ip:
+            connect_to = f"{host}:{port}:[{ip}]:{addr.port}"
+        else:
+            connect_to = f"{host}:{port}:{ip}:{addr.port}"
         slot = self._pool_by_target.pop(connect_to, None)
         if slot is not None:
             del self._pool[slot]
@@ -421,14 +507,14 @@ class CurlFetcher:
         else:
             slot = self._new_slot()
         curl = slot.curl
-        curl.setopt(pycurl.URL, req.url)
+        slot.setopt(_URL, url)
         if connect_to != slot.connect_to:
-            curl.setopt(pycurl.CONNECT_TO, [connect_to])
+            slot.setopt(pycurl.CONNECT_TO, [connect_to])
             slot.connect_to = connect_to
         if header_list is not slot.header_list:
-            curl.setopt(pycurl.HTTPHEADER, header_list)
+            slot.setopt(pycurl.HTTPHEADER, header_list)
             slot.header_list = header_list
-        slot.url = req.url
+        slot.url = url
         slot.addr = addr
         slot.request_head = b"".join(
             (b"GET ", target.encode(), b" HTTP/1.1\r\nHost: ", host_header.encode(), b"\r\n",
@@ -441,27 +527,61 @@ class CurlFetcher:
         slot.future = future
         self._active[curl] = slot
         try:
-            self._multi.add_handle(curl)
-        except pycurl.error as exc:  # not expected: the handle is not in the multi already
+            self._add_handle(curl)
+        except _CurlError as exc:  # not expected: the handle is not in the multi already
             del self._active[curl]
             slot.future = None
             self._release(slot)
-            return self._failed(req.url, ERROR_OTHER, f"add_handle: {exc}", started_at, started)
+            if self._timeouts:
+                self._sync_timer()
+            return self._failed(url, ERROR_OTHER, f"add_handle: {exc}", started_at, started)
+        timeouts = self._timeouts
+        if timeouts:  # add_handle asks for 0 ("act now"): inlined `_sync_timer`
+            timeout_ms = timeouts[-1]
+            timeouts.clear()
+            if timeout_ms == 0:  # one call_soon serves every fetch of this loop iteration
+                self._due = 0.0
+                if self._soon is None:
+                    self._soon = loop.call_soon(self._on_soon)
+            else:
+                self._on_timer(timeout_ms)
         if self._sweeper is None:
             self._sweeper = loop.call_later(self._sweep_interval, self._sweep)
+        return future
+
+    async def _fetch_after_dns(
+        self, req: FetchRequest, started_at: float, started: float, host: str, port: int
+    ) -> FetchResult:
+        """`fetch(req)` for a host the resolver must look up first (asynchronously)."""
         try:
-            return await future
+            addr = await self.resolver.resolve(host[1:-1] if host[0] == "[" else host, port)
+        except ResolveError as exc:
+            return self._failed(req.url, exc.key, exc.detail, started_at, started)
+        begun = self._begin(req, started_at, started, addr)
+        if isinstance(begun, FetchResult):
+            return begun
+        assert not isinstance(begun, tuple)  # (the address is given)
+        try:
+            return await begun
         except asyncio.CancelledError:
-            if self._active.get(curl) is slot:
-                self._finish_slot(slot, ERROR_CANCELLED, "fetch cancelled")
+            self._abort(begun)
             raise
+
+    def _abort(self, future: asyncio.Future[FetchResult]) -> None:
+        """End the transfer of a cancelled fetch now (its handle and connection freed)."""
+        for slot in self._active.values():
+            if slot.future is future:
+                self._finish_slot(slot, ERROR_CANCELLED, "fetch cancelled")
+                if self._timeouts:
+                    self._sync_timer()
+                return
 
     def statistics(self) -> FetchStats:
         """A snapshot of the counters (DNS figures come from the resolver)."""
         rs = self.resolver.statistics()
         return FetchStats(
             started=self._started,
-            completed=self._completed,
+            completed=self._responses + sum(self._errors.values()),
             in_flight=len(self._active),
             responses=self._responses,
             truncated=self._truncated,
@@ -488,6 +608,7 @@ class CurlFetcher:
         self._timer = self._soon = self._sweeper = None
         self._due = None
         self._multi.close()  # closes the cached connections (POLL_REMOVE callbacks first)
+        self._timeouts.clear()
         loop = self._loop
         if loop is not None and not loop.is_closed():
             for fd, events in self._fds.items():
@@ -524,6 +645,7 @@ class CurlFetcher:
         if self._loop is not None:
             raise RuntimeError("a CurlFetcher serves only the event loop it first fetched on")
         self._loop = loop
+        self._thread = _get_ident()
         if self._use_epoll:
             self._epoll = select.epoll()
             loop.add_reader(self._epoll.fileno(), self._on_epoll)
@@ -558,7 +680,6 @@ class CurlFetcher:
     def _failed(
         self, url: str, key: str, detail: str, started_at: float, started: float
     ) -> FetchResult:
-        self._completed += 1
         self._errors[key] += 1
         return FetchResult(
             url=url,
@@ -571,7 +692,7 @@ class CurlFetcher:
             ip=None,
             port=None,
             started_at=started_at,
-            elapsed=time.monotonic() - started,
+            elapsed=_monotonic() - started,
             request_head=b"",
             response_head=b"",
             http_version="",
@@ -581,28 +702,36 @@ class CurlFetcher:
     # ------------------------------------------------------------------ completion
     def _finish_slot(self, slot: _Slot, key: str | None, detail: str | None) -> None:
         """End `slot`'s transfer (done, failed or aborted): build its result, resolve its
-        future, recycle the handle."""
+        future, recycle the handle. The caller then runs `_sync_timer` if libcurl set one."""
         curl = slot.curl
         del self._active[curl]
-        self._multi.remove_handle(curl)  # aborts a transfer still running (closes its connection)
-        raw_len = curl.getinfo(pycurl.SIZE_DOWNLOAD_T)
-        new_conn = curl.getinfo(pycurl.NUM_CONNECTS) > 0
+        self._remove_handle(curl)  # aborts a transfer still running (closes its connection)
+        getinfo = slot.getinfo
+        raw_len = getinfo(_SIZE_DOWNLOAD_T)
+        new_conn = getinfo(_NUM_CONNECTS) > 0
         if new_conn:
             self._connections += 1
-        raw_head = slot.hbuf.getvalue()
-        if raw_head:
-            head = _final_head(raw_head)
-            status, version = parse_status(head)
+        hlines = slot.hlines
+        if hlines:
+            head = b"".join(hlines)
+            hlines.clear()
+            # the usual head, inline: one final response (no 1xx before it, no trailers after
+            # it) with a status line seen before; else the general functions
+            if head[9:10] == b"1" or head.find(b"\r\n\r\n") != len(head) - 4:
+                head = _final_head(head)
+            status: int | None
+            known = STATUS_LINES.get(head[:13])
+            if known is not None:
+                status, version = known
+            else:
+                status, version = parse_status(head)
             headers = LAZY_HEADERS  # parsed from `head` when read
         else:
             head, status, version, headers = b"", None, "", ()
         truncated = slot.truncated
-        body = b"".join(slot.chunks)
-        if key == ERROR_TOO_LARGE:
-            body, truncated = b"", False
-        self._completed += 1
-        self._bytes_received += raw_len
-        self._bytes_decoded += len(body)
+        chunks = slot.chunks
+        body = b"".join(chunks)  # one chunk: that very bytes object
+        chunks.clear()
         if key is None:
             self._responses += 1
             if status is not None:
@@ -611,37 +740,43 @@ class CurlFetcher:
                 self._truncated += 1
         else:
             self._errors[key] += 1
+            if key == ERROR_TOO_LARGE:
+                body, truncated = b"", False
+        self._bytes_received += raw_len
+        self._bytes_decoded += len(body)
+        # make_result(...), inlined (one call and 16 argument copies less per request)
+        r = _new_result(_ResultSlots)
+        r.url = slot.url
+        r.status = status
+        r.headers = headers
+        r.body = body
+        r.raw_body_len = raw_len
+        r.truncated = truncated
+        r.error = key
         addr = slot.addr
-        result = make_result(
-            slot.url,
-            status,
-            headers,
-            body,
-            raw_len,
-            truncated,
-            key,
-            addr.ip if addr else None,
-            addr.port if addr else None,
-            slot.started_at,
-            time.monotonic() - slot.started,
-            slot.request_head,
-            head,
-            version,
-            detail,
-            new_conn,
-        )
+        if addr is not None:
+            r.ip = addr.ip
+            r.port = addr.port
+        else:
+            r.ip = r.port = None
+        r.started_at = slot.started_at
+        r.elapsed = _monotonic() - slot.started
+        r.request_head = slot.request_head
+        r.response_head = head
+        r.http_version = version
+        r.error_detail = detail
+        r.new_connection = new_conn
+        r.__class__ = FetchResult  # type: ignore[assignment]
+        result: FetchResult = r  # type: ignore[assignment]
         future = slot.future
         if future is not None and not future.done():
             future.set_result(result)
         slot.future = None
-        slot.chunks = []
-        slot.hbuf.seek(0)
-        slot.hbuf.truncate()
         slot.size = 0
         slot.truncated = False
-        slot.addr = None
         if not self._closed:
-            self._release(slot)
+            self._pool[slot] = None  # _release, inlined
+            self._pool_by_target[slot.connect_to] = slot
 
     def _on_done(self, curl: Any, code: int, message: str) -> None:
         slot = self._active.get(curl)
@@ -658,11 +793,14 @@ class CurlFetcher:
             self._finish_slot(slot, _classify(code, message), f"curl {code}: {message}")
 
     def _collect(self) -> None:
-        multi = self._multi
+        """Finish the transfers libcurl reports done (successes without `_on_done`)."""
+        multi, active = self._multi, self._active
         while True:
             queued, done, failed = multi.info_read()
             for curl in done:
-                self._on_done(curl, 0, "")
+                slot = active.get(curl)
+                if slot is not None:
+                    self._finish_slot(slot, None, None)
             for curl, code, message in failed:
                 self._on_done(curl, code, message)
             if not queued:
@@ -672,16 +810,18 @@ class CurlFetcher:
     def _socket_action(self, fd: int, events: int) -> None:
         try:
             _, running = self._multi.socket_action(fd, events)
-        except pycurl.error:  # a multi-level failure: collect whatever it ended
+        except _CurlError:  # a multi-level failure: collect whatever it ended
             running = -1
         if running < len(self._active):  # libcurl counts every added, unfinished transfer
             self._collect()
+        if self._timeouts:
+            self._sync_timer()
 
     def _on_epoll(self) -> None:
         """The epoll set is readable: act on every ready socket, then collect once."""
         if self._closed:
             return
-        multi, want = self._multi, self._want
+        action, want = self._multi.socket_action, self._want
         running = len(self._active)
         for fd, ev in self._epoll.poll(0):
             if fd not in want:  # an idle kept-alive connection: closed by the server, or
@@ -691,11 +831,13 @@ class CurlFetcher:
             # 4, EPOLLHUP 16 -> CSELECT_IN (libcurl reads the end of the stream)
             events = (ev & 1) | ((ev >> 1) & 6) | ((ev >> 4) & 1)
             try:
-                _, running = multi.socket_action(fd, events)
-            except pycurl.error:
+                _, running = action(fd, events)
+            except _CurlError:
                 running = -1
         if running < len(self._active):
             self._collect()
+        if self._timeouts:
+            self._sync_timer()
 
     def _unpoll(self, fd: int) -> None:
         self._polled.discard(fd)
@@ -708,30 +850,34 @@ class CurlFetcher:
     def _on_writable(self, fd: int) -> None:
         self._socket_action(fd, pycurl.CSELECT_OUT)
 
-    def _on_socket(self, what: int, fd: int, multi: Any, data: Any) -> None:
-        """M_SOCKETFUNCTION: watch `fd` for what libcurl wants (never call libcurl here)."""
-        if self._epoll is not None:
-            if what == pycurl.POLL_REMOVE:
-                self._want.pop(fd, None)  # stays in the epoll set until closed or readable
-                return
-            new = what & 3
-            old = self._want.get(fd)
-            if old == new:
-                return
-            self._want[fd] = new
-            mask = _EPOLL_MASKS[new]
-            if old is None:  # (re)starting: the fd may be a new socket with a reused number
-                if fd in self._polled:
-                    try:
-                        self._epoll.modify(fd, mask)
-                        return
-                    except OSError:  # closed since: the kernel dropped the old registration
-                        pass
-                self._epoll.register(fd, mask)
-                self._polled.add(fd)
-            else:
-                self._epoll.modify(fd, mask)
+    def _on_socket_epoll(self, what: int, fd: int, multi: Any, data: Any) -> None:
+        """M_SOCKETFUNCTION with epoll: watch `fd` in the epoll set for what libcurl wants
+        (never call libcurl here)."""
+        want = self._want
+        if what == _POLL_REMOVE:
+            want.pop(fd, None)  # stays in the epoll set until closed or readable
             return
+        new = what & 3
+        old = want.get(fd)
+        if old == new:
+            return
+        want[fd] = new
+        mask = _EPOLL_MASKS[new]
+        if old is None:  # (re)starting: the fd may be a new socket with a reused number
+            if fd in self._polled:
+                try:
+                    self._epoll.modify(fd, mask)
+                    return
+                except OSError:  # closed since: the kernel dropped the old registration
+                    pass
+            self._epoll.register(fd, mask)
+            self._polled.add(fd)
+        else:
+            self._epoll.modify(fd, mask)
+
+    def _on_socket(self, what: int, fd: int, multi: Any, data: Any) -> None:
+        """M_SOCKETFUNCTION without epoll: `fd` is a loop reader / writer as libcurl wants
+        (never call libcurl here)."""
         loop = self._loop
         if loop is None or loop.is_closed():
             self._fds.pop(fd, None)
@@ -751,9 +897,16 @@ class CurlFetcher:
         else:
             self._fds.pop(fd, None)
 
+    def _sync_timer(self) -> None:
+        """Act on the latest value libcurl gave its timer function (see `_timeouts`)."""
+        timeouts = self._timeouts
+        timeout_ms = timeouts[-1]
+        timeouts.clear()
+        self._on_timer(timeout_ms)
+
     def _on_timer(self, timeout_ms: int) -> None:
-        """M_TIMERFUNCTION: libcurl wants socket_action(SOCKET_TIMEOUT) in `timeout_ms` (-1:
-        never). Only moves `_due`; a loop handle is made only for an earlier deadline."""
+        """libcurl wants socket_action(SOCKET_TIMEOUT) in `timeout_ms` (-1: never). Only
+        moves `_due`; a loop handle is made only for an earlier deadline."""
         loop = self._loop
         if timeout_ms < 0 or loop is None or self._closed:
             self._due = None  # a pending handle finds nothing due and does nothing
@@ -789,28 +942,35 @@ class CurlFetcher:
                 self._timer = loop.call_at(due, self._on_timeout)
                 self._timer_at = due
             return
-        # libcurl calls _on_timer again after a SOCKET_TIMEOUT action whenever a timer remains
+        # libcurl sets its timer again in a SOCKET_TIMEOUT action whenever a timer remains
         # (even an unchanged one), so None here is replaced if needed
         self._due = None
         self._socket_action(pycurl.SOCKET_TIMEOUT, 0)
 
     def _sweep(self) -> None:
-        """Abort transfers past their first-byte or stall time-out; re-arm while busy."""
+        """Abort transfers past their first-byte or stall time-out, and those of cancelled
+        `start()` futures; re-arm while busy."""
         self._sweeper = None
-        now = time.monotonic()
+        now = _monotonic()
         first_byte, stall = self.first_byte_timeout, self.stall_timeout
-        expired: list[tuple[_Slot, str]] = []
+        expired: list[tuple[_Slot, str, str]] = []
         for slot in self._active.values():
-            if slot.last == 0.0:
-                if not slot.hbuf.tell():
+            future = slot.future
+            if future is not None and future.cancelled():
+                expired.append((slot, ERROR_CANCELLED, "fetch cancelled"))
+            elif slot.last == 0.0:
+                if not slot.hlines:
                     if now - slot.started > first_byte:
-                        expired.append((slot, f"no response within {first_byte:g} s (first byte)"))
+                        detail = f"no response within {first_byte:g} s (first byte)"
+                        expired.append((slot, ERROR_TIMEOUT, detail))
                 else:
                     slot.last = now  # the head arrived (within one sweep): the stall clock runs
             elif now - slot.last > stall:
-                expired.append((slot, f"no data for {stall:g} s (stalled)"))
-        for slot, detail in expired:
-            self._finish_slot(slot, ERROR_TIMEOUT, detail)
+                expired.append((slot, ERROR_TIMEOUT, f"no data for {stall:g} s (stalled)"))
+        for slot, key, detail in expired:
+            self._finish_slot(slot, key, detail)
+        if self._timeouts:
+            self._sync_timer()
         if self._active and self._loop is not None and not self._closed:
             self._sweeper = self._loop.call_later(self._sweep_interval, self._sweep)
 

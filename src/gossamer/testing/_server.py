@@ -908,6 +908,13 @@ class WebServer:
                 await conn.wait_drained()
             if conn.closed:
                 return
+            if transport.is_closing():
+                # The peer is gone (a client that stops reading at its size limit closes the
+                # connection): the transport now drops writes and never pauses, so without
+                # this the loop "sent" the rest in a few ms without yielding, before
+                # connection_lost could run, and logged the response "ok".
+                self._log(conn, req, time.time_ns() // 1000, "aborted")
+                return
             if middle - sent >= len(block):
                 send(block, framed)
                 sent += len(block)
@@ -923,7 +930,7 @@ class WebServer:
             await conn.wait_drained()
         if conn.closed:
             return
-        self._log(conn, req, time.time_ns() // 1000, "ok")
+        self._log(conn, req, time.time_ns() // 1000, "aborted" if transport.is_closing() else "ok")
 
     # ------------------------------------------------------------ control endpoints
     def _answer_control(self, conn: _Connection, req: _Request, target: str) -> None:
