@@ -25,4 +25,7 @@ if [ ! -x .venv/bin/python ]; then
 fi
 .venv/bin/python -m pip install -q --upgrade pip
 .venv/bin/python -m pip install -q -e '.[dev]'
+# An editable install leaves gossamer's own modules uncompiled, and with PYTHONDONTWRITEBYTECODE
+# (set on some machines) every process would compile them again at start (~60 ms each).
+.venv/bin/python -m compileall -q src/gossamer >/dev/null
 echo "setup: done (.venv ready; run .venv/bin/gossamer --help)"

@@ -41,6 +41,9 @@ RETRY_STATUSES = frozenset({429, 503})
 MAX_ROBOTS_REDIRECTS = 5
 LEASE_SAFETY_S = 2.0  # stop fetching a batch this long before its lease ends
 RENEW_MAX_S = 2.0  # a host keeps its IP slot through lease renewals at most this long
+CONTENDED = 1 << 30  # the processing-turn backlog of a host whose IP another host waits for
+KEEP_TURN_BACKLOG = 100  # hosts with this many URLs left (or a contended IP) may keep a turn
+KEEP_TURN_PAGES = 4  # … for at most this many more pages in a row
 MAX_SITEMAP_FILES = 50  # sitemap files read per host (an index and its children)
 _EDGE_KINDS = frozenset({"redirect", "canonical", "sitemap"})  # the rest are "link"
 ROUTE_MEMO_MAX = 200_000  # URLs whose routing facts are memoised (~40 MB at the cap)
@@ -86,6 +89,8 @@ class Crawler:
         self._start: Callable[[FetchRequest], asyncio.Future[FetchResult]] | None = getattr(
             fetcher, "start", None
         )
+        # `poll()`: settle transfers whose responses are in, without a loop iteration
+        self._poll: Callable[[], None] | None = getattr(fetcher, "poll", None)
         self.ip_of = ip_of
         self.resolve = resolve  # DNS lookup that fills the cache ip_of reads
         self.sinks = sinks
@@ -193,7 +198,7 @@ class Crawler:
             while current is not None:
                 outcomes: list[Outcome] = []
                 last_end = await self._fetch_batch(
-                    current, policy, delay, last_end, outcomes, discovered
+                    current, ip, policy, delay, last_end, outcomes, discovered
                 )
                 current = await self._settle(
                     current,
@@ -249,6 +254,7 @@ class Crawler:
     async def _fetch_batch(
         self,
         batch: HostBatch,
+        ip: str,
         policy: RobotsPolicy | None,
         delay: float,
         last_end: float,
@@ -272,6 +278,7 @@ class Crawler:
         # next request goes out (after the host's delay) before this response is
         # processed, so the connection works while the page is parsed and recorded.
         nxt = self._next_fetch(todo, 0, last_end, delay, batch.expires_at)
+        kept = 0  # pages processed in a row on one turn (see below)
         try:
             k = 0
             while nxt is not None:
@@ -283,8 +290,18 @@ class Crawler:
                 nxt = (
                     None if retry else self._next_fetch(todo, k, last_end, delay, batch.expires_at)
                 )
-                # the host with the most URLs left is processed first (engine.turns)
-                await self.turns.acquire(batch.backlog + len(todo) - k)
+                # The host with the most URLs left is processed first (engine.turns); a host
+                # whose IP another host waits for, first of all (priority inheritance: a small
+                # site sharing a big site's IP held it for a second at a few pages a second,
+                # its pages processed last, while the big site waited).
+                backlog = CONTENDED if self.ip_gate.waiting(ip) else batch.backlog + len(todo) - k
+                if backlog >= KEEP_TURN_BACKLOG and nxt is not None and self._poll is not None:
+                    # a big or contended host's next request on the wire now, not on the next
+                    # loop iteration (after this page and a round of others): see _next_is_in
+                    self._poll()
+                if not kept:
+                    await self.turns.acquire(backlog)
+                keep = False
                 try:
                     verdict, error = self._record(
                         result, leased.depth, leased.parent, leased.attempts
@@ -302,12 +319,31 @@ class Crawler:
                     )
                     if verdict is Verdict.DONE:
                         self._links(result, leased.depth, discovered)
+                    keep = kept < KEEP_TURN_PAGES and self._next_is_in(nxt, backlog)
                 finally:
-                    self.turns.release()
+                    if keep:
+                        kept += 1
+                    else:
+                        kept = 0
+                        self.turns.release()
         finally:
+            if kept:  # an error between two pages of a kept turn: give the turn back
+                self.turns.release()
             if nxt is not None:  # an error while recording: no request left behind
                 nxt.cancel()
         return last_end
+
+    def _next_is_in(self, nxt: asyncio.Future[FetchResult] | None, backlog: int) -> bool:
+        """Whether a big or contended host may process its next page on the turn it holds:
+        its next response has come (the fetcher polled now). The network is polled between
+        two loop iterations, and an iteration processes a round of pages, so a host moves
+        at most a page an iteration otherwise: the biggest site of a crawl (a sixth of the
+        simulated web's pages) then finished alone, at the end, over its one connection."""
+        if nxt is None or backlog < KEEP_TURN_BACKLOG or self._poll is None:
+            return False
+        if not nxt.done():
+            self._poll()
+        return nxt.done()
 
     def _next_fetch(
         self, todo: list[LeasedURL], k: int, last_end: float, delay: float, expires_at: float

@@ -45,7 +45,10 @@ class LocalIpGate:
 
 
 class FileIpGate:
-    """Cross-process gate: slot k of an IP is the lock file `<dir>/<ip>.<k>`."""
+    """Cross-process gate: slot k of an IP is the lock file `<dir>/<ip>.<k>`.
+
+    A process that finds every slot of an IP taken holds a shared lock on `<dir>/<ip>.want`
+    while it polls, so holders in any process see that someone waits (`waiting`)."""
 
     def __init__(self, directory: Path, limit: int, poll: float = 0.005) -> None:
         self.directory = directory
@@ -53,31 +56,64 @@ class FileIpGate:
         self.limit = limit
         self.poll = poll
         self._local = LocalIpGate(limit)  # no busy-polling against our own holders
+        self._want_fds: dict[str, int] = {}  # ip -> its want file, while this process holds it
+        self._held: dict[str, int] = {}  # ip -> slots this process holds
 
     def waiting(self, ip: str) -> bool:
-        """Whether a host of this process waits for `ip` (other processes' waiters are not
-        seen: the engine bounds how long a host keeps a slot by time as well)."""
-        return self._local.waiting(ip)
+        """Whether a host of this or another process waits for a slot of `ip`."""
+        if self._local.waiting(ip):
+            return True
+        fd = self._want_fds.get(ip)
+        if fd is None:
+            return False
+        try:  # an exclusive lock is refused while any waiter holds its shared one
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return False
 
     @asynccontextmanager
     async def hold(self, ip: str) -> AsyncIterator[None]:
         async with self._local.hold(ip):
             fd = await self._acquire(ip)
+            held = self._held
+            held[ip] = held.get(ip, 0) + 1
+            if ip not in self._want_fds:
+                self._want_fds[ip] = self._open_want(ip)
             try:
                 yield
             finally:
                 fcntl.flock(fd, fcntl.LOCK_UN)
                 os.close(fd)
+                held[ip] -= 1
+                if not held[ip]:  # the last holder of this process closes the want file
+                    del held[ip]
+                    os.close(self._want_fds.pop(ip))
+
+    def _name(self, ip: str) -> str:
+        return ip.replace(":", "_").replace("/", "_")
+
+    def _open_want(self, ip: str) -> int:
+        return os.open(self.directory / f"{self._name(ip)}.want", os.O_RDWR | os.O_CREAT, 0o644)
 
     async def _acquire(self, ip: str) -> int:
-        name = ip.replace(":", "_").replace("/", "_")
-        while True:
-            for k in range(self.limit):
-                fd = os.open(self.directory / f"{name}.{k}", os.O_RDWR | os.O_CREAT, 0o644)
-                try:
-                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                except BlockingIOError:
-                    os.close(fd)
-                    continue
-                return fd
-            await asyncio.sleep(self.poll)
+        name = self._name(ip)
+        want: int | None = None
+        try:
+            while True:
+                for k in range(self.limit):
+                    fd = os.open(self.directory / f"{name}.{k}", os.O_RDWR | os.O_CREAT, 0o644)
+                    try:
+                        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    except BlockingIOError:
+                        os.close(fd)
+                        continue
+                    return fd
+                if want is None:  # every slot taken: say so while polling
+                    want = self._open_want(ip)
+                    fcntl.flock(want, fcntl.LOCK_SH)  # a holder's test lasts microseconds
+                await asyncio.sleep(self.poll)
+        finally:
+            if want is not None:
+                os.close(want)  # (drops its lock)

@@ -817,6 +817,20 @@ class CurlFetcher:
         if self._timeouts:
             self._sync_timer()
 
+    def poll(self) -> None:
+        """Do now what the event loop would do on its next iteration, without blocking:
+        send the requests started since it last looked (libcurl acts on a new transfer only
+        when its timer is served, on the next iteration otherwise), then act on the sockets
+        that are ready, so finished transfers resolve their futures. For a caller that keeps
+        the loop busy for a while (the engine processing a page) and wants its next request
+        on the wire meanwhile, or to know whether a response it waits for has come."""
+        if self._closed:
+            return
+        if self._due == 0.0:
+            self._run_due()
+        if self._use_epoll and self._epoll is not None:
+            self._on_epoll()
+
     def _on_epoll(self) -> None:
         """The epoll set is readable: act on every ready socket, then collect once."""
         if self._closed:
