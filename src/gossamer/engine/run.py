@@ -244,17 +244,22 @@ def _watch(
     procs: Sequence[multiprocessing.process.BaseProcess],
     frontier: SqliteFrontier,
     progress: IO[str] | None,
+    interval: float | None = None,
 ) -> None:
-    """Wait for the workers, showing the frontier's progress (every 0.5 s on a TTY, every
-    10 s otherwise). Returns as soon as the last worker exits."""
+    """Wait for the workers, showing the frontier's progress every `interval` seconds (by
+    default 0.5 on a TTY, 10 otherwise). Returns as soon as the last worker exits."""
     tty = progress is not None and progress.isatty()
     start = last_t = time.monotonic()
     last_done = 0
-    interval = 0.5 if tty else 10.0
+    if interval is None:
+        interval = 0.5 if tty else 10.0
     while alive := [p for p in procs if p.exitcode is None]:
         # waiting on one worker is enough: the loop ends only when every one has exited
+        if progress is None:  # nothing to show: block (signal handlers still run)
+            alive[0].join()
+            continue
         alive[0].join(timeout=max(0.0, last_t + interval - time.monotonic()))
-        if progress is None or time.monotonic() - last_t < interval:
+        if time.monotonic() - last_t < interval:
             continue
         st = frontier.statistics()
         now = time.monotonic()

@@ -1,0 +1,45 @@
+"""The pool parent's wait for its workers: it returns when they exit and never spins."""
+
+from __future__ import annotations
+
+import io
+import json
+import multiprocessing
+import time
+from pathlib import Path
+
+from gossamer.engine.run import _watch
+from gossamer.frontier import SqliteFrontier
+
+
+def _sleep(seconds: float) -> None:
+    time.sleep(seconds)
+
+
+def _watch_cpu(tmp_path: Path, progress: io.StringIO | None) -> tuple[float, float]:
+    """(wall, CPU of this process) while `_watch` waits for a worker that lives 1 s."""
+    ctx = multiprocessing.get_context("fork")
+    proc = ctx.Process(target=_sleep, args=(1.0,))
+    with SqliteFrontier(tmp_path / "frontier.sqlite") as frontier:
+        proc.start()
+        wall, cpu = time.monotonic(), time.process_time()
+        _watch([proc], frontier, progress, interval=0.05)
+        wall, cpu = time.monotonic() - wall, time.process_time() - cpu
+    assert proc.exitcode == 0
+    return wall, cpu
+
+
+def test_quiet_wait_blocks_instead_of_spinning(tmp_path: Path) -> None:
+    # without progress to show, an earlier version polled with a zero time-out once the
+    # first interval had passed: a core spent for the rest of the crawl
+    wall, cpu = _watch_cpu(tmp_path, None)
+    assert 0.8 < wall < 3.0
+    assert cpu < 0.2, f"the parent used {cpu:.2f} s of CPU waiting {wall:.2f} s"
+
+
+def test_progress_lines_while_waiting(tmp_path: Path) -> None:
+    out = io.StringIO()
+    wall, cpu = _watch_cpu(tmp_path, out)
+    lines = [json.loads(line) for line in out.getvalue().splitlines()]
+    assert len(lines) >= 5 and all(r["event"] == "progress" for r in lines)
+    assert cpu < 0.5, f"the parent used {cpu:.2f} s of CPU waiting {wall:.2f} s"
