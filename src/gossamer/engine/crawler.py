@@ -140,9 +140,7 @@ class Crawler:
                     batches: list[HostBatch] = []
                     wake.clear()
                     if free > 0:
-                        batches = await asyncio.to_thread(
-                            self.frontier.lease, free, self.settings.per_host
-                        )
+                        batches = self.frontier.lease(free, self.settings.per_host)
                     for b in batches:
                         t = tg.create_task(self._run_batch(b))
                         active.add(t)
@@ -231,7 +229,8 @@ class Crawler:
         renew: int,
     ) -> HostBatch | None:
         """Hand a finished batch to the frontier: outputs flushed first, then its links, then
-        `complete` (one hop to the frontier's thread). Returns the renewed batch, if any."""
+        `complete`. Returns the renewed batch, if any. The frontier is called on the loop's
+        thread, as `lease` is (docs/architecture.md, "Frontier calls on the loop thread")."""
         self.sinks.flush()  # outputs on disk before the frontier counts the URLs done
         frontier = self.frontier
 
@@ -245,7 +244,7 @@ class Crawler:
             except StaleLeaseError:
                 return added, None, True
 
-        added, renewed, stale = await asyncio.to_thread(settle)
+        added, renewed, stale = settle()
         self.counters.discovered += added
         if stale:
             self.counters.errors["frontier/stale-lease"] += 1
