@@ -447,28 +447,6 @@ def test_cancelled_fetch_frees_its_handle(web: RunningWeb) -> None:
     assert in_flight == 0 and after.status == 200
 
 
-def test_cancelled_start_future_ends_its_transfer_at_once(web: RunningWeb) -> None:
-    """The engine cancels a host's look-ahead request, then hands the host's IP slot on: the
-    transfer must be gone before then, not at the next time-out sweep."""
-    h, i = find_page(web.model, PageFlag.HANG)
-    h2 = plain_page(web)
-
-    async def go() -> tuple[int, int, FetchResult]:
-        f = fetcher(web)
-        try:
-            fut = f.start(FetchRequest(web.url(h, i)))
-            await asyncio.sleep(0.2)
-            before = f.statistics().in_flight
-            fut.cancel()
-            await asyncio.sleep(0)  # the done-callback runs on the next iteration
-            return before, f.statistics().in_flight, await f.start(FetchRequest(web.url(h2, 0)))
-        finally:
-            await f.aclose()
-
-    before, after_cancel, ok = run(go())
-    assert (before, after_cancel) == (1, 0) and ok.status == 200
-
-
 def test_aclose_ends_fetches_in_flight(web: RunningWeb) -> None:
     h, i = find_page(web.model, PageFlag.HANG)
 

@@ -54,11 +54,10 @@ from ._types import (
     ERROR_TLS,
     ERROR_TOO_LARGE,
     LAZY_HEADERS,
-    STATUS_LINES,
     FetchRequest,
     FetchResult,
     FetchStats,
-    _ResultSlots,
+    make_result,
     parse_headers,
     parse_status,
 )
@@ -83,7 +82,6 @@ _URL = pycurl.URL
 _SIZE_DOWNLOAD_T = pycurl.SIZE_DOWNLOAD_T
 _NUM_CONNECTS = pycurl.NUM_CONNECTS
 _CurlError = pycurl.error
-_new_result = object.__new__
 
 # libcurl result codes → error keys (anything not listed is ERROR_OTHER)
 _CURL_ERRORS: dict[int, str] = {
@@ -451,11 +449,14 @@ class CurlFetcher:
             self._abort(future)
 
     def _loop_here(self) -> asyncio.AbstractEventLoop:
-        """The running loop. Ours, when it runs on this thread (no other can run here then):
-        get_running_loop() makes a getpid() system call every time."""
+        """The running loop, bound to this fetcher on first use. Ours, when it runs on this
+        thread (no other can run here then): get_running_loop() makes a getpid() system call
+        every time."""
         loop = self._loop
         if loop is None or _get_ident() != self._thread or not loop.is_running():
-            return _get_running_loop()
+            loop = _get_running_loop()
+            if loop is not self._loop:
+                self._bind(loop)
         return loop
 
     def _begin(
@@ -487,11 +488,7 @@ class CurlFetcher:
             if addr is None:
                 return host, port
 
-        loop = self._loop
-        if loop is None or _get_ident() != self._thread or not loop.is_running():
-            loop = _get_running_loop()  # (see _loop_here)
-            if loop is not self._loop:
-                self._bind(loop)
+        loop = self._loop_here()
         ip = addr.ip
         if ":" in ip:
             connect_to = f"{host}:{port}:[{ip}]:{addr.port}"
@@ -535,16 +532,8 @@ class CurlFetcher:
             if self._timeouts:
                 self._sync_timer()
             return self._failed(url, ERROR_OTHER, f"add_handle: {exc}", started_at, started)
-        timeouts = self._timeouts
-        if timeouts:  # add_handle asks for 0 ("act now"): inlined `_sync_timer`
-            timeout_ms = timeouts[-1]
-            timeouts.clear()
-            if timeout_ms == 0:  # one call_soon serves every fetch of this loop iteration
-                self._due = 0.0
-                if self._soon is None:
-                    self._soon = loop.call_soon(self._on_soon)
-            else:
-                self._on_timer(timeout_ms)
+        if self._timeouts:  # add_handle asks for 0 ("act now"): one call_soon serves them all
+            self._sync_timer()
         if self._sweeper is None:
             self._sweeper = loop.call_later(self._sweep_interval, self._sweep)
         return future
@@ -719,12 +708,7 @@ class CurlFetcher:
             # it) with a status line seen before; else the general functions
             if head[9:10] == b"1" or head.find(b"\r\n\r\n") != len(head) - 4:
                 head = _final_head(head)
-            status: int | None
-            known = STATUS_LINES.get(head[:13])
-            if known is not None:
-                status, version = known
-            else:
-                status, version = parse_status(head)
+            status, version = parse_status(head)
             headers = LAZY_HEADERS  # parsed from `head` when read
         else:
             head, status, version, headers = b"", None, "", ()
@@ -744,30 +728,25 @@ class CurlFetcher:
                 body, truncated = b"", False
         self._bytes_received += raw_len
         self._bytes_decoded += len(body)
-        # make_result(...), inlined (one call and 16 argument copies less per request)
-        r = _new_result(_ResultSlots)
-        r.url = slot.url
-        r.status = status
-        r.headers = headers
-        r.body = body
-        r.raw_body_len = raw_len
-        r.truncated = truncated
-        r.error = key
         addr = slot.addr
-        if addr is not None:
-            r.ip = addr.ip
-            r.port = addr.port
-        else:
-            r.ip = r.port = None
-        r.started_at = slot.started_at
-        r.elapsed = _monotonic() - slot.started
-        r.request_head = slot.request_head
-        r.response_head = head
-        r.http_version = version
-        r.error_detail = detail
-        r.new_connection = new_conn
-        r.__class__ = FetchResult  # type: ignore[assignment]
-        result: FetchResult = r  # type: ignore[assignment]
+        result = make_result(
+            slot.url,
+            status,
+            headers,
+            body,
+            raw_len,
+            truncated,
+            key,
+            addr.ip if addr else None,
+            addr.port if addr else None,
+            slot.started_at,
+            _monotonic() - slot.started,
+            slot.request_head,
+            head,
+            version,
+            detail,
+            new_conn,
+        )
         future = slot.future
         if future is not None and not future.done():
             future.set_result(result)
@@ -775,8 +754,7 @@ class CurlFetcher:
         slot.size = 0
         slot.truncated = False
         if not self._closed:
-            self._pool[slot] = None  # _release, inlined
-            self._pool_by_target[slot.connect_to] = slot
+            self._release(slot)
 
     def _on_done(self, curl: Any, code: int, message: str) -> None:
         slot = self._active.get(curl)
@@ -962,27 +940,22 @@ class CurlFetcher:
         self._socket_action(pycurl.SOCKET_TIMEOUT, 0)
 
     def _sweep(self) -> None:
-        """Abort transfers past their first-byte or stall time-out, and those of cancelled
-        `start()` futures; re-arm while busy."""
+        """Abort transfers past their first-byte or stall time-out; re-arm while busy."""
         self._sweeper = None
         now = _monotonic()
         first_byte, stall = self.first_byte_timeout, self.stall_timeout
-        expired: list[tuple[_Slot, str, str]] = []
+        expired: list[tuple[_Slot, str]] = []
         for slot in self._active.values():
-            future = slot.future
-            if future is not None and future.cancelled():
-                expired.append((slot, ERROR_CANCELLED, "fetch cancelled"))
-            elif slot.last == 0.0:
+            if slot.last == 0.0:
                 if not slot.hlines:
                     if now - slot.started > first_byte:
-                        detail = f"no response within {first_byte:g} s (first byte)"
-                        expired.append((slot, ERROR_TIMEOUT, detail))
+                        expired.append((slot, f"no response within {first_byte:g} s (first byte)"))
                 else:
                     slot.last = now  # the head arrived (within one sweep): the stall clock runs
             elif now - slot.last > stall:
-                expired.append((slot, ERROR_TIMEOUT, f"no data for {stall:g} s (stalled)"))
-        for slot, key, detail in expired:
-            self._finish_slot(slot, key, detail)
+                expired.append((slot, f"no data for {stall:g} s (stalled)"))
+        for slot, detail in expired:
+            self._finish_slot(slot, ERROR_TIMEOUT, detail)
         if self._timeouts:
             self._sync_timer()
         if self._active and self._loop is not None and not self._closed:
