@@ -11,10 +11,9 @@ from typing import Any
 from . import __version__
 
 
-def build_parser(command: str | None = None) -> argparse.ArgumentParser:
-    """The whole command line. The simulated web's actions are registered only when
-    `command` is None or "testweb": importing it costs ~0.2 s, which every crawl and every
-    pool worker would otherwise pay at start."""
+def build_parser(with_testweb: bool = True) -> argparse.ArgumentParser:
+    """The whole command line. Without `with_testweb` the simulated web's actions are left
+    out: importing it costs ~0.2 s, which every crawl would otherwise pay at start."""
     parser = argparse.ArgumentParser(
         prog="gossamer", description="A polite, fast, fault-tolerant web crawler."
     )
@@ -37,7 +36,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         description="A deterministic simulated web on loopback that knows the right answer.",
     )
     tw_sub = testweb.add_subparsers(dest="testweb_command", required=True, metavar="ACTION")
-    if command not in (None, "testweb"):
+    if not with_testweb:
         return parser
     from .testing import cli_demo, cli_export, cli_serve, cli_truth
 
@@ -172,7 +171,7 @@ _LIGHT_COMMANDS = frozenset({"crawl", "crawl-worker", "report"})
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     command = next((a for a in argv if not a.startswith("-")), None)
-    parser = build_parser(command if command in _LIGHT_COMMANDS else None)
+    parser = build_parser(with_testweb=command not in _LIGHT_COMMANDS)
     args = parser.parse_args(argv)
     try:
         result: int = args.func(args)

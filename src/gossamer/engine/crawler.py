@@ -198,7 +198,7 @@ class Crawler:
                 last_end = await self._fetch_batch(
                     current, ip, policy, delay, last_end, outcomes, discovered
                 )
-                current = await self._settle(
+                current = self._settle(
                     current,
                     outcomes,
                     discovered,
@@ -220,7 +220,7 @@ class Crawler:
             return 0
         return self.settings.per_host
 
-    async def _settle(
+    def _settle(
         self,
         batch: HostBatch,
         outcomes: list[Outcome],
@@ -232,23 +232,16 @@ class Crawler:
         `complete`. Returns the renewed batch, if any. The frontier is called on the loop's
         thread, as `lease` is (docs/architecture.md, "Frontier calls on the loop thread")."""
         self.sinks.flush()  # outputs on disk before the frontier counts the URLs done
-        frontier = self.frontier
-
         # Links go in before the batch completes: a crash (or a full disk) between the two
         # then re-fetches the pages (dedupe absorbs the rediscovered links) instead of
         # counting them done with their links lost.
-        def settle() -> tuple[int, HostBatch | None, bool]:
-            added = frontier.put_discovered(discovered) if discovered else 0
-            try:
-                return added, frontier.complete(batch.token, outcomes, next_fetch_at, renew), False
-            except StaleLeaseError:
-                return added, None, True
-
-        added, renewed, stale = settle()
-        self.counters.discovered += added
-        if stale:
+        if discovered:
+            self.counters.discovered += self.frontier.put_discovered(discovered)
+        try:
+            return self.frontier.complete(batch.token, outcomes, next_fetch_at, renew)
+        except StaleLeaseError:
             self.counters.errors["frontier/stale-lease"] += 1
-        return renewed
+            return None
 
     async def _fetch_batch(
         self,

@@ -203,10 +203,12 @@ def _supervise(
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+    codes = []
     for p in procs:
         p.join()
-    codes = [p.exitcode if p.exitcode is not None else 1 for p in procs]
-    codes = [128 - c if c < 0 else c for c in codes]  # killed by signal N: 128 + N
+        code = p.exitcode
+        assert code is not None  # set once joined
+        codes.append(128 - code if code < 0 else code)  # killed by signal N: 128 + N
     summary = _merge_stats(out, workers, started, stopped)
     summary["frontier"] = _as_dict(frontier.statistics())
     if any(c == 74 for c in codes):
@@ -235,8 +237,8 @@ def _worker_main(out: Path, part: str, parent: int) -> None:
     _die_with_parent()
     if os.getppid() != parent:  # the parent died before the line above took effect
         os._exit(1)
-    for sig in (signal.SIGINT, signal.SIGTERM):  # the parent's handlers are not ours
-        signal.signal(sig, signal.SIG_DFL if sig == signal.SIGTERM else signal.default_int_handler)
+    signal.signal(signal.SIGINT, signal.default_int_handler)  # the parent's handlers are
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # not ours
     sys.exit(run_worker(out, part))
 
 
