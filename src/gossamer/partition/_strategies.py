@@ -193,22 +193,24 @@ class Phase:
         if self.phases is not None and not 1 <= self.phases <= self.shards:
             raise PartitionError(f"phases must be 1..{self.shards}, not {self.phases}")
 
-    def phase_of(self, member_id: str, members: Sequence[Member], now: float) -> int:
-        ordered = _ordered(members)
-        i = _index(member_id, ordered)
-        p = len(ordered) if self.phases is None else self.phases
-        if p < len(ordered):
+    def phase_count(self, members: Sequence[Member]) -> int:
+        """P: `phases`, or one per member; fewer phases than members is refused."""
+        p = len(members) if self.phases is None else self.phases
+        if p < len(members):
             raise PartitionError(
-                f"{p} phases for {len(ordered)} workers: two workers would share a phase"
+                f"{p} phases for {len(members)} workers: two workers would share a phase"
             )
-        return (i + math.floor(now / self.period)) % p
+        return p
+
+    def phase_of(self, member_id: str, members: Sequence[Member], now: float) -> int:
+        i = _index(member_id, _ordered(members))
+        return (i + math.floor(now / self.period)) % self.phase_count(members)
 
     def shards_for(
         self, member_id: str, members: Sequence[Member], now: float
     ) -> frozenset[int] | None:
         phase = self.phase_of(member_id, members, now)
-        p = len(members) if self.phases is None else self.phases
-        return frozenset(range(phase, self.shards, p))
+        return frozenset(range(phase, self.shards, self.phase_count(members)))
 
     def valid_until(self, now: float) -> float:
         return (math.floor(now / self.period) + 1) * self.period
