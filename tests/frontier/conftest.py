@@ -1,6 +1,7 @@
 """Fixtures shared by the frontier tests: a fake clock and one fixture over every backend.
 
-A new backend (Redis) joins the contract suite by adding one entry to `BACKENDS`.
+A backend joins the contract suite by adding one entry to `BACKENDS`: SQLite, the in-memory
+reference, Redis (a real redis-server) and Redis Cluster (three real masters).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from _frontier_helpers import FakeClock
 from hypothesis import Phase, settings
 
 from gossamer.frontier import Frontier, MemoryFrontier, SqliteFrontier
+from gossamer.frontier.redis import RedisFrontier, connect
 
 
 @dataclass
@@ -26,7 +28,7 @@ class Backend:
     persistent: bool
 
 
-def _sqlite(tmp: Path) -> Callable[..., Frontier]:
+def _sqlite(tmp: Path, request: pytest.FixtureRequest) -> Callable[..., Frontier]:
     counter = iter(range(1_000_000))
 
     def make(**kw: Any) -> Frontier:
@@ -36,9 +38,35 @@ def _sqlite(tmp: Path) -> Callable[..., Frontier]:
     return make
 
 
-BACKENDS: dict[str, Callable[[Path], Backend]] = {
-    "memory": lambda tmp: Backend("memory", lambda **kw: MemoryFrontier(**kw), False),
-    "sqlite": lambda tmp: Backend("sqlite", _sqlite(tmp), True),
+def _redis(fixture: str) -> Callable[[Path, pytest.FixtureRequest], Callable[..., Frontier]]:
+    """Frontiers on the session's Redis (emptied for the test); `path` names a crawl, so a
+    second frontier with the same `path` reopens the first one's crawl."""
+
+    def factory(tmp: Path, request: pytest.FixtureRequest) -> Callable[..., Frontier]:
+        client = connect(request.getfixturevalue(fixture))
+        request.addfinalizer(client.close)
+        counter = iter(range(1_000_000))
+
+        def make(**kw: Any) -> Frontier:
+            path = kw.pop("path", None)
+            crawl = f"p{abs(hash(str(path)))}" if path else f"t{next(counter)}"
+            return RedisFrontier(client, crawl, **kw)
+
+        return make
+
+    return factory
+
+
+def _memory(tmp: Path, request: pytest.FixtureRequest) -> Callable[..., Frontier]:
+    return lambda **kw: MemoryFrontier(**kw)
+
+
+Factory = Callable[[Path, pytest.FixtureRequest], Callable[..., Frontier]]
+BACKENDS: dict[str, tuple[Factory, bool]] = {  # name -> (factory, persistent)
+    "memory": (_memory, False),
+    "sqlite": (_sqlite, True),
+    "redis": (_redis("redis_url"), True),
+    "redis-cluster": (_redis("redis_cluster_url"), True),
 }
 
 
@@ -49,7 +77,8 @@ def clock() -> FakeClock:
 
 @pytest.fixture(params=sorted(BACKENDS))
 def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Backend:
-    return BACKENDS[request.param](tmp_path)
+    factory, persistent = BACKENDS[request.param]
+    return Backend(request.param, factory(tmp_path, request), persistent)
 
 
 @pytest.fixture

@@ -10,10 +10,12 @@ SQLite runs add reopening the file and a second connection sharing it (another "
 
 from __future__ import annotations
 
+import atexit
 import shutil
 import tempfile
+import uuid
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
 import pytest
 from _frontier_helpers import FakeClock, check_sqlite_counters, fp_of
@@ -38,6 +40,8 @@ from gossamer.frontier import (
     StaleLeaseError,
     Verdict,
 )
+from gossamer.frontier.redis import RedisClient, RedisFrontier, connect
+from gossamer.testing.redisd import RedisClusterServers, RedisServer
 
 HOSTS = ("a.example", "b.example", "c.example")
 PENDING_FIELDS = ("duplicates_seen", "dropped_by_budget")  # per-connection until flushed
@@ -300,7 +304,10 @@ class FrontierMachine(RuleBasedStateMachine):
             f.close()
             self.suts = [self.open_backend()]
             assert as_tuple(self.suts[0].statistics()) == as_tuple(self.model.statistics())
-            check_sqlite_counters(self.tmp / "f.sqlite")
+            self.check_store()
+
+    def check_store(self) -> None:
+        """Backend-specific checks of what a reopened store holds."""
 
 
 class SqliteMachine(FrontierMachine):
@@ -308,6 +315,58 @@ class SqliteMachine(FrontierMachine):
 
     def open_backend(self) -> Frontier:
         return SqliteFrontier(self.tmp / "f.sqlite", clock=self.clock, **self.options)
+
+    def check_store(self) -> None:
+        check_sqlite_counters(self.tmp / "f.sqlite")
+
+
+_SERVERS: dict[str, Any] = {}
+
+
+def _redis_client(cluster: bool) -> RedisClient:
+    """A real redis-server (or 3-master Redis Cluster) shared by every example of the
+    session (Hypothesis machines cannot take pytest fixtures); each example is a new crawl."""
+    key = "cluster" if cluster else "single"
+    if key not in _SERVERS:
+        directory = Path(tempfile.mkdtemp(prefix=f"frontier-machine-redis-{key}-"))
+        server = RedisClusterServers(directory) if cluster else RedisServer(directory)
+        server.__enter__()
+        atexit.register(server.stop)
+        _SERVERS[key] = (server, connect(server.url))
+    return cast(RedisClient, _SERVERS[key][1])
+
+
+class RedisMachine(FrontierMachine):
+    """The Redis backend against the model; a reopen is a new client object on the same
+    crawl (nothing cached: completes go through the store)."""
+
+    persistent = True
+    cluster = False
+
+    def open_backend(self) -> Frontier:
+        if not hasattr(self, "crawl"):
+            self.crawl = f"m{uuid.uuid4().hex[:12]}"
+        client = _redis_client(self.cluster)
+        return RedisFrontier(client, self.crawl, clock=self.clock, **self.options)
+
+    def teardown(self) -> None:
+        super().teardown()
+        RedisFrontier(_redis_client(self.cluster), self.crawl, clock=self.clock).delete()
+
+
+class RedisUnlimitedMachine(RedisMachine):
+    options: ClassVar[dict[str, Any]] = {
+        **FrontierMachine.options,
+        "max_pages": None,
+        "host_budget": None,
+        "max_host_errors": None,
+        "max_attempts": 3,
+        "default_delay": 0.0,
+    }
+
+
+class RedisClusterMachine(RedisMachine):
+    cluster = True
 
 
 class SqliteUnlimitedMachine(SqliteMachine):
@@ -333,3 +392,9 @@ TestSqliteMachine = pytest.mark.slow(SqliteMachine.TestCase)
 TestSqliteMachine.settings = settings(_settings, max_examples=150)
 TestSqliteUnlimitedMachine = pytest.mark.slow(SqliteUnlimitedMachine.TestCase)
 TestSqliteUnlimitedMachine.settings = _settings
+TestRedisMachine = pytest.mark.slow(RedisMachine.TestCase)
+TestRedisMachine.settings = settings(_settings, max_examples=100)
+TestRedisUnlimitedMachine = pytest.mark.slow(RedisUnlimitedMachine.TestCase)
+TestRedisUnlimitedMachine.settings = _settings
+TestRedisClusterMachine = pytest.mark.slow(RedisClusterMachine.TestCase)
+TestRedisClusterMachine.settings = settings(_settings, max_examples=40)

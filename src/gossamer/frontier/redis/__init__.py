@@ -1,0 +1,739 @@
+"""The cluster frontier: the `Frontier` contract on Redis (one server or Redis Cluster).
+
+Layout (docs/cluster.md has the full story). Every host maps to one of Q = 1024 logical
+shards (`gossamer.partition.shard_of`); all of a shard's keys carry the shard as a hash tag,
+`gs:<crawl>:{<shard>}:…`, so one Lua call per shard (lua/*.lua) dedupes, enqueues, leases,
+completes and reclaims atomically, on one Redis and on Redis Cluster alike:
+
+    n          counters (queued, leased, done, failed, retries, hosts, dead, dropped, dups, ver)
+    s:<b>      the seen-set: fingerprints in compact integer sets (intsets) of ~400, addressed
+               by linear hashing (the level and split pointer are in `n`)
+    u          fp -> score, attempts, depth, parent, URL (queued and leased URLs only)
+    h:<host>   host state: next fetch, lease order, Crawl-delay, adaptive delay, back-off,
+               consecutive errors, dead, URLs accepted, lease token / expiry / URLs
+    q:<host>   the host's queue (sorted set: priority, then FIFO)
+    r, w       ready hosts by lease order; resting hosts by next-fetch time
+    t, e       lease token -> host; lease token -> expiry
+
+A crawl-wide index in one more slot, `gs:<crawl>:{g}:` (lua/global.lua), tells which shard
+holds the best ready host (`hint`: one entry per shard, versioned so that late updates never
+overwrite newer ones), which shards were ever used (`act`), when leases expire (`exp`) and,
+with max pages, the published count (`pub`: done + leased, reserved before a lease). Shard
+calls and index updates are separate calls (Redis Cluster cannot run one script over two
+slots): the shard's state is the truth and the index a hint that a periodic sweep rebuilds
+from the shards, so a worker dying between the two calls loses nothing (see docs/cluster.md
+for the one thing it can cost: a few max-pages slots).
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+import secrets
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, replace
+from importlib import resources
+from typing import Any, Final, TypeVar, cast
+
+import redis
+import redis.cluster
+import redis.exceptions
+
+from ...partition import SHARDS, shard_of
+from .._options import FrontierOptions
+from .._politeness import HostTiming, PolitenessPolicy, after_batch
+from .._protocol import (
+    Discovered,
+    FrontierError,
+    FrontierStats,
+    FrontierStorageError,
+    HostBatch,
+    LeasedURL,
+    Outcome,
+    StaleLeaseError,
+)
+from .._settle import settle
+
+__all__ = ["Partition", "RedisClient", "RedisFrontier", "connect"]
+
+RedisClient = redis.Redis | redis.cluster.RedisCluster
+#: partition(now) -> (shards this worker may lease now, or None for any; until when that holds)
+Partition = Callable[[float], tuple[frozenset[int] | None, float]]
+
+_SIGN: Final = 1 << 63
+_WRAP: Final = 1 << 64
+_SCRIPTS: Final = ("put", "lease", "complete", "reclaim", "misc")
+_RETRY_FOR: Final = 60.0  # seconds a call retries Redis connection errors before giving up
+_SWEEP_EVERY: Final = 5.0  # seconds (frontier clock) between index rebuilds from the shards
+_FLUSH_EVERY: Final = 0.05  # seconds (monotonic) index updates may wait for the next call
+_T = TypeVar("_T")
+
+
+def connect(url: str, **kw: Any) -> RedisClient:
+    """A client for `url` (redis://host:port/db): a RedisCluster client when the server is
+    a Redis Cluster node, else a plain one. Connection errors raise FrontierStorageError."""
+    try:
+        client = redis.Redis.from_url(url, **kw)
+        info = client.info("cluster")
+        if info.get("cluster_enabled"):
+            client.close()
+            return redis.cluster.RedisCluster.from_url(url, **kw)
+        return client
+    except redis.exceptions.RedisError as exc:
+        raise FrontierStorageError(0, f"cannot use Redis at {url}: {exc}") from exc
+
+
+def _to_redis(fp: int) -> str:
+    return str(fp - _WRAP if fp >= _SIGN else fp)
+
+
+def _from_redis(s: bytes | str) -> int:
+    return int(s) % _WRAP
+
+
+def _s(b: Any) -> str:
+    return b.decode("utf-8", "surrogateescape") if isinstance(b, bytes) else str(b)
+
+
+def _lua(name: str) -> str:
+    return (resources.files(__package__) / "lua" / f"{name}.lua").read_text("utf-8")
+
+
+def _num(x: float) -> str:
+    return repr(float(x))
+
+
+@dataclass(slots=True)
+class _Held:
+    """What this client knows about a lease it handed out (saves a round trip on complete)."""
+
+    shard: int
+    host: str
+    attempts: dict[int, int]
+    timing: HostTiming
+    valid_until: float
+
+
+@dataclass(slots=True)
+class _Pending:
+    """Index updates not yet sent (sent with the next call to the crawl-wide index)."""
+
+    hints: dict[int, tuple[int, str, str]]  # shard -> (version, score, host)
+    exp_add: dict[str, float]
+    exp_del: set[str]
+    pub: int = 0
+
+
+class RedisFrontier:
+    """`Frontier` on Redis; same knobs as `SqliteFrontier` plus the cluster's.
+
+    `crawl` names the crawl (its keys start `gs:<crawl>:`). `clock` defaults to the Redis
+    server's clock (every worker of a crawl shares it). `partition(now)` restricts leases to
+    the shards a partition strategy gives this worker and caps their expiry (phase ends).
+    The seen-set needs no sizing: each shard keeps its fingerprints in compact integer sets
+    of ~400 (linear hashing splits one as the shard grows; lua/put.lua), ~8.5 bytes a URL.
+    """
+
+    def __init__(
+        self,
+        client: RedisClient,
+        crawl: str = "default",
+        *,
+        lease_ttl: float = 60.0,
+        max_pages: int | None = None,
+        host_budget: int | None = None,
+        max_attempts: int = 3,
+        default_delay: float = 0.0,
+        max_crawl_delay: float = 30.0,
+        adaptive_factor: float = 0.0,
+        backoff_base: float = 1.0,
+        backoff_max: float = 300.0,
+        max_retry_after: float = 600.0,
+        max_host_errors: int | None = 10,
+        clock: Callable[[], float] | None = None,
+        partition: Partition | None = None,
+        retry_for: float = _RETRY_FOR,
+    ) -> None:
+        if not crawl or any(c in crawl for c in "{}: \t\r\n"):
+            raise ValueError(f"a crawl name needs no braces, colons or spaces: {crawl!r}")
+        self.options = FrontierOptions(
+            lease_ttl=lease_ttl,
+            max_pages=max_pages,
+            host_budget=host_budget,
+            max_attempts=max_attempts,
+            politeness=PolitenessPolicy(
+                default_delay=default_delay,
+                max_crawl_delay=max_crawl_delay,
+                adaptive_factor=adaptive_factor,
+                backoff_base=backoff_base,
+                backoff_max=backoff_max,
+                max_retry_after=max_retry_after,
+                max_host_errors=max_host_errors,
+            ),
+        )
+        self.client = client
+        self.crawl = crawl
+        self.cluster = isinstance(client, redis.cluster.RedisCluster)
+        self._prefix = f"gs:{crawl}:"
+        self._g = f"{self._prefix}{{g}}:"
+        self._partition = partition
+        self._retry_for = retry_for
+        self._lock = threading.RLock()
+        self._closed = False
+        self._held: dict[str, _Held] = {}
+        self._pending = _Pending({}, {}, set())
+        self._next_sweep = -math.inf
+        self._known_active: set[int] = set()
+        self._pending_since: float | None = None
+        prelude = _lua("shard")
+        self._sources = {name: prelude + "\n" + _lua(name) for name in _SCRIPTS}
+        self._sources["global"] = _lua("global")
+        self._sha: dict[str, str] = {}
+        self._call(self._load_scripts)
+        self._offset = 0.0
+        if clock is None:
+            self._offset = self.server_time() - time.time()
+            self._clock: Callable[[], float] = lambda: time.time() + self._offset
+        else:
+            self._clock = clock
+
+    # ------------------------------------------------------------------ plumbing
+    def clock(self) -> float:
+        """The frontier's clock (the Redis server's unless one was injected)."""
+        return self._clock()
+
+    def server_time(self) -> float:
+        """The Redis server's clock (TIME), in seconds."""
+
+        def ask() -> float:
+            sec, usec = self.client.time()
+            return sec + usec / 1e6
+
+        return self._call(ask)
+
+    def _load_scripts(self) -> None:
+        for name, src in self._sources.items():
+            self._sha[name] = self.client.script_load(src)
+
+    def _call(self, fn: Callable[[], _T]) -> _T:
+        """Run `fn`, retrying Redis connection errors (with back-off, for `retry_for`
+        seconds: a restarting Redis is waited for) and reloading scripts a restarted
+        server forgot. Other Redis errors become FrontierStorageError."""
+        deadline = time.monotonic() + self._retry_for
+        pause = 0.05
+        while True:
+            try:
+                return fn()
+            except redis.exceptions.NoScriptError:
+                self._load_scripts()
+            except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError) as exc:
+                if time.monotonic() >= deadline:
+                    raise FrontierStorageError(
+                        0, f"Redis unreachable for {self._retry_for:.0f} s: {exc}"
+                    ) from exc
+                time.sleep(pause)
+                pause = min(pause * 2, 1.0)
+                try:
+                    self._load_scripts()
+                except redis.exceptions.RedisError:
+                    pass
+            except redis.exceptions.ResponseError as exc:
+                if "NOSCRIPT" in str(exc):
+                    self._load_scripts()
+                    continue
+                raise FrontierStorageError(0, f"Redis refused a frontier call: {exc}") from exc
+            except redis.exceptions.RedisError as exc:
+                raise FrontierStorageError(0, f"Redis failed a frontier call: {exc}") from exc
+
+    def _shard_prefix(self, shard: int) -> str:
+        return f"{self._prefix}{{{shard}}}:"
+
+    def _eval(self, name: str, shard: int, args: Sequence[Any], pipe: Any = None) -> Any:
+        prefix = self._shard_prefix(shard)
+        target = self.client if pipe is None else pipe
+        return target.evalsha(self._sha[name], 1, prefix + "n", prefix, *args)
+
+    def _shard_many(self, calls: Sequence[tuple[str, int, Sequence[Any]]]) -> list[Any]:
+        """Several shard calls in one round trip (a non-transactional pipeline)."""
+        if not calls:
+            return []
+        if len(calls) == 1:
+            name, shard, args = calls[0]
+            return [self._call(lambda: self._eval(name, shard, args))]
+
+        def run() -> list[Any]:
+            pipe = self.client.pipeline(transaction=False)
+            for name, shard, args in calls:
+                self._eval(name, shard, args, pipe)
+            return cast(list[Any], pipe.execute())
+
+        def run_cluster() -> list[Any]:
+            # redis-py's cluster pipeline refuses EVALSHA: one plain pipeline per node
+            # (the shard's slot tells which); a slot that moved answers MOVED, and the
+            # calls then go one by one through the cluster client, which follows it.
+            client = cast(redis.cluster.RedisCluster, self.client)
+            by_node: dict[str, tuple[Any, list[int]]] = {}
+            for i, (_, shard, _) in enumerate(calls):
+                node = client.get_node_from_key(self._shard_prefix(shard) + "n")  # type: ignore[no-untyped-call]
+                entry = by_node.setdefault(node.name, (node, []))
+                entry[1].append(i)
+            out: list[Any] = [None] * len(calls)
+            for node, idx in by_node.values():
+                conn = node.redis_connection or client.get_redis_connection(node)
+                pipe = conn.pipeline(transaction=False)
+                for i in idx:
+                    name, shard, args = calls[i]
+                    self._eval(name, shard, args, pipe)
+                try:
+                    replies = pipe.execute()
+                except redis.exceptions.ResponseError as exc:
+                    if "MOVED" not in str(exc) and "ASK" not in str(exc):
+                        raise
+                    replies = [self._eval(*calls[i]) for i in idx]
+                for i, r in zip(idx, replies, strict=True):
+                    out[i] = r
+            return out
+
+        return self._call(run_cluster if self.cluster else run)
+
+    def _global(
+        self,
+        now: float,
+        *,
+        reserve: int = -1,
+        allowed: frozenset[int] | None = None,
+        candidates: int = 0,
+        expired: int = 0,
+    ) -> tuple[int, list[tuple[str, int, float]], list[str]]:
+        """One call to the crawl-wide index: send the pending updates, reserve max-pages
+        slots, return the best `candidates` shards (host, shard, score) and expired leases."""
+        p = self._pending
+        args: list[Any] = [
+            self._g,
+            _num(now),
+            p.pub,
+            reserve,
+            self.options.max_pages if self.options.max_pages is not None else 0,
+            "" if allowed is None else _bitmap(allowed),
+            candidates,
+            expired,
+            len(p.hints),
+            len(p.exp_add),
+            len(p.exp_del),
+        ]
+        for shard, (ver, score, host) in p.hints.items():
+            args += [shard, ver, score, host]
+        for key, exp in p.exp_add.items():
+            args += [key, _num(exp)]
+        args += list(p.exp_del)
+
+        def run() -> list[Any]:
+            sha = self._sha["global"]
+            return cast(list[Any], self.client.evalsha(sha, 1, self._g + "hint", *args))
+
+        reply = self._call(run)
+        self._pending = _Pending({}, {}, set())
+        granted = int(reply[0])
+        sep = reply.index(b"|")
+        cands = [(_s(reply[i]), int(reply[i + 1]), float(reply[i + 2])) for i in range(1, sep, 3)]
+        return granted, cands, [_s(x) for x in reply[sep + 1 :]]
+
+    def _maybe_flush(self, now: float) -> None:
+        """Send pending index updates at most `_FLUSH_EVERY` s after the first was queued
+        (other workers see new work soon; a busy worker pays one round trip per interval)."""
+        p = self._pending
+        if not (p.hints or p.exp_add or p.exp_del or p.pub):
+            self._pending_since = None
+            return
+        t = time.monotonic()
+        if self._pending_since is None:
+            self._pending_since = t
+        elif t - self._pending_since >= _FLUSH_EVERY:
+            self._global(now)
+            self._pending_since = None
+
+    def _hint(self, shard: int, reply: Any) -> None:
+        ver, score, host = int(reply[0]), _s(reply[1]), _s(reply[2])
+        old = self._pending.hints.get(shard)
+        if old is None or old[0] < ver:
+            self._pending.hints[shard] = (ver, score, host)
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise FrontierError("frontier is closed")
+
+    # ------------------------------------------------------------------ the contract
+    def put_discovered(self, items: Sequence[Discovered]) -> int:
+        """See `Frontier.put_discovered`."""
+        with self._lock:
+            self._check_open()
+            if not items:
+                return 0
+            now = self._clock()
+            budget = -1 if self.options.host_budget is None else self.options.host_budget
+            by_shard: dict[int, dict[str, list[Any]]] = {}
+            for it in items:
+                shard = shard_of(it.host)
+                hosts = by_shard.get(shard)
+                if hosts is None:
+                    hosts = by_shard[shard] = {}
+                urls = hosts.get(it.host)
+                if urls is None:
+                    urls = hosts[it.host] = []
+                urls += (
+                    _to_redis(it.fp),
+                    it.priority,
+                    it.depth,
+                    "-" if it.parent is None else "+" + it.parent,
+                    it.url,
+                )
+            calls = []
+            for shard, hosts in by_shard.items():
+                args: list[Any] = [_num(now), budget]
+                for host, urls in hosts.items():
+                    args += (host, len(urls) // 5, *urls)
+                calls.append(("put", shard, args))
+            new = by_shard.keys() - self._known_active
+            if new:  # the shards go into the index before their URLs: a sweep finds them
+                for shard in new:
+                    self._pending.hints.setdefault(shard, (0, "", ""))
+                self._global(now)
+                self._known_active.update(new)
+            added = 0
+            for (_, shard, _), reply in zip(calls, self._shard_many(calls), strict=True):
+                added += int(reply[0])
+                self._hint(shard, reply[1])
+            self._maybe_flush(now)
+            return added
+
+    def lease(self, max_hosts: int, per_host: int, now: float | None = None) -> list[HostBatch]:
+        """See `Frontier.lease`. Hosts come from the shards the partition allows, best lease
+        order first across shards; expiry is capped by the partition's `valid_until`."""
+        if max_hosts < 0 or per_host < 0:
+            raise ValueError("max_hosts and per_host must be >= 0")
+        with self._lock:
+            self._check_open()
+            now = self._clock() if now is None else now
+            if max_hosts == 0 or per_host == 0:
+                return []
+            allowed, valid_until = (None, math.inf)
+            if self._partition is not None:
+                allowed, valid_until = self._partition(now)
+            expires = min(now + self.options.lease_ttl, valid_until)
+            if expires <= now or (allowed is not None and not allowed):
+                return []
+            if now >= self._next_sweep:
+                self._sweep(now)
+            limit = self.options.max_pages
+            want = -1 if limit is None else max_hosts * per_host
+            k = max_hosts + 1  # the best host of k shards holds the best max_hosts hosts
+            granted, cands, expired = self._global(
+                now, reserve=want, allowed=allowed, candidates=k, expired=64
+            )
+            if expired:
+                self._reclaim_shards({int(e.split("|", 1)[0]) for e in expired}, now)
+                self._pending.exp_del.update(expired)
+                _, cands, _ = self._global(now, allowed=allowed, candidates=k)
+            slots = math.inf if limit is None else granted
+            out: list[HostBatch] = []
+            used = 0
+            # the best ready host of every candidate shard, merged: a shard leases the hosts
+            # that come before the next candidate's best, then competes again with its new
+            # best (exact lease order across shards without a round trip to the index)
+            heap = [(score, host, shard) for host, shard, score in cands if score <= now]
+            heapq.heapify(heap)
+            for _ in range(max_hosts + 16):  # a stale hint costs one more round
+                if len(out) >= max_hosts or used >= slots or not heap:
+                    break
+                _, _, shard = heapq.heappop(heap)
+                lim_score, lim_host = ("", "")
+                if heap:
+                    lim_score, lim_host = _num(heap[0][0]), heap[0][1]
+                n = max_hosts - len(out)
+                args = [
+                    _num(now),
+                    n,
+                    per_host,
+                    -1 if limit is None else slots - used,
+                    _num(expires),
+                    lim_score,
+                    lim_host,
+                    *(f"{shard}-{secrets.token_hex(12)}" for _ in range(n)),
+                ]
+                reply = self._shard_many([("lease", shard, args)])[0]
+                self._hint(shard, reply[1])
+                for raw in reply[0]:
+                    b = self._batch(shard, raw, expires, valid_until)
+                    out.append(b)
+                    used += len(b.urls)
+                _, score, host = reply[1]
+                if host and float(score) <= now:
+                    heapq.heappush(heap, (float(score), _s(host), shard))
+            if limit is not None and granted > used:
+                self._pending.pub -= granted - used
+                self._global(now)
+            else:
+                self._maybe_flush(now)
+            return out
+
+    def _batch(self, shard: int, raw: Any, expires: float, valid_until: float) -> HostBatch:
+        host, token, backlog, fps, recs, timing = raw
+        host, token = _s(host), _s(token)
+        urls = []
+        attempts: dict[int, int] = {}
+        for fp_raw, rec in zip(fps, recs, strict=True):
+            _, att, depth, parent, url = rec.split(b"\0", 4)
+            fp = _from_redis(fp_raw)
+            a = int(att)
+            attempts[fp] = a
+            urls.append(
+                LeasedURL(_s(url), fp, int(depth), None if parent == b"-" else _s(parent[1:]), a)
+            )
+        self._held[token] = _Held(shard, host, attempts, _timing(timing), valid_until)
+        self._pending.exp_add[f"{shard}|{token}"] = expires
+        return HostBatch(host, token, expires, tuple(urls), int(backlog))
+
+    def complete(
+        self,
+        token: str,
+        outcomes: Sequence[Outcome],
+        next_fetch_at: float | None = None,
+        renew: int = 0,
+    ) -> HostBatch | None:
+        """See `Frontier.complete`."""
+        if renew < 0:
+            raise ValueError("renew must be >= 0")
+        with self._lock:
+            self._check_open()
+            held = self._held.get(token) or self._lookup(token)
+            s = settle(held.attempts, outcomes, self.options.max_attempts)
+            now = self._clock()
+            # the Crawl-delay is applied by the script, from the store: another client may
+            # have set it while this one held the host (the rest of the timing is ours)
+            no_cd = replace(held.timing, crawl_delay=None)
+            t = after_batch(no_cd, outcomes, now, self.options.politeness, next_fetch_at)
+            granted = -1
+            if renew and self.options.max_pages is not None:
+                granted, _, _ = self._global(now, reserve=renew)
+            expires = now + self.options.lease_ttl
+            new_token = f"{held.shard}-{secrets.token_hex(12)}"
+            args: list[Any] = [
+                _num(now),
+                token,
+                _num(t.next_fetch_at),
+                _num(t.adaptive_delay),
+                _num(t.backoff),
+                t.errors,
+                1 if t.dead else 0,
+                _num(self.options.backlog_lead),
+                _num(self.options.max_backlog_lead),
+                _num(self.options.politeness.max_crawl_delay),
+                renew,
+                granted,
+                new_token,
+                _num(min(expires, held.valid_until)),
+                len(s.done),
+                len(s.failed),
+                len(s.requeued),
+                len(s.unfinished),
+                *(_to_redis(fp) for fp in s.done),
+                *(_to_redis(fp) for fp in s.failed),
+            ]
+            for fp, attempts in s.requeued:
+                args += [_to_redis(fp), attempts]
+            args += [_to_redis(fp) for fp in s.unfinished]
+            reply = self._shard_many([("complete", held.shard, args)])[0]
+            self._held.pop(token, None)
+            if _s(reply[0]) == "stale":
+                if granted > 0:
+                    self._pending.pub -= granted
+                raise StaleLeaseError(f"lease {token!r} is not held (completed or reclaimed)")
+            self._pending.exp_del.add(f"{held.shard}|{token}")
+            self._hint(held.shard, reply[2])
+            batch = None
+            renewed = 0
+            if reply[1]:
+                batch = self._batch(
+                    held.shard, reply[1], min(expires, held.valid_until), held.valid_until
+                )
+                renewed = len(batch.urls)
+            if self.options.max_pages is not None:
+                freed = len(s.failed) + len(s.requeued) + len(s.unfinished)
+                self._pending.pub -= freed + max(granted, 0) - renewed
+            self._maybe_flush(now)
+            return batch
+
+    def _lookup(self, token: str) -> _Held:
+        """A lease handed out by another client (or forgotten): read it from Redis."""
+        try:
+            shard = int(token.split("-", 1)[0])
+        except ValueError:
+            raise StaleLeaseError(f"lease {token!r} is not held (not a token)") from None
+        if not 0 <= shard < SHARDS:
+            raise StaleLeaseError(f"lease {token!r} is not held (not a token)")
+        reply = self._shard_many([("misc", shard, ["held", token])])[0]
+        if _s(reply[0]) != "ok":
+            raise StaleLeaseError(f"lease {token!r} is not held (completed or reclaimed)")
+        _, host, fps, recs, timing, _exp = reply
+        attempts = {
+            _from_redis(fp): int(rec.split(b"\0", 2)[1]) for fp, rec in zip(fps, recs, strict=True)
+        }
+        return _Held(shard, _s(host), attempts, _timing(timing), math.inf)
+
+    def extend(self, token: str, until: float) -> None:
+        """See `Frontier.extend`; never past the partition's `valid_until` of the lease."""
+        with self._lock:
+            self._check_open()
+            held = self._held.get(token)
+            try:
+                shard = held.shard if held else int(token.split("-", 1)[0])
+            except ValueError:
+                raise StaleLeaseError(f"lease {token!r} is not held (not a token)") from None
+            if held is not None:
+                until = min(until, held.valid_until)
+            reply = self._shard_many([("misc", shard, ["extend", token, _num(until)])])[0]
+            if _s(reply[0]) != "ok":
+                self._held.pop(token, None)
+                raise StaleLeaseError(f"lease {token!r} is not held (completed or reclaimed)")
+            self._pending.exp_add[f"{shard}|{token}"] = until
+
+    def reclaim_expired(self, now: float | None = None) -> int:
+        """See `Frontier.reclaim_expired` (looks at every shard the crawl used)."""
+        with self._lock:
+            self._check_open()
+            now = self._clock() if now is None else now
+            return self._sweep(now)
+
+    def _active(self) -> list[int]:
+        self._global(self._clock())
+        members = self._call(lambda: self.client.smembers(self._g + "act"))
+        return sorted(int(m) for m in cast(set[bytes], members))
+
+    def _reclaim_shards(self, shards: set[int] | list[int], now: float) -> int:
+        rest_from = min(now, self._clock())
+        pol = self.options.politeness
+        args = [_num(now), _num(rest_from), _num(pol.default_delay), _num(pol.max_crawl_delay)]
+        calls = [("reclaim", s, args) for s in sorted(shards)]
+        n = 0
+        for (_, shard, _), reply in zip(calls, self._shard_many(calls), strict=True):
+            n += int(reply[0])
+            self._hint(shard, reply[1])
+        if self.options.max_pages is not None:
+            self._pending.pub -= n  # reclaimed URLs are queued again: their slots are free
+        return n
+
+    def _sweep(self, now: float) -> int:
+        """Reclaim expired leases in every shard the crawl used and refresh the index from
+        the shards (repairs what a worker dying between two calls left stale)."""
+        self._next_sweep = now + _SWEEP_EVERY
+        n = self._reclaim_shards(self._active(), now)
+        self._global(now)
+        return n
+
+    def set_host_delay(self, host: str, crawl_delay: float | None) -> None:
+        """See `Frontier.set_host_delay`."""
+        if crawl_delay is not None and not crawl_delay >= 0:
+            raise ValueError(f"crawl_delay must be >= 0 or None, not {crawl_delay!r}")
+        with self._lock:
+            self._check_open()
+            shard = shard_of(host)
+            value = "" if crawl_delay is None else _num(crawl_delay)
+            self._pending.hints.setdefault(shard, (0, "", ""))
+            self._global(self._clock())
+            self._shard_many([("misc", shard, ["delay", host, value, _num(self._clock())])])
+
+    def statistics(self) -> FrontierStats:
+        """See `Frontier.statistics` (sums every shard the crawl used: one round trip)."""
+        with self._lock:
+            self._check_open()
+            now = self._clock()
+            shards = self._active()
+            calls = [("misc", s, ["stats", _num(now)]) for s in shards]
+            sums = [0] * 11
+            best_ready: float | None = None
+            best_wait: float | None = None
+            for (_, shard, _), reply in zip(calls, self._shard_many(calls), strict=True):
+                for k in range(11):
+                    sums[k] += int(reply[k])
+                if reply[11]:
+                    v = float(reply[11])
+                    best_ready = v if best_ready is None else min(best_ready, v)
+                if reply[12]:
+                    v = float(reply[12])
+                    best_wait = v if best_wait is None else min(best_wait, v)
+                self._hint(shard, reply[13])
+            self._global(now)
+            q, leased, done, failed, retries, hosts, dead, dropped, dups, ready, lh = sums
+            nxt = best_ready if best_ready is not None else best_wait
+            return FrontierStats(
+                queued=q,
+                leased=leased,
+                done=done,
+                failed=failed,
+                retries=retries,
+                hosts=hosts,
+                ready_hosts=ready,
+                leased_hosts=lh,
+                dead_hosts=dead,
+                dropped_by_budget=dropped,
+                duplicates_seen=dups,
+                next_ready_at=nxt,
+            )
+
+    def close(self) -> None:
+        """Send what is pending and stop (idempotent); leases stay valid in Redis. The
+        client is not closed (the caller owns it)."""
+        with self._lock:
+            if self._closed:
+                return
+            try:
+                if self._pending.hints or self._pending.exp_add or self._pending.exp_del:
+                    self._global(self._clock())
+            except FrontierError:
+                pass
+            finally:
+                self._closed = True
+
+    def __enter__(self) -> RedisFrontier:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ------------------------------------------------------------------ maintenance
+    def delete(self) -> int:
+        """Remove every key of this crawl (all shards); returns how many. For tests and
+        `gossamer` housekeeping — a running crawl loses everything."""
+
+        def run() -> int:
+            n = 0
+            for key in _scan(self.client, f"{self._prefix}*"):
+                n += int(self.client.delete(key))
+            return n
+
+        return self._call(run)
+
+
+def _scan(client: RedisClient, pattern: str) -> Iterator[bytes]:
+    yield from cast(Iterator[bytes], client.scan_iter(match=pattern, count=1000))
+
+
+def _timing(raw: Sequence[Any]) -> HostTiming:
+    nx, cd, ad, bo, er, dd = raw
+    return HostTiming(
+        next_fetch_at=float(nx),
+        crawl_delay=float(cd) if cd not in (None, b"") else None,
+        adaptive_delay=float(ad or 0),
+        backoff=float(bo or 0),
+        errors=int(er or 0),
+        dead=dd == b"1",
+    )
+
+
+def _bitmap(shards: frozenset[int]) -> str:
+    cells = ["0"] * SHARDS
+    for s in shards:
+        cells[s] = "1"
+    return "".join(cells)
