@@ -258,3 +258,77 @@ def test_names_of_one_server_share_the_per_ip_gate() -> None:
     assert len([u for u, _, _ in fetcher.log if "/p" in u]) == 30
     assert fetcher.max_total == 1
     assert sorted(set(lookups)) == ["a.example", "b.example"]
+
+
+class _CountingFrontier(MemoryFrontier):
+    """The reference frontier, counting leases and extensions; `refuse_extend` makes every
+    extension fail as if the lease had been reclaimed by another worker."""
+
+    def __init__(self, refuse_extend: bool = False, **kw: Any) -> None:
+        super().__init__(**kw)
+        self.leases: list[float] = []  # time.time() of each lease handed out
+        self.extends: list[float] = []
+        self.refusals: list[float] = []
+        self.refuse_extend = refuse_extend
+
+    def lease(self, max_hosts: int, per_host: int, now: float | None = None) -> Any:
+        got = super().lease(max_hosts, per_host, now)
+        self.leases += [time.time()] * len(got)
+        return got
+
+    def complete(self, token: str, outcomes: Any, next_fetch_at: Any = None, renew: int = 0) -> Any:
+        got = super().complete(token, outcomes, next_fetch_at, renew)
+        if got is not None:
+            self.leases.append(time.time())
+        return got
+
+    def extend(self, token: str, until: float) -> float:
+        self.extends.append(until)
+        if self.refuse_extend:
+            self.reclaim_expired(float("inf"))  # another worker reclaimed it
+            self.refusals.append(time.time())
+        return super().extend(token, until)
+
+
+def _long_batch(refuse: bool) -> tuple[Crawler, FakeFetcher, _CountingFrontier]:
+    pages = _site(8)
+    settings = CrawlSettings(
+        seeds=["http://a.example/p0"], scope="all", delay=0.25, lease_ttl=2.0,
+        output="/tmp/unused", per_host=20,
+    )  # fmt: skip
+    frontier = _CountingFrontier(refuse_extend=refuse, lease_ttl=2.0, default_delay=0.25)
+    fetcher = FakeFetcher(pages, 0.0)
+    c = Crawler(
+        settings, frontier=frontier, fetcher=fetcher, ip_of=lambda h: None, sinks=FakeSinks()
+    )
+    c.seed(settings.seeds)
+
+    async def main() -> None:
+        asyncio.get_running_loop().call_later(6.0, c.request_stop)
+        await asyncio.wait_for(c.run(), 30)
+
+    asyncio.run(main())
+    return c, fetcher, frontier
+
+
+def test_a_long_batch_extends_its_lease_and_keeps_its_host() -> None:
+    # 7 pages 0.25 s apart after the seed take ~1.75 s: longer than the 2 s lease minus
+    # its 0.5 s safety margin, so the batch extends it and fetches every page it leased
+    c, fetcher, frontier = _long_batch(refuse=False)
+    fetched = [u for u, _, _ in fetcher.log if not u.endswith("robots.txt")]
+    assert sorted(fetched) == sorted(_site(8))
+    assert frontier.extends, "the lease was never extended"
+    assert c.counters.errors["frontier/stale-lease"] == 0
+    assert frontier.statistics().done == 8
+
+
+def test_a_refused_extension_stops_the_batch_at_once() -> None:
+    # the lease was reclaimed (another worker may hold the host): nothing more is fetched
+    c, fetcher, frontier = _long_batch(refuse=True)
+    assert frontier.refusals
+    # the refused extension, then the refused completion of the same batch
+    assert c.counters.errors["frontier/stale-lease"] == 2 * len(frontier.refusals)
+    starts = [start for _, start, _ in fetcher.log]
+    for refused in frontier.refusals:  # no request between a refusal and the next lease
+        next_lease = min((t for t in frontier.leases if t > refused), default=float("inf"))
+        assert not [t for t in starts if refused < t < next_lease]

@@ -16,7 +16,7 @@ from _frontier_helpers import FakeClock
 from hypothesis import Phase, settings
 
 from gossamer.frontier import Frontier, MemoryFrontier, SqliteFrontier
-from gossamer.frontier.redis import RedisFrontier, connect
+from gossamer.frontier.redis import RedisFrontier, connect, disconnect
 
 
 @dataclass
@@ -44,7 +44,7 @@ def _redis(fixture: str) -> Callable[[Path, pytest.FixtureRequest], Callable[...
 
     def factory(tmp: Path, request: pytest.FixtureRequest) -> Callable[..., Frontier]:
         client = connect(request.getfixturevalue(fixture))
-        request.addfinalizer(client.close)
+        request.addfinalizer(lambda: disconnect(client))
         counter = iter(range(1_000_000))
 
         def make(**kw: Any) -> Frontier:

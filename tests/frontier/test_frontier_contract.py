@@ -323,8 +323,8 @@ def test_extend_keeps_a_lease_and_never_shortens_it(make: Make, clock: FakeClock
     f = make(lease_ttl=10.0)
     f.put_discovered(items(A, 2))
     b = only(f.lease(1, 2))
-    f.extend(b.token, clock.t + 30.0)
-    f.extend(b.token, clock.t + 1.0)  # no effect
+    assert f.extend(b.token, clock.t + 30.0) == clock.t + 30.0
+    assert f.extend(b.token, clock.t + 1.0) == clock.t + 30.0  # no effect
     clock.advance(29.0)
     assert f.reclaim_expired() == 0
     clock.advance(1.0)

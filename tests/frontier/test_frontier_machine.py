@@ -40,7 +40,7 @@ from gossamer.frontier import (
     StaleLeaseError,
     Verdict,
 )
-from gossamer.frontier.redis import RedisClient, RedisFrontier, connect
+from gossamer.frontier.redis import RedisClient, RedisFrontier, connect, disconnect
 from gossamer.testing.redisd import RedisClusterServers, RedisServer
 
 HOSTS = ("a.example", "b.example", "c.example")
@@ -207,8 +207,7 @@ class FrontierMachine(RuleBasedStateMachine):
         token = data.draw(st.sampled_from(list(self.live)))
         model_token, batch, exp = self.live[token]
         until = self.clock() + dt
-        self.sut(which).extend(token, until)
-        self.model.extend(model_token, until)
+        assert self.sut(which).extend(token, until) == self.model.extend(model_token, until)
         self.live[token] = (model_token, batch, max(exp, until))
 
     @rule(dt=st.sampled_from([0.5, 1.0, 2.0, 4.0, 11.0]))
@@ -331,8 +330,10 @@ def _redis_client(cluster: bool) -> RedisClient:
         directory = Path(tempfile.mkdtemp(prefix=f"frontier-machine-redis-{key}-"))
         server = RedisClusterServers(directory) if cluster else RedisServer(directory)
         server.__enter__()
+        client = connect(server.url)
         atexit.register(server.stop)
-        _SERVERS[key] = (server, connect(server.url))
+        atexit.register(disconnect, client)
+        _SERVERS[key] = (server, client)
     return cast(RedisClient, _SERVERS[key][1])
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import math
 import time
 from collections import Counter
 from collections.abc import Awaitable, Callable
@@ -40,6 +41,7 @@ REDIRECTS = frozenset({301, 302, 303, 307, 308})
 RETRY_STATUSES = frozenset({429, 503})
 MAX_ROBOTS_REDIRECTS = 5
 LEASE_SAFETY_S = 2.0  # stop fetching a batch this long before its lease ends
+EXTEND_BEFORE_S = 10.0  # extend a lease once it ends within this (at most half the TTL)
 RENEW_MAX_S = 2.0  # a host keeps its IP slot through lease renewals at most this long
 CONTENDED = 1 << 30  # the processing-turn backlog of a host whose IP another host waits for
 KEEP_TURN_BACKLOG = 100  # hosts with this many URLs left (or a contended IP) may keep a turn
@@ -115,6 +117,8 @@ class Crawler:
         self.turns = Turns()
         self._sent: set[int] = set()
         self._stop = asyncio.Event()
+        # stop fetching this long before a lease ends (a quarter of a short TTL)
+        self._safety = min(LEASE_SAFETY_S, settings.lease_ttl / 4)
 
     # ------------------------------------------------------------------ control
     def request_stop(self) -> None:
@@ -269,7 +273,8 @@ class Crawler:
         # One request in flight on the host's connection, and one page of look-ahead: the
         # next request goes out (after the host's delay) before this response is
         # processed, so the connection works while the page is parsed and recorded.
-        nxt = self._next_fetch(todo, 0, last_end, delay, batch.expires_at)
+        end = self._lease_end(batch, batch.expires_at)
+        nxt = self._next_fetch(todo, 0, last_end, delay, end)
         kept = 0  # pages processed in a row on one turn (see below)
         try:
             k = 0
@@ -279,9 +284,9 @@ class Crawler:
                 leased = todo[k]
                 k += 1
                 retry = result.status in RETRY_STATUSES  # the host asked us to back off
-                nxt = (
-                    None if retry else self._next_fetch(todo, k, last_end, delay, batch.expires_at)
-                )
+                if not retry and k < len(todo):
+                    end = self._lease_end(batch, end)
+                nxt = None if retry else self._next_fetch(todo, k, last_end, delay, end)
                 # The host with the most URLs left is processed first (engine.turns); a host
                 # whose IP another host waits for, first of all (priority inheritance: a small
                 # site sharing a big site's IP held it for a second at a few pages a second,
@@ -325,6 +330,22 @@ class Crawler:
                 nxt.cancel()
         return last_end
 
+    def _lease_end(self, batch: HostBatch, end: float) -> float:
+        """When the batch's lease ends: `end`, or later once extended. A lease that ends
+        within the safety margin plus EXTEND_BEFORE_S (at most half the TTL) is extended
+        first, so a long batch (a delay, slow pages) keeps its host. -inf when the frontier
+        refuses (the lease was reclaimed: another worker may hold the host now, so nothing
+        more is fetched). The frontier may extend less than asked (Redis: a phase's end)."""
+        now = self.clock()
+        ttl = self.settings.lease_ttl
+        if now <= end - self._safety - min(EXTEND_BEFORE_S, ttl / 2):
+            return end
+        try:
+            return self.frontier.extend(batch.token, now + self.settings.lease_ttl)
+        except StaleLeaseError:
+            self.counters.errors["frontier/stale-lease"] += 1
+            return -math.inf
+
     def _next_is_in(self, nxt: asyncio.Future[FetchResult] | None, backlog: int) -> bool:
         """Whether a big or contended host may process its next page on the turn it holds:
         its next response has come (the fetcher polled now). The network is polled between
@@ -342,7 +363,7 @@ class Crawler:
     ) -> asyncio.Future[FetchResult] | None:
         """Start fetching todo[k] once the host's delay after `last_end` has passed; None when
         the batch is over (all fetched, a stop, or too close to the lease's end)."""
-        if k >= len(todo) or self._stop.is_set() or self.clock() > expires_at - LEASE_SAFETY_S:
+        if k >= len(todo) or self._stop.is_set() or self.clock() > expires_at - self._safety:
             return None
         leased = todo[k]
         revalidate = self.revalidate
@@ -395,7 +416,7 @@ class Crawler:
             wait = last_end + delay - self.clock()
             if wait > 0:
                 await asyncio.sleep(wait)
-            if self._stop.is_set() or self.clock() > batch.expires_at - LEASE_SAFETY_S:
+            if self._stop.is_set() or self.clock() > batch.expires_at - self._safety:
                 break
             result = await self.fetcher.fetch(FetchRequest(url))
             last_end = self.clock()

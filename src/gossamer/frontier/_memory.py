@@ -236,7 +236,7 @@ class MemoryFrontier:
                     return self._lease_host(h, int(min(renew, slots)), now)
             return None
 
-    def extend(self, token: str, until: float) -> None:
+    def extend(self, token: str, until: float) -> float:
         """See `Frontier.extend`."""
         with self._lock:
             self._check_open()
@@ -244,6 +244,7 @@ class MemoryFrontier:
             if h is None:
                 raise StaleLeaseError(f"lease {token!r} is not held (completed or reclaimed)")
             h.expires = max(h.expires, until)
+            return h.expires
 
     def reclaim_expired(self, now: float | None = None) -> int:
         """See `Frontier.reclaim_expired`."""

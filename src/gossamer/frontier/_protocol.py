@@ -219,8 +219,10 @@ class Frontier(Protocol):
         """
         ...
 
-    def extend(self, token: str, until: float) -> None:
-        """Keep a lease until `until` (never shortens it). `StaleLeaseError` when refused."""
+    def extend(self, token: str, until: float) -> float:
+        """Keep a lease until `until` (never shortens it); returns the lease's expiry now,
+        which a backend may hold below `until` (Redis: a partition's phase end) — fetch
+        nothing after it. `StaleLeaseError` when refused."""
         ...
 
     def reclaim_expired(self, now: float | None = None) -> int:

@@ -672,19 +672,20 @@ class SqliteFrontier:
                 db.execute("UPDATE counters SET queued = queued - ?, leased = leased + ?", (n, n))
                 return batch
 
-    def extend(self, token: str, until: float) -> None:
+    def extend(self, token: str, until: float) -> float:
         """See `Frontier.extend`."""
         host_id = self._host_of(token)
         with self._lock:
             self._check_open()
             with self._write() as db:
-                changed = db.execute(
+                row = db.execute(
                     "UPDATE hosts SET lease_expires = max(lease_expires, ?)"
-                    " WHERE id = ? AND lease_token = ?",
+                    " WHERE id = ? AND lease_token = ? RETURNING lease_expires",
                     (until, host_id, token),
-                ).rowcount
-                if not changed:
+                ).fetchone()
+                if row is None:
                     raise StaleLeaseError(f"lease {token!r} is not held (completed or reclaimed)")
+                return float(row[0])
 
     def reclaim_expired(self, now: float | None = None) -> int:
         """See `Frontier.reclaim_expired`."""

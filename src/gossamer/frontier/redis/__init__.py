@@ -6,12 +6,12 @@ shards (`gossamer.partition.shard_of`); all of a shard's keys carry the shard as
 completes and reclaims atomically, on one Redis and on Redis Cluster alike:
 
     n          counters (queued, leased, done, failed, retries, hosts, dead, dropped, dups, ver)
-    s:<b>      the seen-set: fingerprints in compact integer sets (intsets) of ~400, addressed
-               by linear hashing (the level and split pointer are in `n`)
-    u          fp -> score, attempts, depth, parent, URL (queued and leased URLs only)
+    s:<b>      the seen-set: fingerprints in compact integer sets (intsets) of ~200-400,
+               addressed by linear hashing (the level and split pointer are in `n`)
     h:<host>   host state: next fetch, lease order, Crawl-delay, adaptive delay, back-off,
-               consecutive errors, dead, URLs accepted, lease token / expiry / URLs
-    q:<host>   the host's queue (sorted set: priority, then FIFO)
+               consecutive errors, dead, URLs accepted, lease token / expiry / leased URLs
+    q:<host>   the host's queue: members fp, attempts, depth, parent, URL; scored by
+               priority, then FIFO (a done URL leaves nothing but its seen-set entry)
     r, w       ready hosts by lease order; resting hosts by next-fetch time
     t, e       lease token -> host; lease token -> expiry
 
@@ -56,7 +56,7 @@ from .._protocol import (
 )
 from .._settle import settle
 
-__all__ = ["Partition", "RedisClient", "RedisFrontier", "connect"]
+__all__ = ["Partition", "RedisClient", "RedisFrontier", "connect", "disconnect"]
 
 RedisClient = redis.Redis | redis.cluster.RedisCluster
 #: partition(now) -> (shards this worker may lease now, or None for any; until when that holds)
@@ -83,6 +83,16 @@ def connect(url: str, **kw: Any) -> RedisClient:
         return client
     except redis.exceptions.RedisError as exc:
         raise FrontierStorageError(0, f"cannot use Redis at {url}: {exc}") from exc
+
+
+def disconnect(client: RedisClient) -> None:
+    """Close a client from `connect` and every socket it opened (a RedisCluster client's
+    `close` leaves its per-node connection pools open)."""
+    if isinstance(client, redis.cluster.RedisCluster):
+        for node in client.get_nodes():  # type: ignore[no-untyped-call]
+            if node.redis_connection is not None:
+                node.redis_connection.connection_pool.disconnect()
+    client.close()
 
 
 def _to_redis(fp: int) -> str:
@@ -479,12 +489,12 @@ class RedisFrontier:
             return out
 
     def _batch(self, shard: int, raw: Any, expires: float, valid_until: float) -> HostBatch:
-        host, token, backlog, fps, recs, timing = raw
+        host, token, backlog, members, timing = raw
         host, token = _s(host), _s(token)
         urls = []
         attempts: dict[int, int] = {}
-        for fp_raw, rec in zip(fps, recs, strict=True):
-            _, att, depth, parent, url = rec.split(b"\0", 4)
+        for member in members:
+            fp_raw, att, depth, parent, url = member.split(b"\0", 4)
             fp = _from_redis(fp_raw)
             a = int(att)
             attempts[fp] = a
@@ -576,13 +586,14 @@ class RedisFrontier:
         reply = self._shard_many([("misc", shard, ["held", token])])[0]
         if _s(reply[0]) != "ok":
             raise StaleLeaseError(f"lease {token!r} is not held (completed or reclaimed)")
-        _, host, fps, recs, timing, _exp = reply
-        attempts = {
-            _from_redis(fp): int(rec.split(b"\0", 2)[1]) for fp, rec in zip(fps, recs, strict=True)
-        }
+        _, host, members, timing = reply
+        attempts = {}
+        for member in members:
+            fp_raw, att, _ = member.split(b"\0", 2)
+            attempts[_from_redis(fp_raw)] = int(att)
         return _Held(shard, _s(host), attempts, _timing(timing), math.inf)
 
-    def extend(self, token: str, until: float) -> None:
+    def extend(self, token: str, until: float) -> float:
         """See `Frontier.extend`; never past the partition's `valid_until` of the lease."""
         with self._lock:
             self._check_open()
@@ -597,7 +608,9 @@ class RedisFrontier:
             if _s(reply[0]) != "ok":
                 self._held.pop(token, None)
                 raise StaleLeaseError(f"lease {token!r} is not held (completed or reclaimed)")
-            self._pending.exp_add[f"{shard}|{token}"] = until
+            expires = float(reply[1])
+            self._pending.exp_add[f"{shard}|{token}"] = expires
+            return expires
 
     def reclaim_expired(self, now: float | None = None) -> int:
         """See `Frontier.reclaim_expired` (looks at every shard the crawl used)."""

@@ -2,51 +2,61 @@
 -- ARGV: prefix, now, token, nx (without the Crawl-delay: applied here from the host's state),
 -- ad, bo, er, dd, lead, max lead, max crawl delay, renew, renew slots (-1: none), new token,
 -- new expiry, n done, n failed, n requeued, n unfinished, then the fps (requeued as fp,
--- attempts). Reply: {'stale'} or {'ok', renewed batch or {}, hint, dead now (0/1)}
+-- attempts). Reply: {'stale'} or {'ok', renewed batch or {}, hint}
 local now, tok = tonumber(ARGV[2]), ARGV[3]
 local h = redis.call('HGET', TK, tok)
 if not h then return {'stale'} end
 local hk, qk = hkey(h), qkey(h)
-if redis.call('HGET', hk, 'tk') ~= tok then return {'stale'} end
+local st = redis.call('HMGET', hk, 'tk', 'lf', 'dd', 'cd')
+if st[1] ~= tok then return {'stale'} end
+refresh(now)
+local map = leased(st[2])
 local nd, nf, nr, nu = tonumber(ARGV[16]), tonumber(ARGV[17]), tonumber(ARGV[18]), tonumber(ARGV[19])
-local i = 20
-if nd + nf > 0 then
-  redis.call('HDEL', UK, unpack(ARGV, i, i + nd + nf - 1))
-  i = i + nd + nf
+local i = 20 + nd + nf
+local back = {}
+for _ = 1, nr do
+  local e = map[ARGV[i]]
+  local m = e[2]
+  local a = string.find(m, '\0', 1, true)
+  local b = string.find(m, '\0', a + 1, true)
+  back[#back + 1] = e[1]
+  back[#back + 1] = string.sub(m, 1, a) .. ARGV[i + 1] .. string.sub(m, b)
+  i = i + 2
 end
-for _ = 1, nr do requeue(h, ARGV[i], ARGV[i + 1]); i = i + 2 end
-for _ = 1, nu do requeue(h, ARGV[i], nil); i = i + 1 end
+for _ = 1, nu do
+  local e = map[ARGV[i]]
+  back[#back + 1] = e[1]
+  back[#back + 1] = e[2]
+  i = i + 1
+end
+if #back > 0 then redis.call('ZADD', qk, unpack(back)) end
 release(h, tok)
-redis.call('HINCRBY', NK, 'leased', 0 - (nd + nf + nr + nu))
-redis.call('HINCRBY', NK, 'done', nd)
-redis.call('HINCRBY', NK, 'failed', nf)
-redis.call('HINCRBY', NK, 'queued', nr + nu)
-redis.call('HINCRBY', NK, 'retries', nr)
-local was_dead = redis.call('HGET', hk, 'dd')
+C.leased = C.leased - (nd + nf + nr + nu)
+C.done = C.done + nd
+C.failed = C.failed + nf
+C.queued = C.queued + nr + nu
+C.retries = C.retries + nr
 local nx = tonumber(ARGV[4])
-local cd = redis.call('HGET', hk, 'cd')
-if cd and cd ~= '' then nx = math.max(nx, now + math.min(tonumber(cd), tonumber(ARGV[11]))) end
-redis.call('HSET', hk, 'nx', fmt(nx), 'ad', ARGV[5], 'bo', ARGV[6], 'er', ARGV[7], 'dd', ARGV[8])
+if st[4] and st[4] ~= '' then nx = math.max(nx, now + math.min(tonumber(st[4]), tonumber(ARGV[11]))) end
 local dead = ARGV[8] == '1'
 if dead then
-  if was_dead ~= '1' then redis.call('HINCRBY', NK, 'dead', 1) end
-  local rest = redis.call('ZRANGE', qk, 0, -1)
-  for _, fp in ipairs(rest) do redis.call('HDEL', UK, fp) end
+  if st[3] ~= '1' then C.dead = C.dead + 1 end
+  local rest = redis.call('ZCARD', qk)
   redis.call('DEL', qk)
-  redis.call('HINCRBY', NK, 'queued', 0 - #rest)
-  redis.call('HINCRBY', NK, 'failed', #rest)
+  C.queued = C.queued - rest
+  C.failed = C.failed + rest
 end
 local backlog = redis.call('ZCARD', qk)
-local lead = math.min(backlog * tonumber(ARGV[9]), tonumber(ARGV[10]))
-redis.call('HSET', hk, 'od', fmt(nx - lead))
+local od = fmt(nx - math.min(backlog * tonumber(ARGV[9]), tonumber(ARGV[10])))
+redis.call('HSET', hk, 'nx', fmt(nx), 'od', od, 'ad', ARGV[5], 'bo', ARGV[6], 'er', ARGV[7],
+  'dd', ARGV[8])
 local renew, slots = tonumber(ARGV[12]), tonumber(ARGV[13])
 local batch = {}
 if renew > 0 and backlog > 0 and not dead and nx <= now and slots ~= 0 then
   local take = renew
   if slots > 0 and slots < take then take = slots end
   batch = lease_host(h, take, ARGV[14], ARGV[15])
-else
-  place(h, now)
+elseif backlog > 0 then
+  place(h, fmt(nx), od, now)
 end
-refresh(now)
 return {'ok', batch, hint()}

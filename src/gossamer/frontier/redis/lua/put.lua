@@ -44,40 +44,38 @@ local function split_one()
   if S == 2 ^ L then L, S = L + 1, 0 end
 end
 
-local added, dups, dropped, failed, hosts = 0, 0, 0, 0, 0
+refresh(now)
+local added = 0
 local i = 4
 while i <= #ARGV do
   local h, n = ARGV[i], tonumber(ARGV[i + 1])
   i = i + 2
   local hk, qk = hkey(h), qkey(h)
-  local st = redis.call('HMGET', hk, 'tt', 'dd', 'sq')
+  local st = redis.call('HMGET', hk, 'tt', 'dd', 'sq', 'tk', 'nx', 'od')
   if not st[1] then
     redis.call('HSET', hk, 'nx', fmt(now), 'od', fmt(now), 'dd', 0, 'er', 0, 'bo', 0, 'ad', 0)
-    hosts = hosts + 1
-    st = {'0', '0', '0'}
+    C.hosts = C.hosts + 1
+    st = {'0', '0', '0', false, fmt(now), fmt(now)}
   end
   local tt, dead, sq = tonumber(st[1]), st[2] == '1', tonumber(st[3])
-  local zargs, uargs = {}, {}
+  local zargs = {}
   for _ = 1, n do
     local fp = ARGV[i]
     local sk = bucket(fp)
     if budget >= 0 and tt >= budget then
-      if redis.call('SISMEMBER', sk, fp) == 1 then dups = dups + 1 else dropped = dropped + 1 end
+      if redis.call('SISMEMBER', sk, fp) == 1 then C.dups = C.dups + 1 else C.dropped = C.dropped + 1 end
     elseif redis.call('SADD', sk, fp) == 0 then
-      dups = dups + 1
+      C.dups = C.dups + 1
     else
       tt = tt + 1
       seen = seen + 1
       if seen > SPLIT_AT * (2 ^ L + S) and L < MAX_LEVEL then split_one() end
       if dead then
-        failed = failed + 1
+        C.failed = C.failed + 1
       else
         sq = sq + 1
-        local score = fmt(tonumber(ARGV[i + 1]) * 4294967296 + sq)
-        zargs[#zargs + 1] = score
-        zargs[#zargs + 1] = fp
-        uargs[#uargs + 1] = fp
-        uargs[#uargs + 1] = score .. '\0' .. '0' .. '\0' .. ARGV[i + 2] .. '\0' .. ARGV[i + 3]
+        zargs[#zargs + 1] = fmt(tonumber(ARGV[i + 1]) * 4294967296 + sq)
+        zargs[#zargs + 1] = fp .. '\0' .. '0' .. '\0' .. ARGV[i + 2] .. '\0' .. ARGV[i + 3]
           .. '\0' .. ARGV[i + 4]
         added = added + 1
       end
@@ -87,15 +85,9 @@ while i <= #ARGV do
   redis.call('HSET', hk, 'tt', tt, 'sq', sq)
   if #zargs > 0 then
     redis.call('ZADD', qk, unpack(zargs))
-    redis.call('HSET', UK, unpack(uargs))
-    place(h, now)
+    if not st[4] then place(h, st[5], st[6], now) end
   end
 end
 redis.call('HSET', NK, 'sl', L, 'sp', S, 'seen', seen)
-redis.call('HINCRBY', NK, 'queued', added)
-if hosts > 0 then redis.call('HINCRBY', NK, 'hosts', hosts) end
-if failed > 0 then redis.call('HINCRBY', NK, 'failed', failed) end
-if dups > 0 then redis.call('HINCRBY', NK, 'dups', dups) end
-if dropped > 0 then redis.call('HINCRBY', NK, 'dropped', dropped) end
-refresh(now)
+C.queued = C.queued + added
 return {added, hint()}
