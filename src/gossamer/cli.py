@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -21,6 +22,7 @@ def build_parser(with_testweb: bool = True) -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     _add_crawl(sub)
     _add_worker(sub)
+    _add_cluster(sub)
     _add_report(sub)
     demo = sub.add_parser(
         "demo",
@@ -94,6 +96,34 @@ def _add_crawl(sub: Any) -> None:
     )
     p.add_argument("--no-warc", action="store_true", help="do not write WARC files")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress output")
+    c = p.add_argument_group(
+        "cluster mode",
+        "With --redis URL the crawl is created in Redis and crawled by `gossamer worker` "
+        "processes on any machine (docs/cluster.md); --workers N starts N of them here "
+        "(default: one per core; 0: none) and waits for them.",
+    )
+    c.add_argument("--redis", metavar="URL", help="redis://host:port/db: create a cluster crawl")
+    c.add_argument(
+        "--partition",
+        choices=("dynamic", "modulo", "consistent", "phase"),
+        default="dynamic",
+        help="which hosts each worker may lease (default dynamic)",
+    )
+    c.add_argument("--phase-period", type=float, metavar="T", help="phase: seconds a phase lasts")
+    c.add_argument("--phases", type=int, metavar="P", help="phase: phases (default: workers)")
+    c.add_argument("--epsilon", type=float, metavar="E", help="consistent: load bound (0.25)")
+    c.add_argument(
+        "--heartbeat-ttl",
+        type=float,
+        default=5.0,
+        metavar="S",
+        help="a worker silent this long is dead, its IP slots free (default 5)",
+    )
+    c.add_argument(
+        "--detach",
+        action="store_true",
+        help="start the local workers in the background and return at once",
+    )
     p.set_defaults(func=_run_crawl)
 
 
@@ -101,6 +131,15 @@ def _run_crawl(args: argparse.Namespace) -> int:
     from .config import SettingsError, load_settings
     from .engine.run import CrawlError, run_crawl
 
+    if args.redis:
+        if args.resume or args.recrawl:
+            print(
+                "gossamer: error: --resume and --recrawl are for embedded crawls: a cluster "
+                "crawl lives in Redis (start `gossamer worker` again to go on)",
+                file=sys.stderr,
+            )
+            return 2
+        args.output = args.output or Path("gossamer-worker")
     flags = {
         "seeds": args.seeds or None,
         "output": args.resume or args.output,
@@ -122,8 +161,25 @@ def _run_crawl(args: argparse.Namespace) -> int:
         "warc": False if args.no_warc else None,
         "recrawl": args.recrawl,
     }
+    if args.redis:
+        flags["workers"] = None  # local worker processes, not a setting of the crawl
     try:
         settings = load_settings(flags, config=args.config)
+        if args.redis:
+            from .cluster.control import run_cluster_crawl
+
+            return run_cluster_crawl(
+                args.redis,
+                settings,
+                partition=args.partition,
+                epsilon=args.epsilon,
+                period=args.phase_period,
+                phases=args.phases,
+                heartbeat_ttl=args.heartbeat_ttl,
+                workers=args.workers,
+                detach=args.detach,
+                progress=None if args.quiet else sys.stderr,
+            )
         return run_crawl(
             settings, resume=args.resume is not None, progress=None if args.quiet else sys.stderr
         )
@@ -151,6 +207,90 @@ def _run_worker(args: argparse.Namespace) -> int:
     return run_worker(args.dir, args.part)
 
 
+def _redis_arguments(p: argparse.ArgumentParser) -> None:
+    env = os.environ.get("GOSSAMER_REDIS")
+    p.add_argument(
+        "--redis",
+        metavar="URL",
+        default=env,
+        required=env is None,
+        help="redis://host:port/db of the cluster (default: $GOSSAMER_REDIS)",
+    )
+    p.add_argument("--crawl", metavar="ID", help="the crawl (default: the only running one)")
+
+
+def _add_cluster(sub: Any) -> None:
+    p = sub.add_parser(
+        "worker",
+        help="join a cluster crawl in Redis as a worker (from any machine)",
+        description="Join a crawl created with `gossamer crawl --redis` and crawl until it "
+        "finishes or is stopped. Outputs (WARC, crawl log, graph, stats) go to DIR/<worker id>/.",
+    )
+    _redis_arguments(p)
+    p.add_argument("--capacity", type=float, default=1.0, help="relative capacity (default 1)")
+    p.add_argument(
+        "-o", "--output", type=Path, default=Path("gossamer-worker"), metavar="DIR",
+        help="outputs go to DIR/<worker id>/ (default ./gossamer-worker)",
+    )  # fmt: skip
+    p.add_argument("--concurrency", type=int, help="hosts fetched at once (default: the crawl's)")
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress output")
+    p.set_defaults(func=_run_cluster_worker)
+
+    p = sub.add_parser("status", help="a cluster crawl's workers and totals")
+    _redis_arguments(p)
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.set_defaults(func=_run_status)
+
+    p = sub.add_parser(
+        "stop", help="stop a cluster crawl: every worker finishes its batches and exits"
+    )
+    _redis_arguments(p)
+    p.add_argument("--wait", type=float, metavar="S", help="wait up to S seconds for the workers")
+    p.set_defaults(func=_run_stop)
+
+    p = sub.add_parser(
+        "workers", help="start or stop local workers of a cluster crawl to reach --scale N"
+    )
+    _redis_arguments(p)
+    p.add_argument("--scale", type=int, required=True, metavar="N", help="workers on this machine")
+    p.add_argument(
+        "-o", "--output", type=Path, default=Path("gossamer-worker"), metavar="DIR",
+        help="outputs of started workers (default ./gossamer-worker)",
+    )  # fmt: skip
+    p.set_defaults(func=_run_scale)
+
+
+def _run_cluster_worker(args: argparse.Namespace) -> int:
+    from .cluster.worker import worker_main
+
+    return worker_main(
+        args.redis,
+        args.crawl,
+        capacity=args.capacity,
+        out=args.output,
+        concurrency=args.concurrency,
+        progress=None if args.quiet else sys.stderr,
+    )
+
+
+def _run_status(args: argparse.Namespace) -> int:
+    from .cluster.control import status_main
+
+    return status_main(args.redis, args.crawl, as_json=args.json)
+
+
+def _run_stop(args: argparse.Namespace) -> int:
+    from .cluster.control import stop_main
+
+    return stop_main(args.redis, args.crawl, wait=args.wait)
+
+
+def _run_scale(args: argparse.Namespace) -> int:
+    from .cluster.control import workers_main
+
+    return workers_main(args.redis, args.crawl, args.scale, out=args.output)
+
+
 def _add_report(sub: Any) -> None:
     p = sub.add_parser("report", help="summarise a crawl directory")
     p.add_argument("dir", type=Path, metavar="DIR")
@@ -165,7 +305,9 @@ def _run_report(args: argparse.Namespace) -> int:
 
 
 # commands that never need the simulated web's parser (see build_parser)
-_LIGHT_COMMANDS = frozenset({"crawl", "crawl-worker", "report"})
+_LIGHT_COMMANDS = frozenset(
+    {"crawl", "crawl-worker", "report", "worker", "status", "stop", "workers"}
+)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -27,15 +27,15 @@ import signal
 import sqlite3
 import sys
 import time
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Awaitable, Callable, Iterator, Sequence
+from contextlib import AbstractAsyncContextManager, contextmanager
 from pathlib import Path
 from typing import IO, Any
 
 from .. import __version__
 from ..config import CrawlSettings, SettingsError
 from ..fetch import CurlFetcher, Resolver
-from ..frontier import SqliteFrontier
+from ..frontier import Frontier, SqliteFrontier
 from ..sinks import recover, write_stats
 from .crawler import Crawler, seed_frontier
 from .ipgate import FileIpGate, LocalIpGate
@@ -117,7 +117,7 @@ def run_crawl(
     with _dir_lock(out):
         if workers > 1:
             return _run_pool(settings, workers, resume=resume, progress=progress)
-        with asyncio.Runner(loop_factory=_loop_factory()) as runner:
+        with asyncio.Runner(loop_factory=loop_factory()) as runner:
             return runner.run(_run(settings, resume=resume, progress=progress))
 
 
@@ -125,7 +125,7 @@ def run_worker(out: Path, part: str) -> int:
     """One worker process of a pool (`gossamer crawl-worker`): the parent holds the lock,
     seeded or reclaimed the frontier, and merges the statistics."""
     settings = load_manifest(out)
-    with asyncio.Runner(loop_factory=_loop_factory()) as runner:
+    with asyncio.Runner(loop_factory=loop_factory()) as runner:
         return runner.run(_run(settings, resume=False, progress=None, part=part))
 
 
@@ -305,7 +305,7 @@ def _merge_stats(out: Path, workers: int, started: float, stopped: list[int]) ->
     return merged
 
 
-def _loop_factory() -> Any:
+def loop_factory() -> Any:
     """uvloop when available: pycurl on uvloop costs 20–60 µs less per request."""
     try:
         import uvloop
@@ -320,6 +320,51 @@ async def _run(
     out = settings.output
     revalidate = _load_recrawl(settings)
     frontier = _open_frontier(settings)
+    gate = FileIpGate(out / "locks", settings.per_ip) if part else LocalIpGate(settings.per_ip)
+
+    async def prepare() -> None:
+        if resume:
+            await asyncio.to_thread(frontier.reclaim_expired, float("inf"))
+        else:
+            await asyncio.to_thread(seed_frontier, frontier, settings)
+            await asyncio.to_thread(seed_recrawl, frontier, settings)
+
+    return await run_engine(
+        settings,
+        frontier,
+        gate,
+        part=part,
+        progress=progress,
+        prepare=None if part else prepare,  # a pool worker: the parent seeded or reclaimed
+        revalidate=revalidate,
+    )
+
+
+async def run_engine(
+    settings: CrawlSettings,
+    frontier: Frontier,
+    ip_gate: Any,
+    *,
+    part: str = "",
+    progress: IO[str] | None = None,
+    prepare: Callable[[], Awaitable[object]] | None = None,
+    session: Callable[[Crawler], AbstractAsyncContextManager[object]] | None = None,
+    guard_fetcher: Callable[[CurlFetcher], Any] | None = None,
+    clock: Callable[[], float] = time.time,
+    revalidate: Recrawl | None = None,
+    storage_errors: tuple[type[Exception], ...] = (),
+    resume_hint: str | None = None,
+) -> int:
+    """Run one worker's `Crawler` over `frontier` into `settings.output` until the crawl
+    ends, a stop is requested or SIGINT/SIGTERM; write its statistics (`stats.json`, or
+    `stats-<part>.json` for a pool worker) and close the frontier. The exit status.
+
+    `prepare()` runs first (seeding, reclaiming); `session(crawler)` is entered around the
+    crawl (cluster mode: heartbeats, the IP gate's refresher); `guard_fetcher` wraps the
+    fetcher (cluster mode: requests fenced by the IP gate); `clock` is the crawler's.
+    Storage errors (OSError, sqlite3.Error and `storage_errors`) end the worker with 74
+    and a message ending in `resume_hint` (how to go on once fixed)."""
+    out = settings.output
     resolver = Resolver.from_settings(
         settings.resolve, settings.resolve_file, allow_private=settings.allow_private
     )
@@ -333,15 +378,15 @@ async def _run(
         max_connections=max(1024, settings.concurrency * 4),
     )
     recorder = Recorder(out, settings, version=__version__, part=part, recrawl=revalidate)
-    gate = FileIpGate(out / "locks", settings.per_ip) if part else LocalIpGate(settings.per_ip)
     crawler = Crawler(
         settings,
         frontier=frontier,
-        fetcher=fetcher,
+        fetcher=fetcher if guard_fetcher is None else guard_fetcher(fetcher),
         ip_of=resolver.ip_of,
         resolve=resolver.resolve,
         sinks=recorder,
-        ip_gate=gate,
+        ip_gate=ip_gate,
+        clock=clock,
         revalidate=revalidate,
     )
     loop = asyncio.get_running_loop()
@@ -355,25 +400,22 @@ async def _run(
         loop.add_signal_handler(sig, on_signal, sig)
     started = time.time()
     exit_code = 0
+    errors: tuple[type[Exception], ...] = (OSError, sqlite3.Error, *storage_errors)
     reporter = asyncio.create_task(_progress(crawler, frontier, progress)) if progress else None
     try:
-        if part:
-            pass  # a pool worker: the parent seeded or reclaimed
-        elif resume:
-            await asyncio.to_thread(frontier.reclaim_expired, float("inf"))
+        if prepare is not None:
+            await prepare()
+        if session is None:
+            await crawler.run()
         else:
-            await asyncio.to_thread(seed_frontier, frontier, settings)
-            await asyncio.to_thread(seed_recrawl, frontier, settings)
-        await crawler.run()
-    except* (OSError, sqlite3.Error) as group:
+            async with session(crawler):
+                await crawler.run()
+    except* errors as group:
         exc = group.exceptions[0]
         full = getattr(exc, "errno", None) in (errno.ENOSPC, errno.EFBIG, errno.EDQUOT)
         what = "disk full" if full else f"cannot write the crawl: {exc}"
-        print(
-            f"gossamer: error: {what} in {out}; nothing is lost: resume with "
-            f"`gossamer crawl --resume {out}` once that is fixed",
-            file=sys.stderr,
-        )
+        hint = resume_hint or f"resume with `gossamer crawl --resume {out}` once that is fixed"
+        print(f"gossamer: error: {what} in {out}; nothing is lost: {hint}", file=sys.stderr)
         exit_code = 74  # EX_IOERR: the frontier keeps every unfinished URL
     finally:
         if reporter:
@@ -387,14 +429,14 @@ async def _run(
             summary = _summary(crawler, stats, started, stopped, failed=bool(exit_code))
             recorder.close()
             write_stats(out / (f"stats-{part}.json" if part else "stats.json"), summary)
-        except (OSError, sqlite3.Error) as exc:
+        except errors as exc:
             if not exit_code:
                 print(f"gossamer: error: cannot write outputs: {exc}", file=sys.stderr)
             exit_code = exit_code or 74
         finally:
             try:
                 frontier.close()
-            except (OSError, sqlite3.Error):
+            except errors:
                 exit_code = exit_code or 74
     if stopped and exit_code == 0:
         exit_code = 130 if stopped[0] == signal.SIGINT else 143
@@ -438,7 +480,7 @@ def _as_dict(obj: Any) -> dict[str, Any]:
     return dict(obj) if isinstance(obj, dict) else {"value": str(obj)}
 
 
-async def _progress(crawler: Crawler, frontier: SqliteFrontier, stream: IO[str]) -> None:
+async def _progress(crawler: Crawler, frontier: Frontier, stream: IO[str]) -> None:
     tty = stream.isatty()
     start = time.monotonic()
     last_pages, last_t = 0, start

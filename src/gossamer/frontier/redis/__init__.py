@@ -133,6 +133,7 @@ class _Pending:
     hints: dict[int, tuple[int, str, str]]  # shard -> (version, score, host)
     exp_add: dict[str, float]
     exp_del: set[str]
+    activate: list[int]  # shards used for the first time (the sweep's list)
     pub: int = 0
 
 
@@ -193,7 +194,7 @@ class RedisFrontier:
         self._lock = threading.RLock()
         self._closed = False
         self._held: dict[str, _Held] = {}
-        self._pending = _Pending({}, {}, set())
+        self._pending = _Pending({}, {}, set(), [])
         self._next_sweep = -math.inf
         self._known_active: set[int] = set()
         self._pending_since: float | None = None
@@ -332,19 +333,22 @@ class RedisFrontier:
             len(p.hints),
             len(p.exp_add),
             len(p.exp_del),
+            len(p.activate),
         ]
         for shard, (ver, score, host) in p.hints.items():
             args += [shard, ver, score, host]
         for key, exp in p.exp_add.items():
             args += [key, _num(exp)]
-        args += list(p.exp_del)
+        args += p.exp_del
+        args += p.activate
 
         def run() -> list[Any]:
             sha = self._sha["global"]
             return cast(list[Any], self.client.evalsha(sha, 1, self._g + "hint", *args))
 
         reply = self._call(run)
-        self._pending = _Pending({}, {}, set())
+        self._known_active.update(p.activate)
+        self._pending = _Pending({}, {}, set(), [])
         granted = int(reply[0])
         sep = reply.index(b"|")
         cands = [(_s(reply[i]), int(reply[i + 1]), float(reply[i + 2])) for i in range(1, sep, 3)]
@@ -354,7 +358,7 @@ class RedisFrontier:
         """Send pending index updates at most `_FLUSH_EVERY` s after the first was queued
         (other workers see new work soon; a busy worker pays one round trip per interval)."""
         p = self._pending
-        if not (p.hints or p.exp_add or p.exp_del or p.pub):
+        if not (p.hints or p.exp_add or p.exp_del or p.pub or p.activate):
             self._pending_since = None
             return
         t = time.monotonic()
@@ -407,10 +411,8 @@ class RedisFrontier:
                 calls.append(("put", shard, args))
             new = by_shard.keys() - self._known_active
             if new:  # the shards go into the index before their URLs: a sweep finds them
-                for shard in new:
-                    self._pending.hints.setdefault(shard, (0, "", ""))
+                self._pending.activate += new
                 self._global(now)
-                self._known_active.update(new)
             added = 0
             for (_, shard, _), reply in zip(calls, self._shard_many(calls), strict=True):
                 added += int(reply[0])
@@ -653,8 +655,9 @@ class RedisFrontier:
             self._check_open()
             shard = shard_of(host)
             value = "" if crawl_delay is None else _num(crawl_delay)
-            self._pending.hints.setdefault(shard, (0, "", ""))
-            self._global(self._clock())
+            if shard not in self._known_active:
+                self._pending.activate.append(shard)
+                self._global(self._clock())
             self._shard_many([("misc", shard, ["delay", host, value, _num(self._clock())])])
 
     def statistics(self) -> FrontierStats:
@@ -702,7 +705,8 @@ class RedisFrontier:
             if self._closed:
                 return
             try:
-                if self._pending.hints or self._pending.exp_add or self._pending.exp_del:
+                p = self._pending
+                if p.hints or p.exp_add or p.exp_del or p.activate or p.pub:
                     self._global(self._clock())
             except FrontierError:
                 pass

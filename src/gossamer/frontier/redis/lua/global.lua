@@ -1,33 +1,46 @@
 -- gossamer: the crawl-wide index of the Redis frontier (one hash slot, tag {g}).
 -- ARGV: prefix (gs:<crawl>:{g}:), now, published delta, reserve (-1: none), max pages,
 -- allowed shards ('' any, else a string of 0/1 by shard), candidates wanted (k),
--- expired leases wanted, n hint updates, n expiry adds, n expiry deletes, then the updates
--- (shard, version, score, host: '' = no work), the adds (shard|token, expiry), the deletes.
--- Reply: {granted, candidates (host, shard, score)..., expired (shard|token)...}
+-- expired leases wanted, n hint updates, n expiry adds, n expiry deletes, n new shards, then
+-- the updates (shard, version, score, host: '' = no work), the adds (shard|token, expiry),
+-- the deletes, the new shards. Reply: {granted, candidates (host, shard, score)..., '|',
+-- expired (shard|token)...}
+--
+-- `hm` holds, per shard, "version \t score \t member" of its entry in `hint` (member: best
+-- host \t shard). An update older than the stored version is dropped; one that changes
+-- nothing writes nothing (writes cost ~2.5 µs each from Lua, reads ~0.3).
 local G = ARGV[1]
-local HINT, HM, HV, ACT, PUB, EXP = G .. 'hint', G .. 'hm', G .. 'hv', G .. 'act', G .. 'pub', G .. 'exp'
+local HINT, HM, ACT, PUB, EXP = G .. 'hint', G .. 'hm', G .. 'act', G .. 'pub', G .. 'exp'
 local now = ARGV[2]
-local i = 12
+local i = 13
 for _ = 1, tonumber(ARGV[9]) do
   local shard, ver, score, host = ARGV[i], tonumber(ARGV[i + 1]), ARGV[i + 2], ARGV[i + 3]
   i = i + 4
-  redis.call('SADD', ACT, shard)
-  local old = tonumber(redis.call('HGET', HV, shard) or '0')
-  if ver > old then
-    redis.call('HSET', HV, shard, ver)
-    local m = redis.call('HGET', HM, shard)
-    if m then redis.call('ZREM', HINT, m) end
-    if host == '' then
-      redis.call('HDEL', HM, shard)
-    else
-      local member = host .. '\t' .. shard
-      redis.call('HSET', HM, shard, member)
-      redis.call('ZADD', HINT, score, member)
+  local cur = redis.call('HGET', HM, shard)
+  local cver, cscore, cmember = 0, '', ''
+  if cur then
+    local a = string.find(cur, '\t', 1, true)
+    local b = string.find(cur, '\t', a + 1, true)
+    cver, cscore, cmember = tonumber(string.sub(cur, 1, a - 1)), string.sub(cur, a + 1, b - 1),
+      string.sub(cur, b + 1)
+  end
+  if ver > cver then
+    local member = host == '' and '' or (host .. '\t' .. shard)
+    if member ~= cmember or score ~= cscore then
+      if member ~= cmember and cmember ~= '' then redis.call('ZREM', HINT, cmember) end
+      if member ~= '' then redis.call('ZADD', HINT, score, member) end
+      redis.call('HSET', HM, shard, ver .. '\t' .. score .. '\t' .. member)
     end
   end
 end
 for _ = 1, tonumber(ARGV[10]) do redis.call('ZADD', EXP, ARGV[i + 1], ARGV[i]); i = i + 2 end
-for _ = 1, tonumber(ARGV[11]) do redis.call('ZREM', EXP, ARGV[i]); i = i + 1 end
+local ndel = tonumber(ARGV[11])
+if ndel > 0 then
+  redis.call('ZREM', EXP, unpack(ARGV, i, i + ndel - 1))
+  i = i + ndel
+end
+local nact = tonumber(ARGV[12])
+if nact > 0 then redis.call('SADD', ACT, unpack(ARGV, i, i + nact - 1)) end
 local delta = tonumber(ARGV[3])
 local pub = 0
 if delta ~= 0 then pub = redis.call('INCRBY', PUB, delta) else pub = tonumber(redis.call('GET', PUB) or '0') end

@@ -1,0 +1,521 @@
+"""The cluster's lifecycle commands: `crawl --redis`, `status`, `stop`, `workers --scale`.
+
+Local workers are `gossamer worker` processes: attached ones (`crawl --redis --workers N`)
+are children the command waits for; detached ones (`--detach`, `workers --scale`) run in
+their own session with their output in `DIR/logs/worker-<pid>.log`, their pids recorded in
+Redis under this machine's name (`gs:<crawl>:{m}:spawned:<machine>`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import IO, Any, cast
+
+from ..config import CrawlSettings
+from ..engine.run import CrawlError
+from ..frontier import FrontierStats
+from ..partition import PartitionError
+from ._redis import Keys, RedisClient, server_time, text
+from .members import Membership, WorkerStatus
+from .registry import (
+    CrawlRecord,
+    RegistryError,
+    create_crawl,
+    load_crawl,
+    open_frontier,
+    request_stop,
+    settle_stopped,
+)
+from .worker import connect_redis
+
+__all__ = [
+    "crawl_status",
+    "run_cluster_crawl",
+    "scale_workers",
+    "spawn_detached",
+    "status_main",
+    "stop_main",
+    "workers_main",
+]
+
+
+def _client(url: str) -> RedisClient:
+    return connect_redis(url, patience=5.0)
+
+
+def _fail(exc: BaseException) -> int:
+    print(f"gossamer: error: {exc}", file=sys.stderr)
+    return 2
+
+
+def worker_command(
+    url: str, crawl_id: str, out: Path, *, quiet: bool = True, extra: Sequence[str] = ()
+) -> list[str]:
+    cmd = [sys.executable, "-m", "gossamer", "worker", "--redis", url, "--crawl", crawl_id]
+    cmd += ["-o", str(out), *extra]
+    return [*cmd, "-q"] if quiet else cmd
+
+
+# ---------------------------------------------------------------------------- crawl --redis
+
+
+def run_cluster_crawl(
+    url: str,
+    settings: CrawlSettings,
+    *,
+    partition: str = "dynamic",
+    epsilon: float | None = None,
+    period: float | None = None,
+    phases: int | None = None,
+    heartbeat_ttl: float = 5.0,
+    workers: int | None = None,
+    detach: bool = False,
+    progress: IO[str] | None = None,
+) -> int:
+    """Create the crawl in Redis (its id on stdout), then start `workers` local workers
+    (None: one per core; 0: none) and wait for them, or leave them running (`detach`)."""
+    try:
+        client = _client(url)
+    except CrawlError as exc:
+        return _fail(exc)
+    try:
+        crawl_id = create_crawl(
+            client,
+            settings.seeds,
+            settings,
+            partition,
+            epsilon=epsilon,
+            period=period,
+            phases=phases,
+            heartbeat_ttl=heartbeat_ttl,
+        )
+        print(crawl_id, flush=True)
+        n = (os.cpu_count() or 1) if workers is None else workers
+        if n <= 0:
+            print(
+                f"gossamer: crawl {crawl_id} created; join it with "
+                f"`gossamer worker --redis {url} --crawl {crawl_id}`",
+                file=sys.stderr,
+            )
+            return 0
+        out = settings.output
+        if detach:
+            pids = spawn_detached(client, url, crawl_id, out, n)
+            print(
+                f"gossamer: crawl {crawl_id}: {n} detached workers (pids "
+                f"{', '.join(map(str, pids))}), outputs under {out}/",
+                file=sys.stderr,
+            )
+            return 0
+        record = load_crawl(client, crawl_id)
+        return _run_attached(client, url, record, out, n, progress)
+    except (RegistryError, PartitionError) as exc:
+        return _fail(exc)
+    finally:
+        client.close()
+
+
+def _run_attached(
+    client: RedisClient,
+    url: str,
+    record: CrawlRecord,
+    out: Path,
+    n: int,
+    progress: IO[str] | None,
+) -> int:
+    """Start n workers as children, show progress, forward SIGINT/SIGTERM, wait."""
+    out.mkdir(parents=True, exist_ok=True)
+    procs = [
+        subprocess.Popen(worker_command(url, record.id, out), stdin=subprocess.DEVNULL)
+        for _ in range(n)
+    ]
+    stopped: list[int] = []
+
+    def forward(signum: int, _frame: object) -> None:
+        stopped.append(signum)
+        for p in procs:
+            if p.poll() is None:
+                with contextlib.suppress(ProcessLookupError):
+                    p.send_signal(signal.SIGTERM)
+
+    previous = {sig: signal.signal(sig, forward) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        _watch(client, record, procs, progress)
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    codes = [p.wait() for p in procs]
+    if stopped:
+        return 130 if stopped[0] == signal.SIGINT else 143
+    return next((c if c >= 0 else 128 - c for c in codes if c != 0), 0)
+
+
+def _watch(
+    client: RedisClient,
+    record: CrawlRecord,
+    procs: Sequence[subprocess.Popen[bytes]],
+    progress: IO[str] | None,
+) -> None:
+    interval = 0.5 if progress is not None and progress.isatty() else 10.0
+    frontier = None
+    last = (time.monotonic(), 0)
+    while any(p.poll() is None for p in procs):
+        deadline = time.monotonic() + interval
+        while time.monotonic() < deadline and any(p.poll() is None for p in procs):
+            time.sleep(min(0.1, max(0.0, deadline - time.monotonic())))
+        if progress is None or not any(p.poll() is None for p in procs):
+            continue
+        try:
+            if frontier is None:
+                frontier = open_frontier(client, record.id, record.worker_settings(Path(".")))
+            st = frontier.statistics()
+        except Exception:  # progress is best effort; the workers report their own errors
+            continue
+        now = time.monotonic()
+        rate = (st.done - last[1]) / max(now - last[0], 1e-9)
+        last = (now, st.done)
+        alive = sum(1 for p in procs if p.poll() is None)
+        line = {"event": "progress", "crawl": record.id, "pages": st.done,
+                "pages_per_s": round(rate, 1), "queued": st.queued,
+                "leased_hosts": st.leased_hosts, "workers": alive}  # fmt: skip
+        if progress.isatty():
+            progress.write(
+                f"\r{st.done:>9,} pages {rate:>7,.0f}/s  queued {st.queued:>9,}  "
+                f"hosts {st.leased_hosts:>4}  workers {alive} "
+            )
+        else:
+            progress.write(json.dumps(line) + "\n")
+        progress.flush()
+    if frontier is not None:
+        frontier.close()
+
+
+def spawn_detached(
+    client: RedisClient, url: str, crawl_id: str, out: Path, n: int, machine: str | None = None
+) -> list[int]:
+    """Start n `gossamer worker` processes in their own sessions (they outlive this
+    command), record their pids in Redis under this machine's name; their pids."""
+    machine = machine or socket.gethostname()
+    logs = out.absolute() / "logs"
+    logs.mkdir(parents=True, exist_ok=True)
+    pids = []
+    key = Keys(crawl_id).spawned(machine)
+    for k in range(n):
+        tmp = logs / f"worker-starting-{os.getpid()}-{k}.log"
+        with tmp.open("ab") as log:
+            proc = subprocess.Popen(
+                worker_command(url, crawl_id, out.absolute()),
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        tmp.rename(logs / f"worker-{proc.pid}.log")
+        pids.append(proc.pid)
+        client.hset(key, str(proc.pid), json.dumps({"started": time.time(), "out": str(out)}))
+    return pids
+
+
+# ---------------------------------------------------------------------------- status
+
+
+def crawl_status(client: RedisClient, record: CrawlRecord) -> dict[str, Any]:
+    """Everything `gossamer status` shows, as JSON-able data."""
+    membership = Membership(client, record.id, ttl=record.heartbeat_ttl)
+    workers = membership.statuses()
+    now = server_time(client)
+    stats: FrontierStats | None = None
+    try:
+        frontier = open_frontier(client, record.id, record.worker_settings(Path(".")))
+        try:
+            stats = frontier.statistics()
+        finally:
+            frontier.close()
+    except Exception as exc:  # the rest is still worth showing
+        frontier_error: str | None = str(exc)
+    else:
+        frontier_error = None
+    live = [w for w in workers if w.state not in ("dead", "stopped")]
+    end = record.ended if record.ended is not None else now
+    elapsed = max(end - record.created, 1e-9)
+    fr: dict[str, Any] | None = None
+    if stats is not None:
+        fr = {
+            "queued": stats.queued,
+            "leased": stats.leased,
+            "done": stats.done,
+            "failed": stats.failed,
+            "retries": stats.retries,
+            "hosts": stats.hosts,
+            "ready_hosts": stats.ready_hosts,
+            "leased_hosts": stats.leased_hosts,
+            "dead_hosts": stats.dead_hosts,
+            "published": stats.published,
+        }
+    return {
+        "crawl": {
+            "id": record.id,
+            "state": record.state,
+            "partition": record.partition,
+            "seeds": list(record.seeds),
+            "created": record.created,
+            "ended": record.ended,
+            "max_pages": record.settings.get("max_pages"),
+            "heartbeat_ttl": record.heartbeat_ttl,
+        },
+        "frontier": fr,
+        "frontier_error": frontier_error,
+        "totals": {
+            "workers": len(live),
+            "pages": sum(w.pages for w in workers),
+            "pages_per_s": round(sum(w.pages_per_s for w in live), 1),
+            "pages_per_s_since_start": round((stats.done if stats else 0) / elapsed, 1),
+            "elapsed_s": round(elapsed, 1),
+        },
+        "workers": [
+            {
+                **{k: getattr(w, k) for k in w.__dataclass_fields__},
+                "hosts": list(w.hosts),
+                "beat_age_s": round(max(0.0, now - w.last_beat), 1) if w.last_beat else None,
+            }
+            for w in workers
+        ],
+        "server_time": now,
+    }
+
+
+def status_main(url: str, crawl_id: str | None, *, as_json: bool = False) -> int:
+    try:
+        client = _client(url)
+    except CrawlError as exc:
+        return _fail(exc)
+    try:
+        record = load_crawl(client, crawl_id)
+        if record.state == "stopping" and settle_stopped(client, record):  # its workers died
+            record = load_crawl(client, record.id)
+        data = crawl_status(client, record)
+    except RegistryError as exc:
+        return _fail(exc)
+    finally:
+        client.close()
+    if as_json:
+        print(json.dumps(data, indent=2))
+    else:
+        print(format_status(data))
+    return 0
+
+
+def _ago(seconds: float) -> str:
+    if seconds < 120:
+        return f"{seconds:.0f}s"
+    if seconds < 7200:
+        return f"{seconds / 60:.0f}m"
+    return f"{seconds / 3600:.1f}h"
+
+
+def format_status(data: dict[str, Any]) -> str:
+    """The human form of `crawl_status`."""
+    c, fr, tot = data["crawl"], data["frontier"], data["totals"]
+    now = data["server_time"]
+    part = dict(c["partition"])
+    name = part.pop("name", "dynamic")
+    opts = " ".join(f"{k}={v}" for k, v in part.items())
+    lines = [
+        f"crawl {c['id']}  {c['state']}  partition {name}{' ' + opts if opts else ''}  "
+        f"created {_ago(now - c['created'])} ago  heartbeat TTL {c['heartbeat_ttl']:g}s",
+    ]
+    if fr is not None:
+        limit = c["max_pages"]
+        budget = f"  max pages {limit:,} (published {fr['published']:,})" if limit else ""
+        lines.append(
+            f"frontier  queued {fr['queued']:,}  leased {fr['leased']:,} "
+            f"({fr['leased_hosts']:,} hosts)  done {fr['done']:,}  failed {fr['failed']:,}  "
+            f"hosts {fr['hosts']:,} (ready {fr['ready_hosts']:,}, dead {fr['dead_hosts']:,})"
+            f"{budget}"
+        )
+    else:
+        lines.append(f"frontier  unavailable: {data['frontier_error']}")
+    lines.append(
+        f"rate      {tot['pages_per_s']:,.1f} pages/s now, "
+        f"{tot['pages_per_s_since_start']:,.1f} pages/s since start "
+        f"({tot['workers']} live workers)"
+    )
+    workers = data["workers"]
+    if not workers:
+        lines.append("no workers yet")
+        return "\n".join(lines)
+    head = ("WORKER", "MACHINE", "PID", "STATE", "PAGES", "ERRORS", "PAGES/S", "BEAT", "HOSTS")
+    rows = [head]
+    for w in workers:
+        hosts = w["hosts"]
+        shown = ", ".join(hosts[:3]) + (f" (+{len(hosts) - 3})" if len(hosts) > 3 else "")
+        age = w["beat_age_s"]
+        rows.append(
+            (
+                w["id"],
+                w["machine"],
+                str(w["pid"]),
+                w["state"],
+                f"{w['pages']:,}",
+                f"{w['errors']:,}",
+                f"{w['pages_per_s']:,.1f}" if w["state"] not in ("dead", "stopped") else "-",
+                _ago(age) if age is not None else "-",
+                shown,
+            )
+        )
+    widths = [max(len(r[i]) for r in rows) for i in range(len(head) - 1)]
+    lines.extend(
+        "  ".join(v.ljust(widths[i]) for i, v in enumerate(r[:-1])) + "  " + r[-1] for r in rows
+    )
+    return "\n".join(line.rstrip() for line in lines)
+
+
+# ---------------------------------------------------------------------------- stop
+
+
+def stop_main(url: str, crawl_id: str | None, *, wait: float | None = None) -> int:
+    """Set the crawl stopping (workers finish their batches and exit); with `wait`, wait
+    that many seconds at most for every worker to be gone."""
+    try:
+        client = _client(url)
+    except CrawlError as exc:
+        return _fail(exc)
+    try:
+        record = load_crawl(client, crawl_id)
+        if record.state in ("stopped", "finished"):
+            print(f"gossamer: crawl {record.id} is {record.state} already", file=sys.stderr)
+            return 0
+        state = request_stop(client, record) if record.state == "running" else record.state
+        print(f"gossamer: crawl {record.id}: {state}", file=sys.stderr)
+        if wait is None or state != "stopping":
+            return 0
+        deadline = time.monotonic() + wait
+        membership = Membership(client, record.id, ttl=record.heartbeat_ttl)
+        while time.monotonic() < deadline:
+            if not membership.members():
+                settle_stopped(client, record)
+                print(f"gossamer: crawl {record.id}: stopped", file=sys.stderr)
+                return 0
+            time.sleep(0.2)
+        print(f"gossamer: crawl {record.id}: workers still running after {wait:g}s",
+              file=sys.stderr)  # fmt: skip
+        return 1
+    except RegistryError as exc:
+        return _fail(exc)
+    finally:
+        client.close()
+
+
+# ---------------------------------------------------------------------------- scale
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    # a zombie child of ours counts as gone
+    try:
+        done, _ = os.waitpid(pid, os.WNOHANG)
+    except ChildProcessError:
+        return True
+    return done == 0
+
+
+def scale_workers(
+    client: RedisClient,
+    url: str,
+    record: CrawlRecord,
+    target: int,
+    out: Path,
+    *,
+    machine: str | None = None,
+) -> dict[str, Any]:
+    """Start or stop local workers so that `target` run on this machine: the live workers
+    of this machine not already asked to stop, plus detached ones started but not yet
+    registered. Stopping asks the newest workers to leave (they finish their batches);
+    workers still starting are sent SIGTERM. What it did."""
+    machine = machine or socket.gethostname()
+    membership = Membership(client, record.id, ttl=record.heartbeat_ttl)
+    asked = membership.stop_requested()
+    here = [
+        w
+        for w in membership.statuses()
+        if w.machine == machine and w.state not in ("dead", "stopped", "stopping")
+        and w.id not in asked
+    ]  # fmt: skip
+    key = Keys(record.id).spawned(machine)
+    spawned = {int(text(p)) for p in cast(dict[Any, Any], client.hgetall(key))}
+    registered_pids = {w.pid for w in membership.statuses() if w.machine == machine}
+    gone = [p for p in spawned if not _alive(p)]
+    if gone:
+        client.hdel(key, *map(str, gone))
+    pending = sorted(p for p in spawned if p not in registered_pids and p not in gone)
+    current = len(here) + len(pending)
+    result: dict[str, Any] = {"machine": machine, "before": current, "target": target,
+                              "started": [], "stopping": [], "terminated": []}  # fmt: skip
+    if target > current:
+        result["started"] = spawn_detached(client, url, record.id, out, target - current, machine)
+    elif target < current:
+        excess = current - target
+        for pid in pending[-excess:]:  # not registered yet: nothing to finish
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGTERM)
+            result["terminated"].append(pid)
+        excess -= len(result["terminated"])
+        if excess > 0:
+            newest = sorted(here, key=_worker_number, reverse=True)[:excess]
+            membership.ask_to_stop([w.id for w in newest])
+            result["stopping"] = [w.id for w in newest]
+    return result
+
+
+def _worker_number(w: WorkerStatus) -> int:
+    try:
+        return int(w.id.lstrip("w"))
+    except ValueError:
+        return -1
+
+
+def workers_main(
+    url: str, crawl_id: str | None, target: int, *, out: Path = Path("gossamer-worker")
+) -> int:
+    if target < 0:
+        return _fail(ValueError(f"--scale must be >= 0, not {target}"))
+    try:
+        client = _client(url)
+    except CrawlError as exc:
+        return _fail(exc)
+    try:
+        record = load_crawl(client, crawl_id)
+        if record.state != "running":
+            return _fail(RegistryError(f"crawl {record.id} is {record.state}"))
+        r = scale_workers(client, url, record, target, out)
+    except RegistryError as exc:
+        return _fail(exc)
+    finally:
+        client.close()
+    parts = []
+    if r["started"]:
+        parts.append(f"started {len(r['started'])} (pids {', '.join(map(str, r['started']))})")
+    if r["stopping"]:
+        parts.append(f"asked {', '.join(r['stopping'])} to stop")
+    if r["terminated"]:
+        parts.append(f"terminated starting pids {', '.join(map(str, r['terminated']))}")
+    print(
+        f"gossamer: crawl {record.id} on {r['machine']}: {r['before']} -> {target} workers"
+        + (f"; {'; '.join(parts)}" if parts else "; nothing to do"),
+        file=sys.stderr,
+    )
+    return 0

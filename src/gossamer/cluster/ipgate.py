@@ -1,0 +1,345 @@
+"""Per-IP politeness across machines: at most `limit` hosts of one IP fetched at once by all
+the workers of a crawl together.
+
+Slot k of an IP is the key `gs:<crawl>:{m}:ip:<ip>:<k>`, taken with `SET NX PX ttl` and a
+fencing value (the holder's token: worker id and a counter); the holder refreshes it
+(compare-and-PEXPIRE) every `refresh` seconds and releases it (compare-and-DEL). A worker
+that dies — or freezes — loses its slots when their TTL runs out: a dead holder blocks an IP
+for at most `ttl` seconds.
+
+That alone would let a worker that froze for longer than the TTL (SIGSTOP, a stall, a
+partition from Redis) wake up and fetch while another worker holds the IP. So a hold also
+knows until when its slot is *surely* still its own: the time its last successful
+SET/PEXPIRE was sent plus the TTL, minus a margin, on this machine's monotonic clock (the
+server starts the TTL after it receives the command). Every request goes through the
+gate's fetcher guard (`guard(fetcher)`): inside that window it starts at once (one clock
+read); outside it, the slot is confirmed (or taken again, waiting for the IP like any
+waiter) before the request leaves. A request already on the wire when the worker froze is
+the only one that can overlap.
+
+Waiting: a worker that finds every slot taken polls — after `poll` seconds, then 1.5 times
+longer each time up to `max_poll` (5 ms to 20 ms: a hand-over costs at most that, a long wait
+~50 polls a second) — and marks the IP wanted (`ipwant:<ip>`, a short TTL) so holders
+elsewhere see it: `waiting(ip)` is true when a host of this process waits for the IP, or when
+another worker did at the last refresh — the engine then hands the IP over instead of
+renewing its lease (priority inheritance).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import contextvars
+import itertools
+import math
+import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Any, cast
+
+from ..engine.ipgate import LocalIpGate
+from ._redis import TRANSIENT, Keys, RedisClient
+
+__all__ = ["GatedFetcher", "IpGateStats", "RedisIpGate"]
+
+_ACQUIRE = """
+-- KEYS: slot 0..n-1, want. ARGV: token, TTL (ms), want TTL (ms)
+-- the slot index held by the token (already or now), or -1 (every slot taken: IP wanted)
+local n = #KEYS - 1
+for i = 1, n do
+  if redis.call('GET', KEYS[i]) == ARGV[1] then
+    redis.call('PEXPIRE', KEYS[i], ARGV[2])
+    return i - 1
+  end
+end
+for i = 1, n do
+  if redis.call('SET', KEYS[i], ARGV[1], 'NX', 'PX', ARGV[2]) then return i - 1 end
+end
+redis.call('SET', KEYS[n + 1], '1', 'PX', ARGV[3])
+return -1
+"""
+
+_RELEASE = """
+-- KEYS: slot. ARGV: token. 1 when released, 0 when the slot was not the token's.
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+return 0
+"""
+
+_REFRESH = """
+-- KEYS: n slots, then want keys. ARGV: TTL (ms), n, n tokens.
+-- 1/0 per slot (still the token's and refreshed / lost), then 1/0 per want key (exists)
+local n = tonumber(ARGV[2])
+local out = {}
+for i = 1, n do
+  if redis.call('GET', KEYS[i]) == ARGV[2 + i] then
+    redis.call('PEXPIRE', KEYS[i], ARGV[1])
+    out[i] = 1
+  else
+    out[i] = 0
+  end
+end
+for j = n + 1, #KEYS do out[j] = redis.call('EXISTS', KEYS[j]) end
+return out
+"""
+
+
+def _boot_clock() -> float:
+    """A monotonic clock that also counts suspended time (Linux CLOCK_BOOTTIME)."""
+    return time.clock_gettime(time.CLOCK_BOOTTIME)
+
+
+_clock = _boot_clock if hasattr(time, "CLOCK_BOOTTIME") else time.monotonic
+
+
+@dataclass(slots=True)
+class _Hold:
+    """One held slot: its key, the fencing token, and until when (this machine's clock)
+    the slot is surely still ours."""
+
+    ip: str
+    key: str
+    token: str
+    valid_until: float
+
+
+_HOLD: contextvars.ContextVar[_Hold | None] = contextvars.ContextVar(
+    "gossamer_ip_hold", default=None
+)
+
+
+@dataclass(frozen=True, slots=True)
+class IpGateStats:
+    """Counters of one gate: holds taken, waits (every slot was taken), polls while waiting,
+    slots found lost at a refresh, slots confirmed or taken again before a request (after a
+    stall), Redis errors waited out."""
+
+    holds: int
+    waits: int
+    polls: int
+    lost: int
+    confirmed: int
+    redis_errors: int
+    held_now: int
+
+
+class RedisIpGate:
+    """The cluster's per-IP gate (the `LocalIpGate`/`FileIpGate` interface: `hold(ip)`,
+    `waiting(ip)`), plus `guard(fetcher)`. Use it as an async context manager: it owns
+    the loop that refreshes the held slots."""
+
+    def __init__(
+        self,
+        client: RedisClient,
+        crawl: str,
+        limit: int,
+        *,
+        owner: str = "",
+        ttl: float = 5.0,
+        poll: float = 0.005,
+        max_poll: float = 0.02,
+        refresh: float = 0.25,
+        margin: float | None = None,
+    ) -> None:
+        if limit < 1:
+            raise ValueError(f"limit must be >= 1, not {limit}")
+        if not ttl > 0.1:
+            raise ValueError(f"ttl must be > 0.1 s, not {ttl}")
+        self.client = client
+        self.keys = Keys(crawl)
+        self.limit = limit
+        self.owner = owner or "gate"
+        self.ttl = ttl
+        self.poll = poll
+        self.max_poll = max(poll, max_poll)
+        self.refresh = min(refresh, ttl / 4)
+        self.margin = min(max(0.2 * ttl, 0.5), ttl / 2) if margin is None else margin
+        self._ttl_ms = max(1, round(ttl * 1000))
+        self._want_ms = max(50, round(max(self.max_poll * 3, self.refresh * 2) * 1000))
+        self._local = LocalIpGate(limit)
+        self._acquire_s = client.register_script(_ACQUIRE)
+        self._release_s = client.register_script(_RELEASE)
+        self._refresh_s = client.register_script(_REFRESH)
+        self._tokens = itertools.count(1)
+        self._held: dict[str, _Hold] = {}  # token -> hold
+        self._wanted: frozenset[str] = frozenset()  # IPs another worker waits for
+        self._polling: dict[str, int] = {}  # IP -> hosts of this process polling for a slot
+        self._key_memo: dict[str, list[str]] = {}
+        self._task: asyncio.Task[None] | None = None
+        self._holds = self._waits = self._polls = self._lost = self._confirmed = self._errors = 0
+
+    # ------------------------------------------------------------------ life cycle
+    async def __aenter__(self) -> RedisIpGate:
+        if self._task is None:
+            self._task = asyncio.create_task(self._maintain(), name="ip-gate-refresh")
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        task, self._task = self._task, None
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+    def statistics(self) -> IpGateStats:
+        return IpGateStats(
+            self._holds,
+            self._waits,
+            self._polls,
+            self._lost,
+            self._confirmed,
+            self._errors,
+            len(self._held),
+        )
+
+    # ------------------------------------------------------------------ the gate
+    def waiting(self, ip: str) -> bool:
+        """Whether a host of this process, or (at the last refresh) of another worker,
+        waits for a slot of `ip`."""
+        return self._local.waiting(ip) or ip in self._polling or ip in self._wanted
+
+    @asynccontextmanager
+    async def hold(self, ip: str) -> AsyncIterator[None]:
+        """Hold one of the IP's `limit` slots, cluster-wide, for the body; requests made
+        through `guard(fetcher)` in the body are fenced by it (see the module docstring)."""
+        async with self._local.hold(ip):
+            hold = _Hold(ip, "", f"{self.owner}:{next(self._tokens)}", -math.inf)
+            await self._take(hold)
+            self._held[hold.token] = hold
+            self._holds += 1
+            reset = _HOLD.set(hold)
+            try:
+                yield
+            finally:
+                _HOLD.reset(reset)
+                del self._held[hold.token]
+                self._release(hold)
+
+    def guard(self, fetcher: Any) -> GatedFetcher:
+        """`fetcher` with every request fenced by the current task's hold."""
+        return GatedFetcher(fetcher, self)
+
+    def _slot_keys(self, ip: str) -> list[str]:
+        keys = self._key_memo.get(ip)
+        if keys is None:
+            if len(self._key_memo) > 100_000:
+                self._key_memo.clear()
+            keys = [self.keys.ip_slot(ip, k) for k in range(self.limit)]
+            keys.append(self.keys.ip_want(ip))
+            self._key_memo[ip] = keys
+        return keys
+
+    async def _take(self, hold: _Hold) -> None:
+        """Take (or confirm) a slot for `hold`'s token, waiting while all are taken."""
+        keys = self._slot_keys(hold.ip)
+        args: list[str | int] = [hold.token, self._ttl_ms, self._want_ms]
+        ip = hold.ip
+        waited = False
+        pause = wait = self.poll
+        try:
+            while True:
+                sent = _clock()
+                try:
+                    k = int(cast(int, self._acquire_s(keys=keys, args=args)))
+                except TRANSIENT:
+                    self._errors += 1
+                    await asyncio.sleep(pause)
+                    pause = min(pause * 2, 1.0)
+                    continue
+                if k >= 0:
+                    hold.key = keys[k]
+                    hold.valid_until = sent + self.ttl - self.margin
+                    return
+                if not waited:
+                    waited = True
+                    self._waits += 1
+                    self._polling[ip] = self._polling.get(ip, 0) + 1
+                self._polls += 1
+                await asyncio.sleep(wait)
+                wait = min(wait * 1.5, self.max_poll)
+        finally:
+            if waited:
+                if self._polling[ip] == 1:
+                    del self._polling[ip]
+                else:
+                    self._polling[ip] -= 1
+
+    def _release(self, hold: _Hold) -> None:
+        if not hold.key:
+            return
+        try:
+            self._release_s(keys=[hold.key], args=[hold.token])
+        except TRANSIENT:  # the slot expires by itself within the TTL
+            self._errors += 1
+
+    async def confirm(self, hold: _Hold) -> None:
+        """Make sure `hold`'s slot is still its own before a request (after a stall): keep
+        it, or take a slot again, waiting for the IP like any waiter."""
+        await self._take(hold)
+        self._confirmed += 1
+
+    async def _maintain(self) -> None:
+        """Every `refresh` seconds: extend the held slots (those found lost are marked so),
+        and learn which of the held IPs other workers want."""
+        while True:
+            await asyncio.sleep(self.refresh)
+            self.refresh_now()
+
+    def refresh_now(self) -> None:
+        """One refresh round (see `_maintain`)."""
+        holds = [h for h in self._held.values() if h.key]
+        if not holds:
+            self._wanted = frozenset()
+            return
+        ips = sorted({h.ip for h in holds})
+        keys = [h.key for h in holds] + [self.keys.ip_want(ip) for ip in ips]
+        args: list[Any] = [self._ttl_ms, len(holds), *(h.token for h in holds)]
+        sent = _clock()
+        try:
+            reply = cast(list[int], self._refresh_s(keys=keys, args=args))
+        except TRANSIENT:
+            self._errors += 1
+            return
+        for h, ok in zip(holds, reply, strict=False):
+            if ok:
+                h.valid_until = max(h.valid_until, sent + self.ttl - self.margin)
+            elif h.valid_until != -math.inf:
+                h.valid_until = -math.inf  # the next request takes a slot again first
+                self._lost += 1
+        self._wanted = frozenset(ip for ip, w in zip(ips, reply[len(holds) :], strict=True) if w)
+
+
+class GatedFetcher:
+    """A fetcher whose requests are fenced by the IP hold of the task making them: a request
+    starts at once while the hold's slot is surely valid, and after the slot is confirmed
+    or taken again otherwise. `start`, `fetch`, `poll` and `aclose` as the wrapped fetcher
+    (`start` falls back to a task around `fetch` when it has none)."""
+
+    def __init__(self, inner: Any, gate: RedisIpGate) -> None:
+        self.inner = inner
+        self.gate = gate
+        self._inner_start = getattr(inner, "start", None)
+
+    def start(self, request: Any) -> asyncio.Future[Any]:
+        hold = _HOLD.get()
+        if self._inner_start is not None and (hold is None or _clock() < hold.valid_until):
+            return cast(asyncio.Future[Any], self._inner_start(request))
+        return asyncio.ensure_future(self.fetch(request))
+
+    async def fetch(self, request: Any) -> Any:
+        hold = _HOLD.get()
+        if hold is not None and _clock() >= hold.valid_until:
+            await self.gate.confirm(hold)
+        return await self.inner.fetch(request)
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+    def __getattr__(self, name: str) -> Any:  # poll(), statistics() and the like
+        return getattr(self.inner, name)

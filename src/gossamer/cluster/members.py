@@ -1,0 +1,288 @@
+"""Membership: worker ids, heartbeats, the live member list and the partition it implies.
+
+A worker registers (`w<N>`, N from INCR: the hash-URL paper's crawler registration), then
+beats every `ttl / 5` seconds. A beat is one Lua call (all keys in the crawl's `{m}` slot):
+
+- its status record goes to `hb:<id>` with a TTL (`ttl`) and to the `workers` hash (kept
+  after it exits or dies, for `status`);
+- the `live` zset gets its id with the Redis server's time; entries older than `ttl` are
+  dead and removed there and then (by whichever worker beats first);
+- it answers the live ids with their capacities, the crawl's state and whether this
+  worker was asked to stop.
+
+A beat that finds its own `hb:` record gone (the worker was frozen, SIGSTOP, or cut off
+longer than the TTL) says so (`Beat.expired`): the worker is back under the same id.
+`deregister` removes a worker at once and, when it was the last one of a stopping crawl,
+marks the crawl stopped.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from typing import Any, Final, cast
+
+from ..partition import Dynamic, Member, PartitionError, Strategy
+from ._redis import Keys, RedisClient, server_time, text
+
+__all__ = [
+    "Beat",
+    "Membership",
+    "PartitionView",
+    "WorkerStatus",
+]
+
+WORKER_STATES: Final = ("starting", "crawling", "idle", "stopping", "stopped")
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerStatus:
+    """A worker's status record (what `gossamer status` shows).
+
+    `state` is the worker's own (starting, crawling, idle, stopping, stopped) while it is
+    live; for a worker whose heartbeats stopped without a goodbye it reads `dead`. Times are
+    the Redis server's."""
+
+    id: str
+    machine: str
+    pid: int
+    state: str
+    capacity: float = 1.0
+    hosts: tuple[str, ...] = ()
+    pages: int = 0
+    requests: int = 0
+    errors: int = 0
+    pages_per_s: float = 0.0
+    out: str = ""
+    started_at: float = 0.0
+    last_beat: float = 0.0
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self))
+
+    @classmethod
+    def from_json(cls, raw: str | bytes, **override: Any) -> WorkerStatus:
+        data = json.loads(raw)
+        data["hosts"] = tuple(data.get("hosts", ()))
+        data.update(override)
+        fields = cls.__dataclass_fields__
+        return cls(**{k: v for k, v in data.items() if k in fields})
+
+
+@dataclass(frozen=True, slots=True)
+class Beat:
+    """What a heartbeat learned: the server's time, whether this worker's record had
+    expired, the crawl's state, whether this worker is asked to stop, the live members."""
+
+    now: float
+    expired: bool
+    crawl_state: str
+    stop_requested: bool
+    members: tuple[Member, ...]
+
+
+_BEAT = """
+-- KEYS: live, workers, hb:<id>, meta, stopreq, caps, beats
+-- ARGV: id, status JSON, TTL (ms), capacity
+local t = redis.call('TIME')
+local nows = t[1] .. '.' .. string.format('%06d', tonumber(t[2]))
+local now = tonumber(nows)
+local expired = redis.call('EXISTS', KEYS[3]) == 0 and 1 or 0
+redis.call('SET', KEYS[3], ARGV[2], 'PX', ARGV[3])
+redis.call('HSET', KEYS[2], ARGV[1], ARGV[2])
+redis.call('HSET', KEYS[7], ARGV[1], nows)
+redis.call('HSET', KEYS[6], ARGV[1], ARGV[4])
+redis.call('ZADD', KEYS[1], nows, ARGV[1])
+local cutoff = string.format('%.6f', now - tonumber(ARGV[3]) / 1000)
+for _, id in ipairs(redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', '(' .. cutoff)) do
+  redis.call('ZREM', KEYS[1], id)
+  redis.call('HDEL', KEYS[6], id)
+end
+local ids = redis.call('ZRANGE', KEYS[1], 0, -1)
+local caps = {}
+if #ids > 0 then caps = redis.call('HMGET', KEYS[6], unpack(ids)) end
+local state = redis.call('HGET', KEYS[4], 'state') or ''
+local stop = redis.call('SISMEMBER', KEYS[5], ARGV[1])
+return {nows, expired, state, stop, ids, caps}
+"""
+
+_DEREGISTER = """
+-- KEYS: live, hb:<id>, workers, stopreq, caps, meta, beats. ARGV: id, final JSON, TTL (ms)
+-- {crawl state, live workers left}; the last worker out of a stopping crawl stops it
+local t = redis.call('TIME')
+local nows = t[1] .. '.' .. string.format('%06d', tonumber(t[2]))
+redis.call('ZREM', KEYS[1], ARGV[1])
+redis.call('DEL', KEYS[2])
+redis.call('HSET', KEYS[3], ARGV[1], ARGV[2])
+redis.call('SREM', KEYS[4], ARGV[1])
+redis.call('HDEL', KEYS[5], ARGV[1])
+redis.call('HSET', KEYS[7], ARGV[1], nows)
+local cutoff = string.format('%.6f', tonumber(nows) - tonumber(ARGV[3]) / 1000)
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', '(' .. cutoff)
+local left = redis.call('ZCARD', KEYS[1])
+local state = redis.call('HGET', KEYS[6], 'state') or ''
+if state == 'stopping' and left == 0 then
+  redis.call('HSET', KEYS[6], 'state', 'stopped', 'ended', nows)
+  state = 'stopped'
+end
+return {state, left}
+"""
+
+
+class Membership:
+    """Registration and heartbeats of the workers of one crawl (see the module docstring).
+
+    `ttl` is the heartbeat record's time to live in seconds: a worker silent that long is
+    dead. Not thread-safe: give each thread its own (the client may be shared)."""
+
+    def __init__(self, client: RedisClient, crawl: str, *, ttl: float = 5.0) -> None:
+        if not ttl > 0:
+            raise ValueError(f"ttl must be > 0, not {ttl}")
+        self.client = client
+        self.keys = Keys(crawl)
+        self.ttl = ttl
+        self._beat = client.register_script(_BEAT)
+        self._deregister = client.register_script(_DEREGISTER)
+
+    @property
+    def interval(self) -> float:
+        """Seconds between two heartbeats: five a TTL."""
+        return self.ttl / 5
+
+    def new_id(self) -> str:
+        """A worker id never given before in this crawl: w1, w2, …"""
+        return f"w{int(self.client.incr(self.keys.seq))}"
+
+    def beat(self, status: WorkerStatus) -> Beat:
+        """Publish `status` (its id's heartbeat) and learn the live members."""
+        k = self.keys
+        reply = cast(
+            list[Any],
+            self._beat(
+                keys=[k.live, k.workers, k.heartbeat(status.id), k.meta, k.stop_requests,
+                      k.caps, k.beats],
+                args=[status.id, status.to_json(), max(1, round(self.ttl * 1000)),
+                      repr(status.capacity)],
+            ),
+        )  # fmt: skip
+        nows, expired, state, stop, ids, caps = reply
+        members = []
+        for raw_id, cap in zip(ids, caps, strict=True):
+            try:
+                members.append(Member(text(raw_id), float(cap) if cap is not None else 1.0))
+            except (PartitionError, ValueError):
+                members.append(Member(text(raw_id)))
+        return Beat(float(nows), bool(expired), text(state), bool(stop), tuple(members))
+
+    def deregister(self, status: WorkerStatus) -> str:
+        """Leave the crawl at once, keeping `status` as the worker's last record; the
+        crawl's state afterwards."""
+        k = self.keys
+        state, _left = cast(
+            list[Any],
+            self._deregister(
+                keys=[k.live, k.heartbeat(status.id), k.workers, k.stop_requests, k.caps,
+                      k.meta, k.beats],
+                args=[status.id, status.to_json(), max(1, round(self.ttl * 1000))],
+            ),
+        )  # fmt: skip
+        return text(state)
+
+    def members(self) -> list[Member]:
+        """The live members (heartbeats younger than the TTL), by id."""
+        return [Member(s.id, s.capacity) for s in self.statuses() if s.state != "dead"
+                and s.state != "stopped"]  # fmt: skip
+
+    def statuses(self) -> list[WorkerStatus]:
+        """Every worker the crawl has had: live ones with their current record (`stopping`
+        once asked to stop), exited ones (`stopped`) and dead ones (`dead`: no heartbeat for
+        the TTL, no goodbye), with `last_beat` from the server; ordered by worker number."""
+        k = self.keys
+        now = server_time(self.client)
+        live = {
+            text(m): float(score)
+            for m, score in cast(
+                list[tuple[Any, float]], self.client.zrange(k.live, 0, -1, withscores=True)
+            )
+        }
+        beats = {
+            text(i): float(t) for i, t in cast(dict[Any, Any], self.client.hgetall(k.beats)).items()
+        }
+        asked = self.stop_requested()
+        out = []
+        for raw_id, raw in cast(dict[Any, Any], self.client.hgetall(k.workers)).items():
+            wid = text(raw_id)
+            last = beats.get(wid, 0.0)
+            alive = wid in live and live[wid] >= now - self.ttl
+            st = WorkerStatus.from_json(raw, last_beat=last)
+            if not alive and st.state != "stopped":
+                st = WorkerStatus.from_json(raw, last_beat=last, state="dead", hosts=())
+            elif alive and wid in asked and st.state != "stopped":
+                st = WorkerStatus.from_json(raw, last_beat=last, state="stopping")
+            out.append(st)
+        return sorted(out, key=lambda s: (len(s.id), s.id))
+
+    def ask_to_stop(self, worker_ids: Sequence[str]) -> None:
+        """Ask these workers to finish their batches and exit (seen on their next beat)."""
+        if worker_ids:
+            self.client.sadd(self.keys.stop_requests, *worker_ids)
+
+    def stop_requested(self) -> set[str]:
+        """Ids asked to stop that have not exited yet."""
+        return {text(x) for x in cast(set[Any], self.client.smembers(self.keys.stop_requests))}
+
+
+class PartitionView:
+    """A worker's `partition(now)` for its frontier: the strategy applied to the member list
+    of the last heartbeat (`update`, from the heartbeat thread; `partition` runs on the
+    event loop's thread on every lease).
+
+    `partition(now)` is `(shards, valid_until)`: the shards this worker may lease now (None:
+    any) and until when that answer holds (leases end by then). A worker the last heartbeat
+    did not list (not registered yet, or its record expired) leases nothing until it is
+    back; so does a worker the strategy cannot place (more workers than `--phases`)."""
+
+    def __init__(self, strategy: Strategy, member_id: str) -> None:
+        self.strategy = strategy
+        self.member_id = member_id
+        self._members: tuple[Member, ...] = ()
+        # (members, answer, from, until): one answer is reused while it holds
+        self._cache: tuple[tuple[Member, ...], frozenset[int] | None, float, float] | None = None
+        self.problem: str | None = None  # why this worker may lease nothing, if it may not
+
+    @property
+    def members(self) -> tuple[Member, ...]:
+        return self._members
+
+    def update(self, members: Sequence[Member]) -> None:
+        """The live members of the last heartbeat (replaced atomically)."""
+        self._members = tuple(sorted(members, key=lambda m: m.id))
+
+    def partition(self, now: float) -> tuple[frozenset[int] | None, float]:
+        members = self._members
+        cache = self._cache
+        if cache is not None and cache[0] is members and cache[2] <= now < cache[3]:
+            return cache[1], cache[3]
+        if isinstance(self.strategy, Dynamic) and self.member_id in {m.id for m in members}:
+            answer: frozenset[int] | None = None
+            start, until = -math.inf, math.inf
+        else:
+            try:
+                answer = self.strategy.shards_for(self.member_id, members, now)
+                start, until = now, self.strategy.valid_until(now)
+                self.problem = None
+            except PartitionError as exc:  # not a member (yet), or no phase left for it
+                self.problem = str(exc)
+                return frozenset(), now + 1.0
+        self._cache = (members, answer, start, until)
+        return answer, until
+
+    def lease_size(self, per_host: int) -> int:
+        """URLs to lease per host: for `dynamic`, `per_host` scaled by this worker's
+        capacity against the members' mean (Dynamic.lease_size); else `per_host`."""
+        members = self._members
+        if not isinstance(self.strategy, Dynamic) or self.member_id not in {m.id for m in members}:
+            return per_host
+        return Dynamic.lease_size(per_host, self.member_id, members)

@@ -1,0 +1,218 @@
+"""RedisIpGate on a real Redis: exclusion across workers, dead holders, fencing, waiting."""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from gossamer.cluster._redis import Keys, RedisClient
+from gossamer.cluster.ipgate import _HOLD, RedisIpGate
+from gossamer.frontier.redis import connect
+from gossamer.testing.redisd import RedisServer
+
+IP = "127.1.0.9"
+
+
+@pytest.fixture
+def clients(redis_url: str) -> Iterator[list[RedisClient]]:
+    cs = [connect(redis_url) for _ in range(3)]
+    yield cs
+    for c in cs:
+        c.close()
+
+
+async def crowd(gates: list[RedisIpGate], tasks_per_gate: int, rounds: int) -> int:
+    """Every task of every gate holds IP `rounds` times; the most holders seen at once."""
+    inside = 0
+    most = 0
+
+    async def one(gate: RedisIpGate) -> None:
+        nonlocal inside, most
+        for _ in range(rounds):
+            async with gate.hold(IP):
+                inside += 1
+                most = max(most, inside)
+                await asyncio.sleep(0.002)
+                inside -= 1
+
+    async with asyncio.TaskGroup() as tg:
+        for g in gates:
+            for _ in range(tasks_per_gate):
+                tg.create_task(one(g))
+    return most
+
+
+@pytest.mark.parametrize("limit", [1, 2])
+def test_at_most_limit_holders_across_workers(clients: list[RedisClient], limit: int) -> None:
+    async def main() -> int:
+        gates = [RedisIpGate(c, "c1", limit, owner=f"w{i}") for i, c in enumerate(clients)]
+        for g in gates:
+            await g.__aenter__()
+        try:
+            return await crowd(gates, 3, 8)
+        finally:
+            for g in gates:
+                await g.__aexit__(None, None, None)
+
+    assert asyncio.run(main()) == limit
+    assert not clients[0].keys(f"{Keys('c1').prefix}ip:*")  # every slot released
+
+
+def test_exclusion_on_redis_cluster(redis_cluster_url: str) -> None:
+    cs = [connect(redis_cluster_url) for _ in range(2)]
+
+    async def main() -> int:
+        gates = [RedisIpGate(c, "cc", 1, owner=f"w{i}") for i, c in enumerate(cs)]
+        async with gates[0], gates[1]:
+            return await crowd(gates, 2, 6)
+
+    try:
+        assert asyncio.run(main()) == 1
+    finally:
+        for c in cs:
+            c.close()
+
+
+def test_a_dead_holder_blocks_the_ip_for_at_most_the_ttl(clients: list[RedisClient]) -> None:
+    keys = Keys("c1")
+    clients[1].set(keys.ip_slot(IP, 0), "w9:1", px=800)  # a worker died holding the slot
+
+    async def main() -> float:
+        gate = RedisIpGate(clients[0], "c1", 1, owner="w1", ttl=0.8)
+        async with gate:
+            t0 = time.monotonic()
+            async with gate.hold(IP):
+                return time.monotonic() - t0
+
+    waited = asyncio.run(main())
+    assert 0.4 < waited < 1.5
+
+
+def test_waiting_is_seen_by_the_holder_in_another_worker(clients: list[RedisClient]) -> None:
+    async def main() -> tuple[bool, bool, bool]:
+        a = RedisIpGate(clients[0], "c1", 1, owner="w1", refresh=0.05)
+        b = RedisIpGate(clients[1], "c1", 1, owner="w2", refresh=0.05)
+
+        async def other_worker() -> None:
+            async with b.hold(IP):
+                pass
+
+        async with a, b:
+            async with a.hold(IP):
+                await asyncio.sleep(0.12)
+                before = a.waiting(IP)
+                waiter = asyncio.create_task(other_worker())
+                await asyncio.sleep(0.15)
+                during = a.waiting(IP) and b.waiting(IP)  # b: a host of its own waits
+            await waiter
+            await asyncio.sleep(0.12)
+            return before, during, a.waiting(IP)
+
+    assert asyncio.run(main()) == (False, True, False)
+
+
+class FakeFetcher:
+    def __init__(self) -> None:
+        self.times: list[float] = []
+
+    def start(self, request: Any) -> asyncio.Future[Any]:
+        self.times.append(time.monotonic())
+        fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        fut.set_result(request)
+        return fut
+
+    async def fetch(self, request: Any) -> Any:
+        self.times.append(time.monotonic())
+        return request
+
+    async def aclose(self) -> None:
+        pass
+
+
+def test_a_holder_whose_slot_was_lost_waits_before_its_next_request(
+    clients: list[RedisClient],
+) -> None:
+    """A worker frozen past the TTL: another took the IP; on waking, its next request goes
+    out only once the other has released the IP (fencing), and its late release does not
+    free the other's slot."""
+    keys = Keys("c1")
+
+    async def main() -> tuple[float, float, int]:
+        a = RedisIpGate(clients[0], "c1", 1, owner="w1")
+        fetcher = FakeFetcher()
+        guarded = a.guard(fetcher)
+        async with a:
+            async with a.hold(IP):
+                assert await guarded.start("r1") == "r1"  # valid: straight through
+                # frozen: the slot expired and w2 took it
+                clients[1].delete(keys.ip_slot(IP, 0))
+                clients[1].set(keys.ip_slot(IP, 0), "w2:1", px=600)
+                a.refresh_now()  # a refresh finds it lost
+                t0 = time.monotonic()
+                assert await guarded.start("r2") == "r2"
+            lost = a.statistics().lost
+        return t0, fetcher.times[-1], lost
+
+    t0, sent, lost = asyncio.run(main())
+    assert sent - t0 > 0.3 and lost == 1  # waited for w2's slot to expire
+
+
+def test_a_stalled_holder_confirms_its_slot_then_goes_on(clients: list[RedisClient]) -> None:
+    keys = Keys("c1")
+
+    async def main() -> tuple[int, bytes | None]:
+        a = RedisIpGate(clients[0], "c1", 1, owner="w1")
+        guarded = a.guard(FakeFetcher())
+        async with a, a.hold(IP):
+            hold = _HOLD.get()
+            assert hold is not None
+            hold.valid_until = -math.inf  # as after a long stall
+            await guarded.start("r")
+            assert hold.valid_until > time.monotonic()
+            return a.statistics().confirmed, clients[1].get(keys.ip_slot(IP, 0))
+
+    confirmed, value = asyncio.run(main())
+    assert confirmed == 1 and value == b"w1:1"
+
+
+def test_a_release_never_frees_another_holders_slot(clients: list[RedisClient]) -> None:
+    keys = Keys("c1")
+
+    async def main() -> None:
+        a = RedisIpGate(clients[0], "c1", 1, owner="w1")
+        async with a, a.hold(IP):
+            clients[1].set(keys.ip_slot(IP, 0), "w2:7", px=5000)  # ours expired, w2's now
+
+    asyncio.run(main())
+    assert clients[1].get(keys.ip_slot(IP, 0)) == b"w2:7"
+
+
+def test_redis_down_is_waited_out(redis_server: RedisServer, redis_url: str) -> None:
+    client = connect(redis_url)
+
+    async def main() -> float:
+        gate = RedisIpGate(client, "c1", 1, owner="w1")
+
+        async def restart_later() -> None:
+            await asyncio.sleep(0.5)
+            redis_server.restart()  # on the main thread: the server dies with its thread
+
+        async with gate:
+            redis_server.stop()
+            t0 = time.monotonic()
+            async with asyncio.TaskGroup() as tg:
+                tg.create_task(restart_later())
+                async with gate.hold(IP):
+                    waited = time.monotonic() - t0
+            return waited
+
+    try:
+        waited = asyncio.run(main())
+    finally:
+        client.close()
+    assert waited >= 0.4 and waited < 10

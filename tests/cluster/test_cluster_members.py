@@ -1,0 +1,145 @@
+"""Membership on a real Redis (and Redis Cluster), and the partition function it feeds."""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+from collections.abc import Iterator
+
+import pytest
+
+from gossamer.cluster._redis import RedisClient
+from gossamer.cluster.members import Membership, PartitionView, WorkerStatus
+from gossamer.frontier.redis import connect
+from gossamer.partition import SHARDS, Dynamic, Member, Modulo, Phase, assignment
+
+
+@pytest.fixture
+def client(redis_url: str) -> Iterator[RedisClient]:
+    c = connect(redis_url)
+    yield c
+    c.close()
+
+
+def status(wid: str, **kw: object) -> WorkerStatus:
+    fields: dict[str, object] = {"machine": "m1", "pid": 100, "state": "crawling"}
+    fields.update(kw)
+    return WorkerStatus(wid, **fields)  # type: ignore[arg-type]
+
+
+def test_ids_are_unique_under_concurrent_registration(client: RedisClient) -> None:
+    ids: list[str] = []
+
+    def register() -> None:
+        m = Membership(client, "c1")
+        ids.extend(m.new_id() for _ in range(50))
+
+    threads = [threading.Thread(target=register) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sorted(ids, key=lambda s: int(s[1:])) == [f"w{n}" for n in range(1, 201)]
+
+
+def test_beats_list_live_members_with_capacities(client: RedisClient) -> None:
+    m = Membership(client, "c1", ttl=5.0)
+    a = m.beat(status("w1", capacity=2.0))
+    assert a.members == (Member("w1", 2.0),) and a.expired  # a first beat registers
+    b = m.beat(status("w2", hosts=("h1.example", "h2.example"), pages=7))
+    assert set(b.members) == {Member("w1", 2.0), Member("w2", 1.0)} and not b.stop_requested
+    assert not m.beat(status("w1", capacity=2.0)).expired
+    now = time.time()
+    listed = {s.id: s for s in m.statuses()}
+    assert listed["w2"].hosts == ("h1.example", "h2.example") and listed["w2"].pages == 7
+    assert abs(listed["w1"].last_beat - now) < 5
+    assert [x.id for x in m.members()] == ["w1", "w2"]
+
+
+def test_silent_workers_die_after_the_ttl_and_come_back(client: RedisClient) -> None:
+    m = Membership(client, "c1", ttl=1.0)
+    m.beat(status("w1"))
+    m.beat(status("w2"))
+    t0 = time.monotonic()
+    time.sleep(0.2)
+    assert {x.id for x in m.beat(status("w1")).members} == {"w1", "w2"}
+    while len(m.beat(status("w1")).members) == 2:  # w1 beats on, w2 is silent
+        assert time.monotonic() - t0 < 5, "w2 never died"
+        time.sleep(0.1)
+    assert time.monotonic() - t0 >= 0.95  # not before its TTL
+    assert {s.id: s.state for s in m.statuses()} == {"w1": "crawling", "w2": "dead"}
+    back = m.beat(status("w2"))  # a frozen worker thawed: same id, back in the list
+    assert back.expired and [x.id for x in back.members] == ["w1", "w2"]
+
+
+def test_deregister_leaves_at_once_and_keeps_the_last_record(client: RedisClient) -> None:
+    m = Membership(client, "c1", ttl=5.0)
+    m.beat(status("w1"))
+    m.beat(status("w2"))
+    m.ask_to_stop(["w2"])
+    assert m.beat(status("w2")).stop_requested and not m.beat(status("w1")).stop_requested
+    assert m.deregister(status("w2", state="stopped", pages=12)) == ""  # no crawl record
+    assert m.stop_requested() == set()
+    assert [x.id for x in m.beat(status("w1")).members] == ["w1"]
+    last = {s.id: s for s in m.statuses()}["w2"]
+    assert (last.state, last.pages) == ("stopped", 12)
+
+
+def test_membership_in_one_slot_works_on_redis_cluster(redis_cluster_url: str) -> None:
+    c = connect(redis_cluster_url)
+    try:
+        m = Membership(c, "cc", ttl=5.0)
+        m.beat(status(m.new_id()))
+        beat = m.beat(status(m.new_id(), capacity=3.0))
+        assert beat.members == (Member("w1"), Member("w2", 3.0))
+        m.ask_to_stop(["w1"])
+        assert m.deregister(status("w1", state="stopped")) == ""
+        assert [s.state for s in m.statuses()] == ["stopped", "crawling"]
+    finally:
+        c.close()
+
+
+# ---------------------------------------------------------------------------- PartitionView
+
+
+def test_dynamic_is_unrestricted_for_members_and_sizes_leases_by_capacity() -> None:
+    view = PartitionView(Dynamic(), "w2")
+    assert view.partition(100.0) == (frozenset(), 101.0)  # not listed yet: lease nothing
+    assert view.lease_size(20) == 20
+    view.update([Member("w1", 1.0), Member("w2", 3.0)])
+    assert view.partition(100.0) == (None, math.inf)
+    assert view.lease_size(20) == 30  # 20 x 3 / mean 2
+    view.update([Member("w1", 1.0)])  # dropped (expired): nothing until it is back
+    assert view.partition(100.0)[0] == frozenset() and view.problem
+
+
+def test_static_strategies_follow_the_member_list() -> None:
+    members = [Member(f"w{i}") for i in range(1, 4)]
+    views = {m.id: PartitionView(Modulo(), m.id) for m in members}
+    for v in views.values():
+        v.update(members)
+    got = {wid: v.partition(5.0) for wid, v in views.items()}
+    assert {wid: s for wid, (s, _) in got.items()} == assignment(Modulo(), members, 5.0)
+    shards: set[int] = set()
+    for s, until in got.values():
+        assert s is not None and until == math.inf and not shards & s
+        shards |= s
+    assert shards == set(range(SHARDS))
+    v = views["w1"]
+    v.update(members[:2])  # w3 died: w1's share grows
+    assert len(v.partition(5.0)[0] or ()) == SHARDS // 2
+
+
+def test_phase_answers_hold_until_the_phase_ends() -> None:
+    members = [Member("w1"), Member("w2")]
+    view = PartitionView(Phase(period=10.0), "w1")
+    view.update(members)
+    s1, until1 = view.partition(12.0)
+    assert until1 == 20.0 and s1 == Phase(period=10.0).shards_for("w1", members, 12.0)
+    assert view.partition(19.9) == (s1, 20.0)
+    s2, until2 = view.partition(20.0)
+    assert until2 == 30.0 and s2 is not None and s1 is not None and not s1 & s2
+    crowded = PartitionView(Phase(period=10.0, phases=1), "w2")
+    crowded.update(members)  # two workers, one phase: w2 must not lease
+    assert crowded.partition(3.0) == (frozenset(), 4.0) and "phases" in (crowded.problem or "")

@@ -1,0 +1,162 @@
+"""The crawl registry on a real Redis: create, list, choose, state changes."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+import pytest
+
+from gossamer.cluster._redis import REGISTRY, Keys, RedisClient
+from gossamer.cluster.members import Membership, WorkerStatus
+from gossamer.cluster.registry import (
+    LOCAL_FIELDS,
+    RegistryError,
+    create_crawl,
+    list_crawls,
+    load_crawl,
+    mark_finished,
+    open_frontier,
+    request_stop,
+)
+from gossamer.config import CrawlSettings, load_settings
+from gossamer.frontier import Discovered, MemoryFrontier
+from gossamer.frontier.redis import connect
+from gossamer.partition import Consistent, PartitionError, Phase
+
+SEED = "http://www.h0.example/"
+
+
+@pytest.fixture
+def client(redis_url: str) -> Iterator[RedisClient]:
+    c = connect(redis_url)
+    yield c
+    c.close()
+
+
+def settings(tmp_path: Path, **extra: object) -> CrawlSettings:
+    flags: dict[str, object] = {"seeds": [SEED], "output": tmp_path / "out", "max_pages": 50}
+    flags.update(extra)
+    return load_settings(flags)
+
+
+def test_create_seeds_the_frontier_and_stores_worker_settings(
+    client: RedisClient, tmp_path: Path
+) -> None:
+    resolve = tmp_path / "resolve.txt"
+    resolve.write_text("www.h0.example:80:127.1.0.1:8080\n")
+    s = settings(tmp_path, resolve_file=resolve, delay=0.25, user_agent="ua/1", scope="all")
+    crawl_id = create_crawl(client, s.seeds, s, "consistent", epsilon=0.5, heartbeat_ttl=3.0)
+    rec = load_crawl(client, crawl_id)
+    assert rec.state == "running" and rec.seeds == (SEED,)
+    assert rec.heartbeat_ttl == 3.0
+    assert rec.resolve_text == resolve.read_text()
+    assert not LOCAL_FIELDS & set(rec.settings)
+    assert isinstance(rec.strategy(), Consistent) and rec.strategy().epsilon == 0.5
+    (tmp_path / "w1.txt").write_text(rec.resolve_text)
+    ws = rec.worker_settings(tmp_path / "w1", resolve_file=tmp_path / "w1.txt", concurrency=7)
+    assert (ws.delay, ws.user_agent, ws.scope, ws.max_pages) == (0.25, "ua/1", "all", 50)
+    assert ws.output == tmp_path / "w1" and ws.concurrency == 7
+    assert ws.resolve_file == tmp_path / "w1.txt"
+    frontier = open_frontier(client, crawl_id, ws)
+    try:
+        st = frontier.statistics()
+    finally:
+        frontier.close()
+    assert (st.queued, st.leased, st.done) == (1, 0, 0)
+    summary = json.loads(client.hget(REGISTRY, crawl_id))
+    assert summary["state"] == "running" and summary["partition"] == "consistent"
+    assert all(k.startswith(f"gs:{crawl_id}:") for k in map(bytes.decode, client.keys("gs:2*")))
+
+
+def test_frontier_factory_and_refusals(client: RedisClient, tmp_path: Path) -> None:
+    seeded: list[int] = []
+
+    class Recording(MemoryFrontier):
+        def put_discovered(self, items: Sequence[Discovered]) -> int:
+            seeded.append(super().put_discovered(items))
+            return seeded[-1]
+
+    def factory(c: RedisClient, crawl: str, s: object) -> MemoryFrontier:
+        return Recording()
+
+    s = settings(tmp_path)
+    crawl_id = create_crawl(client, s.seeds, s, crawl_id="mine", frontier_factory=factory)
+    assert crawl_id == "mine" and seeded == [1]
+    with pytest.raises(RegistryError, match="exists already"):
+        create_crawl(client, s.seeds, s, crawl_id="mine", frontier_factory=factory)
+    with pytest.raises(RegistryError, match="invalid crawl id"):
+        create_crawl(client, s.seeds, s, crawl_id="a:b", frontier_factory=factory)
+    with pytest.raises(PartitionError, match="unknown partition"):
+        create_crawl(client, s.seeds, s, "nope", frontier_factory=factory)
+    with pytest.raises(PartitionError, match="takes no"):
+        create_crawl(client, s.seeds, s, "modulo", phases=3, frontier_factory=factory)
+    with pytest.raises(RegistryError, match="seed"):
+        create_crawl(client, [], s, frontier_factory=factory)
+    assert [c.id for c in list_crawls(client)] == ["mine"]
+
+
+def test_a_failed_seeding_leaves_no_crawl(client: RedisClient, tmp_path: Path) -> None:
+    def broken(c: RedisClient, crawl: str, s: object) -> MemoryFrontier:
+        raise OSError("boom")
+
+    s = settings(tmp_path)
+    with pytest.raises(OSError, match="boom"):
+        create_crawl(client, s.seeds, s, crawl_id="x", frontier_factory=broken)
+    assert list_crawls(client) == [] and not client.exists(Keys("x").meta)
+
+
+def test_load_chooses_the_only_or_the_only_running_crawl(
+    client: RedisClient, tmp_path: Path
+) -> None:
+    s = settings(tmp_path)
+    mk = lambda c, i, st: MemoryFrontier()  # noqa: E731
+    with pytest.raises(RegistryError, match="no crawls in this Redis"):
+        load_crawl(client)
+    with pytest.raises(RegistryError, match="no crawl nope"):
+        load_crawl(client, "nope")
+    create_crawl(client, s.seeds, s, crawl_id="a", frontier_factory=mk)
+    assert load_crawl(client).id == "a"
+    mark_finished(client, load_crawl(client, "a"))
+    assert load_crawl(client).id == "a"  # the only crawl, whatever its state
+    create_crawl(client, s.seeds, s, crawl_id="b", frontier_factory=mk)
+    assert load_crawl(client).id == "b"  # the only running one
+    create_crawl(client, s.seeds, s, crawl_id="c", frontier_factory=mk)
+    with pytest.raises(RegistryError, match=r"2 crawls are running(.|\n)*  b (.|\n)*  c "):
+        load_crawl(client)
+    request_stop(client, load_crawl(client, "b"))  # no live worker: stopped at once
+    assert load_crawl(client, "b").state == "stopped"
+    assert load_crawl(client).id == "c"
+    client.hsetnx(Keys("d").meta, "id", "d")  # reserved, not seeded yet
+    with pytest.raises(RegistryError, match="being created"):
+        load_crawl(client, "d")
+
+
+def test_states_stop_with_live_workers_and_finish(client: RedisClient, tmp_path: Path) -> None:
+    s = settings(tmp_path)
+    crawl_id = create_crawl(client, s.seeds, s, frontier_factory=lambda c, i, st: MemoryFrontier())
+    rec = load_crawl(client, crawl_id)
+    members = Membership(client, crawl_id, ttl=rec.heartbeat_ttl)
+    w = WorkerStatus(members.new_id(), "m", 1, "crawling")
+    members.beat(w)
+    assert request_stop(client, rec) == "stopping"
+    assert json.loads(client.hget(REGISTRY, crawl_id))["state"] == "stopping"
+    assert members.beat(w).crawl_state == "stopping"
+    assert members.deregister(w) == "stopped"  # the last worker out
+    assert load_crawl(client, crawl_id).ended is not None
+    assert not mark_finished(client, load_crawl(client, crawl_id))  # stopped is final
+    other = create_crawl(client, s.seeds, s, frontier_factory=lambda c, i, st: MemoryFrontier())
+    assert mark_finished(client, load_crawl(client, other))
+    assert load_crawl(client, other).state == "finished"
+    assert request_stop(client, load_crawl(client, other)) == "finished"
+
+
+def test_phase_options_round_trip(client: RedisClient, tmp_path: Path) -> None:
+    s = settings(tmp_path)
+    crawl_id = create_crawl(
+        client, s.seeds, s, "phase", period=2.5, phases=4,
+        frontier_factory=lambda c, i, st: MemoryFrontier(),
+    )  # fmt: skip
+    strategy = load_crawl(client, crawl_id).strategy()
+    assert strategy == Phase(period=2.5, phases=4)

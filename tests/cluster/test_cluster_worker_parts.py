@@ -1,0 +1,114 @@
+"""The cluster worker's parts: the frontier wrapper waits out Redis outages and sizes leases;
+the heartbeat thread beats while the event loop is blocked and survives a Redis restart."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+
+import redis.exceptions
+
+from gossamer.cluster.members import Beat, Membership, PartitionView, WorkerStatus
+from gossamer.cluster.worker import ClusterFrontier, Heartbeat, exhausted
+from gossamer.frontier import (
+    Discovered,
+    FrontierStats,
+    FrontierStorageError,
+    HostBatch,
+    MemoryFrontier,
+    Outcome,
+    Verdict,
+)
+from gossamer.frontier.redis import connect
+from gossamer.partition import Dynamic, Member
+from gossamer.testing.redisd import RedisServer
+from gossamer.urls import fingerprint
+
+
+class Flaky(MemoryFrontier):
+    """Fails the first `failures` calls of lease and complete like an unreachable Redis."""
+
+    def __init__(self, failures: int) -> None:
+        super().__init__()
+        self.failures = failures
+        self.calls = 0
+
+    def _maybe_fail(self) -> None:
+        self.calls += 1
+        if self.failures:
+            self.failures -= 1
+            if self.failures % 2:
+                raise redis.exceptions.ConnectionError("refused")
+            cause = redis.exceptions.TimeoutError("timed out")
+            raise FrontierStorageError(0, "Redis unreachable for 60 s") from cause
+
+    def lease(self, max_hosts: int, per_host: int, now: float | None = None) -> list[HostBatch]:
+        self._maybe_fail()
+        return super().lease(max_hosts, per_host, now)
+
+    def complete(
+        self,
+        token: str,
+        outcomes: Sequence[Outcome],
+        next_fetch_at: float | None = None,
+        renew: int = 0,
+    ) -> HostBatch | None:
+        self._maybe_fail()
+        return super().complete(token, outcomes, next_fetch_at, renew)
+
+
+def test_cluster_frontier_waits_out_outages_sizes_leases_and_knows_its_hosts() -> None:
+    inner = Flaky(failures=3)
+    urls = [f"http://h{i}.example/{k}" for i in range(2) for k in range(10)]
+    inner.put_discovered([Discovered(u, u.split("/")[2], 0, fingerprint(u)) for u in urls])
+    view = PartitionView(Dynamic(), "w1")
+    view.update([Member("w1", 3.0), Member("w2", 1.0)])  # lease size 4 x 3 / 2 = 6
+    f = ClusterFrontier(inner, view)
+    batches = f.lease(2, 4)
+    assert inner.failures == 0 and inner.calls == 4
+    assert sorted(b.host for b in batches) == ["h0.example", "h1.example"]
+    assert all(len(b.urls) == 6 for b in batches)
+    assert f.hosts() == ("h0.example", "h1.example")
+    b = batches[0]
+    done = [Outcome(u.url, u.fp, Verdict.DONE, status=200) for u in b.urls]
+    renewed = f.complete(b.token, done, None, renew=4)
+    assert renewed is not None and len(renewed.urls) == 4  # the other 4 of 10
+    assert f.hosts() == ("h0.example", "h1.example")
+    f.complete(renewed.token, [], None)
+    f.complete(batches[1].token, [], None)
+    assert f.hosts() == ()
+
+
+def test_exhausted() -> None:
+    def stats(queued: int, leased: int, done: int) -> FrontierStats:
+        return FrontierStats(queued, leased, done, 0, 0, 1, 0, 0, 0, 0, 0, None)
+
+    assert exhausted(stats(0, 0, 5), None)
+    assert not exhausted(stats(0, 1, 5), None)
+    assert not exhausted(stats(3, 0, 5), None)
+    assert exhausted(stats(3, 0, 5), 5) and not exhausted(stats(3, 0, 4), 5)
+
+
+def test_heartbeats_go_on_while_the_caller_is_blocked_and_through_a_restart(
+    redis_server: RedisServer, redis_url: str
+) -> None:
+    client = connect(redis_url)
+    beats: list[Beat] = []
+    membership = Membership(client, "c1", ttl=0.5)  # a beat every 0.1 s
+    hb = Heartbeat(membership, lambda: WorkerStatus("w1", "m", 1, "crawling"), beats.append)
+    try:
+        hb.start()
+        time.sleep(0.55)  # a blocked caller: the thread beats anyway
+        assert len(beats) >= 4 and beats[0].members == (Member("w1"),)
+        redis_server.stop()
+        time.sleep(0.8)  # longer than the TTL
+        redis_server.restart()  # on the main thread (a server dies with its thread)
+        n = len(beats)
+        deadline = time.monotonic() + 5
+        while len(beats) < n + 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert len(beats) >= n + 2 and hb.failures > 0
+        assert beats[-1].members == (Member("w1"),)
+    finally:
+        hb.stop()
+        client.close()

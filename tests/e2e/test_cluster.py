@@ -1,0 +1,315 @@
+"""Cluster mode end to end: a real redis-server, `gossamer worker` processes, the simulated
+web on loopback, judged by its audit (coverage, overlap, politeness)."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gossamer.testing import (
+    RunningWeb,
+    TruthRules,
+    WebSpec,
+    audit,
+    compute_truth,
+    read_logs,
+    serve_in_thread,
+)
+
+UA = "gossamer-cluster-test/0.1"
+
+
+def gossamer(*args: str) -> list[str]:
+    return [sys.executable, "-m", "gossamer", *args]
+
+
+def create_crawl(redis_url: str, seed: str, resolve: Path, *extra: str) -> str:
+    done = subprocess.run(
+        gossamer(
+            "crawl", "--redis", redis_url, seed, "--workers", "0", "--scope", "all",
+            "--resolve-file", str(resolve), "--allow-private", "--delay", "0",
+            "--user-agent", UA, "--concurrency", "16", *extra,
+        ),
+        capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    crawl_id = done.stdout.strip()
+    assert crawl_id and "\n" not in crawl_id
+    return crawl_id
+
+
+def status(redis_url: str, crawl_id: str) -> dict[str, Any]:
+    done = subprocess.run(
+        gossamer("status", "--redis", redis_url, "--crawl", crawl_id, "--json"),
+        capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    data: dict[str, Any] = json.loads(done.stdout)
+    return data
+
+
+def wait_for(what: str, check: Callable[[], bool], timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while not check():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.2)
+
+
+@contextlib.contextmanager
+def workers(
+    redis_url: str, crawl_id: str, out: Path, n: int, *extra: str
+) -> Iterator[list[subprocess.Popen[bytes]]]:
+    """n `gossamer worker` processes (killed if the test fails before they end)."""
+    out.mkdir(parents=True, exist_ok=True)
+    procs = []
+    cmd = gossamer("worker", "--redis", redis_url, "--crawl", crawl_id, "-o", str(out), "-q")
+    for k in range(n):
+        with (out / f"worker-{k}.log").open("wb") as log:
+            procs.append(subprocess.Popen([*cmd, *extra], stdout=log, stderr=subprocess.STDOUT))
+    try:
+        yield procs
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+
+
+def logs(out: Path) -> str:
+    return "\n".join(p.read_text(errors="replace") for p in sorted(out.glob("**/*.log")))
+
+
+def audit_web(web: RunningWeb, log: Path, seed: str) -> Any:
+    web.flush_log()
+    rules = TruthRules(seeds=(seed,), scope="all", user_agent=UA)
+    truth = compute_truth(web.model, rules)
+    return truth, audit(web.model, read_logs([log]).records, rules, truth=truth)
+
+
+@pytest.mark.slow
+def test_three_workers_crawl_completely_without_overlap_and_politely(
+    tmp_path: Path, redis_url: str
+) -> None:
+    spec = WebSpec(seed=3, hosts=120, pages_mean=20)
+    log = tmp_path / "web.log"
+    out = tmp_path / "out"
+    with serve_in_thread(spec, log_path=log) as web:
+        resolve = web.write_resolve_file(tmp_path / "resolve.txt")
+        seed = web.url(0, 0)
+        crawl_id = create_crawl(redis_url, seed, resolve)
+        assert status(redis_url, crawl_id)["crawl"]["state"] == "running"
+        with workers(redis_url, crawl_id, out, 3) as procs:
+            codes = [p.wait(timeout=60) for p in procs]
+        assert codes == [0, 0, 0], logs(out)
+        truth, report = audit_web(web, log, seed)
+    assert report.coverage == 1.0, report.format_table()
+    assert report.overlap == 0.0, report.format_table()
+    assert report.politeness_violations == 0, report.format_table()
+    assert report.ok, report.format_table()
+    st = status(redis_url, crawl_id)
+    assert st["crawl"]["state"] == "finished"
+    assert st["frontier"]["queued"] == 0 and st["frontier"]["leased"] == 0
+    pages = {w["id"]: w["pages"] for w in st["workers"]}
+    assert sorted(pages) == ["w1", "w2", "w3"]
+    assert all(w["state"] == "stopped" for w in st["workers"])
+    assert sum(pages.values()) == len(truth.required), pages
+    assert sum(1 for n in pages.values() if n > 0) >= 2, pages  # the work was shared
+    for wid, n in pages.items():  # each worker's own outputs
+        wdir = out / wid
+        stats = json.loads((wdir / "stats.json").read_text())
+        assert stats["pages"] == n and stats["finished"]
+        assert json.loads((wdir / "worker.json").read_text())["crawl"] == crawl_id
+        ok = [json.loads(x) for x in (wdir / "crawl.log.jsonl").read_text().splitlines()]
+        assert sum(1 for r in ok if r["outcome"] == "ok") == n
+        assert list((wdir / "warc").glob("*.warc.gz")) or n == 0
+
+
+@pytest.mark.slow
+def test_stop_ends_every_worker_cleanly(tmp_path: Path, redis_url: str) -> None:
+    spec = WebSpec(seed=9, hosts=100, pages_mean=150, profile="clean")  # outlasts the test
+    log = tmp_path / "web.log"
+    out = tmp_path / "out"
+    with serve_in_thread(spec, log_path=log) as web:
+        resolve = web.write_resolve_file(tmp_path / "resolve.txt")
+        seed = web.url(0, 0)
+        crawl_id = create_crawl(redis_url, seed, resolve)
+        with workers(redis_url, crawl_id, out, 2) as procs:
+            wait_for(
+                "pages from both workers",
+                lambda: sum(1 for w in status(redis_url, crawl_id)["workers"] if w["pages"]) == 2,
+                30,
+            )
+            t0 = time.monotonic()
+            stop = subprocess.run(
+                gossamer("stop", "--redis", redis_url, "--crawl", crawl_id),
+                capture_output=True, text=True, timeout=30, check=False,
+            )  # fmt: skip
+            assert stop.returncode == 0, stop.stderr
+            assert "stopping" in stop.stderr
+            codes = [p.wait(timeout=30) for p in procs]
+            took = time.monotonic() - t0
+        assert codes == [0, 0], logs(out)
+        assert took < 10, took
+        _, report = audit_web(web, log, seed)
+    st = status(redis_url, crawl_id)
+    assert st["crawl"]["state"] == "stopped"
+    assert st["frontier"]["leased"] == 0 and st["frontier"]["queued"] > 0  # batches completed
+    assert [w["state"] for w in st["workers"]] == ["stopped", "stopped"]
+    assert report.overlap == 0.0 and report.politeness_violations == 0, report.format_table()
+    again = subprocess.run(
+        gossamer("worker", "--redis", redis_url, "--crawl", crawl_id, "-o", str(out)),
+        capture_output=True, text=True, timeout=30, check=False,
+    )  # fmt: skip
+    assert again.returncode == 0 and "is stopped" in again.stderr
+
+
+@pytest.mark.slow
+def test_workers_scale_changes_the_local_worker_count_live(tmp_path: Path, redis_url: str) -> None:
+    spec = WebSpec(seed=9, hosts=100, pages_mean=150, profile="clean")
+    log = tmp_path / "web.log"
+    out = tmp_path / "out"
+
+    def live() -> list[dict[str, Any]]:
+        ws = status(redis_url, crawl_id)["workers"]
+        return [w for w in ws if w["state"] in ("starting", "crawling", "idle")]
+
+    def scale(n: int) -> str:
+        done = subprocess.run(
+            gossamer("workers", "--redis", redis_url, "--crawl", crawl_id, "--scale", str(n),
+                     "-o", str(out)),
+            capture_output=True, text=True, timeout=30, check=False,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        return done.stderr
+
+    with serve_in_thread(spec, log_path=log) as web:
+        resolve = web.write_resolve_file(tmp_path / "resolve.txt")
+        seed = web.url(0, 0)
+        crawl_id = create_crawl(redis_url, seed, resolve, "--delay", "0.2")  # lasts minutes
+        pids: set[int] = set()
+        try:
+            assert "started 2" in scale(2)
+            wait_for("2 live workers", lambda: len(live()) == 2, 20)
+            pids |= {w["pid"] for w in live()}
+            assert "nothing to do" in scale(2)
+            assert "asked w2 to stop" in scale(1)
+            assert [w["id"] for w in live()] == ["w1"]  # w2 is stopping (or gone)
+
+            def states() -> dict[str, str]:
+                return {w["id"]: w["state"] for w in status(redis_url, crawl_id)["workers"]}
+
+            wait_for("w2 stopped", lambda: states() == {"w1": "crawling", "w2": "stopped"}, 20)
+            assert "started 2" in scale(3)
+            wait_for("3 live workers", lambda: len(live()) == 3, 20)
+            pids |= {w["pid"] for w in live()}
+            stop = subprocess.run(
+                gossamer("stop", "--redis", redis_url, "--crawl", crawl_id, "--wait", "30"),
+                capture_output=True, text=True, timeout=60, check=False,
+            )  # fmt: skip
+            assert stop.returncode == 0, stop.stderr + logs(out)
+        finally:
+            for pid in pids:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+        _, report = audit_web(web, log, seed)
+    st = status(redis_url, crawl_id)
+    assert st["crawl"]["state"] == "stopped"
+    assert [w["id"] for w in st["workers"]] == ["w1", "w2", "w3", "w4"]
+    assert all(w["state"] == "stopped" for w in st["workers"]), st["workers"]
+    assert report.overlap == 0.0 and report.politeness_violations == 0, report.format_table()
+    assert "Traceback" not in logs(out)
+
+
+@pytest.mark.slow
+def test_a_frozen_worker_comes_back_without_breaking_politeness(
+    tmp_path: Path, redis_url: str
+) -> None:
+    """SIGSTOP a worker for three heartbeat TTLs mid-crawl: it is seen dead, its IP slots
+    expire and the other worker takes those IPs; on SIGCONT it re-registers and goes on
+    with its batches, re-taking each IP before its next request (fencing). The audit must
+    find no two requests to one IP at once, and the crawl must end complete."""
+    spec = WebSpec(seed=9, hosts=100, pages_mean=150, profile="clean")
+    log = tmp_path / "web.log"
+    out = tmp_path / "out"
+    with serve_in_thread(spec, log_path=log) as web:
+        resolve = web.write_resolve_file(tmp_path / "resolve.txt")
+        seed = web.url(0, 0)
+        crawl_id = create_crawl(redis_url, seed, resolve, "--heartbeat-ttl", "1")
+        with workers(redis_url, crawl_id, out, 2) as procs:
+
+            def by_pid() -> dict[int, dict[str, Any]]:
+                return {w["pid"]: w for w in status(redis_url, crawl_id)["workers"]}
+
+            wait_for(
+                "pages from both workers",
+                lambda: sum(1 for w in by_pid().values() if w["pages"]) == 2,
+                30,
+            )
+            frozen = procs[0]
+            frozen.send_signal(signal.SIGSTOP)
+            try:
+                wait_for(
+                    "the frozen worker seen dead",
+                    lambda: by_pid()[frozen.pid]["state"] == "dead",
+                    10,
+                )
+                time.sleep(2.0)  # the other worker works on, on the freed IPs too
+            finally:
+                frozen.send_signal(signal.SIGCONT)
+            wait_for(
+                "the frozen worker back",
+                lambda: by_pid()[frozen.pid]["state"] in ("crawling", "idle", "stopped"),
+                10,
+            )
+            codes = [p.wait(timeout=60) for p in procs]
+        assert codes == [0, 0], logs(out)
+        frozen_log = (out / "worker-0.log").read_text()
+        assert "back in the crawl" in frozen_log
+        gate = re.search(r"(\d+) slots lost \(expired\), (\d+) confirmed", frozen_log)
+        assert gate is not None and int(gate[1]) > 0 and int(gate[2]) > 0, frozen_log
+        _, report = audit_web(web, log, seed)
+    assert report.politeness_violations == 0, report.format_table()
+    assert report.coverage == 1.0, report.format_table()
+    assert report.overlap == 0.0, report.format_table()
+    assert status(redis_url, crawl_id)["crawl"]["state"] == "finished"
+
+
+@pytest.mark.slow
+def test_crawl_with_local_workers_on_redis_cluster(tmp_path: Path, redis_cluster_url: str) -> None:
+    """`crawl --redis URL --workers 2` on a 3-master Redis Cluster: the command creates the
+    crawl, runs two local workers to the end and returns 0."""
+    spec = WebSpec(seed=5, hosts=50, pages_mean=12)
+    log = tmp_path / "web.log"
+    out = tmp_path / "out"
+    with serve_in_thread(spec, log_path=log) as web:
+        resolve = web.write_resolve_file(tmp_path / "resolve.txt")
+        seed = web.url(0, 0)
+        done = subprocess.run(
+            gossamer(
+                "crawl", "--redis", redis_cluster_url, seed, "--workers", "2", "-o", str(out),
+                "--scope", "all", "--resolve-file", str(resolve), "--allow-private",
+                "--delay", "0", "--user-agent", UA, "--partition", "consistent",
+            ),
+            capture_output=True, text=True, timeout=90, check=False,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        crawl_id = done.stdout.strip()
+        truth, report = audit_web(web, log, seed)
+    assert report.coverage == 1.0 and report.overlap == 0.0, report.format_table()
+    assert report.politeness_violations == 0, report.format_table()
+    st = status(redis_cluster_url, crawl_id)
+    assert st["crawl"]["state"] == "finished"
+    assert st["crawl"]["partition"] == {"name": "consistent"}
+    assert sum(w["pages"] for w in st["workers"]) == len(truth.required)
+    assert sorted(p.name for p in out.iterdir()) == ["w1", "w2"]
