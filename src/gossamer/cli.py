@@ -109,6 +109,12 @@ def _add_crawl(sub: Any) -> None:
         default="dynamic",
         help="which hosts each worker may lease (default dynamic)",
     )
+    c.add_argument(
+        "--seen-set",
+        choices=("exact", "bloom"),
+        help="with --redis: exact (~9 B a URL) or a Bloom filter (~2.5 B, a few new URLs "
+        "per mille taken as seen and never fetched)",
+    )
     c.add_argument("--phase-period", type=float, metavar="T", help="phase: seconds a phase lasts")
     c.add_argument("--phases", type=int, metavar="P", help="phase: phases (default: workers)")
     c.add_argument("--epsilon", type=float, metavar="E", help="consistent: load bound (0.25)")
@@ -160,11 +166,14 @@ def _run_crawl(args: argparse.Namespace) -> int:
         "use_sitemaps": True if args.sitemaps else None,
         "warc": False if args.no_warc else None,
         "recrawl": args.recrawl,
+        "seen_set": args.seen_set,
     }
     if args.redis:
         flags["workers"] = None  # local worker processes, not a setting of the crawl
     try:
         settings = load_settings(flags, config=args.config)
+        if settings.seen_set != "exact" and not args.redis:
+            raise SettingsError("seen_set: a Bloom seen-set is for cluster crawls (--redis)")
         if args.redis:
             from .cluster.control import run_cluster_crawl
 

@@ -65,6 +65,9 @@ class CrawlSettings(BaseSettings):
     max_path_repeat: int = Field(3, ge=1, description="a path segment repeated more is a trap")
     max_attempts: int = Field(3, ge=1, le=20)
     lease_ttl: float = Field(120.0, gt=1)
+    seen_set: Literal["exact", "bloom"] = Field(
+        "exact", description="cluster mode: the Redis frontier's seen-set (docs/cluster.md)"
+    )
     warc: bool = True
     warc_max_bytes: int = Field(1024**3, ge=1024 * 1024)
     recrawl: Path | None = Field(

@@ -160,3 +160,18 @@ def test_phase_options_round_trip(client: RedisClient, tmp_path: Path) -> None:
     )  # fmt: skip
     strategy = load_crawl(client, crawl_id).strategy()
     assert strategy == Phase(period=2.5, phases=4)
+
+
+def test_a_bloom_seen_set_is_the_crawls_for_every_worker(
+    client: RedisClient, tmp_path: Path
+) -> None:
+    s = settings(tmp_path, seen_set="bloom")
+    crawl_id = create_crawl(client, s.seeds, s, "dynamic")
+    rec = load_crawl(client, crawl_id)
+    assert rec.settings["seen_set"] == "bloom"
+    frontier = open_frontier(client, crawl_id, rec.worker_settings(tmp_path / "w1"))
+    try:
+        assert frontier.seen == "bloom"  # type: ignore[attr-defined]
+        assert frontier.statistics().queued == 1
+    finally:
+        frontier.close()

@@ -38,7 +38,9 @@ def _sqlite(tmp: Path, request: pytest.FixtureRequest) -> Callable[..., Frontier
     return make
 
 
-def _redis(fixture: str) -> Callable[[Path, pytest.FixtureRequest], Callable[..., Frontier]]:
+def _redis(
+    fixture: str, seen: str = "exact"
+) -> Callable[[Path, pytest.FixtureRequest], Callable[..., Frontier]]:
     """Frontiers on the session's Redis (emptied for the test); `path` names a crawl, so a
     second frontier with the same `path` reopens the first one's crawl."""
 
@@ -50,7 +52,7 @@ def _redis(fixture: str) -> Callable[[Path, pytest.FixtureRequest], Callable[...
         def make(**kw: Any) -> Frontier:
             path = kw.pop("path", None)
             crawl = f"p{abs(hash(str(path)))}" if path else f"t{next(counter)}"
-            return RedisFrontier(client, crawl, **kw)
+            return RedisFrontier(client, crawl, seen=seen, **kw)
 
         return make
 
@@ -66,6 +68,7 @@ BACKENDS: dict[str, tuple[Factory, bool]] = {  # name -> (factory, persistent)
     "memory": (_memory, False),
     "sqlite": (_sqlite, True),
     "redis": (_redis("redis_url"), True),
+    "redis-bloom": (_redis("redis_url", "bloom"), True),
     "redis-cluster": (_redis("redis_cluster_url"), True),
 }
 

@@ -260,6 +260,8 @@ def crawl_status(client: RedisClient, record: CrawlRecord) -> dict[str, Any]:
             "leased_hosts": stats.leased_hosts,
             "dead_hosts": stats.dead_hosts,
             "published": stats.published,
+            "duplicates_seen": stats.duplicates_seen,
+            "seen_false_positives": stats.seen_false_positives,
         }
     return {
         "crawl": {
@@ -342,6 +344,11 @@ def format_status(data: dict[str, Any]) -> str:
             f"hosts {fr['hosts']:,} (ready {fr['ready_hosts']:,}, dead {fr['dead_hosts']:,})"
             f"{budget}"
         )
+        if fr["seen_false_positives"]:
+            lines.append(
+                f"seen-set  Bloom: ~{fr['seen_false_positives']:,.1f} new URLs taken as seen "
+                "so far (expected; never fetched)"
+            )
     else:
         lines.append(f"frontier  unavailable: {data['frontier_error']}")
     lines.append(

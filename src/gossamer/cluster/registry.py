@@ -141,6 +141,7 @@ def open_frontier(
         max_crawl_delay=settings.max_crawl_delay,
         adaptive_factor=settings.adaptive_delay,
         partition=partition,
+        seen=settings.seen_set,
     )
 
 

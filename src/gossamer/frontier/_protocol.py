@@ -170,6 +170,9 @@ class FrontierStats:
     dropped_by_budget: int
     duplicates_seen: int
     next_ready_at: float | None
+    #: A Bloom seen-set's expected false positives so far: new URLs taken as seen (never
+    #: fetched). 0 for an exact seen-set (every backend but RedisFrontier(seen="bloom")).
+    seen_false_positives: float = 0.0
 
     @property
     def discovered(self) -> int:

@@ -143,8 +143,11 @@ class RedisFrontier:
     `crawl` names the crawl (its keys start `gs:<crawl>:`). `clock` defaults to the Redis
     server's clock (every worker of a crawl shares it). `partition(now)` restricts leases to
     the shards a partition strategy gives this worker and caps their expiry (phase ends).
-    The seen-set needs no sizing: each shard keeps its fingerprints in compact integer sets
-    of ~400 (linear hashing splits one as the shard grows; lua/put.lua), ~8.5 bytes a URL.
+    `seen` is the crawl's seen-set (fixed by its first frontier): "exact" keeps each shard's
+    fingerprints in compact integer sets of 200-400 (linear hashing splits one as the shard
+    grows; lua/put.lua), ~9 bytes a URL, no sizing needed; "bloom" a scalable Bloom filter
+    per shard (~1.5-2.5 bytes a URL), whose false positives are new URLs never fetched:
+    `statistics().seen_false_positives` is their expected number.
     """
 
     def __init__(
@@ -165,6 +168,7 @@ class RedisFrontier:
         max_host_errors: int | None = 10,
         clock: Callable[[], float] | None = None,
         partition: Partition | None = None,
+        seen: str = "exact",
         retry_for: float = _RETRY_FOR,
     ) -> None:
         if not crawl or any(c in crawl for c in "{}: \t\r\n"):
@@ -203,6 +207,16 @@ class RedisFrontier:
         self._sources["global"] = _lua("global")
         self._sha: dict[str, str] = {}
         self._call(self._load_scripts)
+        if seen not in ("exact", "bloom"):
+            raise ValueError(f"seen must be 'exact' or 'bloom', not {seen!r}")
+        # the seen-set's kind is the crawl's (its first frontier chose it): every worker
+        # must dedupe alike
+        key = self._g + "seen"
+        self._call(lambda: self.client.set(key, seen, nx=True))
+        stored = _s(self._call(lambda: self.client.get(key)) or seen.encode())
+        if stored != seen:
+            raise FrontierError(f"crawl {crawl!r} has a {stored} seen-set, not {seen}")
+        self.seen = seen
         self._offset = 0.0
         if clock is None:
             self._offset = self.server_time() - time.time()
@@ -388,6 +402,8 @@ class RedisFrontier:
             now = self._clock()
             budget = -1 if self.options.host_budget is None else self.options.host_budget
             by_shard: dict[int, dict[str, list[Any]]] = {}
+            bloom = self.seen == "bloom"
+            per_url = 7 if bloom else 5
             for it in items:
                 shard = shard_of(it.host)
                 hosts = by_shard.get(shard)
@@ -403,11 +419,13 @@ class RedisFrontier:
                     "-" if it.parent is None else "+" + it.parent,
                     it.url,
                 )
+                if bloom:  # the Bloom positions' two hashes: the fingerprint's halves
+                    urls += (it.fp & 0xFFFFFFFF, (it.fp >> 32) | 1)
             calls = []
             for shard, hosts in by_shard.items():
-                args: list[Any] = [_num(now), budget]
+                args: list[Any] = [_num(now), budget, self.seen]
                 for host, urls in hosts.items():
-                    args += (host, len(urls) // 5, *urls)
+                    args += (host, len(urls) // per_url, *urls)
                 calls.append(("put", shard, args))
             new = by_shard.keys() - self._known_active
             if new:  # the shards go into the index before their URLs: a sweep finds them
@@ -670,6 +688,7 @@ class RedisFrontier:
             sums = [0] * 11
             best_ready: float | None = None
             best_wait: float | None = None
+            false_positives = 0.0
             for (_, shard, _), reply in zip(calls, self._shard_many(calls), strict=True):
                 for k in range(11):
                     sums[k] += int(reply[k])
@@ -679,7 +698,8 @@ class RedisFrontier:
                 if reply[12]:
                     v = float(reply[12])
                     best_wait = v if best_wait is None else min(best_wait, v)
-                self._hint(shard, reply[13])
+                false_positives += float(reply[13])
+                self._hint(shard, reply[14])
             self._global(now)
             q, leased, done, failed, retries, hosts, dead, dropped, dups, ready, lh = sums
             nxt = best_ready if best_ready is not None else best_wait
@@ -696,6 +716,7 @@ class RedisFrontier:
                 dropped_by_budget=dropped,
                 duplicates_seen=dups,
                 next_ready_at=nxt,
+                seen_false_positives=false_positives,
             )
 
     def close(self) -> None:

@@ -31,7 +31,8 @@ elseif op == 'held' then  -- token: {'stale'} or {'ok', host, members, timing}
   return {'ok', h, members, redis.call('HMGET', hkey(h), 'nx', 'cd', 'ad', 'bo', 'er', 'dd')}
 elseif op == 'stats' then
   -- now: {queued leased done failed retries hosts dead dropped dups, ready hosts, leased
-  -- hosts, min next of a ready host, min next of a resting host, hint}
+  -- hosts, min next of a ready host, min next of a resting host, Bloom false positives
+  -- expected, hint}
   local now = tonumber(ARGV[3])
   refresh(now)
   local best = ''
@@ -46,7 +47,8 @@ elseif op == 'stats' then
   out[11] = redis.call('HLEN', TK)
   out[12] = best == '' and '' or fmt(best)
   out[13] = w[2] or ''
-  out[14] = hint()
+  out[14] = redis.call('HGET', NK, 'bfp') or '0'
+  out[15] = hint()
   return out
 end
 return redis.error_reply('unknown op ' .. op)

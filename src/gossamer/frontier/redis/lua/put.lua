@@ -1,5 +1,6 @@
--- put_discovered for one shard. ARGV: prefix, now, budget (-1: none), then per host: host,
--- n, and n URLs of 5 fields: fp, priority, depth, parent (+url or -), url.
+-- put_discovered for one shard. ARGV: prefix, now, budget (-1: none), seen-set ('exact' or
+-- 'bloom'), then per host: host, n, and n URLs of 5 fields: fp, priority, depth, parent (+url
+-- or -), url — 7 with a Bloom filter: the fingerprint's low and high 32 bits follow.
 -- Reply: {added, hint}
 --
 -- The seen-set: the shard's fingerprints in compact integer sets (intsets, 8 bytes a URL up
@@ -10,7 +11,8 @@
 -- yet split in its round holds up to twice the average: SPLIT_AT = 200 keeps the largest
 -- under 512 (a set that grew past it would stay a hash table for good).
 local SPLIT_AT, MAX_LEVEL = 200, 15
-local now, budget = tonumber(ARGV[2]), tonumber(ARGV[3])
+local now, budget, bloom = tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4] == 'bloom'
+local F = bloom and 7 or 5
 local sb = redis.call('HMGET', NK, 'sl', 'sp', 'seen')
 local L, S, seen = tonumber(sb[1] or '0'), tonumber(sb[2] or '0'), tonumber(sb[3] or '0')
 
@@ -44,9 +46,76 @@ local function split_one()
   if S == 2 ^ L then L, S = L + 1, 0 end
 end
 
+-- The Bloom seen-set (optional): a scalable Bloom filter per shard (Almeida et al.): filters
+-- 0..nf-1, each with K hash positions (h1 + j*h2) mod m; a URL is taken as seen when every
+-- filter that has all its K bits set; new URLs go into the last filter, and a full one
+-- (n >= capacity) gets a successor of twice the capacity and 2 more bits a URL (tighter, so
+-- the compound false-positive rate stays bounded). `bfp` accumulates the expected number of
+-- false positives (new URLs wrongly taken as seen: pages never fetched).
+local K, CAP0, BITS0 = 7, 2048, 12
+local nf, bm, bn
+local function bloom_load()
+  local raw = redis.call('HMGET', NK, 'nf', 'bm', 'bn', 'bfp')
+  nf = tonumber(raw[1] or '0')
+  bm, bn = {}, {}
+  if nf > 0 then
+    local j = 0
+    for v in string.gmatch(raw[2], '[^,]+') do j = j + 1; bm[j] = tonumber(v) end
+    j = 0
+    for v in string.gmatch(raw[3], '[^,]+') do j = j + 1; bn[j] = tonumber(v) end
+  end
+  return tonumber(raw[4] or '0')
+end
+local bfp = 0
+if bloom then bfp = bloom_load() end
+local function capacity(j) return CAP0 * 2 ^ (j - 1) end
+local function positions(m, h1, h2)
+  local args = {}
+  for j = 0, K - 1 do
+    args[#args + 1] = 'u1'
+    args[#args + 1] = (h1 + j * h2) % m
+  end
+  return args
+end
+local function bloom_has(h1, h2)
+  for f = 1, nf do
+    local q = positions(bm[f], h1, h2)
+    local get = {}
+    for x = 1, #q, 2 do get[#get + 1] = 'GET'; get[#get + 1] = q[x]; get[#get + 1] = q[x + 1] end
+    local bits = redis.call('BITFIELD_RO', P .. 'b:' .. f, unpack(get))
+    local all = true
+    for _, b in ipairs(bits) do if b == 0 then all = false; break end end
+    if all then return true end
+  end
+  return false
+end
+local function fp_rate()  -- the compound false-positive probability now
+  local miss = 1
+  for f = 1, nf do miss = miss * (1 - (1 - math.exp(-K * bn[f] / bm[f])) ^ K) end
+  return 1 - miss
+end
+local function bloom_add(h1, h2)
+  if nf == 0 or bn[nf] >= capacity(nf) then
+    nf = nf + 1
+    bm[nf] = capacity(nf) * (BITS0 + 2 * (nf - 1))
+    bn[nf] = 0
+    -- allocated whole and exactly (BITFIELD growing the string would over-allocate by ~2x)
+    redis.call('SET', P .. 'b:' .. nf, string.rep('\0', math.ceil(bm[nf] / 8)))
+  end
+  local q = positions(bm[nf], h1, h2)
+  local set = {}
+  for x = 1, #q, 2 do
+    set[#set + 1] = 'SET'; set[#set + 1] = q[x]; set[#set + 1] = q[x + 1]; set[#set + 1] = 1
+  end
+  redis.call('BITFIELD', P .. 'b:' .. nf, unpack(set))
+  bn[nf] = bn[nf] + 1
+  local p = fp_rate()
+  bfp = bfp + p / (1 - p)
+end
+
 refresh(now)
 local added = 0
-local i = 4
+local i = 5
 while i <= #ARGV do
   local h, n = ARGV[i], tonumber(ARGV[i + 1])
   i = i + 2
@@ -61,15 +130,25 @@ while i <= #ARGV do
   local zargs = {}
   for _ = 1, n do
     local fp = ARGV[i]
-    local sk = bucket(fp)
-    if budget >= 0 and tt >= budget then
-      if redis.call('SISMEMBER', sk, fp) == 1 then C.dups = C.dups + 1 else C.dropped = C.dropped + 1 end
-    elseif redis.call('SADD', sk, fp) == 0 then
-      C.dups = C.dups + 1
+    local known
+    if bloom then
+      known = bloom_has(tonumber(ARGV[i + 5]), tonumber(ARGV[i + 6]))
     else
+      known = redis.call('SISMEMBER', bucket(fp), fp) == 1
+    end
+    if known then
+      C.dups = C.dups + 1
+    elseif budget >= 0 and tt >= budget then
+      C.dropped = C.dropped + 1
+    else
+      if bloom then
+        bloom_add(tonumber(ARGV[i + 5]), tonumber(ARGV[i + 6]))
+      else
+        redis.call('SADD', bucket(fp), fp)
+        seen = seen + 1
+        if seen > SPLIT_AT * (2 ^ L + S) and L < MAX_LEVEL then split_one() end
+      end
       tt = tt + 1
-      seen = seen + 1
-      if seen > SPLIT_AT * (2 ^ L + S) and L < MAX_LEVEL then split_one() end
       if dead then
         C.failed = C.failed + 1
       else
@@ -80,7 +159,7 @@ while i <= #ARGV do
         added = added + 1
       end
     end
-    i = i + 5
+    i = i + F
   end
   redis.call('HSET', hk, 'tt', tt, 'sq', sq)
   if #zargs > 0 then
@@ -88,6 +167,11 @@ while i <= #ARGV do
     if not st[4] then place(h, st[5], st[6], now) end
   end
 end
-redis.call('HSET', NK, 'sl', L, 'sp', S, 'seen', seen)
+if bloom then
+  redis.call('HSET', NK, 'nf', nf, 'bm', table.concat(bm, ','), 'bn', table.concat(bn, ','),
+    'bfp', fmt(bfp))
+else
+  redis.call('HSET', NK, 'sl', L, 'sp', S, 'seen', seen)
+end
 C.queued = C.queued + added
 return {added, hint()}

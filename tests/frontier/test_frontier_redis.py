@@ -1,0 +1,131 @@
+"""What only the Redis frontier has: its seen-sets (exact, linear-hashed intsets; Bloom),
+the crawl-wide choice of seen-set, and riding out a Redis restart. Real redis-servers."""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+
+import pytest
+import xxhash
+
+from gossamer.frontier import Discovered, FrontierError, Outcome, Verdict
+from gossamer.frontier.redis import RedisFrontier, connect, disconnect
+from gossamer.testing.redisd import RedisServer
+
+
+def _urls(host: str, n: int, start: int = 0) -> list[Discovered]:
+    out = []
+    for i in range(start, start + n):
+        url = f"http://{host}/page/{i}.html"
+        out.append(Discovered(url, host, 1, xxhash.xxh3_64_intdigest(url.encode())))
+    return out
+
+
+def _seen_sets(client: object, crawl: str) -> dict[bytes, tuple[bytes, int]]:
+    c = client  # a redis.Redis
+    return {
+        key: (c.object("encoding", key), c.scard(key))  # type: ignore[attr-defined]
+        for key in c.scan_iter(match=f"gs:{crawl}:*:s:*", count=1000)  # type: ignore[attr-defined]
+    }
+
+
+def test_exact_seen_set_stays_compact_and_exact_as_a_shard_grows(redis_url: str) -> None:
+    client = connect(redis_url)
+    try:
+        f = RedisFrontier(client, "grow")
+        items = _urls("big.example", 12_000)  # one host: one shard, many splits
+        added = sum(f.put_discovered(items[k : k + 500]) for k in range(0, len(items), 500))
+        assert added == 12_000
+        assert f.put_discovered(items) == 0  # every one found again after the splits
+        assert f.statistics().duplicates_seen == 12_000
+        sets = _seen_sets(client, "grow")
+        assert sum(n for _, n in sets.values()) == 12_000  # each fingerprint once
+        assert all(enc == b"intset" and n <= 512 for enc, n in sets.values()), sets
+        assert 12_000 / 400 <= len(sets) <= 12_000 / 100  # 100-400 a bucket
+        used = sum(client.memory_usage(k) or 0 for k in sets)
+        assert used / 12_000 < 10.5  # ~9 bytes a seen URL
+        assert f.statistics().seen_false_positives == 0.0
+    finally:
+        disconnect(client)
+
+
+def test_bloom_seen_set_counts_its_false_positives(redis_url: str) -> None:
+    client = connect(redis_url)
+    try:
+        f = RedisFrontier(client, "bloomy", seen="bloom")
+        items = _urls("b.example", 30_000)
+        added = sum(f.put_discovered(items[k : k + 1000]) for k in range(0, len(items), 1000))
+        lost = 30_000 - added  # new URLs the filter took as seen: never to be fetched
+        s = f.statistics()
+        assert s.queued == added and s.duplicates_seen == lost
+        # the estimate follows what happened (a few per mille at ~10 bits a URL)
+        assert s.seen_false_positives > 0
+        assert lost <= 3 * s.seen_false_positives + 10
+        assert lost < 0.01 * 30_000
+        assert f.put_discovered(items) == 0  # no false negatives: everything added is seen
+        bloom_bytes = sum(
+            client.memory_usage(k) or 0 for k in client.scan_iter(match="gs:bloomy:*:b:*")
+        )
+        assert bloom_bytes / 30_000 < 3.0  # bits, not bytes, per URL
+    finally:
+        disconnect(client)
+
+
+def test_the_seen_set_kind_belongs_to_the_crawl(redis_url: str) -> None:
+    client = connect(redis_url)
+    try:
+        RedisFrontier(client, "kind", seen="bloom")
+        assert RedisFrontier(client, "kind", seen="bloom").seen == "bloom"
+        with pytest.raises(FrontierError, match="bloom seen-set"):
+            RedisFrontier(client, "kind")  # a worker deduping differently would refetch
+        with pytest.raises(ValueError):
+            RedisFrontier(client, "other", seen="cuckoo")
+    finally:
+        disconnect(client)
+
+
+def test_calls_wait_out_a_redis_restart_and_lose_nothing_written(tmp_path: Path) -> None:
+    with RedisServer(tmp_path, extra=("appendfsync always",)) as server:
+        client = connect(server.url)
+        try:
+            f = RedisFrontier(client, "restart", retry_for=20.0)
+            f.put_discovered(_urls("a.example", 50))
+            batch = f.lease(1, 10)[0]
+            server.kill()  # a crash: AOF (fsync always) has every acknowledged write
+            outcomes = [Outcome(u.url, u.fp, Verdict.DONE, 200) for u in batch.urls]
+            errors: list[BaseException] = []
+
+            def complete() -> None:  # retries while the server is down
+                try:
+                    f.complete(batch.token, outcomes)
+                except BaseException as exc:  # reported below
+                    errors.append(exc)
+
+            t = threading.Thread(target=complete)
+            t.start()
+            time.sleep(1.0)
+            assert t.is_alive()  # still waiting for Redis
+            server.restart()  # (from this thread: a server dies with the thread starting it)
+            t.join(timeout=20)
+            assert not t.is_alive() and not errors
+            s = f.statistics()
+            assert (s.done, s.queued, s.leased) == (10, 40, 0)
+            assert f.put_discovered(_urls("a.example", 50)) == 0  # the seen-set came back
+        finally:
+            disconnect(client)
+
+
+def test_an_unreachable_redis_is_a_storage_error_after_retry_for(tmp_path: Path) -> None:
+    with RedisServer(tmp_path) as server:
+        client = connect(server.url)
+        try:
+            f = RedisFrontier(client, "gone", retry_for=1.0)
+            server.stop()
+            started = time.monotonic()
+            with pytest.raises(OSError, match="unreachable"):
+                f.put_discovered(_urls("a.example", 1))
+            assert 0.9 <= time.monotonic() - started < 10
+        finally:
+            disconnect(client)
