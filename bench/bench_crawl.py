@@ -5,6 +5,7 @@
     .venv/bin/python bench/bench_crawl.py --profile           # + a py-spy profile of gossamer
     .venv/bin/python bench/bench_crawl.py --experiments       # + what-if runs (heap, GC, WARC)
     .venv/bin/python bench/bench_crawl.py --only none --pipeline  # per-page steps, in process
+    .venv/bin/python bench/bench_crawl.py --only none --cluster 1,2  # cluster mode on Redis
 
 The web: a clean simulated web of 400 hosts / 20,788 pages (~17 KB, ~30 links a page) plus
 robots.txt files (`robots_disallow=0.3`: a third of the hosts disallow /private/, so robots
@@ -38,6 +39,11 @@ politeness delay, so both crawlers run with delay 0; each keeps one request in f
    process without network, next to cheaper variants (memoised routing, batched graph edges,
    the GIL-free part of WARC writing): the figures behind the suggestions in
    docs/crawler/bench.md.
+
+6. `--cluster N[,N]`: the same crawl in cluster mode — a redis-server (AOF on) started in the
+   work directory, `gossamer crawl --redis URL … --workers N` (N local `gossamer worker`
+   processes, the Redis frontier and IP gate), pages summed over the workers' stats.json,
+   audited the same way — and the scaling ratio of pages/s between the worker counts.
 
 Figures are printed, never asserted; bench/README.md and docs/crawler/bench.md record them.
 Loopback only; every subprocess has a time limit (SIGTERM, then SIGKILL).
@@ -766,6 +772,70 @@ def describe(r: CrawlRun) -> None:
         print(f"    CHECK FAILED: {c}")
 
 
+def run_gossamer_cluster(
+    work: Path, export: Path, args: argparse.Namespace, *, workers: int
+) -> CrawlRun:
+    """The same crawl in cluster mode: a redis-server (AOF on, everysec) started for it in the
+    work directory, `gossamer crawl --redis URL … --workers N` (N local `gossamer worker`
+    processes around the Redis frontier and the Redis IP gate), audited from nginx's log."""
+    from gossamer.testing.redisd import RedisServer
+
+    name = f"cluster-w{workers}"
+    out = work / name
+    shutil.rmtree(out, ignore_errors=True)
+    access = export / "logs" / "access.log"
+    _fresh_log(access)
+    rdir = work / f"{name}-redis"
+    shutil.rmtree(rdir, ignore_errors=True)
+    rdir.mkdir()
+    with RedisServer(rdir) as server, run_nginx(export):
+        cmd = [
+            sys.executable,
+            "-m",
+            "gossamer",
+            *gossamer_cmd(out, export / "resolve.txt", args, workers, "--redis", server.url),
+        ]
+        m = run_measured(cmd, log=work / f"{name}.console", timeout=args.timeout)
+        used = server.info_memory()
+    log = work / f"{name}.access.log"
+    shutil.move(access, log)
+    pages = requests = 0
+    per_worker = []
+    for stats_file in sorted(out.glob("*/stats.json")):
+        st = json.loads(stats_file.read_text())
+        pages += int(st["pages"])
+        requests += int(st["requests"])
+        per_worker.append(f"{stats_file.parent.name} {int(st['pages']):,}")
+    if not per_worker:
+        tail = (work / f"{name}.console").read_text(errors="replace")[-2000:]
+        raise RuntimeError(f"cluster crawl failed ({m.returncode}): {tail}")
+    run = CrawlRun(
+        crawler="gossamer (cluster)",
+        config=f"Redis, {workers} worker{'s' if workers > 1 else ''}",
+        m=m,
+        pages=pages,
+        requests=requests,
+        urls_seen=0,
+    )
+    run.notes.append("pages per worker: " + ", ".join(per_worker))
+    run.notes.append(f"Redis used_memory at the end: {used / 1e6:.1f} MB")
+    if m.returncode != 0 or m.timed_out:
+        run.checks.append(f"exit status {m.returncode}{' (timed out)' if m.timed_out else ''}")
+    # every worker's directory has the crawl's rules (crawl.json): the audit reads the first
+    rules = ["--crawl", str(sorted(out.glob("*/stats.json"))[0].parent)]
+    run.audit = run_audit(
+        log, export / "web.json", work / f"{name}.audit.json", rules, work / f"{name}.audit.txt"
+    )
+    a = run.audit["pages"]
+    if a["coverage"] != 1.0:
+        run.checks.append(f"coverage {a['coverage']:.4f} (must be 1.000)")
+    if a["overlap"] != 0:
+        run.checks.append(f"overlap {a['overlap']:.4f} (must be 0)")
+    if not run.audit["ok"]:
+        run.checks.append(f"audit verdict not OK: {run.audit['violation_count']} violations")
+    return run
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     p.add_argument("--seed", type=int, default=1, help="web seed")
@@ -792,6 +862,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--pipeline", action="store_true", help="per-page steps, in process")
     p.add_argument("--pipeline-pages", type=int, default=4000)
     p.add_argument("--workdir", type=Path, help="keep everything here (default: a temp dir)")
+    p.add_argument(
+        "--cluster",
+        default="",
+        metavar="N[,N]",
+        help="also crawl in cluster mode (Redis) with N local workers each, e.g. 1,2",
+    )
     args = p.parse_args(argv)
     parts = set(args.only.split(","))
 
@@ -821,7 +897,7 @@ def main(argv: list[str] | None = None) -> int:
     runs: list[CrawlRun] = []
     with _workdir(args.workdir) as work:
         export = work / "export"
-        if parts & {"gossamer", "scrapy"} or args.profile or args.experiments:
+        if parts & {"gossamer", "scrapy"} or args.profile or args.experiments or args.cluster:
             s = export_web(model, export, port=free_port(), workers=args.nginx_workers)
             print(
                 f"  export  {s.pages:,} pages, {s.bytes / 1e6:.0f} MB in {s.seconds:.1f} s "
@@ -852,6 +928,20 @@ def main(argv: list[str] | None = None) -> int:
                 runs.append(run)
                 if workers == 1:
                     main_run = run
+        cluster_runs: list[CrawlRun] = []
+        for n in (int(w) for w in args.cluster.split(",") if w.strip()):
+            print(f"\n## gossamer cluster mode, {n} worker(s) (Redis, audited)", flush=True)
+            run = run_gossamer_cluster(work, export, args, workers=n)
+            describe(run)
+            runs.append(run)
+            cluster_runs.append(run)
+        if len(cluster_runs) > 1:
+            base = cluster_runs[0]
+            for r in cluster_runs[1:]:
+                print(
+                    f"  scaling {r.config} / {base.config}: "
+                    f"{r.pages_per_s / base.pages_per_s:.2f}x pages/s"
+                )
         if "scrapy" in parts:
             print("\n## Scrapy CrawlSpider (same limits)", flush=True)
             sr = run_scrapy(work, export, args)
