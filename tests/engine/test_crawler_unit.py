@@ -9,6 +9,7 @@ page, each URL sent to the frontier once, depth limits).
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import itertools
 import time
 from collections import Counter
@@ -332,3 +333,33 @@ def test_a_refused_extension_stops_the_batch_at_once() -> None:
     for refused in frontier.refusals:  # no request between a refusal and the next lease
         next_lease = min((t for t in frontier.leases if t > refused), default=float("inf"))
         assert not [t for t in starts if refused < t < next_lease]
+
+
+class _LateFrontier(MemoryFrontier):
+    """Hands out leases that have already ended (as if the worker waited past them)."""
+
+    def lease(self, max_hosts: int, per_host: int, now: float | None = None) -> Any:
+        got = super().lease(max_hosts, per_host, now)
+        return [dataclasses.replace(b, expires_at=time.time() - 1.0) for b in got]
+
+
+def test_a_lease_ended_while_waiting_for_the_ip_fetches_nothing_not_even_robots() -> None:
+    pages = _site(3)
+    settings = CrawlSettings(
+        seeds=["http://a.example/p0"], scope="all", delay=0, output="/tmp/unused"
+    )
+    frontier = _LateFrontier()
+    fetcher = FakeFetcher(pages, 0.0)
+    c = Crawler(
+        settings, frontier=frontier, fetcher=fetcher, ip_of=lambda h: None, sinks=FakeSinks()
+    )
+    c.seed(settings.seeds)
+
+    async def main() -> None:
+        asyncio.get_running_loop().call_later(0.5, c.request_stop)
+        await asyncio.wait_for(c.run(), 30)
+
+    asyncio.run(main())
+    assert fetcher.log == []  # another worker may hold the host: not even robots.txt
+    s = frontier.statistics()
+    assert (s.queued, s.leased, s.done) == (1, 0, 0)  # the URL went back unfetched

@@ -185,6 +185,11 @@ class Crawler:
         ip = await self._ip_of(host)
         async with self.ip_gate.hold(ip):  # per-IP politeness covers robots.txt too
             held_since = self.clock()
+            if held_since > batch.expires_at - self._safety:
+                # the lease ended (or is about to) while waiting for the IP: another worker may
+                # hold the host now, so not even robots.txt; the URLs go back unfetched
+                self._settle(batch, [], [], None, 0)
+                return
             fetched_robots = self.robots.get(host, self.clock()) is None
             policy = await self._robots_policy(host, batch)
             delay = self._delay(policy)
