@@ -49,10 +49,10 @@ end
 -- The Bloom seen-set (optional): a scalable Bloom filter per shard (Almeida et al.): filters
 -- 0..nf-1, each with K hash positions (h1 + j*h2) mod m; a URL is taken as seen when every
 -- filter that has all its K bits set; new URLs go into the last filter, and a full one
--- (n >= capacity) gets a successor of twice the capacity and 2 more bits a URL (tighter, so
--- the compound false-positive rate stays bounded). `bfp` accumulates the expected number of
+-- (n >= capacity) gets a successor of twice the capacity and 2 more bits a URL, up to 22
+-- (tighter, so the compound false-positive rate stays bounded). `bfp` accumulates the expected number of
 -- false positives (new URLs wrongly taken as seen: pages never fetched).
-local K, CAP0, BITS0 = 7, 2048, 12
+local K, CAP0, BITS0, BITS_MAX = 7, 256, 14, 22
 local nf, bm, bn
 local function bloom_load()
   local raw = redis.call('HMGET', NK, 'nf', 'bm', 'bn', 'bfp')
@@ -97,7 +97,7 @@ end
 local function bloom_add(h1, h2)
   if nf == 0 or bn[nf] >= capacity(nf) then
     nf = nf + 1
-    bm[nf] = capacity(nf) * (BITS0 + 2 * (nf - 1))
+    bm[nf] = capacity(nf) * math.min(BITS0 + 2 * (nf - 1), BITS_MAX)
     bn[nf] = 0
     -- allocated whole and exactly (BITFIELD growing the string would over-allocate by ~2x)
     redis.call('SET', P .. 'b:' .. nf, string.rep('\0', math.ceil(bm[nf] / 8)))
