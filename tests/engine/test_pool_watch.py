@@ -43,3 +43,25 @@ def test_progress_lines_while_waiting(tmp_path: Path) -> None:
     lines = [json.loads(line) for line in out.getvalue().splitlines()]
     assert len(lines) >= 5 and all(r["event"] == "progress" for r in lines)
     assert cpu < 0.5, f"the parent used {cpu:.2f} s of CPU waiting {wall:.2f} s"
+
+
+def _fail_soon() -> None:
+    time.sleep(0.2)
+    raise SystemExit(74)  # outputs cannot be written
+
+
+def test_a_failed_worker_stops_the_others(tmp_path: Path) -> None:
+    # a worker that failed (a full disk) left leases the others would wait out (the lease
+    # TTL, 120 s): the parent asks them to stop instead
+    ctx = multiprocessing.get_context("fork")
+    long = ctx.Process(target=_sleep, args=(30.0,))
+    failing = ctx.Process(target=_fail_soon)
+    with SqliteFrontier(tmp_path / "frontier.sqlite") as frontier:
+        long.start()
+        failing.start()
+        wall = time.monotonic()
+        _watch([long, failing], frontier, None)
+        wall = time.monotonic() - wall
+    assert failing.exitcode == 74
+    assert long.exitcode == -15  # SIGTERM (a real worker completes its batches and exits)
+    assert wall < 5.0

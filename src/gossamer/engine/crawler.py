@@ -145,10 +145,19 @@ class Crawler:
                     wake.clear()
                     if free > 0:
                         batches = self.frontier.lease(free, self.settings.per_host)
+                    failed = False
                     for b in batches:
-                        t = tg.create_task(self._run_batch(b))
+                        try:
+                            t = tg.create_task(self._run_batch(b))
+                        except RuntimeError:
+                            # a batch failed (its error, e.g. a full disk, ends the crawl as
+                            # the group exits): start nothing more; these leases expire
+                            failed = True
+                            break
                         active.add(t)
                         t.add_done_callback(finished)
+                    if failed:
+                        break
                     self.counters.active_hosts = len(active)
                     if not batches and not active:
                         idle = await self._idle_wait()

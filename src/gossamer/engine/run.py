@@ -21,6 +21,7 @@ import fcntl
 import gc
 import json
 import multiprocessing
+import multiprocessing.connection
 import multiprocessing.process
 import os
 import signal
@@ -249,19 +250,29 @@ def _watch(
     interval: float | None = None,
 ) -> None:
     """Wait for the workers, showing the frontier's progress every `interval` seconds (by
-    default 0.5 on a TTY, 10 otherwise). Returns as soon as the last worker exits."""
+    default 0.5 on a TTY, 10 otherwise). Returns as soon as the last worker exits. When a
+    worker fails (a non-zero exit), the others are asked to stop (SIGTERM)."""
     tty = progress is not None and progress.isatty()
     start = last_t = time.monotonic()
     last_done = 0
     if interval is None:
         interval = 0.5 if tty else 10.0
+    stopping = False
     while alive := [p for p in procs if p.exitcode is None]:
-        # waiting on one worker is enough: the loop ends only when every one has exited
-        if progress is None:  # nothing to show: block (signal handlers still run)
-            alive[0].join()
-            continue
-        alive[0].join(timeout=max(0.0, last_t + interval - time.monotonic()))
-        if time.monotonic() - last_t < interval:
+        if not stopping and any(p.exitcode not in (None, 0) for p in procs):
+            # a worker failed (e.g. 74: outputs cannot be written): stop the others — they
+            # complete their batches and exit — instead of letting them wait out its leases
+            stopping = True
+            for p in alive:
+                if p.pid is not None:
+                    with contextlib.suppress(ProcessLookupError):
+                        os.kill(p.pid, signal.SIGTERM)
+        # wake when any worker exits (signal handlers still run while waiting)
+        timeout = None if progress is None else max(0.0, last_t + interval - time.monotonic())
+        multiprocessing.connection.wait([p.sentinel for p in alive], timeout)
+        for p in alive:
+            p.join(timeout=0)  # reap, so exitcode is set
+        if progress is None or time.monotonic() - last_t < interval:
             continue
         st = frontier.statistics()
         now = time.monotonic()
