@@ -97,10 +97,13 @@ def _crawl(
     *,
     latency: float = 0.002,
     stop_after: float | None = None,
+    frontier: MemoryFrontier | None = None,
     **over: Any,
 ) -> tuple[Crawler, FakeFetcher, FakeSinks, MemoryFrontier]:
-    settings = CrawlSettings(seeds=seeds, scope="all", delay=0, output="/tmp/unused", **over)
-    frontier = MemoryFrontier()
+    """Crawl `pages` from `seeds` with the fake fetcher and sinks (on `frontier`, a new
+    MemoryFrontier by default); `over` overrides the settings (delay 0 unless given)."""
+    settings = CrawlSettings(seeds=seeds, scope="all", output="/tmp/unused", **{"delay": 0, **over})
+    frontier = MemoryFrontier() if frontier is None else frontier
     fetcher = FakeFetcher(pages, latency)
     sinks = FakeSinks()
     crawler = Crawler(
@@ -292,23 +295,11 @@ class _CountingFrontier(MemoryFrontier):
 
 
 def _long_batch(refuse: bool) -> tuple[Crawler, FakeFetcher, _CountingFrontier]:
-    pages = _site(8)
-    settings = CrawlSettings(
-        seeds=["http://a.example/p0"], scope="all", delay=0.25, lease_ttl=2.0,
-        output="/tmp/unused", per_host=20,
-    )  # fmt: skip
     frontier = _CountingFrontier(refuse_extend=refuse, lease_ttl=2.0, default_delay=0.25)
-    fetcher = FakeFetcher(pages, 0.0)
-    c = Crawler(
-        settings, frontier=frontier, fetcher=fetcher, ip_of=lambda h: None, sinks=FakeSinks()
-    )
-    c.seed(settings.seeds)
-
-    async def main() -> None:
-        asyncio.get_running_loop().call_later(6.0, c.request_stop)
-        await asyncio.wait_for(c.run(), 30)
-
-    asyncio.run(main())
+    c, fetcher, _, _ = _crawl(
+        _site(8), ["http://a.example/p0"], latency=0.0, stop_after=6.0, frontier=frontier,
+        delay=0.25, lease_ttl=2.0, per_host=20,
+    )  # fmt: skip
     return c, fetcher, frontier
 
 
@@ -319,6 +310,7 @@ def test_a_long_batch_extends_its_lease_and_keeps_its_host() -> None:
     fetched = [u for u, _, _ in fetcher.log if not u.endswith("robots.txt")]
     assert sorted(fetched) == sorted(_site(8))
     assert frontier.extends, "the lease was never extended"
+    assert len(frontier.leases) == 2  # the seed's batch, then one for the other 7 pages
     assert c.counters.errors["frontier/stale-lease"] == 0
     assert frontier.statistics().done == 8
 
@@ -344,22 +336,9 @@ class _LateFrontier(MemoryFrontier):
 
 
 def test_a_lease_ended_while_waiting_for_the_ip_fetches_nothing_not_even_robots() -> None:
-    pages = _site(3)
-    settings = CrawlSettings(
-        seeds=["http://a.example/p0"], scope="all", delay=0, output="/tmp/unused"
+    _, fetcher, _, frontier = _crawl(
+        _site(3), ["http://a.example/p0"], latency=0.0, stop_after=0.5, frontier=_LateFrontier()
     )
-    frontier = _LateFrontier()
-    fetcher = FakeFetcher(pages, 0.0)
-    c = Crawler(
-        settings, frontier=frontier, fetcher=fetcher, ip_of=lambda h: None, sinks=FakeSinks()
-    )
-    c.seed(settings.seeds)
-
-    async def main() -> None:
-        asyncio.get_running_loop().call_later(0.5, c.request_stop)
-        await asyncio.wait_for(c.run(), 30)
-
-    asyncio.run(main())
     assert fetcher.log == []  # another worker may hold the host: not even robots.txt
     s = frontier.statistics()
     assert (s.queued, s.leased, s.done) == (1, 0, 0)  # the URL went back unfetched
