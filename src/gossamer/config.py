@@ -74,6 +74,19 @@ class CrawlSettings(BaseSettings):
         None, description="re-crawl this finished crawl directory with conditional GETs"
     )
 
+    def frontier_knobs(self) -> dict[str, Any]:
+        """The frontier's limits and politeness from these settings: the keywords every
+        backend (SqliteFrontier, RedisFrontier) takes, mapped once for both."""
+        return {
+            "lease_ttl": self.lease_ttl,
+            "max_pages": self.max_pages,
+            "host_budget": self.host_budget,
+            "max_attempts": self.max_attempts,
+            "default_delay": self.delay,
+            "max_crawl_delay": self.max_crawl_delay,
+            "adaptive_factor": self.adaptive_delay,
+        }
+
     @field_validator("seeds")
     @classmethod
     def _seeds_are_http(cls, seeds: list[str]) -> list[str]:

@@ -133,13 +133,7 @@ def open_frontier(
     return RedisFrontier(
         client,
         crawl_id,
-        lease_ttl=settings.lease_ttl,
-        max_pages=settings.max_pages,
-        host_budget=settings.host_budget,
-        max_attempts=settings.max_attempts,
-        default_delay=settings.delay,
-        max_crawl_delay=settings.max_crawl_delay,
-        adaptive_factor=settings.adaptive_delay,
+        **settings.frontier_knobs(),
         partition=partition,
         seen=settings.seen_set,
     )

@@ -131,16 +131,7 @@ def run_worker(out: Path, part: str) -> int:
 
 
 def _open_frontier(settings: CrawlSettings) -> SqliteFrontier:
-    return SqliteFrontier(
-        settings.output / "frontier.sqlite",
-        lease_ttl=settings.lease_ttl,
-        max_pages=settings.max_pages,
-        host_budget=settings.host_budget,
-        max_attempts=settings.max_attempts,
-        default_delay=settings.delay,
-        max_crawl_delay=settings.max_crawl_delay,
-        adaptive_factor=settings.adaptive_delay,
-    )
+    return SqliteFrontier(settings.output / "frontier.sqlite", **settings.frontier_knobs())
 
 
 def _run_pool(
