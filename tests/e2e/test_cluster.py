@@ -66,17 +66,18 @@ def wait_for(what: str, check: Callable[[], bool], timeout: float) -> None:
         time.sleep(0.2)
 
 
+def settings_file(tmp_path: Path, **values: float) -> Path:
+    """A TOML --config file for the crawl settings that have no flag (lease_ttl)."""
+    path = tmp_path / "crawl.toml"
+    path.write_text("".join(f"{k} = {v!r}\n" for k, v in values.items()))
+    return path
+
+
 @contextlib.contextmanager
-def workers(
-    redis_url: str, crawl_id: str, out: Path, n: int, *extra: str
-) -> Iterator[list[subprocess.Popen[bytes]]]:
-    """n `gossamer worker` processes (killed if the test fails before they end)."""
+def worker_procs(out: Path) -> Iterator[list[subprocess.Popen[bytes]]]:
+    """A list to `start_worker` into; every worker still running at the end is killed."""
     out.mkdir(parents=True, exist_ok=True)
-    procs = []
-    cmd = gossamer("worker", "--redis", redis_url, "--crawl", crawl_id, "-o", str(out), "-q")
-    for k in range(n):
-        with (out / f"worker-{k}.log").open("wb") as log:
-            procs.append(subprocess.Popen([*cmd, *extra], stdout=log, stderr=subprocess.STDOUT))
+    procs: list[subprocess.Popen[bytes]] = []
     try:
         yield procs
     finally:
@@ -84,6 +85,32 @@ def workers(
             if p.poll() is None:
                 p.kill()
                 p.wait()
+
+
+def start_worker(
+    redis_url: str,
+    crawl_id: str,
+    out: Path,
+    procs: list[subprocess.Popen[bytes]],
+    *extra: str,
+) -> subprocess.Popen[bytes]:
+    """One more `gossamer worker` process, logging to out/worker-<k>.log."""
+    cmd = gossamer("worker", "--redis", redis_url, "--crawl", crawl_id, "-o", str(out), "-q")
+    with (out / f"worker-{len(procs)}.log").open("wb") as log:
+        proc = subprocess.Popen([*cmd, *extra], stdout=log, stderr=subprocess.STDOUT)
+    procs.append(proc)
+    return proc
+
+
+@contextlib.contextmanager
+def workers(
+    redis_url: str, crawl_id: str, out: Path, n: int, *extra: str
+) -> Iterator[list[subprocess.Popen[bytes]]]:
+    """n `gossamer worker` processes (killed if the test fails before they end)."""
+    with worker_procs(out) as procs:
+        for _ in range(n):
+            start_worker(redis_url, crawl_id, out, procs, *extra)
+        yield procs
 
 
 def logs(out: Path) -> str:

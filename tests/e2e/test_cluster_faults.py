@@ -13,18 +13,19 @@ from typing import Any
 
 import pytest
 import redis
-from test_cluster import audit_web, create_crawl, logs, status, wait_for, workers
+from test_cluster import (
+    audit_web,
+    create_crawl,
+    logs,
+    settings_file,
+    status,
+    wait_for,
+    workers,
+)
 
 from gossamer.testing import WebSpec, canonical_url, read_logs, serve_in_thread
 from gossamer.testing._truth import request_url
 from gossamer.testing.redisd import RedisServer
-
-
-def settings_file(tmp_path: Path, **values: float) -> Path:
-    """A TOML --config file for the crawl settings that have no flag (lease_ttl)."""
-    path = tmp_path / "crawl.toml"
-    path.write_text("".join(f"{k} = {v!r}\n" for k, v in values.items()))
-    return path
 
 
 def leases(redis_url: str, crawl_id: str) -> dict[str, tuple[str, frozenset[str]]]:

@@ -6,20 +6,26 @@ newcomer owns)."""
 
 from __future__ import annotations
 
-import contextlib
 import datetime
 import json
 import math
-import subprocess
 import time
 from collections import Counter, defaultdict
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
-from test_cluster import audit_web, create_crawl, gossamer, logs, status, wait_for
+from test_cluster import (
+    audit_web,
+    create_crawl,
+    logs,
+    settings_file,
+    start_worker,
+    status,
+    wait_for,
+    worker_procs,
+)
 
 from gossamer.partition import SHARDS, Consistent, Member, assignment, shard_of
 from gossamer.testing import (
@@ -36,37 +42,6 @@ LEASE_TTL = 2.0  # seconds (crawl setting `lease_ttl`): short, so a join's grace
 JOIN_DELAY = 0.1  # the join tests' host delay: the crawl lasts long enough after the join
 JOIN_PER_HOST = 5  # … and short batches (5 URLs, ~0.5 s)
 JOIN_HEARTBEAT_TTL = 2.0  # beats every 0.4 s: the member list spreads quickly
-
-
-def settings_file(tmp_path: Path, **values: float) -> Path:
-    """A TOML --config file for the crawl settings that have no flag (lease_ttl)."""
-    path = tmp_path / "crawl.toml"
-    path.write_text("".join(f"{k} = {v!r}\n" for k, v in values.items()))
-    return path
-
-
-@contextlib.contextmanager
-def worker_procs(out: Path) -> Iterator[list[subprocess.Popen[bytes]]]:
-    """A list to `start_worker` into; every worker still running at the end is killed."""
-    out.mkdir(parents=True, exist_ok=True)
-    procs: list[subprocess.Popen[bytes]] = []
-    try:
-        yield procs
-    finally:
-        for p in procs:
-            if p.poll() is None:
-                p.kill()
-                p.wait()
-
-
-def start_worker(
-    redis_url: str, crawl_id: str, out: Path, procs: list[subprocess.Popen[bytes]]
-) -> subprocess.Popen[bytes]:
-    cmd = gossamer("worker", "--redis", redis_url, "--crawl", crawl_id, "-o", str(out), "-q")
-    with (out / f"worker-{len(procs)}.log").open("wb") as log:
-        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
-    procs.append(proc)
-    return proc
 
 
 @dataclass(frozen=True, slots=True)
