@@ -68,6 +68,7 @@ _SCRIPTS: Final = ("put", "lease", "complete", "reclaim", "misc")
 _RETRY_FOR: Final = 60.0  # seconds a call retries Redis connection errors before giving up
 _SWEEP_EVERY: Final = 5.0  # seconds (frontier clock) between index rebuilds from the shards
 _FLUSH_EVERY: Final = 0.05  # seconds (monotonic) index updates may wait for the next call
+_PUT_CHUNK: Final = 2000  # URLs at most in one put call on one Redis (bounds a script's run)
 _T = TypeVar("_T")
 
 
@@ -278,6 +279,8 @@ class RedisFrontier:
     def _eval(self, name: str, shard: int, args: Sequence[Any], pipe: Any = None) -> Any:
         prefix = self._shard_prefix(shard)
         target = self.client if pipe is None else pipe
+        if name == "put":  # put takes its shards' prefixes in its arguments (`shard`: the first)
+            return target.evalsha(self._sha[name], 1, prefix + "n", *args)
         return target.evalsha(self._sha[name], 1, prefix + "n", prefix, *args)
 
     def _shard_many(self, calls: Sequence[tuple[str, int, Sequence[Any]]]) -> list[Any]:
@@ -383,6 +386,8 @@ class RedisFrontier:
             self._pending_since = None
 
     def _hint(self, shard: int, reply: Any) -> None:
+        if not reply:  # the shard's best host cannot have changed
+            return
         ver, score, host = int(reply[0]), _s(reply[1]), _s(reply[2])
         old = self._pending.hints.get(shard)
         if old is None or old[0] < ver:
@@ -403,7 +408,6 @@ class RedisFrontier:
             budget = -1 if self.options.host_budget is None else self.options.host_budget
             by_shard: dict[int, dict[str, list[Any]]] = {}
             bloom = self.seen == "bloom"
-            per_url = 7 if bloom else 5
             for it in items:
                 shard = shard_of(it.host)
                 hosts = by_shard.get(shard)
@@ -412,29 +416,38 @@ class RedisFrontier:
                 urls = hosts.get(it.host)
                 if urls is None:
                     urls = hosts[it.host] = []
-                urls += (
-                    _to_redis(it.fp),
-                    it.priority,
-                    it.depth,
-                    "-" if it.parent is None else "+" + it.parent,
-                    it.url,
-                )
+                fp = _to_redis(it.fp)
+                parent = "-" if it.parent is None else "+" + it.parent
+                # fp, priority, the queue member (fp \0 attempts \0 depth \0 parent \0 url)
+                urls += (fp, it.priority, f"{fp}\x000\x00{it.depth}\x00{parent}\x00{it.url}")
                 if bloom:  # the Bloom positions' two hashes: the fingerprint's halves
                     urls += (it.fp & 0xFFFFFFFF, (it.fp >> 32) | 1)
-            calls = []
+            # one call per shard on Redis Cluster (a call's keys share a slot); on one Redis,
+            # one call takes many shards (a shard's first commands in a call cost most)
+            head: list[Any] = [_num(now), budget, self.seen]
+            calls: list[tuple[str, int, list[Any]]] = []
+            shards: list[list[int]] = []
+            size = _PUT_CHUNK
             for shard, hosts in by_shard.items():
-                args: list[Any] = [_num(now), budget, self.seen]
+                if self.cluster or size >= _PUT_CHUNK:
+                    calls.append(("put", shard, list(head)))
+                    shards.append([])
+                    size = 0
+                args = calls[-1][2]
+                args += (self._shard_prefix(shard), len(hosts))
                 for host, urls in hosts.items():
-                    args += (host, len(urls) // per_url, *urls)
-                calls.append(("put", shard, args))
+                    args += (host, len(urls) // (5 if bloom else 3), *urls)
+                    size += len(urls)
+                shards[-1].append(shard)
             new = by_shard.keys() - self._known_active
             if new:  # the shards go into the index before their URLs: a sweep finds them
                 self._pending.activate += new
                 self._global(now)
             added = 0
-            for (_, shard, _), reply in zip(calls, self._shard_many(calls), strict=True):
-                added += int(reply[0])
-                self._hint(shard, reply[1])
+            for group, reply in zip(shards, self._shard_many(calls), strict=True):
+                for shard, (n, hint) in zip(group, reply, strict=True):
+                    added += int(n)
+                    self._hint(shard, hint)
             self._maybe_flush(now)
             return added
 

@@ -3,6 +3,7 @@
 -- ad, bo, er, dd, lead, max lead, max crawl delay, renew, renew slots (-1: none), new token,
 -- new expiry, n done, n failed, n requeued, n unfinished, then the fps (requeued as fp,
 -- attempts). Reply: {'stale'} or {'ok', renewed batch or {}, hint}
+open_shard(ARGV[1])
 local now, tok = tonumber(ARGV[2]), ARGV[3]
 local h = redis.call('HGET', TK, tok)
 if not h then return {'stale'} end

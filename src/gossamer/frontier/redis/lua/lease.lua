@@ -1,6 +1,7 @@
 -- lease for one shard. ARGV: prefix, now, want hosts, per_host, slots (-1: no limit), expiry,
 -- limit score, limit host ('' none: hosts ordered after (limit score, limit host) stay, but
 -- one host is always taken), then `want` fresh tokens. Reply: {batches, hint}
+open_shard(ARGV[1])
 local now, want, per_host = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
 local slots, exp = tonumber(ARGV[5]), ARGV[6]
 local ls, lh = ARGV[7], ARGV[8]
@@ -21,4 +22,5 @@ for j = 1, #cands, 2 do
   used = used + #b[4]
   out[#out + 1] = b
 end
+moved = true  -- the client merges shards by this hint: always send it
 return {out, hint()}

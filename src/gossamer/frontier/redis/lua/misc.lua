@@ -1,4 +1,5 @@
 -- the small calls of one shard. ARGV: prefix, op, ...
+open_shard(ARGV[1])
 local op = ARGV[2]
 if op == 'extend' then  -- token, until: {'ok', expiry} or {'stale'}
   local tok = ARGV[3]
@@ -48,6 +49,7 @@ elseif op == 'stats' then
   out[12] = best == '' and '' or fmt(best)
   out[13] = w[2] or ''
   out[14] = redis.call('HGET', NK, 'bfp') or '0'
+  moved = true  -- the sweep repairs the index from this hint: always send it
   out[15] = hint()
   return out
 end

@@ -1,7 +1,8 @@
--- put_discovered for one shard. ARGV: prefix, now, budget (-1: none), seen-set ('exact' or
--- 'bloom'), then per host: host, n, and n URLs of 5 fields: fp, priority, depth, parent (+url
--- or -), url — 7 with a Bloom filter: the fingerprint's low and high 32 bits follow.
--- Reply: {added, hint}
+-- put_discovered for one or more shards (one call per shard on Redis Cluster). ARGV: now,
+-- budget (-1: none), seen-set ('exact' or 'bloom'), then per shard: prefix, number of hosts,
+-- and per host: host, n, and n URLs of 3 fields: fp, priority, and the queue member (fp \0 0
+-- \0 depth \0 parent (+url or -) \0 url) — 5 with a Bloom filter: the fingerprint's low and
+-- high 32 bits follow. Reply: per shard {added, hint}
 --
 -- The seen-set: the shard's fingerprints in compact integer sets (intsets, 8 bytes a URL up
 -- to Redis's set-max-intset-entries, 512) addressed by linear hashing: level L and split
@@ -11,10 +12,9 @@
 -- yet split in its round holds up to twice the average: SPLIT_AT = 200 keeps the largest
 -- under 512 (a set that grew past it would stay a hash table for good).
 local SPLIT_AT, MAX_LEVEL = 200, 15
-local now, budget, bloom = tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4] == 'bloom'
-local F = bloom and 7 or 5
-local sb = redis.call('HMGET', NK, 'sl', 'sp', 'seen')
-local L, S, seen = tonumber(sb[1] or '0'), tonumber(sb[2] or '0'), tonumber(sb[3] or '0')
+local now, budget, bloom = tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3] == 'bloom'
+local F = bloom and 5 or 3
+local L, S
 
 -- fp mod 2^k (k <= 15) of a signed decimal fingerprint, exactly: 10^15 is a multiple of 2^15
 local function low_bits(fp, k)
@@ -46,6 +46,17 @@ local function split_one()
   if S == 2 ^ L then L, S = L + 1, 0 end
 end
 
+-- new fingerprints of this call by bucket, written with one SADD a bucket (a write from Lua
+-- costs several times a read) at the end or before a split, which must see them; `fresh`
+-- answers for them meanwhile
+local fresh, pending, nbuckets
+local function flush_seen()
+  for _, b in ipairs(nbuckets) do redis.call('SADD', b, unpack(pending[b])) end
+  pending, nbuckets = {}, {}
+  while C.seen > SPLIT_AT * (2 ^ L + S) and L < MAX_LEVEL do split_one() end
+  C.sl, C.sp = L, S
+end
+
 -- The Bloom seen-set (optional): a scalable Bloom filter per shard (Almeida et al.): filters
 -- 0..nf-1, each with K hash positions (h1 + j*h2) mod m; a URL is taken as seen when every
 -- filter that has all its K bits set; new URLs go into the last filter, and a full one
@@ -66,8 +77,7 @@ local function bloom_load()
   end
   return tonumber(raw[4] or '0')
 end
-local bfp = 0
-if bloom then bfp = bloom_load() end
+local bfp
 local function capacity(j) return CAP0 * 2 ^ (j - 1) end
 local function positions(m, h1, h2)
   local args = {}
@@ -113,65 +123,98 @@ local function bloom_add(h1, h2)
   bfp = bfp + p / (1 - p)
 end
 
-refresh(now)
-local added = 0
-local i = 5
-while i <= #ARGV do
+-- one host's URLs from ARGV[i]; returns the next i and the URLs queued. The seen-set is
+-- asked first: a host whose URLs are all known (most links of a page) costs no host write.
+local function put_host(i)
   local h, n = ARGV[i], tonumber(ARGV[i + 1])
   i = i + 2
-  local hk, qk = hkey(h), qkey(h)
-  local st = redis.call('HMGET', hk, 'tt', 'dd', 'sq', 'tk', 'nx', 'od')
-  if not st[1] then
-    redis.call('HSET', hk, 'nx', fmt(now), 'od', fmt(now), 'dd', 0, 'er', 0, 'bo', 0, 'ad', 0)
-    C.hosts = C.hosts + 1
-    st = {'0', '0', '0', false, fmt(now), fmt(now)}
-  end
-  local tt, dead, sq = tonumber(st[1]), st[2] == '1', tonumber(st[3])
-  local zargs = {}
+  local new = {}  -- ARGV indexes of the URLs not seen before this call
   for _ = 1, n do
     local fp = ARGV[i]
     local known
     if bloom then
-      known = bloom_has(tonumber(ARGV[i + 5]), tonumber(ARGV[i + 6]))
+      known = bloom_has(tonumber(ARGV[i + 3]), tonumber(ARGV[i + 4]))
     else
-      known = redis.call('SISMEMBER', bucket(fp), fp) == 1
+      known = fresh[fp] or redis.call('SISMEMBER', bucket(fp), fp) == 1
     end
-    if known then
+    if known then C.dups = C.dups + 1 else new[#new + 1] = i end
+    i = i + F
+  end
+  if #new == 0 then return i, 0 end
+  local hk, qk = hkey(h), qkey(h)
+  local st = redis.call('HMGET', hk, 'tt', 'dd', 'sq', 'tk', 'nx', 'od')
+  if not st[1] then
+    redis.call('HSET', hk, 'tt', 0, 'sq', 0, 'nx', fmt(now), 'od', fmt(now), 'dd', 0, 'er', 0,
+      'bo', 0, 'ad', 0)
+    C.hosts = C.hosts + 1
+    st = {'0', '0', '0', false, fmt(now), fmt(now)}
+  end
+  local tt, dead, sq = tonumber(st[1]), st[2] == '1', tonumber(st[3])
+  local added, zargs = 0, {}
+  for _, j in ipairs(new) do
+    local fp = ARGV[j]
+    if fresh[fp] then  -- twice in this call
       C.dups = C.dups + 1
     elseif budget >= 0 and tt >= budget then
       C.dropped = C.dropped + 1
     else
+      fresh[fp] = true
       if bloom then
-        bloom_add(tonumber(ARGV[i + 5]), tonumber(ARGV[i + 6]))
+        bloom_add(tonumber(ARGV[j + 3]), tonumber(ARGV[j + 4]))
       else
-        redis.call('SADD', bucket(fp), fp)
-        seen = seen + 1
-        if seen > SPLIT_AT * (2 ^ L + S) and L < MAX_LEVEL then split_one() end
+        local b = bucket(fp)
+        local list = pending[b]
+        if not list then
+          list = {}
+          pending[b] = list
+          nbuckets[#nbuckets + 1] = b
+        end
+        list[#list + 1] = fp
+        C.seen = C.seen + 1
+        if C.seen > SPLIT_AT * (2 ^ L + S) and L < MAX_LEVEL then flush_seen() end
       end
       tt = tt + 1
       if dead then
         C.failed = C.failed + 1
       else
         sq = sq + 1
-        zargs[#zargs + 1] = fmt(tonumber(ARGV[i + 1]) * 4294967296 + sq)
-        zargs[#zargs + 1] = fp .. '\0' .. '0' .. '\0' .. ARGV[i + 2] .. '\0' .. ARGV[i + 3]
-          .. '\0' .. ARGV[i + 4]
+        -- an integer below 2^53: '%d' formats it exactly, and far faster than '%.17g'
+        zargs[#zargs + 1] = string.format('%d', tonumber(ARGV[j + 1]) * 4294967296 + sq)
+        zargs[#zargs + 1] = ARGV[j + 2]
         added = added + 1
       end
     end
-    i = i + F
   end
-  redis.call('HSET', hk, 'tt', tt, 'sq', sq)
+  if tt ~= tonumber(st[1]) then redis.call('HSET', hk, 'tt', tt, 'sq', sq) end
   if #zargs > 0 then
     redis.call('ZADD', qk, unpack(zargs))
     if not st[4] then place(h, st[5], st[6], now) end
   end
+  return i, added
 end
-if bloom then
-  redis.call('HSET', NK, 'nf', nf, 'bm', table.concat(bm, ','), 'bn', table.concat(bn, ','),
-    'bfp', fmt(bfp))
-else
-  redis.call('HSET', NK, 'sl', L, 'sp', S, 'seen', seen)
+
+local out = {}
+local i = 4
+while i <= #ARGV do
+  open_shard(ARGV[i])
+  local nhosts = tonumber(ARGV[i + 1])
+  i = i + 2
+  L, S = C.sl, C.sp
+  fresh, pending, nbuckets = {}, {}, {}
+  if bloom then bfp = bloom_load() end
+  refresh(now)
+  local added, a = 0, 0
+  for _ = 1, nhosts do
+    i, a = put_host(i)
+    added = added + a
+  end
+  if bloom then
+    redis.call('HSET', NK, 'nf', nf, 'bm', table.concat(bm, ','), 'bn', table.concat(bn, ','),
+      'bfp', fmt(bfp))
+  else
+    flush_seen()
+  end
+  C.queued = C.queued + added
+  out[#out + 1] = {added, hint()}
 end
-C.queued = C.queued + added
-return {added, hint()}
+return out

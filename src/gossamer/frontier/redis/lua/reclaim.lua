@@ -1,5 +1,6 @@
 -- reclaim the expired leases of one shard. ARGV: prefix, now, rest from, default delay,
 -- max crawl delay. Reply: {URLs returned, hint}
+open_shard(ARGV[1])
 local now, rest_from = tonumber(ARGV[2]), tonumber(ARGV[3])
 local default_delay, max_cd = tonumber(ARGV[4]), tonumber(ARGV[5])
 local at = math.min(now, rest_from)

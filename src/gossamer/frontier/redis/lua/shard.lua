@@ -1,28 +1,42 @@
 -- gossamer: the per-shard part of the Redis frontier (prepended to every shard entry script).
 -- Every key of one call carries the shard's hash tag, so a call runs on one Redis Cluster node.
--- ARGV[1] is the key prefix with the tag (gs:<crawl>:{<shard>}:); fingerprints travel as
--- signed 64-bit decimal strings and are never converted to Lua numbers (doubles).
+-- ARGV[1] is the key prefix with the tag (gs:<crawl>:{<shard>}:), except for put, which
+-- takes several shards; fingerprints travel as signed 64-bit decimal strings and are never
+-- converted to Lua numbers (doubles).
 --
 -- A queued URL is one member of its host's queue: fp \0 attempts \0 depth \0 parent \0 url,
 -- scored priority * 2^32 + the host's sequence number (priority, then FIFO). A leased URL
 -- lives in its host's `lf` field (score \1 member, joined by \2) until the batch completes.
--- Each call costs a fixed ~5 µs plus ~1.5 µs per command it runs, so the counters are read
--- once and written once per call (and the index version moves with them).
-local P = ARGV[1]
-local NK = P .. 'n'   -- counters: queued leased done failed retries hosts dead dropped dups ver
-local RK = P .. 'r'   -- ready hosts (not leased, URLs queued, next_fetch_at <= now) by lease order
-local WK = P .. 'w'   -- resting hosts (not leased, URLs queued) by next_fetch_at
-local TK = P .. 't'   -- lease token -> host
-local EK = P .. 'e'   -- lease token -> expiry
+-- Each command costs ~1-2.5 µs from Lua, and a shard's first commands of a call several
+-- times that, so the counters are read once and the changed ones written once per shard and
+-- call (the index version moves only when the shard's best host may have changed).
+local P, NK, RK, WK, TK, EK
+-- NK counters, RK ready hosts (not leased, URLs queued, next_fetch_at <= now) by lease order,
+-- WK resting hosts (not leased, URLs queued) by next_fetch_at, TK lease token -> host,
+-- EK lease token -> expiry
 local function hkey(h) return P .. 'h:' .. h end   -- host state (hash)
 local function qkey(h) return P .. 'q:' .. h end   -- host queue
 local function fmt(x) return string.format('%.17g', x) end
 
-local CN = {'queued', 'leased', 'done', 'failed', 'retries', 'hosts', 'dead', 'dropped', 'dups', 'ver'}
-local C = {}
-do
+-- counters, with the exact seen-set's linear-hashing state (sl level, sp split pointer, seen)
+local CN = {'queued', 'leased', 'done', 'failed', 'retries', 'hosts', 'dead', 'dropped', 'dups', 'ver',
+  'sl', 'sp', 'seen'}
+local C, C0
+-- set when a host may have entered, left or moved in R or W: the shard's best host (its
+-- index hint) may have changed
+local moved
+
+-- work on the shard with key prefix `prefix` (gs:<crawl>:{<shard>}:) from here on: a call
+-- may open several shards in turn (one Redis; on Redis Cluster a call opens one shard)
+local function open_shard(prefix)
+  P = prefix
+  NK, RK, WK, TK, EK = P .. 'n', P .. 'r', P .. 'w', P .. 't', P .. 'e'
+  C, C0, moved = {}, {}, false
   local raw = redis.call('HMGET', NK, unpack(CN))
-  for k, name in ipairs(CN) do C[name] = tonumber(raw[k] or '0') end
+  for k, name in ipairs(CN) do
+    C[name] = tonumber(raw[k] or '0')
+    C0[name] = C[name]
+  end
 end
 
 -- resting hosts whose time has come become ready (their score: the lease order)
@@ -30,6 +44,7 @@ local function refresh(now)
   while true do
     local due = redis.call('ZRANGEBYSCORE', WK, '-inf', fmt(now), 'LIMIT', 0, 256)
     if #due == 0 then break end
+    moved = true
     local args = {}
     for _, h in ipairs(due) do
       args[#args + 1] = redis.call('HGET', hkey(h), 'od')
@@ -41,15 +56,19 @@ local function refresh(now)
   end
 end
 
--- write the counters back (the version too) and return the index hint: the shard's best host
+-- write the changed counters back and return the index hint: {} when the shard's best host
+-- cannot have changed, else {version, score, best host} (the version moves with it)
 local function hint()
-  C.ver = C.ver + 1
+  if moved then C.ver = C.ver + 1 end
   local args = {}
   for _, name in ipairs(CN) do
-    args[#args + 1] = name
-    args[#args + 1] = C[name]
+    if C[name] ~= C0[name] then
+      args[#args + 1] = name
+      args[#args + 1] = C[name]
+    end
   end
-  redis.call('HSET', NK, unpack(args))
+  if #args > 0 then redis.call('HSET', NK, unpack(args)) end
+  if not moved then return {} end
   local r = redis.call('ZRANGE', RK, 0, 0, 'WITHSCORES')
   if #r > 0 then return {C.ver, r[2], r[1]} end
   local w = redis.call('ZRANGE', WK, 0, 0, 'WITHSCORES')
@@ -59,11 +78,13 @@ end
 
 -- a host not leased, with URLs queued, next fetch nx and lease order od, goes to R or W
 local function place(h, nx, od, now)
+  local ch
   if tonumber(nx) <= now then
-    redis.call('ZADD', RK, od, h)
+    ch = redis.call('ZADD', RK, 'CH', od, h)
   else
-    redis.call('ZADD', WK, nx, h)
+    ch = redis.call('ZADD', WK, 'CH', nx, h)
   end
+  if ch > 0 then moved = true end
 end
 
 local function fp_of(member)
@@ -99,6 +120,7 @@ local function lease_host(h, take, tok, exp)
   redis.call('HSET', TK, tok, h)
   redis.call('ZADD', EK, exp, tok)
   redis.call('ZREM', RK, h)
+  moved = true
   C.queued = C.queued - n
   C.leased = C.leased + n
   local t = redis.call('HMGET', hk, 'nx', 'cd', 'ad', 'bo', 'er', 'dd')
