@@ -64,7 +64,7 @@ Partition = Callable[[float], tuple[frozenset[int] | None, float]]
 
 _SIGN: Final = 1 << 63
 _WRAP: Final = 1 << 64
-_SCRIPTS: Final = ("put", "lease", "complete", "reclaim", "misc")
+_SCRIPTS: Final = ("put", "lease", "leasemany", "complete", "reclaim", "misc")
 _RETRY_FOR: Final = 60.0  # seconds a call retries Redis connection errors before giving up
 _SWEEP_EVERY: Final = 5.0  # seconds (frontier clock) between index rebuilds from the shards
 _FLUSH_EVERY: Final = 0.05  # seconds (monotonic) index updates may wait for the next call
@@ -480,46 +480,100 @@ class RedisFrontier:
                 self._pending.exp_del.update(expired)
                 _, cands, _ = self._global(now, allowed=allowed, candidates=k)
             slots = math.inf if limit is None else granted
-            out: list[HostBatch] = []
-            used = 0
-            # the best ready host of every candidate shard, merged: a shard leases the hosts
-            # that come before the next candidate's best, then competes again with its new
-            # best (exact lease order across shards without a round trip to the index)
-            heap = [(score, host, shard) for host, shard, score in cands if score <= now]
-            heapq.heapify(heap)
-            for _ in range(max_hosts + 16):  # a stale hint costs one more round
-                if len(out) >= max_hosts or used >= slots or not heap:
-                    break
-                _, _, shard = heapq.heappop(heap)
-                lim_score, lim_host = ("", "")
-                if heap:
-                    lim_score, lim_host = _num(heap[0][0]), heap[0][1]
-                n = max_hosts - len(out)
-                args = [
-                    _num(now),
-                    n,
-                    per_host,
-                    -1 if limit is None else slots - used,
-                    _num(expires),
-                    lim_score,
-                    lim_host,
-                    *(f"{shard}-{secrets.token_hex(12)}" for _ in range(n)),
-                ]
-                reply = self._shard_many([("lease", shard, args)])[0]
-                self._hint(shard, reply[1])
-                for raw in reply[0]:
-                    b = self._batch(shard, raw, expires, valid_until)
-                    out.append(b)
-                    used += len(b.urls)
-                _, score, host = reply[1]
-                if host and float(score) <= now:
-                    heapq.heappush(heap, (float(score), _s(host), shard))
+            lease_from = self._lease_shards if self.cluster else self._lease_many
+            out = lease_from(cands, now, max_hosts, per_host, slots, expires, valid_until)
+            used = sum(len(b.urls) for b in out)
             if limit is not None and granted > used:
                 self._pending.pub -= granted - used
                 self._global(now)
             else:
                 self._maybe_flush(now)
             return out
+
+    def _lease_many(
+        self,
+        cands: list[tuple[str, int, float]],
+        now: float,
+        max_hosts: int,
+        per_host: int,
+        slots: float,
+        expires: float,
+        valid_until: float,
+    ) -> list[HostBatch]:
+        """One Redis: one call leases the best hosts of all candidate shards (leasemany.lua)."""
+        shards = [shard for _, shard, score in cands if score <= now]
+        if not shards or slots <= 0:
+            return []
+        args: list[Any] = [
+            self._prefix,
+            _num(now),
+            max_hosts,
+            per_host,
+            -1 if slots == math.inf else int(slots),
+            _num(expires),
+            secrets.token_hex(10),
+            *shards,
+        ]
+
+        def run() -> list[Any]:
+            key = self._shard_prefix(shards[0]) + "n"
+            return cast(list[Any], self.client.evalsha(self._sha["leasemany"], 1, key, *args))
+
+        batches, hints = self._call(run)
+        for j, hint in enumerate(hints):
+            self._hint(shards[j], hint)
+        return [
+            self._batch(shards[int(raw[5]) - 1], raw[:5], expires, valid_until) for raw in batches
+        ]
+
+    def _lease_shards(
+        self,
+        cands: list[tuple[str, int, float]],
+        now: float,
+        max_hosts: int,
+        per_host: int,
+        slots: float,
+        expires: float,
+        valid_until: float,
+    ) -> list[HostBatch]:
+        """Redis Cluster: a call per shard (its keys share a slot), merged by the client."""
+        limit = self.options.max_pages
+        out: list[HostBatch] = []
+        used = 0
+        # the best ready host of every candidate shard, merged: a shard leases the hosts
+        # that come before the next candidate's best, then competes again with its new
+        # best (exact lease order across shards without a round trip to the index)
+        heap = [(score, host, shard) for host, shard, score in cands if score <= now]
+        heapq.heapify(heap)
+        for _ in range(max_hosts + 16):  # a stale hint costs one more round
+            if len(out) >= max_hosts or used >= slots or not heap:
+                break
+            _, _, shard = heapq.heappop(heap)
+            lim_score, lim_host = ("", "")
+            if heap:
+                lim_score, lim_host = _num(heap[0][0]), heap[0][1]
+            n = max_hosts - len(out)
+            args = [
+                _num(now),
+                n,
+                per_host,
+                -1 if limit is None else int(slots) - used,
+                _num(expires),
+                lim_score,
+                lim_host,
+                shard,
+                secrets.token_hex(10),
+            ]
+            reply = self._shard_many([("lease", shard, args)])[0]
+            self._hint(shard, reply[1])
+            for raw in reply[0]:
+                b = self._batch(shard, raw, expires, valid_until)
+                out.append(b)
+                used += len(b.urls)
+            _, score, host = reply[1]
+            if host and float(score) <= now:
+                heapq.heappush(heap, (float(score), _s(host), shard))
+        return out
 
     def _batch(self, shard: int, raw: Any, expires: float, valid_until: float) -> HostBatch:
         host, token, backlog, members, timing = raw

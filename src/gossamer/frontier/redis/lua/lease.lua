@@ -1,6 +1,7 @@
 -- lease for one shard. ARGV: prefix, now, want hosts, per_host, slots (-1: no limit), expiry,
 -- limit score, limit host ('' none: hosts ordered after (limit score, limit host) stay, but
--- one host is always taken), then `want` fresh tokens. Reply: {batches, hint}
+-- one host is always taken), shard number, token base (a token: shard-base and its index in
+-- the reply, in hex). Reply: {batches, hint}
 open_shard(ARGV[1])
 local now, want, per_host = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
 local slots, exp = tonumber(ARGV[5]), ARGV[6]
@@ -18,7 +19,7 @@ for j = 1, #cands, 2 do
   end
   local take = per_host
   if slots >= 0 and slots - used < take then take = slots - used end
-  local b = lease_host(h, take, ARGV[9 + #out], exp)
+  local b = lease_host(h, take, ARGV[9] .. '-' .. ARGV[10] .. string.format('%02x', #out), exp)
   used = used + #b[4]
   out[#out + 1] = b
 end
