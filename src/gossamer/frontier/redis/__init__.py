@@ -635,8 +635,6 @@ class RedisFrontier:
                 len(s.failed),
                 len(s.requeued),
                 len(s.unfinished),
-                *(_to_redis(fp) for fp in s.done),
-                *(_to_redis(fp) for fp in s.failed),
             ]
             for fp, attempts in s.requeued:
                 args += [_to_redis(fp), attempts]

@@ -1,19 +1,21 @@
 -- complete for one shard (the settlement and the new timing are computed by the client).
 -- ARGV: prefix, now, token, nx (without the Crawl-delay: applied here from the host's state),
 -- ad, bo, er, dd, lead, max lead, max crawl delay, renew, renew slots (-1: none), new token,
--- new expiry, n done, n failed, n requeued, n unfinished, then the fps (requeued as fp,
--- attempts). Reply: {'stale'} or {'ok', renewed batch or {}, hint}
+-- new expiry, n done, n failed, n requeued, n unfinished, then the requeued (fp, attempts)
+-- and the unfinished fps (the done and failed ones only count). Reply: {'stale'} or {'ok',
+-- renewed batch or {}, hint}
 open_shard(ARGV[1])
 local now, tok = tonumber(ARGV[2]), ARGV[3]
 local h = redis.call('HGET', TK, tok)
 if not h then return {'stale'} end
 local hk, qk = hkey(h), qkey(h)
-local st = redis.call('HMGET', hk, 'tk', 'lf', 'dd', 'cd')
+local st = redis.call('HMGET', hk, 'tk', 'dd', 'cd')
 if st[1] ~= tok then return {'stale'} end
 refresh(now)
-local map = leased(st[2])
 local nd, nf, nr, nu = tonumber(ARGV[16]), tonumber(ARGV[17]), tonumber(ARGV[18]), tonumber(ARGV[19])
-local i = 20 + nd + nf
+local map = {}
+if nr + nu > 0 then map = leased(redis.call('HGET', hk, 'lf')) end
+local i = 20
 local back = {}
 for _ = 1, nr do
   local e = map[ARGV[i]]
@@ -38,10 +40,10 @@ C.failed = C.failed + nf
 C.queued = C.queued + nr + nu
 C.retries = C.retries + nr
 local nx = tonumber(ARGV[4])
-if st[4] and st[4] ~= '' then nx = math.max(nx, now + math.min(tonumber(st[4]), tonumber(ARGV[11]))) end
+if st[3] and st[3] ~= '' then nx = math.max(nx, now + math.min(tonumber(st[3]), tonumber(ARGV[11]))) end
 local dead = ARGV[8] == '1'
 if dead then
-  if st[3] ~= '1' then C.dead = C.dead + 1 end
+  if st[2] ~= '1' then C.dead = C.dead + 1 end
   local rest = redis.call('ZCARD', qk)
   redis.call('DEL', qk)
   C.queued = C.queued - rest

@@ -108,9 +108,8 @@ end
 -- lease ready host h with up to `take` URLs under token tok until exp
 local function lease_host(h, take, tok, exp)
   local qk, hk = qkey(h), hkey(h)
-  local got = redis.call('ZRANGE', qk, 0, take - 1, 'WITHSCORES')
+  local got = redis.call('ZPOPMIN', qk, take)
   local n = #got / 2
-  redis.call('ZREMRANGEBYRANK', qk, 0, n - 1)
   local members, lf = {}, {}
   for k = 1, #got, 2 do
     members[#members + 1] = got[k]
