@@ -6,7 +6,7 @@
 -- {} when unchanged)}
 local base, now, want = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
 local per_host, slots, exp, tbase = tonumber(ARGV[4]), tonumber(ARGV[5]), ARGV[6], ARGV[7]
-local shards, hints, cands = {}, {}, {}
+local shards, states, hints, cands = {}, {}, {}, {}
 for j = 8, #ARGV do shards[#shards + 1] = ARGV[j] end
 local function prefix(j) return base .. '{' .. shards[j] .. '}:' end
 -- each shard's best `want` ready hosts (at most `want` of them can be taken in all)
@@ -15,7 +15,8 @@ for j = 1, #shards do
   refresh(now)
   local r = redis.call('ZRANGE', RK, 0, want - 1, 'WITHSCORES')
   for x = 1, #r, 2 do cands[#cands + 1] = {tonumber(r[x + 1]), r[x], j} end
-  hints[j] = hint()
+  if #r == 0 then moved = true end  -- the index thought it ready: correct it
+  states[j] = shard_state()
 end
 table.sort(cands, function(a, b)
   if a[1] ~= b[1] then return a[1] < b[1] end
@@ -27,8 +28,8 @@ for _, c in ipairs(cands) do
   if slots >= 0 and slots - used <= 0 then break end
   local j = c[3]
   if j ~= cur then
-    if cur then hints[cur] = hint() end
-    open_shard(prefix(j))
+    if cur then states[cur] = shard_state() end
+    resume_shard(states[j])
     cur = j
   end
   local take = per_host
@@ -38,5 +39,10 @@ for _, c in ipairs(cands) do
   b[6] = j
   out[#out + 1] = b
 end
-if cur then hints[cur] = hint() end
+if cur then states[cur] = shard_state() end
+-- each shard's changed counters written once, and its hint
+for j = 1, #shards do
+  resume_shard(states[j])
+  hints[j] = hint()
+end
 return {out, hints}

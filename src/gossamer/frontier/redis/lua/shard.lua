@@ -39,6 +39,14 @@ local function open_shard(prefix)
   end
 end
 
+-- the open shard's state, to come back to it with resume_shard (without reading it again)
+local function shard_state() return {P = P, C = C, C0 = C0, moved = moved} end
+local function resume_shard(st)
+  P = st.P
+  NK, RK, WK, TK, EK = P .. 'n', P .. 'r', P .. 'w', P .. 't', P .. 'e'
+  C, C0, moved = st.C, st.C0, st.moved
+end
+
 -- resting hosts whose time has come become ready (their score: the lease order)
 local function refresh(now)
   while true do
@@ -108,8 +116,10 @@ end
 -- lease ready host h with up to `take` URLs under token tok until exp
 local function lease_host(h, take, tok, exp)
   local qk, hk = qkey(h), hkey(h)
-  local got = redis.call('ZPOPMIN', qk, take)
+  -- (ZRANGE + ZREMRANGEBYRANK: ZPOPMIN measured twice as slow, one delete at a time)
+  local got = redis.call('ZRANGE', qk, 0, take - 1, 'WITHSCORES')
   local n = #got / 2
+  redis.call('ZREMRANGEBYRANK', qk, 0, n - 1)
   local members, lf = {}, {}
   for k = 1, #got, 2 do
     members[#members + 1] = got[k]
