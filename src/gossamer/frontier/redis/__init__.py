@@ -2,8 +2,9 @@
 
 Layout (docs/cluster.md has the full story). Every host maps to one of Q = 1024 logical
 shards (`gossamer.partition.shard_of`); all of a shard's keys carry the shard as a hash tag,
-`gs:<crawl>:{<shard>}:…`, so one Lua call per shard (lua/*.lua) dedupes, enqueues, leases,
-completes and reclaims atomically, on one Redis and on Redis Cluster alike:
+`gs:<crawl>:{<shard>}:…`, so a Lua call (lua/*.lua) dedupes, enqueues, leases, completes
+and reclaims a shard atomically, on one Redis and on Redis Cluster alike (on Redis Cluster a
+call works on one shard; on one Redis, put and lease take all the shards they touch at once):
 
     n          counters (queued, leased, done, failed, retries, hosts, dead, dropped, dups, ver)
     s:<b>      the seen-set: fingerprints in compact integer sets (intsets) of ~200-400,
