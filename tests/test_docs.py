@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import dataclasses
+import re
 from pathlib import Path
 
+from gossamer.experiments import EXPERIMENTS
 from gossamer.testing import Realism
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -21,3 +23,14 @@ def test_readme_commands_exist() -> None:
     assert "./scripts/setup.sh && ./scripts/test.sh" in readme
     ci = (ROOT / ".ci" / "run").read_text()
     assert "./scripts/setup.sh && ./scripts/test.sh" in ci
+
+
+def test_experiments_are_documented_and_their_files_linked() -> None:
+    doc = (ROOT / "docs" / "experiments.md").read_text()
+    missing = [e.name for e in EXPERIMENTS if f"`{e.name}`" not in doc]
+    assert not missing, f"docs/experiments.md lacks {missing}"
+    links = re.findall(r"\]\((experiments/[^)]+)\)", doc)
+    assert any(link.endswith(".png") for link in links)
+    absent = [link for link in links if not (ROOT / "docs" / link).is_file()]
+    assert not absent, f"run `gossamer experiment all -o docs/experiments/`: {absent} missing"
+    assert "gossamer experiment all -o docs/experiments/" in (ROOT / "README.md").read_text()

@@ -24,6 +24,7 @@ def build_parser(with_testweb: bool = True) -> argparse.ArgumentParser:
     _add_worker(sub)
     _add_cluster(sub)
     _add_report(sub)
+    _add_experiment(sub)
     demo = sub.add_parser(
         "demo",
         help="start the simulated web on loopback, crawl it, print the report and the audit",
@@ -313,9 +314,49 @@ def _run_report(args: argparse.Namespace) -> int:
     return print_report(args.dir, as_json=args.json)
 
 
+def _add_experiment(sub: Any) -> None:
+    from .experiments import EXPERIMENTS
+
+    names = ", ".join(e.name for e in EXPERIMENTS)
+    p = sub.add_parser(
+        "experiment",
+        help="reproduce the seeds' experiments: tables (JSON, Markdown) and PNG plots",
+        description="Run an experiment of docs/experiments.md (or all of them) and write its "
+        "JSON, Markdown tables and PNG plots into DIR. Experiments: "
+        + "; ".join(f"{e.name} ({e.title})" for e in EXPERIMENTS)
+        + ".",
+    )
+    p.add_argument(
+        "name",
+        choices=[*(e.name for e in EXPERIMENTS), "all"],
+        metavar="NAME",
+        help=f"{names} or all",
+    )
+    p.add_argument("-o", "--out", type=Path, required=True, metavar="DIR", help="output directory")
+    p.add_argument("--quick", action="store_true", help="a small size (seconds; for the tests)")
+    p.add_argument("--seed", type=int, default=1, help="seed of the simulated web (default 1)")
+    p.set_defaults(func=_run_experiment)
+
+
+def _run_experiment(args: argparse.Namespace) -> int:
+    from .experiments import run_experiments
+    from .experiments._framework import RunOptions
+
+    if args.out.exists() and not args.out.is_dir():
+        raise ValueError(f"-o {args.out}: exists and is not a directory")
+    options = RunOptions(out=args.out, quick=args.quick, seed=args.seed)
+    for result in run_experiments([args.name], options):
+        print(f"{result.name}: {result.seconds:.1f} s")
+        for key, value in result.headline.items():
+            print(f"  {key}: {value}")
+        for path in result.files:
+            print(f"  wrote {path}")
+    return 0
+
+
 # commands that never need the simulated web's parser (see build_parser)
 _LIGHT_COMMANDS = frozenset(
-    {"crawl", "crawl-worker", "report", "worker", "status", "stop", "workers"}
+    {"crawl", "crawl-worker", "report", "worker", "status", "stop", "workers", "experiment"}
 )
 
 
