@@ -505,14 +505,21 @@ class Bench:
         if base is not None and after is not None:
             rows.append(
                 Row(
-                    f"seen-set ({seen}): used_memory, all done",
+                    f"frontier ({seen} seen-set): used_memory, all done",
                     (after - base) / urls if drained else None,
                     "B/URL",
                     note=f"{urls:,} URLs" if drained else "not drained: no figure",
                 )
             )
         if drained:
-            kinds = sorted(store.key_usage().items(), key=lambda kv: -kv[1][1])
+            usage = store.key_usage()
+            # the seen-set itself: its keys' MEMORY USAGE (exact: intsets `:s`, Bloom: `:b`)
+            tag = "{…}:s" if seen == "exact" else "{…}:b"
+            seen_keys = [v for k, v in usage.items() if k == tag]
+            if seen_keys:
+                size = sum(sz for _, sz in seen_keys)
+                rows.append(Row(f"seen-set ({seen}): its keys", size / urls, "B/URL"))
+            kinds = sorted(usage.items(), key=lambda kv: -kv[1][1])
             rows.extend(
                 Row(f"  of which keys {kind} ({n:,})", size / urls, "B/URL", note="MEMORY USAGE")
                 for kind, (n, size) in kinds
