@@ -1,5 +1,6 @@
 """What only the Redis frontier has: its seen-sets (exact, linear-hashed intsets; Bloom),
-the crawl-wide choice of seen-set, and riding out a Redis restart. Real redis-servers."""
+the crawl-wide choice of seen-set, the reclaim grace, and riding out a Redis restart. Real
+redis-servers."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from pathlib import Path
 import pytest
 import xxhash
 
-from gossamer.frontier import Discovered, FrontierError, Outcome, Verdict
+from gossamer.frontier import Discovered, FrontierError, Outcome, StaleLeaseError, Verdict
 from gossamer.frontier.redis import RedisFrontier, connect, disconnect
 from gossamer.testing.redisd import RedisServer
 
@@ -69,6 +70,41 @@ def test_bloom_seen_set_counts_its_false_positives(redis_url: str) -> None:
             client.memory_usage(k) or 0 for k in client.scan_iter(match="gs:bloomy:*:b:*")
         )
         assert bloom_bytes / 30_000 < 4.0  # ~26 bits a URL here, against ~74 exact
+    finally:
+        disconnect(client)
+
+
+def test_an_expired_lease_waits_out_the_reclaim_grace(redis_url: str) -> None:
+    """With `reclaim_grace` g, a lease expired less than g ago stays its holder's: another
+    worker neither reclaims nor leases the host, and the holder's late complete counts; once
+    g has passed it is reclaimed as usual (and the holder's complete is refused)."""
+    now = [1000.0]
+    client = connect(redis_url)
+    try:
+
+        def frontier() -> RedisFrontier:
+            return RedisFrontier(
+                client, "grace", lease_ttl=10, reclaim_grace=4, clock=lambda: now[0]
+            )
+
+        a, b = frontier(), frontier()
+        a.put_discovered(_urls("late.example", 3))
+        (first,) = a.lease(1, 5)
+        now[0] += 12  # expired 2 s ago: within the grace
+        assert b.reclaim_expired() == 0
+        assert b.lease(5, 5) == []  # the host is still a's
+        a.complete(first.token, [Outcome(u.url, u.fp, Verdict.DONE, 200) for u in first.urls])
+        assert b.statistics().done == 3
+
+        a.put_discovered(_urls("third.example", 2))
+        (held,) = a.lease(1, 5)
+        now[0] += 10 + 4.5  # expired 4.5 s ago: past the grace
+        assert b.reclaim_expired() == 2
+        with pytest.raises(StaleLeaseError):
+            a.complete(held.token, [Outcome(u.url, u.fp, Verdict.DONE, 200) for u in held.urls])
+        assert [x.host for x in b.lease(5, 5)] == ["third.example"]
+        with pytest.raises(ValueError, match="reclaim_grace"):
+            RedisFrontier(client, "grace", reclaim_grace=-1)
     finally:
         disconnect(client)
 

@@ -136,7 +136,17 @@ def open_frontier(
         **settings.frontier_knobs(),
         partition=partition,
         seen=settings.seen_set,
+        # a worker's last responses may be processed (and its batch completed) a little
+        # after its lease's end, which under `phase` is the phase's end: the next phase's
+        # worker takes the host only then, so those pages are not fetched twice
+        reclaim_grace=reclaim_grace(settings.lease_ttl),
     )
+
+
+def reclaim_grace(lease_ttl: float) -> float:
+    """How long an expired lease waits before it is reclaimed in a cluster crawl: half the
+    TTL, at most 5 s (a dead worker's host waits that much longer)."""
+    return min(5.0, lease_ttl / 2)
 
 
 FrontierFactory = Callable[[RedisClient, str, CrawlSettings], Frontier]

@@ -149,7 +149,11 @@ class RedisFrontier:
     fingerprints in compact integer sets of 200-400 (linear hashing splits one as the shard
     grows; lua/put.lua), ~9 bytes a URL, no sizing needed; "bloom" a scalable Bloom filter
     per shard (~1.5-2.5 bytes a URL), whose false positives are new URLs never fetched:
-    `statistics().seen_false_positives` is their expected number.
+    `statistics().seen_false_positives` is their expected number. `reclaim_grace`: a lease
+    is reclaimed only once it has been expired that long, so its holder's late `complete`
+    (the last response processed after the lease's end: its requests all began before it)
+    still counts instead of the next worker fetching those pages again; 0 (the contract's
+    default) reclaims at expiry.
     """
 
     def __init__(
@@ -172,6 +176,7 @@ class RedisFrontier:
         partition: Partition | None = None,
         seen: str = "exact",
         retry_for: float = _RETRY_FOR,
+        reclaim_grace: float = 0.0,
     ) -> None:
         if not crawl or any(c in crawl for c in "{}: \t\r\n"):
             raise ValueError(f"a crawl name needs no braces, colons or spaces: {crawl!r}")
@@ -197,6 +202,9 @@ class RedisFrontier:
         self._g = f"{self._prefix}{{g}}:"
         self._partition = partition
         self._retry_for = retry_for
+        if not reclaim_grace >= 0:
+            raise ValueError(f"reclaim_grace must be >= 0, not {reclaim_grace!r}")
+        self._grace = reclaim_grace
         self._lock = threading.RLock()
         self._closed = False
         self._held: dict[str, _Held] = {}
@@ -341,7 +349,7 @@ class RedisFrontier:
         p = self._pending
         args: list[Any] = [
             self._g,
-            _num(now),
+            _num(now - self._grace),  # leases expired before this may be reclaimed
             p.pub,
             reserve,
             self.options.max_pages if self.options.max_pages is not None else 0,
@@ -713,7 +721,13 @@ class RedisFrontier:
     def _reclaim_shards(self, shards: set[int] | list[int], now: float) -> int:
         rest_from = min(now, self._clock())
         pol = self.options.politeness
-        args = [_num(now), _num(rest_from), _num(pol.default_delay), _num(pol.max_crawl_delay)]
+        args = [
+            _num(now),
+            _num(rest_from),
+            _num(pol.default_delay),
+            _num(pol.max_crawl_delay),
+            _num(now - self._grace),  # leases expired before this are reclaimed
+        ]
         calls = [("reclaim", s, args) for s in sorted(shards)]
         n = 0
         for (_, shard, _), reply in zip(calls, self._shard_many(calls), strict=True):

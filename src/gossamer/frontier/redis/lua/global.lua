@@ -1,17 +1,17 @@
 -- gossamer: the crawl-wide index of the Redis frontier (one hash slot, tag {g}).
--- ARGV: prefix (gs:<crawl>:{g}:), now, published delta, reserve (-1: none), max pages,
--- allowed shards ('' any, else a string of 0/1 by shard), candidates wanted (k),
--- expired leases wanted, n hint updates, n expiry adds, n expiry deletes, n new shards, then
--- the updates (shard, version, score, host: '' = no work), the adds (shard|token, expiry),
--- the deletes, the new shards. Reply: {granted, candidates (host, shard, score)..., '|',
--- expired (shard|token)...}
+-- ARGV: prefix (gs:<crawl>:{g}:), cutoff (now minus the reclaim grace), published delta,
+-- reserve (-1: none), max pages, allowed shards ('' any, else a string of 0/1 by shard),
+-- candidates wanted (k), expired leases wanted, n hint updates, n expiry adds, n expiry
+-- deletes, n new shards, then the updates (shard, version, score, host: '' = no work), the
+-- adds (shard|token, expiry), the deletes, the new shards. Reply: {granted, candidates (host,
+-- shard, score)..., '|', expired (shard|token)...}
 --
 -- `hm` holds, per shard, "version \t score \t member" of its entry in `hint` (member: best
 -- host \t shard). An update older than the stored version is dropped; one that changes
 -- nothing writes nothing (writes cost ~2.5 µs each from Lua, reads ~0.3).
 local G = ARGV[1]
 local HINT, HM, ACT, PUB, EXP = G .. 'hint', G .. 'hm', G .. 'act', G .. 'pub', G .. 'exp'
-local now = ARGV[2]
+local cutoff = ARGV[2]  -- leases that expired before it may be reclaimed
 local i = 13
 for _ = 1, tonumber(ARGV[9]) do
   local shard, ver, score, host = ARGV[i], tonumber(ARGV[i + 1]), ARGV[i + 2], ARGV[i + 3]
@@ -75,7 +75,7 @@ if k > 0 then
 end
 out[#out + 1] = '|'
 if tonumber(ARGV[8]) > 0 then
-  for _, e in ipairs(redis.call('ZRANGEBYSCORE', EXP, '-inf', now, 'LIMIT', 0, tonumber(ARGV[8]))) do
+  for _, e in ipairs(redis.call('ZRANGEBYSCORE', EXP, '-inf', cutoff, 'LIMIT', 0, tonumber(ARGV[8]))) do
     out[#out + 1] = e
   end
 end

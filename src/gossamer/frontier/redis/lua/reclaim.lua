@@ -1,12 +1,13 @@
 -- reclaim the expired leases of one shard. ARGV: prefix, now, rest from, default delay,
--- max crawl delay. Reply: {URLs returned, hint}
+-- max crawl delay, cutoff (leases that expired before it: now minus the reclaim grace).
+-- Reply: {URLs returned, hint}
 open_shard(ARGV[1])
 local now, rest_from = tonumber(ARGV[2]), tonumber(ARGV[3])
 local default_delay, max_cd = tonumber(ARGV[4]), tonumber(ARGV[5])
 local at = math.min(now, rest_from)
 refresh(at)
 local n = 0
-local toks = redis.call('ZRANGEBYSCORE', EK, '-inf', ARGV[2])
+local toks = redis.call('ZRANGEBYSCORE', EK, '-inf', ARGV[6])
 for _, tok in ipairs(toks) do
   local h = redis.call('HGET', TK, tok)
   if h then
