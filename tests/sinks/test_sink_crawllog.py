@@ -100,6 +100,36 @@ def test_several_processes_share_one_log(tmp_path: Path) -> None:
     assert len(urls) == 1500
 
 
+def _big_writer(path: str) -> None:
+    with CrawlLog(path) as log:
+        for i in range(4000):  # 64 KiB writes of many pages each
+            log.write(url=f"http://big.example/{i}", status=200, outcome="ok", pad="y" * 2000)
+
+
+def _opener(path: str, times: int) -> None:
+    for _ in range(times):
+        CrawlLog(path).close()  # each open checks the file's tail for a torn line
+
+
+def test_opening_the_log_during_another_process_write_adds_no_empty_line(tmp_path: Path) -> None:
+    """A file grows a page at a time during a big write: an opener that looked at its tail
+    then, unlocked, took it for a torn line and added a newline (an empty line in the log:
+    1501 lines for 1500 once in test_several_processes_share_one_log)."""
+    path = tmp_path / "race.jsonl"
+    ctx = multiprocessing.get_context("spawn")
+    procs = [ctx.Process(target=_big_writer, args=(str(path),))]
+    procs += [ctx.Process(target=_opener, args=(str(path), 3000)) for _ in range(2)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(120)
+        assert p.exitcode == 0
+    lines = path.read_bytes().split(b"\n")
+    assert lines[-1] == b""  # ends with a newline
+    assert [n for n, line in enumerate(lines[:-1]) if not line] == []
+    assert len(lines) - 1 == 4000
+
+
 def test_lines_are_buffered_until_flush_or_close(tmp_path: Path) -> None:
     path = tmp_path / "c.jsonl"
     log = CrawlLog(path)

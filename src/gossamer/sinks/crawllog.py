@@ -5,9 +5,11 @@ have gathered, in one `write` of whole lines on an `O_APPEND` descriptor: a kill
 only the lines logged since its last flush (the engine flushes before the frontier counts a
 batch done, so those pages are fetched and logged again), a resumed crawl appends to the same
 file, and several processes may share one log (Linux appends each write whole at the end of the
-file, so lines never interleave). A line torn by a kill in the middle of a write, or by a write
-that failed (disk full), is completed with a newline when the log is reopened or written to
-again, and `read_crawl_log` skips lines that do not parse.
+file, so lines never interleave; writes hold an advisory lock on the file, `flock`, so that an
+opening process never takes another's write in progress for a torn line). A line torn by a kill
+in the middle of a write, or by a write that failed (disk full), is completed with a newline
+when the log is reopened or written to again, and `read_crawl_log` skips lines that do not
+parse.
 
 Fields, in this order (absent optional ones are left out):
 
@@ -31,6 +33,7 @@ Fields, in this order (absent optional ones are left out):
 
 from __future__ import annotations
 
+import fcntl
 import json
 import math
 import os
@@ -86,15 +89,22 @@ class CrawlLog:
         self._repair_torn_tail()
 
     def _repair_torn_tail(self) -> None:
+        """End a line a killed writer left unfinished. Under the file's lock, which every
+        write holds too: a file can grow a page at a time during another process's write,
+        and its tail seen mid-write would look torn (an empty line would follow)."""
         assert self._fd is not None
-        size = os.fstat(self._fd).st_size
-        if size == 0:
-            return
-        with open(self.path, "rb") as f:
-            f.seek(size - 1)
-            last = f.read(1)
-        if last != b"\n":
-            os.write(self._fd, b"\n")
+        fcntl.flock(self._fd, fcntl.LOCK_EX)
+        try:
+            size = os.fstat(self._fd).st_size
+            if size == 0:
+                return
+            with open(self.path, "rb") as f:
+                f.seek(size - 1)
+                last = f.read(1)
+            if last != b"\n":
+                os.write(self._fd, b"\n")
+        finally:
+            fcntl.flock(self._fd, fcntl.LOCK_UN)
 
     def write(
         self,
@@ -200,6 +210,7 @@ class CrawlLog:
         self._buffer.clear()
         self._buffered = 0
         view = memoryview(data)
+        fcntl.flock(self._fd, fcntl.LOCK_EX)  # see _repair_torn_tail
         try:
             while view:
                 view = view[os.write(self._fd, view) :]
@@ -213,6 +224,8 @@ class CrawlLog:
                 self._buffer.append(rest)
                 self._buffered = len(rest)
             raise
+        finally:
+            fcntl.flock(self._fd, fcntl.LOCK_UN)
         self._torn = False
 
     def sync(self) -> None:
