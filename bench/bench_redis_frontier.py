@@ -22,7 +22,9 @@ Scenarios (each on a fresh store):
 2. discover, calls of 1000; lease+complete with `renew=20` (complete hands the host back).
 3. for each K > 1 in --workers: discover (calls of 1000, not reported again), then K processes
    lease+complete concurrently (renew 0); the total URLs/s.
-4. `seen="bloom"` (when RedisFrontier accepts it): scenario 2 again, for its bytes per URL.
+4. discover in sitemap-shaped calls: each call up to 1000 URLs of one host (a sitemap or a
+   seed list; the per-URL cost without the per-host and per-shard costs of link-shaped calls).
+5. `seen="bloom"` (when RedisFrontier accepts it): scenario 2 again, for its bytes per URL.
 
 Figures: URLs/s (only time inside frontier calls for discover; the whole lease+complete loop,
 building the outcomes included), the client's CPU seconds in those calls, the servers' CPU
@@ -114,6 +116,17 @@ def rechunk(calls: Sequence[array[int]], size: int) -> list[array[int]]:
     for c in calls:
         flat.extend(c)
     return [flat[i : i + size] for i in range(0, len(flat), size)]
+
+
+def plan_sitemaps(sizes: Sequence[int]) -> list[array[int]]:
+    """Calls of up to 1000 URLs of one host each (a sitemap, a seed list), hosts shuffled."""
+    calls = [
+        array("Q", (h << HOST_BITS | k for k in range(i, min(i + 1000, size))))
+        for h, size in enumerate(sizes)
+        for i in range(0, size, 1000)
+    ]
+    random.Random(len(sizes)).shuffle(calls)
+    return calls
 
 
 _HOSTS: dict[int, str] = {}
@@ -455,6 +468,7 @@ class Bench:
         self.sizes = host_sizes(args.urls, args.hosts, args.seed)
         self.calls30 = plan_calls(self.sizes, args.seed)
         self.calls1000 = rechunk(self.calls30, 1000)
+        self.sitemaps = plan_sitemaps(self.sizes)
         self._scenario = 0
 
     @contextlib.contextmanager
@@ -589,6 +603,17 @@ class Bench:
             finally:
                 f.close()
 
+    def scenario_sitemaps(self, backend: str, report: Report) -> None:
+        """Discover in calls of one host's URLs (up to 1000): the per-URL cost alone."""
+        with self.store(backend) as store:
+            f = store.opener("bench-sm", "exact")()
+            try:
+                label = "discover, sitemap calls (<= 1000 URLs of one host)"
+                row, _, _ = self._discover(store, f, self.sitemaps, label)
+                report.rows.append(row)
+            finally:
+                f.close()
+
     def scenario_workers(self, backend: str, report: Report, workers: int) -> None:
         """Fill, then `workers` processes drain concurrently."""
         with self.store(backend) as store:
@@ -713,6 +738,7 @@ def main() -> int:
             report = Report(f"{getattr(STORES[backend], 'label', backend)} [{backend}]")
             bench.scenario_small_calls(backend, report)
             bench.scenario_renew(backend, report)
+            bench.scenario_sitemaps(backend, report)
             for k in workers:
                 if k > 1:
                     bench.scenario_workers(backend, report, k)
