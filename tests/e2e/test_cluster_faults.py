@@ -171,7 +171,8 @@ def test_workers_wait_out_a_redis_restart(tmp_path: Path) -> None:
             seed = web.url(0, 0)
             # a lease whose reply the kill lost is orphaned until it expires: 10 s, not 120
             config = settings_file(tmp_path, lease_ttl=10.0)
-            crawl_id = create_crawl(url, seed, resolve, "--config", str(config), "--delay", "0.05")
+            # a 0.1 s host delay: the crawl still has most of its pages queued at the restart
+            crawl_id = create_crawl(url, seed, resolve, "--config", str(config), "--delay", "0.1")
             with workers(url, crawl_id, out, 3) as procs:
 
                 def crawling() -> bool:
