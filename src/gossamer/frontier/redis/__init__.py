@@ -36,7 +36,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from importlib import resources
-from typing import Any, Final, TypeVar, cast
+from typing import Any, Final, NamedTuple, TypeVar, cast
 
 import redis
 import redis.cluster
@@ -115,6 +115,17 @@ def _lua(name: str) -> str:
 
 def _num(x: float) -> str:
     return repr(float(x))
+
+
+class _Ask(NamedTuple):
+    """What one `lease` asks of the shards (slots: URLs the page budget allows, or inf)."""
+
+    now: float
+    max_hosts: int
+    per_host: int
+    slots: float
+    expires: float
+    valid_until: float
 
 
 @dataclass(slots=True)
@@ -490,7 +501,7 @@ class RedisFrontier:
                 _, cands, _ = self._global(now, allowed=allowed, candidates=k)
             slots = math.inf if limit is None else granted
             lease_from = self._lease_shards if self.cluster else self._lease_many
-            out = lease_from(cands, now, max_hosts, per_host, slots, expires, valid_until)
+            out = lease_from(cands, _Ask(now, max_hosts, per_host, slots, expires, valid_until))
             used = sum(len(b.urls) for b in out)
             if limit is not None and granted > used:
                 self._pending.pub -= granted - used
@@ -499,17 +510,9 @@ class RedisFrontier:
                 self._maybe_flush(now)
             return out
 
-    def _lease_many(
-        self,
-        cands: list[tuple[str, int, float]],
-        now: float,
-        max_hosts: int,
-        per_host: int,
-        slots: float,
-        expires: float,
-        valid_until: float,
-    ) -> list[HostBatch]:
+    def _lease_many(self, cands: list[tuple[str, int, float]], ask: _Ask) -> list[HostBatch]:
         """One Redis: one call leases the best hosts of all candidate shards (leasemany.lua)."""
+        now, max_hosts, per_host, slots, expires, valid_until = ask
         shards = [shard for _, shard, score in cands if score <= now]
         if not shards or slots <= 0:
             return []
@@ -535,17 +538,9 @@ class RedisFrontier:
             self._batch(shards[int(raw[5]) - 1], raw[:5], expires, valid_until) for raw in batches
         ]
 
-    def _lease_shards(
-        self,
-        cands: list[tuple[str, int, float]],
-        now: float,
-        max_hosts: int,
-        per_host: int,
-        slots: float,
-        expires: float,
-        valid_until: float,
-    ) -> list[HostBatch]:
+    def _lease_shards(self, cands: list[tuple[str, int, float]], ask: _Ask) -> list[HostBatch]:
         """Redis Cluster: a call per shard (its keys share a slot), merged by the client."""
+        now, max_hosts, per_host, slots, expires, valid_until = ask
         limit = self.options.max_pages
         out: list[HostBatch] = []
         used = 0
