@@ -327,10 +327,11 @@ def _add_experiment(sub: Any) -> None:
         + ".",
     )
     p.add_argument(
-        "name",
+        "names",
+        nargs="+",
         choices=[*(e.name for e in EXPERIMENTS), "all"],
         metavar="NAME",
-        help=f"{names} or all",
+        help=f"{names} or all (several names run in turn)",
     )
     p.add_argument("-o", "--out", type=Path, required=True, metavar="DIR", help="output directory")
     p.add_argument("--quick", action="store_true", help="a small size (seconds; for the tests)")
@@ -345,7 +346,7 @@ def _run_experiment(args: argparse.Namespace) -> int:
     if args.out.exists() and not args.out.is_dir():
         raise ValueError(f"-o {args.out}: exists and is not a directory")
     options = RunOptions(out=args.out, quick=args.quick, seed=args.seed)
-    for result in run_experiments([args.name], options):
+    for result in run_experiments(args.names, options):
         print(f"{result.name}: {result.seconds:.1f} s")
         for key, value in result.headline.items():
             print(f"  {key}: {value}")

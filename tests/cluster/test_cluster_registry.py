@@ -23,7 +23,7 @@ from gossamer.cluster.registry import (
 from gossamer.config import CrawlSettings, load_settings
 from gossamer.frontier import Discovered, MemoryFrontier
 from gossamer.frontier.redis import connect
-from gossamer.partition import Consistent, PartitionError, Phase
+from gossamer.partition import Consistent, PartitionError, Phase, Sized
 
 SEED = "http://www.h0.example/"
 
@@ -160,6 +160,21 @@ def test_phase_options_round_trip(client: RedisClient, tmp_path: Path) -> None:
     )  # fmt: skip
     strategy = load_crawl(client, crawl_id).strategy()
     assert strategy == Phase(period=2.5, phases=4)
+
+
+def test_sized_weights_round_trip(client: RedisClient, tmp_path: Path) -> None:
+    s = settings(tmp_path)
+    crawl_id = create_crawl(
+        client, s.seeds, s, "sized", weights=[(17, 300.0), (4, 12.5)],
+        frontier_factory=lambda c, i, st: MemoryFrontier(),
+    )  # fmt: skip
+    record = load_crawl(client, crawl_id)
+    assert record.strategy() == Sized(weights=((17, 300.0), (4, 12.5)))
+    assert record.partition == {"name": "sized", "weights": [[17, 300.0], [4, 12.5]]}
+    with pytest.raises(PartitionError, match="needs weights"):
+        create_crawl(
+            client, s.seeds, s, "sized", frontier_factory=lambda c, i, st: MemoryFrontier()
+        )
 
 
 def test_a_bloom_seen_set_is_the_crawls_for_every_worker(

@@ -39,9 +39,10 @@ def _gossamer(*args: str) -> subprocess.CompletedProcess[str]:
 
 @pytest.fixture(scope="module")
 def out(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """One `experiment all --quick` run shared by the module's tests."""
+    """One `experiment kspider hash-url --quick` run shared by the module's tests (the
+    crawl experiments have their own tests: test_crawl_experiments.py)."""
     d = tmp_path_factory.mktemp("experiments")
-    done = _gossamer("experiment", "all", "--quick", "-o", str(d))
+    done = _gossamer("experiment", *FILES, "--quick", "-o", str(d))
     assert done.returncode == 0, done.stderr
     for name in FILES:
         assert f"{name}: " in done.stdout

@@ -174,12 +174,12 @@ def test_url_corpus_is_deterministic_and_complete() -> None:
 
 def test_registry() -> None:
     names = [e.name for e in EXPERIMENTS]
-    assert names == ["kspider", "hash-url"]
+    assert names == ["kspider", "hash-url", "grid", "parallel", "phases"]
     assert len(set(names)) == len(names)
     for e in EXPERIMENTS:
         assert callable(e.load())
     assert experiment_named("kspider").name == "kspider"
-    with pytest.raises(ValueError, match="choose one of kspider, hash-url"):
+    with pytest.raises(ValueError, match="choose one of kspider, hash-url, grid"):
         experiment_named("nope")
     with pytest.raises(ValueError):
         list(run_experiments(["kspider", "nope"], RunOptions(out=Path("."))))

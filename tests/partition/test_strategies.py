@@ -19,6 +19,7 @@ from gossamer.partition import (
     Modulo,
     PartitionError,
     Phase,
+    Sized,
     Strategy,
     assignment,
     shard_of,
@@ -66,7 +67,8 @@ def test_shard_of_is_stable_and_spread() -> None:
 @settings(max_examples=60, deadline=None)
 @given(members=members_st, now=st.floats(0, 1e6))
 def test_no_shard_has_two_members_and_none_is_lost(members: list[Member], now: float) -> None:
-    for strategy in (Modulo(), Consistent(), Phase(period=30.0)):
+    sized = Sized(weights=((0, 500.0), (7, 20.0), (SHARDS - 1, 3.0), (300, 0.0)))
+    for strategy in (Modulo(), Consistent(), Phase(period=30.0), sized):
         got = owners(strategy, members, now)
         if isinstance(strategy, Phase):  # M of the P = M phases: every shard, once
             assert len(got) == SHARDS
@@ -151,6 +153,36 @@ def test_phase_refuses_fewer_phases_than_workers() -> None:
         Phase(period=0)
 
 
+# ---------------------------------------------------------------------- sized
+def test_sized_places_known_sizes_largest_first_and_spreads_the_rest_by_count() -> None:
+    sizes = {3: 90.0, 10: 50.0, 11: 40.0, 12: 30.0, 13: 20.0, 14: 10.0}
+    got = owners(Sized(weights=tuple(sizes.items())), workers(3))
+    assert set(got) == set(range(SHARDS))
+    loads = Counter({m: 0.0 for m in ("w0", "w1", "w2")})
+    for shard, size in sizes.items():
+        loads[got[shard]] += size
+    # largest first to the least loaded: 90 | 50+20+10 | 40+30 -> 90, 80, 70
+    assert sorted(loads.values()) == [70.0, 80.0, 90.0]
+    assert got[3] == "w0" and got[10] == "w1" and got[11] == "w2"
+    counts = Counter(got.values())  # shards of unknown size even out the shard counts
+    assert max(counts.values()) - min(counts.values()) <= 1
+
+
+def test_sized_follows_capacity_and_equal_weights_deal_equal_counts() -> None:
+    ms = [Member("small", 1.0), Member("big", 3.0)]
+    heavy = tuple((s, 1.0) for s in range(0, 400))
+    got = owners(Sized(weights=heavy), ms)
+    big = sum(1 for s in range(400) if got[s] == "big")
+    assert big == 300  # 3:1 of the known (equal) sizes
+    assert Counter(got.values())["big"] == 768  # 3:1 of all shards
+    with pytest.raises(PartitionError, match="two weights"):
+        Sized(weights=((1, 1.0), (1, 2.0)))
+    with pytest.raises(PartitionError, match=">= 0"):
+        Sized(weights=((1, -1.0),))
+    with pytest.raises(PartitionError, match="not in"):
+        Sized(weights=((SHARDS, 1.0),))
+
+
 # ---------------------------------------------------------------------- errors, names
 def test_bad_members_are_refused() -> None:
     with pytest.raises(PartitionError, match="share the id"):
@@ -174,3 +206,10 @@ def test_strategy_named() -> None:
         strategy_named("modulo", period=3.0)
     with pytest.raises(PartitionError, match="epsilon"):
         strategy_named("consistent", epsilon=0.0)
+    assert strategy_named("sized", weights=[[4, 2], [9, 1.5]]) == Sized(
+        weights=((4, 2.0), (9, 1.5))
+    )
+    with pytest.raises(PartitionError, match="needs weights"):
+        strategy_named("sized")
+    with pytest.raises(PartitionError, match="takes no"):
+        strategy_named("modulo", weights=[[1, 1.0]])

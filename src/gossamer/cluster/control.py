@@ -330,6 +330,8 @@ def format_status(data: dict[str, Any]) -> str:
     now = data["server_time"]
     part = dict(c["partition"])
     name = part.pop("name", "dynamic")
+    if "weights" in part:  # sized: (shard, size) pairs, too many to show
+        part["weights"] = f"<{len(part['weights'])} shards>"
     opts = " ".join(f"{k}={v}" for k, v in part.items())
     lines = [
         f"crawl {c['id']}  {c['state']}  partition {name}{' ' + opts if opts else ''}  "

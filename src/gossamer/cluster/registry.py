@@ -61,7 +61,7 @@ class CrawlRecord:
     state: str
     seeds: tuple[str, ...]
     settings: dict[str, Any]  # the stored worker settings (JSON of CrawlSettings fields)
-    partition: dict[str, Any]  # {"name": …, "epsilon"/"period"/"phases": … when given}
+    partition: dict[str, Any]  # {"name": …, "epsilon"/"period"/"phases"/"weights": … if given}
     created: float  # Redis server time
     heartbeat_ttl: float = DEFAULT_HEARTBEAT_TTL
     resolve_text: str = ""  # the --resolve-file given at creation, copied in
@@ -79,6 +79,7 @@ class CrawlRecord:
             epsilon=p.get("epsilon"),
             period=p.get("period"),
             phases=p.get("phases"),
+            weights=p.get("weights"),
         )
 
     def worker_settings(
@@ -172,17 +173,25 @@ def create_crawl(
     epsilon: float | None = None,
     period: float | None = None,
     phases: int | None = None,
+    weights: Sequence[tuple[int, float]] | None = None,
     heartbeat_ttl: float = DEFAULT_HEARTBEAT_TTL,
     crawl_id: str | None = None,
     frontier_factory: FrontierFactory | None = None,
 ) -> str:
     """Store a new crawl, seed its frontier with `seeds` and mark it running; its id.
 
+    `weights` ((shard, size) pairs) are the `sized` strategy's known shard sizes.
+
     Raises RegistryError (a reused id, no seeds, `--recrawl`) and PartitionError (a
     strategy or options that do not exist)."""
     # refuses unknown names and misplaced options
-    strategy_named(partition, epsilon=epsilon, period=period, phases=phases)
-    opts: dict[str, float | int | None] = {"epsilon": epsilon, "period": period, "phases": phases}
+    strategy_named(partition, epsilon=epsilon, period=period, phases=phases, weights=weights)
+    opts: dict[str, Any] = {
+        "epsilon": epsilon,
+        "period": period,
+        "phases": phases,
+        "weights": None if weights is None else [[int(s), float(w)] for s, w in weights],
+    }
     if settings.recrawl is not None:
         raise RegistryError("--recrawl is not available in cluster mode yet")
     if not seeds:

@@ -12,7 +12,11 @@ runs, so an experiment that needs Redis or a crawl costs nothing to the others.
 Modules: `_framework` (RunOptions, ExperimentResult, writers), `metrics` (load balance,
 partition checks and `error_searching`, the hook crawl experiments feed with the URLs each
 worker fetched), `corpus` (a URL set of the simulated web), `hashes` (the seeds' character-sum
-hashes), `shards` (gossamer's partition as a worker evaluates it), one module per experiment.
+hashes), `shards` (gossamer's partition as a worker evaluates it), `cluster_run` (a real cluster
+crawl: redis-server, the simulated web, `gossamer worker` processes, optionally one SIGKILLed;
+what every worker fetched, the web's log and its audit), `crawl_metrics` (workload, PageRank
+quality, communication overhead, phase exclusivity from such crawls), `_worker` (the
+experiment-only launcher that changes the frontier's lease order), one module per experiment.
 """
 
 from __future__ import annotations
@@ -45,6 +49,9 @@ class Experiment:
 EXPERIMENTS: Final[tuple[Experiment, ...]] = (
     Experiment("kspider", "KSpider Fig. 9/10: URLs over nodes and phases", ".kspider:run"),
     Experiment("hash-url", "Hash-URL paper: σ of load, error searching", ".hash_url:run"),
+    Experiment("grid", "Grid crawler Table 1: normalised workload per process", ".grid:run"),
+    Experiment("parallel", "Cho & Garcia-Molina metrics per strategy, faults", ".parallel:run"),
+    Experiment("phases", "KSpider phase swapping: exclusivity and cost", ".phases:run"),
 )
 
 

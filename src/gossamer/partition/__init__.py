@@ -13,6 +13,7 @@ two members, so no host is leased by two workers at once.
 | `Modulo` | hash-URL scheduling | shard mod M = the member's index among registered ids |
 | `Consistent` | design notes | weighted rendezvous hashing with bounded loads |
 | `Phase` | KSpider | phase (index + ⌊t / T⌋) mod P of P ≥ M phases (shard mod P) |
+| `Sized` | grid crawler, Static-Size | known shard sizes, largest first to the least loaded |
 """
 
 from ._strategies import (
@@ -24,6 +25,7 @@ from ._strategies import (
     Modulo,
     PartitionError,
     Phase,
+    Sized,
     Strategy,
     assignment,
     shard_of,
@@ -39,6 +41,7 @@ __all__ = [
     "Modulo",
     "PartitionError",
     "Phase",
+    "Sized",
     "Strategy",
     "assignment",
     "shard_of",

@@ -216,6 +216,67 @@ class Phase:
         return (math.floor(now / self.period) + 1) * self.period
 
 
+@dataclass(frozen=True, slots=True)
+class Sized:
+    """Grid crawler's Static-Size: shards placed up front by their known sizes — e.g. the
+    pages a previous crawl found on the shard's sites — largest first, each to the member
+    with the least load per capacity (LPT greedy; ties: fewest shards, then member order).
+    Shards without a known size (weight 0: sites not seen before) are then dealt to the
+    members with the fewest shards per capacity, so they spread by count. `weights` holds
+    (shard, size) pairs, other shards weigh 0. A join or a death places everything again
+    (like `modulo`, most shards move)."""
+
+    weights: tuple[tuple[int, float], ...] = ()
+    shards: int = SHARDS
+    name: str = "sized"
+
+    def __post_init__(self) -> None:
+        seen: set[int] = set()
+        for shard, weight in self.weights:
+            if not 0 <= shard < self.shards:
+                raise PartitionError(f"shard {shard} is not in 0..{self.shards - 1}")
+            if shard in seen:
+                raise PartitionError(f"shard {shard} has two weights")
+            if not (weight >= 0 and math.isfinite(weight)):
+                raise PartitionError(f"shard {shard}: weight must be >= 0, not {weight}")
+            seen.add(shard)
+
+    def shards_for(
+        self, member_id: str, members: Sequence[Member], now: float
+    ) -> frozenset[int] | None:
+        ordered = _ordered(members)
+        i = _index(member_id, ordered)
+        owners = _largest_first(ordered, self.shards, self.weights)
+        return frozenset(s for s, owner in enumerate(owners) if owner == i)
+
+    def valid_until(self, now: float) -> float:
+        return math.inf
+
+
+@lru_cache(maxsize=64)
+def _largest_first(
+    members: tuple[Member, ...], shards: int, weights: tuple[tuple[int, float], ...]
+) -> tuple[int, ...]:
+    """The owner (index into `members`) of every shard under `Sized` (cached per
+    membership: workers ask on every lease)."""
+    weight = {s: w for s, w in weights if w > 0}
+    caps = [m.capacity for m in members]
+    load = [0.0] * len(members)
+    count = [0] * len(members)
+    owners = [0] * shards
+    for s in sorted(weight, key=lambda s: (-weight[s], s)):
+        i = min(range(len(members)), key=lambda k: (load[k] / caps[k], count[k], k))
+        owners[s] = i
+        load[i] += weight[s]
+        count[i] += 1
+    for s in range(shards):
+        if s not in weight:
+            i = min(range(len(members)), key=lambda k: (count[k] / caps[k], k))
+            owners[s] = i
+            count[i] += 1
+    return tuple(owners)
+
+
 def assignment(
     strategy: Strategy, members: Sequence[Member], now: float
 ) -> dict[str, frozenset[int] | None]:
@@ -229,14 +290,17 @@ def strategy_named(
     epsilon: float | None = None,
     period: float | None = None,
     phases: int | None = None,
+    weights: Sequence[Sequence[float]] | None = None,
 ) -> Strategy:
-    """The strategy for `--partition NAME` (dynamic, modulo, consistent, phase) with its
-    options: `epsilon` for consistent, `period` and `phases` for phase (others refused)."""
-    named = (("epsilon", epsilon), ("period", period), ("phases", phases))
+    """The strategy for `--partition NAME` (dynamic, modulo, consistent, phase, sized) with
+    its options: `epsilon` for consistent, `period` and `phases` for phase, `weights`
+    ((shard, size) pairs, required) for sized (others refused)."""
+    named = (("epsilon", epsilon), ("period", period), ("phases", phases), ("weights", weights))
     given = {k for k, v in named if v is not None}
-    allowed = {"consistent": {"epsilon"}, "phase": {"period", "phases"}}.get(name, set())
-    if given - allowed and name in ("dynamic", "modulo", "consistent", "phase"):
-        raise PartitionError(f"partition {name!r} takes no {', '.join(sorted(given - allowed))}")
+    allowed = {"consistent": {"epsilon"}, "phase": {"period", "phases"}, "sized": {"weights"}}
+    extra = given - allowed.get(name, set())
+    if extra and name in ("dynamic", "modulo", "consistent", "phase", "sized"):
+        raise PartitionError(f"partition {name!r} takes no {', '.join(sorted(extra))}")
     if name == "dynamic":
         return Dynamic()
     if name == "modulo":
@@ -245,6 +309,14 @@ def strategy_named(
         return Consistent() if epsilon is None else Consistent(epsilon=epsilon)
     if name == "phase":
         return Phase(period=60.0 if period is None else period, phases=phases)
+    if name == "sized":
+        if weights is None:
+            raise PartitionError("partition 'sized' needs weights: (shard, size) pairs")
+        try:
+            pairs = tuple((int(s), float(w)) for s, w in weights)
+        except (TypeError, ValueError) as exc:
+            raise PartitionError(f"sized: weights must be (shard, size) pairs: {exc}") from None
+        return Sized(weights=pairs)
     raise PartitionError(
-        f"unknown partition strategy {name!r}: choose dynamic, modulo, consistent or phase"
+        f"unknown partition strategy {name!r}: choose dynamic, modulo, consistent, phase or sized"
     )
