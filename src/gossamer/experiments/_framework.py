@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import platform
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -99,3 +100,19 @@ class Outputs:
         p = self.out / name
         self.files.append(p)
         return p
+
+    def finish(
+        self,
+        name: str,
+        data: dict[str, Any],
+        markdown: Callable[[dict[str, Any]], str],
+        started: float,
+        headline: Mapping[str, str],
+    ) -> ExperimentResult:
+        """Record the run in `data` (seconds since `started`, the machine), write
+        <name>.json and <name>.md (`markdown(data)`); the result, with every file written."""
+        seconds = time.perf_counter() - started
+        data["run"] = {"seconds": round(seconds, 2), "machine": machine()}
+        write_json(self.path(f"{name}.json"), data)
+        self.path(f"{name}.md").write_text(markdown(data))
+        return ExperimentResult(name, tuple(self.files), headline, seconds)

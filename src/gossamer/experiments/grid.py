@@ -43,12 +43,10 @@ from ._framework import (
     ExperimentResult,
     Outputs,
     RunOptions,
-    machine,
     markdown_document,
     markdown_table,
     new_figure,
     save_png,
-    write_json,
 )
 from .cluster_run import ClusterCrawl, ClusterCrawlSpec, run_cluster_crawl, truth_for
 from .crawl_metrics import site_download_times, workload
@@ -205,14 +203,12 @@ def run(options: RunOptions) -> ExperimentResult:
     out = Outputs(options.out)
     _plot_workloads(data, out.path(f"{NAME}-workload.png"))
     _plot_stdev(data, out.path(f"{NAME}-stdev.png"))
-    seconds = time.perf_counter() - started
-    data["run"] = {"seconds": round(seconds, 2), "machine": machine()}
-    write_json(out.path(f"{NAME}.json"), data)
-    out.path(f"{NAME}.md").write_text(_markdown(data))
-    return ExperimentResult(
-        name=NAME,
-        files=tuple(out.files),
-        headline={
+    return out.finish(
+        NAME,
+        data,
+        _markdown,
+        started,
+        {
             "stdev of normalised workload": ", ".join(
                 f"{LABELS[k]} {100 * m['workload']['stdev']:.2f} %" for k, m in methods.items()
             ),
@@ -223,7 +219,6 @@ def run(options: RunOptions) -> ExperimentResult:
                 for k, m in methods.items()
             ),
         },
-        seconds=seconds,
     )
 
 

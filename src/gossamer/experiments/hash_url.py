@@ -32,12 +32,10 @@ from ._framework import (
     ExperimentResult,
     Outputs,
     RunOptions,
-    machine,
     markdown_document,
     markdown_table,
     new_figure,
     save_png,
-    write_json,
 )
 from .corpus import FULL_URLS, QUICK_URLS, UrlCorpus, url_corpus
 from .hashes import char_sum, site_of, transfer_sum
@@ -81,21 +79,18 @@ def run(options: RunOptions) -> ExperimentResult:
     }
     out = Outputs(options.out)
     _plot(per_n, out.path(f"{NAME}-std.png"))
-    seconds = time.perf_counter() - started
-    data["run"] = {"seconds": round(seconds, 2), "machine": machine()}
-    write_json(out.path(f"{NAME}.json"), data)
-    out.path(f"{NAME}.md").write_text(_markdown(data))
-    return ExperimentResult(
-        name=NAME,
-        files=tuple(out.files),
-        headline={
+    return out.finish(
+        NAME,
+        data,
+        _markdown,
+        started,
+        {
             f"σ/mean at n={n}": ", ".join(
                 f"{k} {100 * per_n[str(n)][k]['cv']:.2f} %" for k in METHODS
             )
             for n in CRAWLERS
         }
         | {"error searching (URLs on 2+ crawlers)": str(_duplicated(per_n))},
-        seconds=seconds,
     )
 
 

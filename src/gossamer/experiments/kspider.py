@@ -33,12 +33,10 @@ from ._framework import (
     ExperimentResult,
     Outputs,
     RunOptions,
-    machine,
     markdown_document,
     markdown_table,
     new_figure,
     save_png,
-    write_json,
 )
 from .corpus import FULL_URLS, QUICK_URLS, UrlCorpus, url_corpus
 from .hashes import KSPIDER_COLUMNS, char_sum
@@ -91,15 +89,13 @@ def run(options: RunOptions) -> ExperimentResult:
     _plot_phases(phases, out.path(f"{NAME}-fig10-phases.png"))
     _plot_cv(nodes, phases, out.path(f"{NAME}-cv.png"))
     _plot_sums(url_sums, host_sums, out.path(f"{NAME}-sum-range.png"))
-    seconds = time.perf_counter() - started
-    data["run"] = {"seconds": round(seconds, 2), "machine": machine()}
-    write_json(out.path(f"{NAME}.json"), data)
-    out.path(f"{NAME}.md").write_text(_markdown(data))
     n10 = nodes["methods"]
-    return ExperimentResult(
-        name=NAME,
-        files=tuple(out.files),
-        headline={
+    return out.finish(
+        NAME,
+        data,
+        _markdown,
+        started,
+        {
             "urls": f"{len(corpus.urls):,} on {len(corpus.hosts):,} hosts",
             "max/mean at N=10": ", ".join(
                 f"{k} {n10[k]['per_n']['10']['max_over_mean']:.3f}" for k in NODE_METHODS
@@ -108,7 +104,6 @@ def run(options: RunOptions) -> ExperimentResult:
                 f"{k} {phases['methods'][k]['per_p']['6']['urls']['cv']:.3f}" for k in PHASE_METHODS
             ),
         },
-        seconds=seconds,
     )
 
 

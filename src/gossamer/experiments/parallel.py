@@ -45,12 +45,10 @@ from ._framework import (
     ExperimentResult,
     Outputs,
     RunOptions,
-    machine,
     markdown_document,
     markdown_table,
     new_figure,
     save_png,
-    write_json,
 )
 from .cluster_run import ClusterCrawl, ClusterCrawlSpec, KillPlan, run_cluster_crawl, truth_for
 from .crawl_metrics import communication, crawl_order, pagerank, quality
@@ -157,21 +155,18 @@ def run(options: RunOptions) -> ExperimentResult:
     out = Outputs(options.out)
     _plot_quality(data, out.path(f"{NAME}-quality.png"))
     _plot_metrics(data, out.path(f"{NAME}-metrics.png"))
-    seconds = time.perf_counter() - started
-    data["run"] = {"seconds": round(seconds, 2), "machine": machine()}
-    write_json(out.path(f"{NAME}.json"), data)
-    out.path(f"{NAME}.md").write_text(_markdown(data))
-    return ExperimentResult(
-        name=NAME,
-        files=tuple(out.files),
-        headline={
+    return out.finish(
+        NAME,
+        data,
+        _markdown,
+        started,
+        {
             key: f"overlap {r['overlap']:.4f}, coverage {r['coverage']:.4f}, "
             f"L/N {r['communication']['handed_per_page']:.3f}, quality@10% "
             f"{r['quality']['0.1']:.3f}, violations {r['violations']}, "
             f"error searching {r['error_searching_web']['duplicated']}"
             for key, r in runs.items()
         },
-        seconds=seconds,
     )
 
 

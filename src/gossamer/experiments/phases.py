@@ -42,12 +42,10 @@ from ._framework import (
     ExperimentResult,
     Outputs,
     RunOptions,
-    machine,
     markdown_document,
     markdown_table,
     new_figure,
     save_png,
-    write_json,
 )
 from .cluster_run import ClusterCrawl, ClusterCrawlSpec, run_cluster_crawl, truth_for
 from .crawl_metrics import phase_exclusivity, rate_until, stable_since
@@ -153,14 +151,12 @@ def run(options: RunOptions) -> ExperimentResult:
     }
     out = Outputs(options.out)
     _plot(data, out.path(f"{NAME}-cost.png"))
-    seconds = time.perf_counter() - started
-    data["run"] = {"seconds": round(seconds, 2), "machine": machine()}
-    write_json(out.path(f"{NAME}.json"), data)
-    out.path(f"{NAME}.md").write_text(_markdown(data))
-    return ExperimentResult(
-        name=NAME,
-        files=tuple(out.files),
-        headline={
+    return out.finish(
+        NAME,
+        data,
+        _markdown,
+        started,
+        {
             key: f"{r['pages_per_s']:,.0f} pages/s ({r['throughput_vs_dynamic']:.2f}× dynamic)"
             + (
                 ""
@@ -171,7 +167,6 @@ def run(options: RunOptions) -> ExperimentResult:
             )
             for key, r in runs.items()
         },
-        seconds=seconds,
     )
 
 
