@@ -37,6 +37,15 @@ def leased_now(out: Path) -> int:
         f.close()
 
 
+def started_by(proc: subprocess.Popen[bytes], path: Path, timeout: float = 60.0) -> None:
+    """Wait until the crawler has created `path` (a cold start on a fresh machine, compiling
+    and loading its modules, can take longer than the kill delay) or has exited."""
+    deadline = time.monotonic() + timeout
+    while not path.exists() and proc.poll() is None:
+        assert time.monotonic() < deadline, f"the crawler did not create {path}"
+        time.sleep(0.02)
+
+
 @pytest.mark.slow
 def test_sigkill_five_times_then_resume(tmp_path: Path) -> None:
     rng = random.Random(20261122)
@@ -54,7 +63,8 @@ def test_sigkill_five_times_then_resume(tmp_path: Path) -> None:
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.DEVNULL,
             )
-            time.sleep(rng.uniform(0.5, 1.5))
+            started_by(proc, out / "frontier.sqlite")
+            time.sleep(rng.uniform(0.3, 1.3))
             if proc.poll() is not None:
                 break  # finished before the kill: fine
             proc.send_signal(signal.SIGKILL)
@@ -97,7 +107,8 @@ def test_sigterm_finishes_in_flight_work_and_flushes(tmp_path: Path) -> None:
         proc = subprocess.Popen(
             crawl_cmd(out, resolve, seed), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
         )
-        time.sleep(1.5)
+        started_by(proc, out / "frontier.sqlite")
+        time.sleep(1.0)
         assert proc.poll() is None, "the crawl ended before the signal"
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=60) == 143
