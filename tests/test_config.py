@@ -26,6 +26,19 @@ def test_precedence_flags_env_toml(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     assert load_settings({"max_pages": 9}, config=cfg).max_pages == 9  # flags beat env
 
 
+def test_lease_order_reaches_the_embedded_frontier(tmp_path: Path) -> None:
+    from gossamer.engine.run import _open_frontier
+
+    for order, lead in (("largest-first", 0.01), ("ready", 0.0)):
+        s = load_settings({"output": tmp_path / order, "lease_order": order})
+        (tmp_path / order).mkdir()
+        f = _open_frontier(s)
+        try:
+            assert f.options.backlog_lead == lead
+        finally:
+            f.close()
+
+
 def test_top_level_toml_keys(tmp_path: Path) -> None:
     cfg = tmp_path / "c.toml"
     cfg.write_text('seeds = ["http://a.example/"]\nscope = "domain"\n')
@@ -43,6 +56,7 @@ def test_top_level_toml_keys(tmp_path: Path) -> None:
         ({"resolve": ["nocolon"]}, "--resolve expects"),
         ({"first_byte_timeout": 100, "total_timeout": 10}, "first_byte_timeout"),
         ({"bogus_key": 1}, "bogus_key"),
+        ({"lease_order": "random"}, "lease_order"),
     ],
 )
 def test_invalid_settings_say_what_is_wrong(flags: dict[str, object], message: str) -> None:

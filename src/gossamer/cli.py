@@ -77,6 +77,11 @@ def _add_crawl(sub: Any) -> None:
     p.add_argument("--concurrency", type=int, help="hosts fetched at once per worker")
     p.add_argument("--per-host", type=int, help="URLs per host per lease (default 20)")
     p.add_argument("--delay", type=float, help="seconds between requests to a host (1.0)")
+    p.add_argument(
+        "--lease-order",
+        choices=("largest-first", "ready"),
+        help="which ready host goes first: most URLs queued (default) or ready longest",
+    )
     p.add_argument("--user-agent", help="User-Agent header")
     p.add_argument(
         "--resolve", action="append", metavar="HOST:IP",
@@ -159,6 +164,7 @@ def _run_crawl(args: argparse.Namespace) -> int:
         "concurrency": args.concurrency,
         "per_host": args.per_host,
         "delay": args.delay,
+        "lease_order": args.lease_order,
         "user_agent": args.user_agent,
         "resolve": args.resolve,
         "resolve_file": args.resolve_file,

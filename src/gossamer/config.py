@@ -65,6 +65,11 @@ class CrawlSettings(BaseSettings):
     max_path_repeat: int = Field(3, ge=1, description="a path segment repeated more is a trap")
     max_attempts: int = Field(3, ge=1, le=20)
     lease_ttl: float = Field(120.0, gt=1)
+    lease_order: Literal["largest-first", "ready"] = Field(
+        "largest-first",
+        description="which ready host is leased first: the one with most URLs queued "
+        "(10 ms head start per URL, at most 30 s) or the one ready longest",
+    )
     seen_set: Literal["exact", "bloom"] = Field(
         "exact", description="cluster mode: the Redis frontier's seen-set (docs/cluster.md)"
     )
@@ -77,6 +82,8 @@ class CrawlSettings(BaseSettings):
     def frontier_knobs(self) -> dict[str, Any]:
         """The frontier's limits and politeness from these settings: the keywords every
         backend (SqliteFrontier, RedisFrontier) takes, mapped once for both."""
+        from .frontier._options import DEFAULT_BACKLOG_LEAD
+
         return {
             "lease_ttl": self.lease_ttl,
             "max_pages": self.max_pages,
@@ -85,6 +92,7 @@ class CrawlSettings(BaseSettings):
             "default_delay": self.delay,
             "max_crawl_delay": self.max_crawl_delay,
             "adaptive_factor": self.adaptive_delay,
+            "backlog_lead": DEFAULT_BACKLOG_LEAD if self.lease_order == "largest-first" else 0.0,
         }
 
     @field_validator("seeds")

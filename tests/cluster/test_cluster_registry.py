@@ -190,3 +190,19 @@ def test_a_bloom_seen_set_is_the_crawls_for_every_worker(
         assert frontier.statistics().queued == 1
     finally:
         frontier.close()
+
+
+@pytest.mark.parametrize(("order", "lead"), [("ready", 0.0), ("largest-first", 0.01)])
+def test_the_lease_order_is_the_crawls_for_every_worker(
+    client: RedisClient, tmp_path: Path, order: str, lead: float
+) -> None:
+    """`--lease-order` is stored with the crawl: every worker's frontier leases that way
+    (the embedded crawl's frontier takes the same knob, tests/test_config.py)."""
+    s = settings(tmp_path, lease_order=order)
+    crawl_id = create_crawl(client, s.seeds, s, "dynamic")
+    rec = load_crawl(client, crawl_id)
+    frontier = open_frontier(client, crawl_id, rec.worker_settings(tmp_path / "w1"))
+    try:
+        assert frontier.options.backlog_lead == lead  # type: ignore[attr-defined]
+    finally:
+        frontier.close()

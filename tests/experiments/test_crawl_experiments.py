@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import redis
 from test_experiment_cli import assert_valid_png
 
 from gossamer.experiments.cluster_run import busy_time
@@ -61,32 +60,6 @@ def test_quality_and_busy_time() -> None:
     assert quality(["a", "b", "c", "d"], rank, [0.25, 0.5]) == {"0.25": 1.0, "0.5": 1.0}
     assert quality(["d", "c", "b", "a"], rank, [0.5, 1.0]) == {"0.5": 0.0, "1": 1.0}
     assert busy_time([(0, 2), (1, 3), (5, 6), (5.5, 5.7)]) == 4.0
-
-
-def test_lease_order_launcher_sets_the_frontier_option_and_restores(
-    redis_url: str, tmp_path: Path
-) -> None:
-    """`gossamer.experiments._worker` (Dynamic-Random's workers): frontiers the cluster
-    worker opens inside `lease_order` lease in ready order (backlog lead 0); after it, the
-    worker's `open_frontier` is the original again."""
-    from gossamer.cluster import worker
-    from gossamer.config import load_settings
-    from gossamer.experiments._worker import lease_order
-
-    original = worker.open_frontier  # type: ignore[attr-defined]
-    settings = load_settings({"seeds": ["http://www.h0.example/"], "output": tmp_path})
-    client = redis.Redis.from_url(redis_url)
-    try:
-        with lease_order(0.0, 5.0):
-            f = worker.open_frontier(client, "c1", settings)  # type: ignore[attr-defined]
-            assert (f.options.backlog_lead, f.options.max_backlog_lead) == (0.0, 5.0)
-            f.close()
-        assert worker.open_frontier is original  # type: ignore[attr-defined]
-        g = worker.open_frontier(client, "c2", settings)  # type: ignore[attr-defined]
-        assert g.options.backlog_lead > 0
-        g.close()
-    finally:
-        client.close()
 
 
 # ---------------------------------------------------------------------------- experiments

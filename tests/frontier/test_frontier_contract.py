@@ -108,6 +108,19 @@ def test_big_backlog_is_leased_before_earlier_ready_hosts(make: Make, clock: Fak
     assert [x.host for x in f.lease(1, 1)] == [C]
 
 
+def test_ready_lease_order_ignores_the_backlog(make: Make, clock: FakeClock) -> None:
+    """backlog_lead 0 (the crawl setting lease_order = "ready"): hosts go in the order they
+    became ready, however much they have queued."""
+    f = make(backlog_lead=0.0)
+    f.put_discovered(items(B, 300) + items(C, 5))
+    b, c = sorted(f.lease(2, 1), key=lambda x: x.host)
+    f.complete(c.token, [done(u) for u in c.urls])  # C ready now
+    clock.advance(1.0)
+    f.complete(b.token, [done(u) for u in b.urls])  # B ready 1 s later
+    assert [x.host for x in f.lease(1, 1)] == [C]
+    assert [x.host for x in f.lease(1, 1)] == [B]
+
+
 def test_backlog_counts_what_stays_queued_after_the_lease(make: Make) -> None:
     f = make()
     f.put_discovered(items(A, 25))

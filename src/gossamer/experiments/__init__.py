@@ -15,8 +15,7 @@ worker fetched), `corpus` (a URL set of the simulated web), `hashes` (the seeds'
 hashes), `shards` (gossamer's partition as a worker evaluates it), `cluster_run` (a real cluster
 crawl: redis-server, the simulated web, `gossamer worker` processes, optionally one SIGKILLed;
 what every worker fetched, the web's log and its audit), `crawl_metrics` (workload, PageRank
-quality, communication overhead, phase exclusivity from such crawls), `_worker` (the
-experiment-only launcher that changes the frontier's lease order), one module per experiment.
+quality, communication overhead, phase exclusivity from such crawls), one module per experiment.
 """
 
 from __future__ import annotations

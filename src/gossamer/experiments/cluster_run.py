@@ -85,9 +85,7 @@ class ClusterCrawlSpec:
 
     `seeds` default to the home page of host 0. `weights` are the `sized` strategy's (shard,
     size) pairs. `capacities` (one per worker, default 1) go to `gossamer worker --capacity`.
-    `backlog_lead` None keeps the frontier's lease order (largest backlog first); a number
-    runs the workers through `gossamer.experiments._worker` with that lead (0: the hosts'
-    ready times only)."""
+    `lease_order` is the crawl's setting: "largest-first" (the default) or "ready"."""
 
     web: WebSpec
     workers: int = 3
@@ -104,7 +102,7 @@ class ClusterCrawlSpec:
     delay: float = 0.0
     lease_ttl: float = 8.0
     heartbeat_ttl: float = 5.0
-    backlog_lead: float | None = None
+    lease_order: str = "largest-first"
     kill: KillPlan | None = None
     timeout: float = 300.0
 
@@ -126,7 +124,7 @@ class ClusterCrawlSpec:
             "delay": self.delay,
             "lease_ttl": self.lease_ttl,
             "heartbeat_ttl": self.heartbeat_ttl,
-            "backlog_lead": self.backlog_lead,
+            "lease_order": self.lease_order,
             "kill": None
             if self.kill is None
             else {"worker": self.kill.worker, "after_done": self.kill.after_done},
@@ -297,10 +295,7 @@ def _worker_command(
 ) -> list[str]:
     args = ["worker", "--redis", url, "--crawl", crawl_id, "-o", str(out), "-q"]
     args += ["--capacity", repr(capacity)]
-    if spec.backlog_lead is None:
-        return [sys.executable, "-m", "gossamer", *args]
-    lead = ["--backlog-lead", repr(spec.backlog_lead)]
-    return [sys.executable, "-m", "gossamer.experiments._worker", *lead, "--", *args]
+    return [sys.executable, "-m", "gossamer", *args]
 
 
 def _tails(out: Path, limit: int = 1500) -> str:
@@ -364,6 +359,7 @@ def run_cluster_crawl(spec: ClusterCrawlSpec, *, keep: Path | None = None) -> Cl
                         "per_host": spec.per_host,
                         "per_ip": spec.per_ip,
                         "lease_ttl": spec.lease_ttl,
+                        "lease_order": spec.lease_order,
                         "warc": False,
                         "connect_timeout": 5.0,
                         "first_byte_timeout": 10.0,

@@ -16,8 +16,8 @@ crawls the same web from the same seeds to coverage 1:
   of sites);
 - Static-Size: `sized` with each site's page count from the ground truth (the paper's prior
   knowledge from a previous crawl): largest first to the least-loaded worker;
-- Dynamic-Random: `dynamic` with the frontier's backlog lead 0 — ready hosts are leased in
-  the order they became ready, not largest first (the experiment-only launcher `_worker`);
+- Dynamic-Random: `dynamic` with `--lease-order ready` — ready hosts are leased in the order
+  they became ready, not largest first;
 - Dynamic-Size: `dynamic`, the largest ready sites first (the frontier's default order);
 - and gossamer's `modulo`, `consistent` and `phase` (P = 6, T = 10 s).
 
@@ -74,7 +74,7 @@ LABELS: Mapping[str, str] = {
 HOW: Mapping[str, str] = {
     "static-random": "sized, weight 1 per site (equal site counts, hash order)",
     "static-size": "sized, weight = the site's pages (ground truth)",
-    "dynamic-random": "dynamic, backlog lead 0 (ready order)",
+    "dynamic-random": "dynamic, lease order ready",
     "dynamic-size": "dynamic (largest ready site first)",
     "modulo": "modulo (shard mod M)",
     "consistent": "consistent (rendezvous, ε = 0.25)",
@@ -130,7 +130,7 @@ def method_spec(
     elif method == "static-size":
         partition = {"partition": "sized", "weights": site_weights(site_pages, equal=False)}
     elif method == "dynamic-random":
-        partition = {"partition": "dynamic", "backlog_lead": 0.0}
+        partition = {"partition": "dynamic", "lease_order": "ready"}
     elif method == "dynamic-size":
         partition = {"partition": "dynamic"}
     elif method == "phase":

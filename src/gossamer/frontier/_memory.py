@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
-from ._options import FrontierOptions
+from ._options import DEFAULT_BACKLOG_LEAD, FrontierOptions
 from ._politeness import HostTiming, PolitenessPolicy, after_batch, after_reclaim
 from ._protocol import (
     Discovered,
@@ -68,6 +68,7 @@ class MemoryFrontier:
         backoff_max: float = 300.0,
         max_retry_after: float = 600.0,
         max_host_errors: int | None = 10,
+        backlog_lead: float = DEFAULT_BACKLOG_LEAD,
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.options = FrontierOptions(
@@ -84,6 +85,7 @@ class MemoryFrontier:
                 max_retry_after=max_retry_after,
                 max_host_errors=max_host_errors,
             ),
+            backlog_lead=backlog_lead,
         )
         self._clock = clock
         self._lock = threading.Lock()

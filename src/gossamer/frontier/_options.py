@@ -10,6 +10,10 @@ from ._politeness import PolitenessPolicy
 __all__ = ["FrontierOptions"]
 
 
+#: `FrontierOptions.backlog_lead`'s default: 10 ms of head start per queued URL.
+DEFAULT_BACKLOG_LEAD = 0.01
+
+
 @dataclass(frozen=True, slots=True)
 class FrontierOptions:
     """Lease time-to-live (s), SPAWC max pages, per-host URL budget, attempts, politeness."""
@@ -23,7 +27,7 @@ class FrontierOptions:
     # URL the host still has queued (when its last lease completed), at most
     # `max_backlog_lead` s. Big sites go first so a crawl does not end with one site
     # crawling alone; politeness is untouched (a host is leased only once it is ready).
-    backlog_lead: float = 0.01
+    backlog_lead: float = DEFAULT_BACKLOG_LEAD
     max_backlog_lead: float = 30.0
 
     def lease_order(self, next_fetch_at: float, backlog: int) -> float:

@@ -51,7 +51,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from ._options import FrontierOptions
+from ._options import DEFAULT_BACKLOG_LEAD, FrontierOptions
 from ._politeness import HostTiming, PolitenessPolicy, after_batch, after_reclaim
 from ._protocol import (
     Discovered,
@@ -211,6 +211,7 @@ class SqliteFrontier:
         backoff_max: float = 300.0,
         max_retry_after: float = 600.0,
         max_host_errors: int | None = 10,
+        backlog_lead: float = DEFAULT_BACKLOG_LEAD,
         clock: Callable[[], float] = time.time,
         busy_timeout: float = 60.0,
         cache_mib: int = 64,
@@ -229,6 +230,7 @@ class SqliteFrontier:
                 max_retry_after=max_retry_after,
                 max_host_errors=max_host_errors,
             ),
+            backlog_lead=backlog_lead,
         )
         self.path = Path(path)
         self._clock = clock

@@ -43,7 +43,7 @@ import redis.cluster
 import redis.exceptions
 
 from ...partition import SHARDS, shard_of
-from .._options import FrontierOptions
+from .._options import DEFAULT_BACKLOG_LEAD, FrontierOptions
 from .._politeness import HostTiming, PolitenessPolicy, after_batch
 from .._protocol import (
     Discovered,
@@ -183,6 +183,7 @@ class RedisFrontier:
         backoff_max: float = 300.0,
         max_retry_after: float = 600.0,
         max_host_errors: int | None = 10,
+        backlog_lead: float = DEFAULT_BACKLOG_LEAD,
         clock: Callable[[], float] | None = None,
         partition: Partition | None = None,
         seen: str = "exact",
@@ -205,6 +206,7 @@ class RedisFrontier:
                 max_retry_after=max_retry_after,
                 max_host_errors=max_host_errors,
             ),
+            backlog_lead=backlog_lead,
         )
         self.client = client
         self.crawl = crawl
