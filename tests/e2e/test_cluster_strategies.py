@@ -6,12 +6,9 @@ newcomer owns)."""
 
 from __future__ import annotations
 
-import datetime
-import json
 import math
 import time
 from collections import Counter, defaultdict
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -27,49 +24,14 @@ from test_cluster import (
     worker_procs,
 )
 
+from gossamer.experiments.cluster_run import Fetch, connection_votes, phase_windows, read_fetches
 from gossamer.partition import SHARDS, Consistent, Member, assignment, shard_of
-from gossamer.testing import (
-    LogRecord,
-    RunningWeb,
-    WebSpec,
-    canonical_url,
-    read_logs,
-    serve_in_thread,
-)
-from gossamer.testing._truth import request_url
+from gossamer.testing import LogRecord, RunningWeb, WebSpec, read_logs, serve_in_thread
 
 LEASE_TTL = 2.0  # seconds (crawl setting `lease_ttl`): short, so a join's grace is short
 JOIN_DELAY = 0.1  # the join tests' host delay: the crawl lasts long enough after the join
 JOIN_PER_HOST = 5  # … and short batches (5 URLs, ~0.5 s)
 JOIN_HEARTBEAT_TTL = 2.0  # beats every 0.4 s: the member list spreads quickly
-
-
-@dataclass(frozen=True, slots=True)
-class Fetch:
-    """One line of a worker's crawl log."""
-
-    worker: str
-    start: float  # time.time() when the request began
-    url: str  # canonical
-    host: str
-    outcome: str
-
-
-def _epoch(iso: str) -> float:
-    return datetime.datetime.fromisoformat(iso.replace("Z", "+00:00")).timestamp()
-
-
-def crawl_logs(out: Path) -> list[Fetch]:
-    """Every request of every worker under `out` (from DIR/<worker id>/crawl.log.jsonl)."""
-    fetches = []
-    for path in sorted(out.glob("w*/crawl.log.jsonl")):
-        wid = path.parent.name
-        for line in path.read_text().splitlines():
-            r = json.loads(line)
-            url = canonical_url(r["url"]) or r["url"]
-            host = url.split("/")[2]
-            fetches.append(Fetch(wid, _epoch(r["time"]), url, host, r["outcome"]))
-    return sorted(fetches, key=lambda f: f.start)
 
 
 def worker_pages(st: dict[str, Any]) -> dict[str, int]:
@@ -93,38 +55,15 @@ def check_finished(redis_url: str, crawl_id: str, required: int, workers: int) -
 
 
 def workers_of_connections(records: list[LogRecord], fetches: list[Fetch]) -> dict[str, str]:
-    """The worker behind each connection of the web's request log. The web logs no client
-    port, so a connection is matched by its requests: each is found in the workers' crawl
-    logs (same canonical URL, the nearest start time). A connection belongs to one worker
-    process: every request on it must point to the same worker."""
-    by_url: dict[str, list[Fetch]] = defaultdict(list)
-    for f in fetches:
-        by_url[f.url].append(f)
-    votes: dict[str, Counter[str]] = defaultdict(Counter)
-    for r in records:
-        url = request_url(r.host, r.target) if r.host else None
-        cands = by_url.get(url or "", [])
-        if cands:
-            best = min(cands, key=lambda f: abs(f.start - r.start))
-            votes[r.conn][best.worker] += 1
+    """The worker behind each connection of the web's request log, each request matched to
+    the nearest fetch of its URL in the crawl logs however far (`connection_votes`). A
+    connection belongs to one worker process: every request on it must point to the same
+    worker."""
     owner = {}
-    for conn, v in votes.items():
+    for conn, v in connection_votes(records, fetches, within=math.inf).items():
         assert len(v) == 1, f"connection {conn} matched several workers: {v}"
         owner[conn] = next(iter(v))
     return owner
-
-
-def phase_windows(
-    records: list[LogRecord], owner: dict[str, str], period: float, key: str
-) -> dict[tuple[int, str], set[str]]:
-    """(window k, host or IP) -> the workers whose requests started (server time) in
-    [k·T, (k+1)·T) at that host or IP (`key`: "host" or "ip")."""
-    seen: dict[tuple[int, str], set[str]] = defaultdict(set)
-    for r in records:
-        if r.conn in owner:
-            k = math.floor(r.start / period)
-            seen[(k, r.host if key == "host" else r.ip)].add(owner[r.conn])
-    return seen
 
 
 # ---------------------------------------------------------------------------- tests
@@ -183,7 +122,7 @@ def test_three_workers_under_each_partition_strategy(
     assert sum(pages.values()) == report.fetched, (pages, report.fetched)
     if partition != "dynamic":
         assert all(n > 0 for n in pages.values()), pages
-    fetches = crawl_logs(out)
+    fetches = read_fetches(out, strict=True)  # the workers exited cleanly: no torn line
     assert Counter(f.worker for f in fetches if f.outcome == "ok") == {
         w: n for w, n in pages.items() if n
     }
@@ -213,7 +152,7 @@ def _check_phase_property(
     stable = max(min(f.start for f in fetches if f.worker == w) for w in ("w1", "w2", "w3"))
     first = math.ceil((stable + 1.0) / period)
     records = [r for r in records if r.start >= first * period]
-    by_host = phase_windows(records, owner, period, "host")
+    by_host = phase_windows(records, owner, period)
     shared = {key: ws for key, ws in by_host.items() if len(ws) > 1}
     assert not shared, f"hosts contacted by two workers within one phase: {sorted(shared)[:10]}"
     span = (records[-1].start - records[0].start) / period
@@ -229,7 +168,7 @@ def _check_phase_property(
     classes: dict[str, set[int]] = defaultdict(set)
     for h in web.model.hosts:
         classes[h.ip].add(shard_of(h.name) % phases)
-    by_ip = phase_windows(records, owner, period, "ip")
+    by_ip = phase_windows(records, owner, period, by="ip")
     shared_ip = {key: ws for key, ws in by_ip.items() if len(ws) > 1 and len(classes[key[1]]) == 1}
     assert not shared_ip, f"IPs contacted by two workers within one phase: {sorted(shared_ip)}"
 
@@ -282,7 +221,7 @@ def _join_mid_crawl(
         assert codes == [0, 0, 0], logs(out)
         truth, report = audit_web(web, log, seed)
     pages = check_finished(redis_url, crawl_id, len(truth.required), 3)
-    return pages, crawl_logs(out), joined_at, report
+    return pages, read_fetches(out, strict=True), joined_at, report
 
 
 @pytest.mark.slow

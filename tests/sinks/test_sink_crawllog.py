@@ -69,6 +69,8 @@ def test_appends_on_reopen_and_repairs_a_torn_line(tmp_path: Path) -> None:
     assert [r["url"] for r in records] == ["http://a.example/1", "http://a.example/2"]
     assert records[1]["note"] == "ünïcode"
     assert path.read_bytes().count(b"\n") == 3
+    with pytest.raises(ValueError, match=r"crawl.jsonl:2: not a JSON object"):
+        list(read_crawl_log(path, strict=True))
 
 
 def test_closed_log_refuses_writes(tmp_path: Path) -> None:

@@ -90,9 +90,12 @@ def machine() -> dict[str, Any]:
 
 @dataclass(slots=True)
 class Outputs:
-    """Files an experiment writes into one directory, in the order written."""
+    """Files experiment `name` writes into one directory, in the order written. Made when
+    the run starts: `started` is the clock `finish` measures the run's seconds from."""
 
     out: Path
+    name: str
+    started: float = field(default_factory=time.perf_counter)
     files: list[Path] = field(default_factory=list)
 
     def path(self, name: str) -> Path:
@@ -103,16 +106,14 @@ class Outputs:
 
     def finish(
         self,
-        name: str,
         data: dict[str, Any],
         markdown: Callable[[dict[str, Any]], str],
-        started: float,
         headline: Mapping[str, str],
     ) -> ExperimentResult:
         """Record the run in `data` (seconds since `started`, the machine), write
         <name>.json and <name>.md (`markdown(data)`); the result, with every file written."""
-        seconds = time.perf_counter() - started
+        seconds = time.perf_counter() - self.started
         data["run"] = {"seconds": round(seconds, 2), "machine": machine()}
-        write_json(self.path(f"{name}.json"), data)
-        self.path(f"{name}.md").write_text(markdown(data))
-        return ExperimentResult(name, tuple(self.files), headline, seconds)
+        write_json(self.path(f"{self.name}.json"), data)
+        self.path(f"{self.name}.md").write_text(markdown(data))
+        return ExperimentResult(self.name, tuple(self.files), headline, seconds)

@@ -40,11 +40,11 @@ import sys
 import tempfile
 import time
 from collections import Counter, defaultdict
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from ..testing import (
     AuditReport,
@@ -188,12 +188,26 @@ class ClusterCrawl:
     def worker_ids(self) -> list[str]:
         return [w.id for w in self.workers if w.id]
 
+    @property
+    def fetch_span(self) -> float:
+        """Seconds from the first request's start to the last request's end (0 without any)."""
+        if not self.fetches:
+            return 0.0
+        return max(f.start + f.duration for f in self.fetches) - min(f.start for f in self.fetches)
+
     def pages_by_worker(self) -> dict[str, set[str]]:
         """The page URLs each worker fetched (ok outcomes of its crawl log, canonical)."""
+        return self._page_fetches_by_worker(lambda f: f.url)
+
+    def hosts_by_worker(self) -> dict[str, set[str]]:
+        """The web hosts each worker fetched pages from (ok outcomes of its crawl log)."""
+        return self._page_fetches_by_worker(lambda f: f.host)
+
+    def _page_fetches_by_worker(self, key: Callable[[Fetch], str]) -> dict[str, set[str]]:
         out: dict[str, set[str]] = {w: set() for w in self.worker_ids}
         for f in self.fetches:
             if f.is_page:
-                out.setdefault(f.worker, set()).add(f.url)
+                out.setdefault(f.worker, set()).add(key(f))
         return out
 
     def web_pages_by_worker(self) -> dict[str, Counter[str]]:
@@ -218,14 +232,15 @@ def _epoch(iso: str) -> float:
     return datetime.datetime.fromisoformat(iso.replace("Z", "+00:00")).timestamp()
 
 
-def read_fetches(out: Path) -> list[Fetch]:
-    """Every request of every worker under `out` (DIR/<worker id>/crawl.log.jsonl), by start."""
+def read_fetches(out: Path, *, strict: bool = False) -> list[Fetch]:
+    """Every request of every worker under `out` (DIR/<worker id>/crawl.log.jsonl), by start.
+    A line that does not parse (torn by a kill) is skipped, or with `strict` raises ValueError."""
     from ..sinks.crawllog import read_crawl_log
 
     fetches = []
     for path in sorted(out.glob("w*/crawl.log.jsonl")):
         wid = path.parent.name
-        for r in read_crawl_log(path):
+        for r in read_crawl_log(path, strict=strict):
             url = canonical_url(r["url"]) or r["url"]
             parent = r.get("parent")
             fetches.append(
@@ -247,13 +262,22 @@ def read_fetches(out: Path) -> list[Fetch]:
 def connection_owners(
     records: Sequence[LogRecord], fetches: Sequence[Fetch], *, within: float = 0.5
 ) -> dict[str, str]:
-    """The worker behind each connection of the web's request log. The web logs no client
-    port, so a connection is matched by its requests: each is looked up in the workers'
-    crawl logs (same canonical URL, the nearest start time, at most `within` seconds apart:
-    client and server share this machine's clock) and the connection goes to the worker
-    most of its requests point to (a connection belongs to one worker process). A killed
-    worker's last requests are in no crawl log: a connection with only those stays
+    """The worker behind each connection of the web's request log: the worker most of its
+    requests point to (`connection_votes`; a connection belongs to one worker process). A
+    killed worker's last requests are in no crawl log: a connection with only those stays
     unmatched, it is not given to the worker that fetched the same URLs again later."""
+    votes = connection_votes(records, fetches, within=within)
+    return {conn: v.most_common(1)[0][0] for conn, v in votes.items()}
+
+
+def connection_votes(
+    records: Sequence[LogRecord], fetches: Sequence[Fetch], *, within: float = 0.5
+) -> dict[str, Counter[str]]:
+    """Per connection of the web's request log, how many of its requests point to each
+    worker. The web logs no client port, so a connection is matched by its requests: each
+    is looked up in the workers' crawl logs (same canonical URL, the nearest start time, at
+    most `within` seconds apart: client and server share this machine's clock; math.inf:
+    the nearest, however far). Connections none of whose requests matched are left out."""
     by_url: dict[str, list[Fetch]] = defaultdict(list)
     for f in fetches:
         by_url[f.url].append(f)
@@ -265,7 +289,7 @@ def connection_owners(
             best = min(cands, key=lambda f: abs(f.start - r.start))
             if abs(best.start - r.start) <= within:
                 votes[r.conn][best.worker] += 1
-    return {conn: v.most_common(1)[0][0] for conn, v in votes.items()}
+    return dict(votes)
 
 
 @lru_cache(maxsize=4)
@@ -517,16 +541,22 @@ def busy_time(intervals: Sequence[tuple[float, float]]) -> float:
 
 
 def phase_windows(
-    records: Sequence[LogRecord], owner: Mapping[str, str], period: float, since: float
+    records: Sequence[LogRecord],
+    owner: Mapping[str, str],
+    period: float,
+    since: float = -math.inf,
+    *,
+    by: Literal["host", "ip"] = "host",
 ) -> dict[tuple[int, str], set[str]]:
-    """(window k, web host) -> the workers whose requests to that host started (server
-    time) in [k·T, (k+1)·T), for windows starting at or after `since`."""
+    """(window k, web host — or its IP, `by`) -> the workers (`owner` of the connection)
+    whose requests to it started (server time) in [k·T, (k+1)·T), for windows starting at
+    or after `since`."""
     first = math.ceil(since / period) if math.isfinite(since) else -math.inf
     seen: dict[tuple[int, str], set[str]] = defaultdict(set)
     for r in records:
         k = math.floor(r.start / period)
         if k >= first and r.conn in owner:
-            seen[(k, r.host)].add(owner[r.conn])
+            seen[(k, r.host if by == "host" else r.ip)].add(owner[r.conn])
     return seen
 
 
@@ -540,6 +570,7 @@ __all__ = [
     "WorkerRun",
     "busy_time",
     "connection_owners",
+    "connection_votes",
     "phase_windows",
     "read_fetches",
     "rules_for",

@@ -6,7 +6,8 @@
 - `pagerank` and `quality`: Cho & Garcia-Molina's quality |A_N ∩ P_N| / |P_N| of the first N
   pages a crawl fetched, importance = PageRank on the simulated web's true link graph;
 - `communication`: URLs handed between workers through the shared frontier (L) per page;
-- `phase_exclusivity`: KSpider's property, distinct workers per web host per phase window.
+- `phase_exclusivity`: KSpider's property, distinct workers per web host per phase window;
+- `timing`: a crawl's wall time, its fetch span and pages per second over that span.
 
 Definitions are repeated in docs/experiments.md next to the figures.
 """
@@ -60,6 +61,17 @@ def workload(crawl: ClusterCrawl) -> dict[str, Any]:
         "stdev_busy": statistics.stdev(norm_busy.values()) if len(norm_busy) > 1 else 0.0,
         "normalised_pages": {w: (p / page_total if page_total else 0.0) for w, p in pages.items()},
         "max_over_mean": max(norm.values()) * len(norm) if norm else 1.0,
+    }
+
+
+def timing(crawl: ClusterCrawl, pages: int) -> dict[str, float]:
+    """`wall_s` (first worker started to last one exited), `fetch_span_s` (first request's
+    start to last request's end) and `pages_per_s`: `pages` over the fetch span."""
+    span = crawl.fetch_span
+    return {
+        "wall_s": round(crawl.wall, 3),
+        "fetch_span_s": round(span, 3),
+        "pages_per_s": round(pages / span, 1) if span else 0.0,
     }
 
 

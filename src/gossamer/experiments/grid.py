@@ -30,7 +30,6 @@ from __future__ import annotations
 import dataclasses
 import random
 import statistics
-import time
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -39,17 +38,9 @@ from typing import Any
 
 from ..partition import SHARDS, Member, Sized, Strategy, assignment, shard_of, strategy_named
 from ..testing import WebSpec, model_for
-from ._framework import (
-    ExperimentResult,
-    Outputs,
-    RunOptions,
-    markdown_document,
-    markdown_table,
-    new_figure,
-    save_png,
-)
+from . import _framework as fw
 from .cluster_run import ClusterCrawl, ClusterCrawlSpec, run_cluster_crawl, truth_for
-from .crawl_metrics import site_download_times, workload
+from .crawl_metrics import site_download_times, timing, workload
 from .metrics import check_partition, error_searching
 
 NAME = "grid"
@@ -146,9 +137,9 @@ def site_weights(site_pages: Mapping[str, int], *, equal: bool) -> tuple[tuple[i
     return tuple(sorted((s, float(v)) for s, v in w.items()))
 
 
-def run(options: RunOptions) -> ExperimentResult:
+def run(options: fw.RunOptions) -> fw.ExperimentResult:
     """Crawl the web once per method, write grid.json, grid.md and grid-*.png."""
-    started = time.perf_counter()
+    out = fw.Outputs(options.out, NAME)
     size = QUICK if options.quick else FULL
     web = size.web(options.seed)
     model = model_for(web)
@@ -200,14 +191,11 @@ def run(options: RunOptions) -> ExperimentResult:
         "predicted": predicted(mean_site_time, site_pages, size.workers, options.seed),
         "partition_checks": partition_checks(site_pages, size.workers),
     }
-    out = Outputs(options.out)
     _plot_workloads(data, out.path(f"{NAME}-workload.png"))
     _plot_stdev(data, out.path(f"{NAME}-stdev.png"))
     return out.finish(
-        NAME,
         data,
         _markdown,
-        started,
         {
             "stdev of normalised workload": ", ".join(
                 f"{LABELS[k]} {100 * m['workload']['stdev']:.2f} %" for k, m in methods.items()
@@ -227,13 +215,7 @@ def summarise(crawl: ClusterCrawl, method: str, static: Strategy | None) -> dict
     static method the pages fetched outside the final assignment (`misplaced_pages`)."""
     wl = workload(crawl)
     fetched = crawl.pages_by_worker()
-    sites: dict[str, set[str]] = {w: set() for w in crawl.worker_ids}
-    for f in crawl.fetches:
-        if f.is_page:
-            sites[f.worker].add(f.host)
-    starts = [f.start for f in crawl.fetches]
-    ends = [f.start + f.duration for f in crawl.fetches]
-    span = max(ends) - min(starts) if starts else 0.0
+    sites = crawl.hosts_by_worker()
     r = crawl.report
     return {
         "label": LABELS[method],
@@ -254,9 +236,7 @@ def summarise(crawl: ClusterCrawl, method: str, static: Strategy | None) -> dict
             "ok": r.ok,
         },
         "misplaced_pages": None if static is None else misplaced_pages(crawl, static),
-        "wall_s": round(crawl.wall, 3),
-        "fetch_span_s": round(span, 3),
-        "pages_per_s": round(len(crawl.truth.required) / span, 1) if span else 0.0,
+        **timing(crawl, len(crawl.truth.required)),
     }
 
 
@@ -399,7 +379,7 @@ def _markdown(data: Mapping[str, Any]) -> str:
                 _pct(wl["pstdev"]),
             ]
         )
-    parts += ["## Normalised workload (download time / sum)\n", markdown_table(headers, rows)]
+    parts += ["## Normalised workload (download time / sum)\n", fw.markdown_table(headers, rows)]
     rows = []
     for m in methods.values():
         wl, a = m["workload"], m["audit"]
@@ -420,7 +400,7 @@ def _markdown(data: Mapping[str, Any]) -> str:
         )
     parts += [
         "## Per method: busy time, sites, pages, time, audit\n",
-        markdown_table(
+        fw.markdown_table(
             [
                 "method",
                 "stdev (n−1) of busy time",
@@ -440,7 +420,7 @@ def _markdown(data: Mapping[str, Any]) -> str:
     p = data["predicted"]
     parts += [
         "## Placing whole sites up front, predicted from the measured site download times\n",
-        markdown_table(
+        fw.markdown_table(
             ["placement", "stdev"],
             [
                 [
@@ -466,14 +446,14 @@ def _markdown(data: Mapping[str, Any]) -> str:
     ]
     parts += [
         "## The sites\n",
-        markdown_table(["site", "pages", "mean latency (ms)", "shard", "download s"], rows),
+        fw.markdown_table(["site", "pages", "mean latency (ms)", "shard", "download s"], rows),
     ]
-    return markdown_document(parts)
+    return fw.markdown_document(parts)
 
 
 def _plot_workloads(data: Mapping[str, Any], path: Path) -> None:
     methods = data["methods"]
-    fig = new_figure(11, 4.5)
+    fig = fw.new_figure(11, 4.5)
     axes = fig.subplots(1, 2, sharey=True, width_ratios=[4, 3])
     width = 0.8 / data["workers"]
     keys = list(methods)
@@ -488,12 +468,12 @@ def _plot_workloads(data: Mapping[str, Any], path: Path) -> None:
         ax.set_title(title)
     axes[0].set_ylabel("normalised workload per process")
     fig.suptitle("Normalised workload per crawl process (bars: processes 1…n; dashed: 1/n)")
-    save_png(fig, path)
+    fw.save_png(fig, path)
 
 
 def _plot_stdev(data: Mapping[str, Any], path: Path) -> None:
     methods = data["methods"]
-    fig = new_figure(8, 4)
+    fig = fw.new_figure(8, 4)
     ax = fig.subplots()
     keys = list(methods)
     ours = [100 * methods[k]["workload"]["stdev"] for k in keys]
@@ -507,4 +487,4 @@ def _plot_stdev(data: Mapping[str, Any], path: Path) -> None:
     ax.set_ylabel("stdev (n−1) of normalised workload (%)")
     ax.legend()
     ax.set_title("Load balance per partition method")
-    save_png(fig, path)
+    fw.save_png(fig, path)

@@ -22,21 +22,12 @@ its balance and overlap exist only in a crawl (issue 5, experiments 3 and 4).
 from __future__ import annotations
 
 import math
-import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from ..partition import Consistent, Modulo, Phase, Strategy
-from ._framework import (
-    ExperimentResult,
-    Outputs,
-    RunOptions,
-    markdown_document,
-    markdown_table,
-    new_figure,
-    save_png,
-)
+from . import _framework as fw
 from .corpus import FULL_URLS, QUICK_URLS, UrlCorpus, url_corpus
 from .hashes import char_sum, site_of, transfer_sum
 from .metrics import check_partition, error_searching, load_stats
@@ -62,10 +53,10 @@ DYNAMIC_NOTE = (
 )
 
 
-def run(options: RunOptions) -> ExperimentResult:
+def run(options: fw.RunOptions) -> fw.ExperimentResult:
     """Compute the table for n = 5 and 20 from the corpus and the real partition functions,
     write hash-url.json, hash-url.md and hash-url-std.png into `options.out`."""
-    started = time.perf_counter()
+    out = fw.Outputs(options.out, NAME)
     corpus = url_corpus(QUICK_URLS if options.quick else FULL_URLS, options.seed)
     per_n = {str(n): crawler_table(corpus, n) for n in CRAWLERS}
     data: dict[str, Any] = {
@@ -77,13 +68,10 @@ def run(options: RunOptions) -> ExperimentResult:
         "random_placement_cv": {str(n): random_placement_cv(corpus, n) for n in CRAWLERS},
         "dynamic": DYNAMIC_NOTE,
     }
-    out = Outputs(options.out)
     _plot(per_n, out.path(f"{NAME}-std.png"))
     return out.finish(
-        NAME,
         data,
         _markdown,
-        started,
         {
             f"σ/mean at n={n}": ", ".join(
                 f"{k} {100 * per_n[str(n)][k]['cv']:.2f} %" for k in METHODS
@@ -213,7 +201,7 @@ def _markdown(data: Mapping[str, Any]) -> str:
             ]
             for k, e in table.items()
         ]
-        parts.append(markdown_table(_HEADERS, rows))
+        parts.append(fw.markdown_table(_HEADERS, rows))
         expected = data["random_placement_cv"][n]
         parts.append(
             "σ/mean expected when whole units land on crawlers at random: "
@@ -221,11 +209,11 @@ def _markdown(data: Mapping[str, Any]) -> str:
             "sites (sqrt((n-1)·Σ sᵢ²)/U)."
         )
     parts.append(f"\n`dynamic`: {data['dynamic']}\n")
-    return markdown_document(parts)
+    return fw.markdown_document(parts)
 
 
 def _plot(per_n: Mapping[str, Mapping[str, Any]], path: Path) -> None:
-    fig = new_figure(11, 4.5)
+    fig = fw.new_figure(11, 4.5)
     axes = fig.subplots(1, len(per_n), sharey=True)
     for ax, (n, table) in zip(axes, per_n.items(), strict=True):
         keys = list(METHODS)
@@ -236,4 +224,4 @@ def _plot(per_n: Mapping[str, Mapping[str, Any]], path: Path) -> None:
         ax.set_title(f"n = {n} crawlers")
         ax.set_ylabel("σ / mean of URLs per crawler (%)")
     fig.suptitle("Formula 2: standard deviation of load across crawlers")
-    save_png(fig, path)
+    fw.save_png(fig, path)

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import math
 import statistics
-import time
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -29,15 +28,7 @@ from typing import Any
 import xxhash
 
 from ..partition import SHARDS, Consistent, Modulo, Phase
-from ._framework import (
-    ExperimentResult,
-    Outputs,
-    RunOptions,
-    markdown_document,
-    markdown_table,
-    new_figure,
-    save_png,
-)
+from . import _framework as fw
 from .corpus import FULL_URLS, QUICK_URLS, UrlCorpus, url_corpus
 from .hashes import KSPIDER_COLUMNS, char_sum
 from .metrics import LoadStats, PartitionCheck, check_partition, load_stats
@@ -61,10 +52,10 @@ PHASE_METHODS: Mapping[str, str] = {
 }
 
 
-def run(options: RunOptions) -> ExperimentResult:
+def run(options: fw.RunOptions) -> fw.ExperimentResult:
     """Compute every figure from the corpus and the real hash/partition functions, write
     kspider.json, kspider.md and the PNGs into `options.out`."""
-    started = time.perf_counter()
+    out = fw.Outputs(options.out, NAME)
     corpus = url_corpus(QUICK_URLS if options.quick else FULL_URLS, options.seed)
     url_sums = [char_sum(u) for u in corpus.urls]
     host_sums = [char_sum(h) for h in corpus.hosts]
@@ -84,17 +75,14 @@ def run(options: RunOptions) -> ExperimentResult:
         "figure3": fig3,
         "weaknesses": weak,
     }
-    out = Outputs(options.out)
     _plot_nodes(nodes, out.path(f"{NAME}-fig9-nodes.png"))
     _plot_phases(phases, out.path(f"{NAME}-fig10-phases.png"))
     _plot_cv(nodes, phases, out.path(f"{NAME}-cv.png"))
     _plot_sums(url_sums, host_sums, out.path(f"{NAME}-sum-range.png"))
     n10 = nodes["methods"]
     return out.finish(
-        NAME,
         data,
         _markdown,
-        started,
         {
             "urls": f"{len(corpus.urls):,} on {len(corpus.hosts):,} hosts",
             "max/mean at N=10": ", ".join(
@@ -354,7 +342,7 @@ def _markdown(data: Mapping[str, Any]) -> str:
         per = [nodes["methods"][k]["per_n"][str(n)] for k in NODE_METHODS]
         floor = nodes["bounds"][str(n)]["host_partition_floor_max_over_mean"]
         rows.append([n, *(f"{e['max_over_mean']:.4f}" for e in per), f"{floor:.4f}"])
-    parts.append(markdown_table(["N", *NODE_METHODS, "host-partition floor"], rows))
+    parts.append(fw.markdown_table(["N", *NODE_METHODS, "host-partition floor"], rows))
     parts.append(
         "\nHost-partition floor: the largest host's URLs over the mean node load (no host "
         "partition can do better).\n"
@@ -376,7 +364,7 @@ def _markdown(data: Mapping[str, Any]) -> str:
             ]
         )
     headers = ["N", *NODE_METHODS, "random hosts", "salted xxh3 p10–p90", "consistent: shards"]
-    parts.append(markdown_table(headers, rows))
+    parts.append(fw.markdown_table(headers, rows))
     parts.append(
         "\nRandom hosts: sqrt((N-1)·Σ sᵢ²)/U, the CV expected when hosts land on nodes uniformly "
         "at random. Salted xxh3: gossamer's modulo partition with the host hash salted "
@@ -403,14 +391,14 @@ def _markdown(data: Mapping[str, Any]) -> str:
         pr = phases["random_placement"][str(p)]
         row += [f"{pr['site_sizes_cv']:.4f}", f"{pr['equal_sizes_cv']:.4f}"]
         rows.append(row)
-    parts.append(markdown_table(headers, rows))
+    parts.append(fw.markdown_table(headers, rows))
     f3 = data["figure3"]
     parts.append(
         f"\n## Figure 3 with counts: URLs per node (eq. 1, N = {f3['nodes']}) and phase "
         f"(eq. 2, P = {f3['phases']})\n"
     )
     parts.append(
-        markdown_table(
+        fw.markdown_table(
             ["node", *(f"P{k}" for k in range(f3["phases"])), "node total"],
             [
                 [f"S{n}", *(f"{v:,}" for v in row), f"{sum(row):,}"]
@@ -475,14 +463,14 @@ def _markdown(data: Mapping[str, Any]) -> str:
             f"{b['max_hosts_per_column_xxh3']:,}",
         ],
     ]
-    parts.append(markdown_table(["measure", "Σ characters", "xxh3-64 (gossamer)"], rows))
+    parts.append(fw.markdown_table(["measure", "Σ characters", "xxh3-64 (gossamer)"], rows))
     example = ", ".join(h["example_anagram_class"])
     parts.append(f"\nExample anagram class among the generated hosts: {example}.\n")
-    return markdown_document(parts)
+    return fw.markdown_document(parts)
 
 
 def _plot_nodes(nodes: Mapping[str, Any], path: Path) -> None:
-    fig = new_figure(11, 7)
+    fig = fw.new_figure(11, 7)
     axes = fig.subplots(2, 2, sharey=True)
     for ax, key in zip(axes.flat, NODE_METHODS, strict=True):
         per = nodes["methods"][key]["per_n"]
@@ -509,11 +497,11 @@ def _plot_nodes(nodes: Mapping[str, Any], path: Path) -> None:
         ax.set_ylabel("URLs of a node, % of the mean")
         ax.legend(fontsize=7)
     fig.suptitle("Distribution of URLs in each node (KSpider Fig. 9), one dot per node")
-    save_png(fig, path)
+    fw.save_png(fig, path)
 
 
 def _plot_phases(phases: Mapping[str, Any], path: Path) -> None:
-    fig = new_figure(11, 4.2)
+    fig = fw.new_figure(11, 4.2)
     axes = fig.subplots(1, 2, sharey=True)
     for ax, key in zip(axes, PHASE_METHODS, strict=True):
         per = phases["methods"][key]["per_p"]
@@ -541,13 +529,13 @@ def _plot_phases(phases: Mapping[str, Any], path: Path) -> None:
         ax.set_ylabel("a phase's share, % of the mean")
         ax.legend(fontsize=7)
     fig.suptitle("Distribution of URLs in each phase (KSpider Fig. 10), one dot per phase")
-    save_png(fig, path)
+    fw.save_png(fig, path)
 
 
 def _plot_cv(nodes: Mapping[str, Any], phases: Mapping[str, Any], path: Path) -> None:
     """CV of URLs per node for every node method, with what random host placement predicts
     and the spread of salted host hashes."""
-    fig = new_figure(8, 4.5)
+    fig = fw.new_figure(8, 4.5)
     ax = fig.subplots()
     sizes = nodes["sizes"]
     for key in NODE_METHODS:
@@ -573,13 +561,13 @@ def _plot_cv(nodes: Mapping[str, Any], phases: Mapping[str, Any], path: Path) ->
     ax.set_ylabel("coefficient of variation of URLs")
     ax.legend(fontsize=7)
     ax.set_title("Balance: URL partition vs host partitions")
-    save_png(fig, path)
+    fw.save_png(fig, path)
 
 
 def _plot_sums(url_sums: Sequence[int], host_sums: Sequence[int], path: Path) -> None:
     # histograms of the distinct values weighted by their counts: matplotlib is slow on a
     # list of millions of numbers
-    fig = new_figure(10, 3.8)
+    fig = fw.new_figure(10, 3.8)
     left, right = fig.subplots(1, 2)
     for ax, sums, colour, what in (
         (left, url_sums, "tab:blue", "URLs"),
@@ -593,4 +581,4 @@ def _plot_sums(url_sums: Sequence[int], host_sums: Sequence[int], path: Path) ->
         ax.set_xlabel("Σ (a 64-bit hash spreads over 0 … 1.8e19)")
         ax.set_ylabel(what)
     fig.suptitle("The character sum's narrow value range")
-    save_png(fig, path)
+    fw.save_png(fig, path)

@@ -32,7 +32,6 @@ quality is compared with). From each:
 from __future__ import annotations
 
 import dataclasses
-import time
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -41,17 +40,9 @@ from typing import Any
 
 from ..partition import SHARDS, Member, assignment, strategy_named
 from ..testing import WebSpec, model_for
-from ._framework import (
-    ExperimentResult,
-    Outputs,
-    RunOptions,
-    markdown_document,
-    markdown_table,
-    new_figure,
-    save_png,
-)
+from . import _framework as fw
 from .cluster_run import ClusterCrawl, ClusterCrawlSpec, KillPlan, run_cluster_crawl, truth_for
-from .crawl_metrics import communication, crawl_order, pagerank, quality
+from .crawl_metrics import communication, crawl_order, pagerank, quality, timing
 from .metrics import check_partition, error_searching
 
 NAME = "parallel"
@@ -109,10 +100,10 @@ def crawl_spec(strategy: str, size: ParallelSize, web: WebSpec, *, kill: bool) -
     )
 
 
-def run(options: RunOptions) -> ExperimentResult:
+def run(options: fw.RunOptions) -> fw.ExperimentResult:
     """A one-worker reference crawl, then one crawl per strategy and one with a worker
     killed (per `size.killed`); parallel.json, parallel.md, parallel-*.png."""
-    started = time.perf_counter()
+    out = fw.Outputs(options.out, NAME)
     size = QUICK if options.quick else FULL
     web = size.web(options.seed)
     model = model_for(web)
@@ -152,14 +143,11 @@ def run(options: RunOptions) -> ExperimentResult:
         "partition_checks": partition_checks(size.workers),
         "runs": runs,
     }
-    out = Outputs(options.out)
     _plot_quality(data, out.path(f"{NAME}-quality.png"))
     _plot_metrics(data, out.path(f"{NAME}-metrics.png"))
     return out.finish(
-        NAME,
         data,
         _markdown,
-        started,
         {
             key: f"overlap {r['overlap']:.4f}, coverage {r['coverage']:.4f}, "
             f"L/N {r['communication']['handed_per_page']:.3f}, quality@10% "
@@ -188,14 +176,7 @@ def summarise(crawl: ClusterCrawl, strategy: str, rank: Mapping[str, float]) -> 
     r = crawl.report
     by_log = crawl.pages_by_worker()
     by_web = {w: set(c) for w, c in crawl.web_pages_by_worker().items()}
-    hosts_by_worker: dict[str, set[str]] = {}
-    for f in crawl.fetches:
-        if f.is_page:
-            hosts_by_worker.setdefault(f.worker, set()).add(f.host)
-    workers_per_host = Counter(h for hs in hosts_by_worker.values() for h in hs)
-    starts = [f.start for f in crawl.fetches]
-    ends = [f.start + f.duration for f in crawl.fetches]
-    span = max(ends) - min(starts) if starts else 0.0
+    workers_per_host = Counter(h for hs in crawl.hosts_by_worker().values() for h in hs)
     victim = next((w.id for w in crawl.workers if w.killed), None)
     return {
         "strategy": strategy,
@@ -219,9 +200,7 @@ def summarise(crawl: ClusterCrawl, strategy: str, rank: Mapping[str, float]) -> 
         "hosts": len(workers_per_host),
         "quality": quality(crawl_order(crawl), rank, FRACTIONS),
         "communication": communication(crawl),
-        "wall_s": round(crawl.wall, 3),
-        "fetch_span_s": round(span, 3),
-        "pages_per_s": round(r.unique / span, 1) if span else 0.0,
+        **timing(crawl, r.unique),
     }
 
 
@@ -282,7 +261,7 @@ def _markdown(data: Mapping[str, Any]) -> str:
             ]
         )
     parts.append(
-        markdown_table(
+        fw.markdown_table(
             [
                 "crawl",
                 "overlap (N−I)/I",
@@ -309,12 +288,12 @@ def _markdown(data: Mapping[str, Any]) -> str:
     qrows += [[k, *(f"{r['quality'][f'{f:g}']:.3f}" for f in FRACTIONS)] for k, r in runs.items()]
     parts += [
         "## Quality |A_N ∩ P_N| / |P_N| (importance: PageRank on the true graph)\n",
-        markdown_table(["order", *(f"N = {100 * f:g} % of U" for f in FRACTIONS)], qrows),
+        fw.markdown_table(["order", *(f"N = {100 * f:g} % of U" for f in FRACTIONS)], qrows),
     ]
     checks = data["partition_checks"]
     parts += [
         "## Partition functions (member lists before and after the kill, three times)\n",
-        markdown_table(
+        fw.markdown_table(
             ["strategy", "total and disjoint over 1024 shards", "unassigned", "multiply"],
             [
                 [k, "ANY (no partition function)", "—", "—"]
@@ -326,11 +305,11 @@ def _markdown(data: Mapping[str, Any]) -> str:
         "## Definitions\n",
         "\n".join(f"- {k}: {v}" for k, v in data["definitions"].items()) + "\n",
     ]
-    return markdown_document(parts)
+    return fw.markdown_document(parts)
 
 
 def _plot_quality(data: Mapping[str, Any], path: Path) -> None:
-    fig = new_figure(8, 4.5)
+    fig = fw.new_figure(8, 4.5)
     ax = fig.subplots()
     xs = [100 * f for f in FRACTIONS]
     ref = data["reference_quality"]
@@ -349,13 +328,13 @@ def _plot_quality(data: Mapping[str, Any], path: Path) -> None:
     ax.set_ylabel("quality |A_N ∩ P_N| / |P_N|")
     ax.set_title("Quality of the first N pages fetched (PageRank on the true graph)")
     ax.legend(fontsize=7, ncol=2)
-    save_png(fig, path)
+    fw.save_png(fig, path)
 
 
 def _plot_metrics(data: Mapping[str, Any], path: Path) -> None:
     runs = data["runs"]
     keys = list(runs)
-    fig = new_figure(12, 4)
+    fig = fw.new_figure(12, 4)
     axes = fig.subplots(1, 3)
     series = (
         ("overlap (N−I)/I", [runs[k]["overlap"] for k in keys]),
@@ -372,4 +351,4 @@ def _plot_metrics(data: Mapping[str, Any], path: Path) -> None:
         ax.set_xticks(range(len(keys)), keys, rotation=40, ha="right", fontsize=8)
         ax.set_title(title)
     fig.suptitle("Parallel-crawler metrics per strategy (hatched: a worker SIGKILLed mid-crawl)")
-    save_png(fig, path)
+    fw.save_png(fig, path)

@@ -28,8 +28,6 @@ on the real web). For every phase crawl:
 from __future__ import annotations
 
 import dataclasses
-import math
-import time
 from collections import defaultdict
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -38,17 +36,15 @@ from typing import Any
 
 from ..partition import shard_of
 from ..testing import WebSpec, model_for
-from ._framework import (
-    ExperimentResult,
-    Outputs,
-    RunOptions,
-    markdown_document,
-    markdown_table,
-    new_figure,
-    save_png,
+from . import _framework as fw
+from .cluster_run import (
+    ClusterCrawl,
+    ClusterCrawlSpec,
+    phase_windows,
+    run_cluster_crawl,
+    truth_for,
 )
-from .cluster_run import ClusterCrawl, ClusterCrawlSpec, run_cluster_crawl, truth_for
-from .crawl_metrics import phase_exclusivity, rate_until, stable_since
+from .crawl_metrics import phase_exclusivity, rate_until, stable_since, timing
 
 NAME = "phases"
 HEARTBEAT_TTL = 2.0
@@ -103,9 +99,9 @@ QUICK = PhaseSize(
 )
 
 
-def run(options: RunOptions) -> ExperimentResult:
+def run(options: fw.RunOptions) -> fw.ExperimentResult:
     """A `dynamic` crawl and one `phase` crawl per (P, T); phases.json/.md/.png."""
-    started = time.perf_counter()
+    out = fw.Outputs(options.out, NAME)
     size = QUICK if options.quick else FULL
     web = size.web(options.seed)
     seeds = (model_for(web).page_url(0, 0),)
@@ -149,13 +145,10 @@ def run(options: RunOptions) -> ExperimentResult:
         },
         "runs": runs,
     }
-    out = Outputs(options.out)
     _plot(data, out.path(f"{NAME}-cost.png"))
     return out.finish(
-        NAME,
         data,
         _markdown,
-        started,
         {
             key: f"{r['pages_per_s']:,.0f} pages/s ({r['throughput_vs_dynamic']:.2f}× dynamic)"
             + (
@@ -174,9 +167,6 @@ def summarise(
     crawl: ClusterCrawl, phases: int | None, period: float | None, safety: float
 ) -> dict[str, Any]:
     r = crawl.report
-    starts = [f.start for f in crawl.fetches]
-    ends = [f.start + f.duration for f in crawl.fetches]
-    span = max(ends) - min(starts) if starts else 0.0
     out: dict[str, Any] = {
         "phases": phases,
         "period": period,
@@ -185,9 +175,7 @@ def summarise(
         "coverage": r.coverage,
         "overlap": r.overlap,
         "violations": r.politeness_violations,
-        "wall_s": round(crawl.wall, 3),
-        "fetch_span_s": round(span, 3),
-        "pages_per_s": round(r.unique / span, 1) if span else 0.0,
+        **timing(crawl, r.unique),
         "pages_per_s_to_80pct": round(rate_until(crawl, 0.8), 1),
         "pages_per_worker": {w: len(u) for w, u in sorted(crawl.pages_by_worker().items())},
         "exclusivity": None,
@@ -215,12 +203,8 @@ def _ip_exclusivity(
         if host is not None:
             classes[host.ip].add(shard_of(h) % phases)
     one_phase = {ip for ip, cs in classes.items() if len(cs) == 1}
-    seen: dict[tuple[int, str], set[str]] = defaultdict(set)
-    first = math.ceil(since / period)
-    for rec in crawl.records:
-        k = math.floor(rec.start / period)
-        if k >= first and rec.ip in one_phase and rec.conn in crawl.owner:
-            seen[(k, rec.ip)].add(crawl.owner[rec.conn])
+    windows = phase_windows(crawl.records, crawl.owner, period, since, by="ip")
+    seen = {(k, ip): ws for (k, ip), ws in windows.items() if ip in one_phase}
     return {
         "ips_in_one_phase": len(one_phase),
         "ips": len(classes),
@@ -267,7 +251,7 @@ def _markdown(data: Mapping[str, Any]) -> str:
             ]
         )
     parts.append(
-        markdown_table(
+        fw.markdown_table(
             [
                 "crawl",
                 "max workers per host per window",
@@ -289,13 +273,13 @@ def _markdown(data: Mapping[str, Any]) -> str:
             rows,
         )
     )
-    return markdown_document(parts)
+    return fw.markdown_document(parts)
 
 
 def _plot(data: Mapping[str, Any], path: Path) -> None:
     runs = data["runs"]
     keys = list(runs)
-    fig = new_figure(10, 4)
+    fig = fw.new_figure(10, 4)
     axes = fig.subplots(1, 2)
     rates = [runs[k]["pages_per_s"] for k in keys]
     bars = axes[0].bar(range(len(keys)), rates, color=["C0"] + ["C1"] * (len(keys) - 1))
@@ -316,4 +300,4 @@ def _plot(data: Mapping[str, Any], path: Path) -> None:
     axes[1].set_ylim(0, max([2, *maxes]) + 0.5)
     axes[1].set_title("Exclusivity (must be ≤ 1)")
     fig.suptitle("KSpider phase swapping in gossamer: exclusivity and cost against dynamic")
-    save_png(fig, path)
+    fw.save_png(fig, path)

@@ -255,14 +255,19 @@ class CrawlLog:
         self.close()
 
 
-def read_crawl_log(path: str | os.PathLike[str]) -> Iterator[dict[str, Any]]:
+def read_crawl_log(
+    path: str | os.PathLike[str], *, strict: bool = False
+) -> Iterator[dict[str, Any]]:
     """The records of a crawl log, in file order; lines that are not a JSON object (a line
-    torn by a kill) are skipped."""
+    torn by a kill) are skipped, or with `strict` raise ValueError (a log whose writers all
+    exited cleanly has none)."""
     with open(path, "rb") as f:
-        for raw in f:
+        for number, raw in enumerate(f, 1):
             try:
                 record = json.loads(raw)
             except ValueError:
-                continue
+                record = None
             if isinstance(record, dict):
                 yield record
+            elif strict:
+                raise ValueError(f"{os.fspath(path)}:{number}: not a JSON object: {raw[:100]!r}")
