@@ -8,7 +8,7 @@ download time / the sum over all C-procs; the standard deviation per method: Sta
 Ours: real cluster crawls (`cluster_run`): a redis-server, six `gossamer worker` processes
 with `--concurrency 1` (a C-proc visits one site at a time), 30 sites of the simulated web
 with unequal sizes (discrete Pareto, shape 2) and unequal latencies (each host's mean latency
-drawn from 0.25–1.75 × 4 ms, ±50 % per request), all 30 home pages as seeds. Each method
+drawn from 0.25–1.75 × 2 ms, ±50 % per request), all 30 home pages as seeds. Each method
 crawls the same web from the same seeds to coverage 1:
 
 - Static-Random: `sized` with weight 1 per site — each worker gets the same number of sites,
@@ -95,7 +95,7 @@ class GridSize:
         )
 
 
-FULL = GridSize(workers=6, sites=30, pages_mean=2000, latency_ms=4.0, period=10.0, timeout=900)
+FULL = GridSize(workers=6, sites=30, pages_mean=3500, latency_ms=2.0, period=10.0, timeout=900)
 QUICK = GridSize(workers=3, sites=12, pages_mean=120, latency_ms=1.0, period=3.0, timeout=120)
 
 
