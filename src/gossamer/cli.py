@@ -111,9 +111,16 @@ def _add_crawl(sub: Any) -> None:
     c.add_argument("--redis", metavar="URL", help="redis://host:port/db: create a cluster crawl")
     c.add_argument(
         "--partition",
-        choices=("dynamic", "modulo", "consistent", "phase"),
+        choices=("dynamic", "modulo", "consistent", "phase", "sized"),
         default="dynamic",
         help="which hosts each worker may lease (default dynamic)",
+    )
+    c.add_argument(
+        "--site-sizes",
+        type=Path,
+        metavar="SOURCE",
+        help="sized: a previous crawl's directory or a file of HOST PAGES lines; sites are "
+        "placed on workers largest first",
     )
     c.add_argument(
         "--seen-set",
@@ -181,9 +188,19 @@ def _run_crawl(args: argparse.Namespace) -> int:
         settings = load_settings(flags, config=args.config)
         if settings.seen_set != "exact" and not args.redis:
             raise SettingsError("seen_set: a Bloom seen-set is for cluster crawls (--redis)")
+        if (args.partition == "sized") != (args.site_sizes is not None):
+            raise SettingsError("--partition sized and --site-sizes SOURCE go together")
         if args.redis:
             from .cluster.control import run_cluster_crawl
 
+            weights = None
+            if args.site_sizes is not None:
+                from .cluster.sizes import SiteSizesError, read_site_sizes, shard_weights
+
+                try:
+                    weights = shard_weights(read_site_sizes(args.site_sizes))
+                except SiteSizesError as exc:
+                    raise SettingsError(str(exc)) from None
             return run_cluster_crawl(
                 args.redis,
                 settings,
@@ -191,6 +208,7 @@ def _run_crawl(args: argparse.Namespace) -> int:
                 epsilon=args.epsilon,
                 period=args.phase_period,
                 phases=args.phases,
+                weights=weights,
                 heartbeat_ttl=args.heartbeat_ttl,
                 workers=args.workers,
                 detach=args.detach,

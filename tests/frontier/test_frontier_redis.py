@@ -109,6 +109,34 @@ def test_an_expired_lease_waits_out_the_reclaim_grace(redis_url: str) -> None:
         disconnect(client)
 
 
+def test_a_lease_outside_the_partition_is_not_renewed(redis_url: str) -> None:
+    """A worker whose partition no longer holds a leased host's shard (a member joined)
+    completes the batch but gets no renewal: the host goes back to the frontier for its
+    owner. While the shard is still its own, the renewal comes as usual."""
+    from gossamer.partition import shard_of
+
+    host = "moved.example"
+    owned: list[frozenset[int] | None] = [frozenset({shard_of(host)})]
+    client = connect(redis_url)
+    try:
+        f = RedisFrontier(client, "moved", partition=lambda now: (owned[0], float("inf")))
+        f.put_discovered(_urls(host, 6))
+        (batch,) = f.lease(1, 2)
+        ok = [Outcome(u.url, u.fp, Verdict.DONE, 200) for u in batch.urls]
+        renewed = f.complete(batch.token, ok, renew=2)
+        assert renewed is not None and len(renewed.urls) == 2
+        owned[0] = frozenset({(shard_of(host) + 1) % 1024})  # the shard moved away
+        ok = [Outcome(u.url, u.fp, Verdict.DONE, 200) for u in renewed.urls]
+        assert f.complete(renewed.token, ok, renew=2) is None
+        st = f.statistics()
+        assert (st.done, st.queued, st.leased) == (4, 2, 0)
+        assert f.lease(1, 2) == []  # not this worker's shard any more
+        owned[0] = None  # ANY: dynamic
+        assert [b.host for b in f.lease(1, 2)] == [host]
+    finally:
+        disconnect(client)
+
+
 def test_the_seen_set_kind_belongs_to_the_crawl(redis_url: str) -> None:
     client = connect(redis_url)
     try:

@@ -76,6 +76,7 @@ def run_cluster_crawl(
     epsilon: float | None = None,
     period: float | None = None,
     phases: int | None = None,
+    weights: Sequence[tuple[int, float]] | None = None,
     heartbeat_ttl: float = 5.0,
     workers: int | None = None,
     detach: bool = False,
@@ -96,6 +97,7 @@ def run_cluster_crawl(
             epsilon=epsilon,
             period=period,
             phases=phases,
+            weights=weights,
             heartbeat_ttl=heartbeat_ttl,
         )
         print(crawl_id, flush=True)

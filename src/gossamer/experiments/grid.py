@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..cluster.sizes import shard_weights
 from ..partition import SHARDS, Member, Sized, Strategy, assignment, shard_of, strategy_named
 from ..testing import WebSpec, model_for
 from . import _framework as fw
@@ -117,9 +118,9 @@ def method_spec(
     )
     partition: dict[str, Any] = {"partition": method}
     if method == "static-random":
-        partition = {"partition": "sized", "weights": site_weights(site_pages, equal=True)}
+        partition = {"partition": "sized", "weights": shard_weights(site_pages, equal=True)}
     elif method == "static-size":
-        partition = {"partition": "sized", "weights": site_weights(site_pages, equal=False)}
+        partition = {"partition": "sized", "weights": shard_weights(site_pages, equal=False)}
     elif method == "dynamic-random":
         partition = {"partition": "dynamic", "lease_order": "ready"}
     elif method == "dynamic-size":
@@ -127,14 +128,6 @@ def method_spec(
     elif method == "phase":
         partition = {"partition": "phase", "period": size.period}
     return dataclasses.replace(base, **partition)
-
-
-def site_weights(site_pages: Mapping[str, int], *, equal: bool) -> tuple[tuple[int, float], ...]:
-    """(shard, weight) pairs: Σ over the shard's sites of 1 (equal) or of the site's pages."""
-    w: Counter[int] = Counter()
-    for host, pages in site_pages.items():
-        w[shard_of(host)] += 1 if equal else pages
-    return tuple(sorted((s, float(v)) for s, v in w.items()))
 
 
 def run(options: fw.RunOptions) -> fw.ExperimentResult:
@@ -298,9 +291,9 @@ def predicted(
 def static_strategy(method: str, site_pages: Mapping[str, int]) -> Strategy | None:
     """The partition function of a static method (None for dynamic and phase)."""
     if method == "static-random":
-        return Sized(site_weights(site_pages, equal=True))
+        return Sized(shard_weights(site_pages, equal=True))
     if method == "static-size":
-        return Sized(site_weights(site_pages, equal=False))
+        return Sized(shard_weights(site_pages, equal=False))
     if method in ("modulo", "consistent"):
         return strategy_named(method)
     return None

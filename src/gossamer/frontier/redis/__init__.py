@@ -617,6 +617,12 @@ class RedisFrontier:
             # have set it while this one held the host (the rest of the timing is ours)
             no_cd = replace(held.timing, crawl_delay=None)
             t = after_batch(no_cd, outcomes, now, self.options.politeness, next_fetch_at)
+            if renew and self._partition is not None:
+                # a shard the partition no longer gives this worker (a member joined or
+                # left) is not renewed: the host goes back to the frontier for its owner
+                shards, _ = self._partition(now)
+                if shards is not None and held.shard not in shards:
+                    renew = 0
             granted = -1
             if renew and self.options.max_pages is not None:
                 granted, _, _ = self._global(now, reserve=renew)
