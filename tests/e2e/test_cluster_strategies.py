@@ -55,6 +55,20 @@ def check_finished(redis_url: str, crawl_id: str, required: int, workers: int) -
     return pages
 
 
+def crawl_with_three_workers(
+    redis_url: str, seed: str, resolve: Path, out: Path, *extra: str
+) -> str:
+    """Create a crawl (`gossamer crawl --redis … *extra`), run three workers to its end (each
+    must exit 0) and return its id."""
+    crawl_id = create_crawl(redis_url, seed, resolve, *extra)
+    with worker_procs(out) as procs:
+        for _ in range(3):
+            start_worker(redis_url, crawl_id, out, procs)
+        codes = [p.wait(timeout=90) for p in procs]
+    assert codes == [0, 0, 0], logs(out)
+    return crawl_id
+
+
 # ---------------------------------------------------------------------------- phase windows
 
 
@@ -110,12 +124,9 @@ def test_three_workers_under_each_partition_strategy(
         resolve = web.write_resolve_file(tmp_path / "resolve.txt")
         seed = web.url(0, 0)
         config = settings_file(tmp_path, lease_ttl=8.0)  # the engine's full 2 s margin
-        crawl_id = create_crawl(redis_url, seed, resolve, "--config", str(config), *extra)
-        with worker_procs(out) as procs:
-            for _ in range(3):
-                start_worker(redis_url, crawl_id, out, procs)
-            codes = [p.wait(timeout=90) for p in procs]
-        assert codes == [0, 0, 0], logs(out)
+        crawl_id = crawl_with_three_workers(
+            redis_url, seed, resolve, out, "--config", str(config), *extra
+        )
         truth, report = audit_web(web, log, seed)
         records = _web_records(web, log)
     assert report.coverage == 1.0, report.format_table()
@@ -165,12 +176,7 @@ def test_sized_places_sites_by_a_previous_crawl(tmp_path: Path, redis_url: str) 
         resolve = web.write_resolve_file(tmp_path / "resolve.txt")
         seed = web.url(0, 0)
         extra = ["--partition", "sized", "--site-sizes", str(before), "--delay", "0.05"]
-        crawl_id = create_crawl(redis_url, seed, resolve, *extra)
-        with worker_procs(out) as procs:
-            for _ in range(3):
-                start_worker(redis_url, crawl_id, out, procs)
-            codes = [p.wait(timeout=90) for p in procs]
-        assert codes == [0, 0, 0], logs(out)
+        crawl_id = crawl_with_three_workers(redis_url, seed, resolve, out, *extra)
         truth, report = audit_web(web, log, seed)
     assert report.coverage == 1.0 and report.overlap == 0.0, report.format_table()
     assert report.politeness_violations == 0, report.format_table()
