@@ -107,8 +107,7 @@ def test_sigterm_finishes_in_flight_work_and_flushes(tmp_path: Path) -> None:
         proc = subprocess.Popen(
             crawl_cmd(out, resolve, seed), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
         )
-        started_by(proc, out / "frontier.sqlite")
-        time.sleep(1.0)
+        time.sleep(1.5)
         assert proc.poll() is None, "the crawl ended before the signal"
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=60) == 143
