@@ -440,8 +440,10 @@ class RedisFrontier:
                     urls = hosts[it.host] = []
                 fp = _to_redis(it.fp)
                 parent = "-" if it.parent is None else "+" + it.parent
-                # fp, priority, the queue member (fp \0 attempts \0 depth \0 parent \0 url)
-                urls += (fp, it.priority, f"{fp}\x000\x00{it.depth}\x00{parent}\x00{it.url}")
+                # fp, its low 15 bits (the seen-set bucket), priority, the queue member
+                # (fp \0 attempts \0 depth \0 parent \0 url)
+                member = f"{fp}\x000\x00{it.depth}\x00{parent}\x00{it.url}"
+                urls += (fp, it.fp & 0x7FFF, it.priority, member)
                 if bloom:  # the Bloom positions' two hashes: the fingerprint's halves
                     urls += (it.fp & 0xFFFFFFFF, (it.fp >> 32) | 1)
             # one call per shard on Redis Cluster (a call's keys share a slot); on one Redis,
@@ -458,8 +460,9 @@ class RedisFrontier:
                 args = calls[-1][2]
                 args += (self._shard_prefix(shard), len(hosts))
                 for host, urls in hosts.items():
-                    args += (host, len(urls) // (5 if bloom else 3), *urls)
-                    size += len(urls)
+                    n = len(urls) // (6 if bloom else 4)
+                    args += (host, n, *urls)
+                    size += n
                 shards[-1].append(shard)
             new = by_shard.keys() - self._known_active
             if new:  # the shards go into the index before their URLs: a sweep finds them

@@ -8,31 +8,32 @@ open_shard(ARGV[1])
 local now, tok = tonumber(ARGV[2]), ARGV[3]
 local h = redis.call('HGET', TK, tok)
 if not h then return {'stale'} end
-local hk, qk = hkey(h), qkey(h)
-local st = redis.call('HMGET', hk, 'tk', 'dd', 'cd')
+local hk = hkey(h)
+local st = redis.call('HMGET', hk, 'tk', 'dd', 'cd', 'ql')
 if st[1] ~= tok then return {'stale'} end
 refresh(now)
 local nd, nf, nr, nu = tonumber(ARGV[16]), tonumber(ARGV[17]), tonumber(ARGV[18]), tonumber(ARGV[19])
-local map = {}
-if nr + nu > 0 then map = leased(redis.call('HGET', hk, 'lf')) end
-local i = 20
-local back = {}
-for _ = 1, nr do
-  local e = map[ARGV[i]]
-  local m = e[2]
-  local a = string.find(m, '\0', 1, true)
-  local b = string.find(m, '\0', a + 1, true)
-  back[#back + 1] = e[1]
-  back[#back + 1] = string.sub(m, 1, a) .. ARGV[i + 1] .. string.sub(m, b)
-  i = i + 2
+local backlog = tonumber(st[4])
+if nr + nu > 0 then
+  local map, order = leased(redis.call('HGET', hk, 'lf'))
+  local i, again = 20, {}  -- fp -> its entry, back to the queue
+  for _ = 1, nr do
+    local m = map[ARGV[i]][2]
+    local a = string.find(m, '\0', 1, true)
+    local b = string.find(m, '\0', a + 1, true)
+    again[ARGV[i]] = string.sub(m, 1, a) .. ARGV[i + 1] .. string.sub(m, b)
+    i = i + 2
+  end
+  for _ = 1, nu do
+    again[ARGV[i]] = map[ARGV[i]][2]
+    i = i + 1
+  end
+  local back = {}
+  for _, fp in ipairs(order) do
+    if again[fp] then back[#back + 1] = {map[fp][1], again[fp]} end
+  end
+  backlog = backlog + requeue(h, back)
 end
-for _ = 1, nu do
-  local e = map[ARGV[i]]
-  back[#back + 1] = e[1]
-  back[#back + 1] = e[2]
-  i = i + 1
-end
-if #back > 0 then redis.call('ZADD', qk, unpack(back)) end
 release(h, tok)
 C.leased = C.leased - (nd + nf + nr + nu)
 C.done = C.done + nd
@@ -44,15 +45,14 @@ if st[3] and st[3] ~= '' then nx = math.max(nx, now + math.min(tonumber(st[3]), 
 local dead = ARGV[8] == '1'
 if dead then
   if st[2] ~= '1' then C.dead = C.dead + 1 end
-  local rest = redis.call('ZCARD', qk)
-  redis.call('DEL', qk)
+  local rest = drop_queue(h, backlog)
   C.queued = C.queued - rest
   C.failed = C.failed + rest
+  backlog = 0
 end
-local backlog = redis.call('ZCARD', qk)
 local od = fmt(nx - math.min(backlog * tonumber(ARGV[9]), tonumber(ARGV[10])))
 redis.call('HSET', hk, 'nx', fmt(nx), 'od', od, 'ad', ARGV[5], 'bo', ARGV[6], 'er', ARGV[7],
-  'dd', ARGV[8])
+  'dd', ARGV[8], 'ql', backlog)
 local renew, slots = tonumber(ARGV[12]), tonumber(ARGV[13])
 local batch = {}
 if renew > 0 and backlog > 0 and not dead and nx <= now and slots ~= 0 then

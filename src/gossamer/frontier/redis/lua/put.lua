@@ -1,8 +1,9 @@
 -- put_discovered for one or more shards (one call per shard on Redis Cluster). ARGV: now,
 -- budget (-1: none), seen-set ('exact' or 'bloom'), then per shard: prefix, number of hosts,
--- and per host: host, n, and n URLs of 3 fields: fp, priority, and the queue member (fp \0 0
--- \0 depth \0 parent (+url or -) \0 url) — 5 with a Bloom filter: the fingerprint's low and
--- high 32 bits follow. Reply: per shard {added, hint}
+-- and per host: host, n, and n URLs of 4 fields: fp, its low 15 bits (fp mod 2^15, computed
+-- by the client: the seen-set bucket without string work here), priority, and the queue
+-- member (fp \0 0 \0 depth \0 parent (+url or -) \0 url) — 6 with a Bloom filter: the
+-- fingerprint's low and high 32 bits follow. Reply: per shard {added, hint}
 --
 -- The seen-set: the shard's fingerprints in compact integer sets (intsets, 8 bytes a URL up
 -- to Redis's set-max-intset-entries, 512) addressed by linear hashing: level L and split
@@ -11,10 +12,17 @@
 -- stay compact and a split moves ~SPLIT_AT entries (bounded work per call). A bucket not
 -- yet split in its round holds up to twice the average: SPLIT_AT = 200 keeps the largest
 -- under 512 (a set that grew past it would stay a hash table for good).
+--
+-- Where the time goes (perf on redis-server): the Lua VM and its number and string
+-- conversions, more than the commands. So a shard's URLs are asked of the seen-set with one
+-- SMISMEMBER a bucket, a host is placed in the ready or resting set only when its queue was
+-- empty (a host not leased with URLs queued is already in one of them), and the shard's
+-- resting hosts are not refreshed here (lease does it).
 local SPLIT_AT, MAX_LEVEL = 200, 15
 local now, budget, bloom = tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3] == 'bloom'
-local F = bloom and 5 or 3
-local L, S
+local F = bloom and 6 or 4
+local nowS = fmt(now)
+local L, S, M, M2  -- level, split pointer, 2^L, 2^(L+1)
 
 -- fp mod 2^k (k <= 15) of a signed decimal fingerprint, exactly: 10^15 is a multiple of 2^15
 local function low_bits(fp, k)
@@ -26,10 +34,14 @@ local function low_bits(fp, k)
   return r
 end
 
-local function bucket(fp)
-  local b = low_bits(fp, L)
-  if b < S then b = low_bits(fp, L + 1) end
-  return P .. 's:' .. b
+-- the bucket of a fingerprint from its low 15 bits (a number)
+local function bucket_of(lb)
+  local b = lb % M
+  if b < S then b = lb % M2 end
+  return b
+end
+local function set_level(l, s)
+  L, S, M, M2 = l, s, 2 ^ l, 2 ^ (l + 1)
 end
 
 local function split_one()
@@ -42,8 +54,7 @@ local function split_one()
     redis.call('SREM', src, unpack(moving))
     redis.call('SADD', dst, unpack(moving))
   end
-  S = S + 1
-  if S == 2 ^ L then L, S = L + 1, 0 end
+  if S + 1 == M then set_level(L + 1, 0) else set_level(L, S + 1) end
 end
 
 -- new fingerprints of this call by bucket, written with one SADD a bucket (a write from Lua
@@ -51,9 +62,9 @@ end
 -- answers for them meanwhile
 local fresh, pending, nbuckets
 local function flush_seen()
-  for _, b in ipairs(nbuckets) do redis.call('SADD', b, unpack(pending[b])) end
+  for _, b in ipairs(nbuckets) do redis.call('SADD', P .. 's:' .. b, unpack(pending[b])) end
   pending, nbuckets = {}, {}
-  while C.seen > SPLIT_AT * (2 ^ L + S) and L < MAX_LEVEL do split_one() end
+  while C.seen > SPLIT_AT * (M + S) and L < MAX_LEVEL do split_one() end
   C.sl, C.sp = L, S
 end
 
@@ -123,34 +134,63 @@ local function bloom_add(h1, h2)
   bfp = bfp + p / (1 - p)
 end
 
--- one host's URLs from ARGV[i]; returns the next i and the URLs queued. The seen-set is
--- asked first: a host whose URLs are all known (most links of a page) costs no host write.
-local function put_host(i)
+-- which URLs of a shard's section (hosts from ARGV[i]) the seen-set already holds, as of
+-- the call's start: {ARGV index -> true}, asked with one SMISMEMBER a bucket
+local function known_of(i, nhosts)
+  local known, groups, order = {}, {}, {}
+  for _ = 1, nhosts do
+    local n = tonumber(ARGV[i + 1])
+    i = i + 2
+    for _ = 1, n do
+      if bloom then
+        if bloom_has(tonumber(ARGV[i + 4]), tonumber(ARGV[i + 5])) then known[i] = true end
+      else
+        local b = bucket_of(tonumber(ARGV[i + 1]))
+        local g = groups[b]
+        if not g then
+          g = {}
+          groups[b] = g
+          order[#order + 1] = b
+        end
+        g[#g + 1] = i
+      end
+      i = i + F
+    end
+  end
+  for _, b in ipairs(order) do
+    local g = groups[b]
+    local fps = {}
+    for k, j in ipairs(g) do fps[k] = ARGV[j] end
+    local r = redis.call('SMISMEMBER', P .. 's:' .. b, unpack(fps))
+    for k, j in ipairs(g) do
+      if r[k] == 1 then known[j] = true end
+    end
+  end
+  return known
+end
+
+-- one host's URLs from ARGV[i]; returns the next i and the URLs queued. A host whose URLs
+-- are all known (most links of a page) costs no host command.
+local function put_host(i, known)
   local h, n = ARGV[i], tonumber(ARGV[i + 1])
   i = i + 2
   local new = {}  -- ARGV indexes of the URLs not seen before this call
   for _ = 1, n do
-    local fp = ARGV[i]
-    local known
-    if bloom then
-      known = bloom_has(tonumber(ARGV[i + 3]), tonumber(ARGV[i + 4]))
-    else
-      known = fresh[fp] or redis.call('SISMEMBER', bucket(fp), fp) == 1
-    end
-    if known then C.dups = C.dups + 1 else new[#new + 1] = i end
+    if known[i] then C.dups = C.dups + 1 else new[#new + 1] = i end
     i = i + F
   end
   if #new == 0 then return i, 0 end
-  local hk, qk = hkey(h), qkey(h)
-  local st = redis.call('HMGET', hk, 'tt', 'dd', 'sq', 'tk', 'nx', 'od')
+  local hk = hkey(h)
+  local st = redis.call('HMGET', hk, 'tt', 'dd', 'ql', 'tk', 'nx', 'od')
   if not st[1] then
-    redis.call('HSET', hk, 'tt', 0, 'sq', 0, 'nx', fmt(now), 'od', fmt(now), 'dd', 0, 'er', 0,
+    redis.call('HSET', hk, 'tt', 0, 'ql', 0, 'nx', nowS, 'od', nowS, 'dd', 0, 'er', 0,
       'bo', 0, 'ad', 0)
     C.hosts = C.hosts + 1
-    st = {'0', '0', '0', false, fmt(now), fmt(now)}
+    st = {'0', '0', '0', false, nowS, nowS}
   end
-  local tt, dead, sq = tonumber(st[1]), st[2] == '1', tonumber(st[3])
-  local added, zargs = 0, {}
+  local tt, dead, ql = tonumber(st[1]), st[2] == '1', tonumber(st[3])
+  local tt0 = tt
+  local added, by, order = 0, {}, {}  -- the new entries by priority
   for _, j in ipairs(new) do
     local fp = ARGV[j]
     if fresh[fp] then  -- twice in this call
@@ -160,9 +200,9 @@ local function put_host(i)
     else
       fresh[fp] = true
       if bloom then
-        bloom_add(tonumber(ARGV[j + 3]), tonumber(ARGV[j + 4]))
+        bloom_add(tonumber(ARGV[j + 4]), tonumber(ARGV[j + 5]))
       else
-        local b = bucket(fp)
+        local b = bucket_of(tonumber(ARGV[j + 1]))
         local list = pending[b]
         if not list then
           list = {}
@@ -171,25 +211,32 @@ local function put_host(i)
         end
         list[#list + 1] = fp
         C.seen = C.seen + 1
-        if C.seen > SPLIT_AT * (2 ^ L + S) and L < MAX_LEVEL then flush_seen() end
+        if C.seen > SPLIT_AT * (M + S) and L < MAX_LEVEL then flush_seen() end
       end
       tt = tt + 1
       if dead then
         C.failed = C.failed + 1
       else
-        sq = sq + 1
-        -- an integer below 2^53: '%d' formats it exactly, and far faster than '%.17g'
-        zargs[#zargs + 1] = string.format('%d', tonumber(ARGV[j + 1]) * 4294967296 + sq)
-        zargs[#zargs + 1] = ARGV[j + 2]
+        local pr = ARGV[j + 2]
+        local l = by[pr]
+        if not l then
+          l = {}
+          by[pr] = l
+          order[#order + 1] = pr
+        end
+        l[#l + 1] = ARGV[j + 3]
         added = added + 1
       end
     end
   end
-  if tt ~= tonumber(st[1]) then redis.call('HSET', hk, 'tt', tt, 'sq', sq) end
-  if #zargs > 0 then
-    redis.call('ZADD', qk, unpack(zargs))
-    if not st[4] then place(h, st[5], st[6], now) end
+  for _, pr in ipairs(order) do
+    local l = by[pr]
+    if redis.call('RPUSH', lkey(pr, h), unpack(l)) == #l then redis.call('ZADD', pkey(h), pr, pr) end
   end
+  if tt ~= tt0 then redis.call('HSET', hk, 'tt', tt, 'ql', ql + added) end
+  -- a host not leased whose queue was empty is in neither set: place it (one with URLs
+  -- queued already is in the ready or the resting set)
+  if added > 0 and ql == 0 and not st[4] then place(h, st[5], st[6], now) end
   return i, added
 end
 
@@ -199,13 +246,13 @@ while i <= #ARGV do
   open_shard(ARGV[i])
   local nhosts = tonumber(ARGV[i + 1])
   i = i + 2
-  L, S = C.sl, C.sp
+  set_level(C.sl, C.sp)
   fresh, pending, nbuckets = {}, {}, {}
   if bloom then bfp = bloom_load() end
-  refresh(now)
+  local known = known_of(i, nhosts)
   local added, a = 0, 0
   for _ = 1, nhosts do
-    i, a = put_host(i)
+    i, a = put_host(i, known)
     added = added + a
   end
   if bloom then

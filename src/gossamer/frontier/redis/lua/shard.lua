@@ -4,9 +4,12 @@
 -- takes several shards; fingerprints travel as signed 64-bit decimal strings and are never
 -- converted to Lua numbers (doubles).
 --
--- A queued URL is one member of its host's queue: fp \0 attempts \0 depth \0 parent \0 url,
--- scored priority * 2^32 + the host's sequence number (priority, then FIFO). A leased URL
--- lives in its host's `lf` field (score \1 member, joined by \2) until the batch completes.
+-- A queued URL is one entry, fp \0 attempts \0 depth \0 parent \0 url, of its host's list
+-- for its priority (FIFO); the host's sorted set `p` holds the priorities whose lists are
+-- not empty (lowest first) and its field `ql` the URLs queued. (Lists, not one sorted set a
+-- host: a sorted set's insert and range delete cost several times a list's push and pop,
+-- and twice the memory.) A leased URL lives in its host's `lf` field (priority \1 entry,
+-- joined by \2) until the batch completes.
 -- Each command costs ~1-2.5 µs from Lua, and a shard's first commands of a call several
 -- times that, so the counters are read once and the changed ones written once per shard and
 -- call (the index version moves only when the shard's best host may have changed).
@@ -15,7 +18,8 @@ local P, NK, RK, WK, TK, EK
 -- WK resting hosts (not leased, URLs queued) by next_fetch_at, TK lease token -> host,
 -- EK lease token -> expiry
 local function hkey(h) return P .. 'h:' .. h end   -- host state (hash)
-local function qkey(h) return P .. 'q:' .. h end   -- host queue
+local function pkey(h) return P .. 'p:' .. h end   -- host's queued priorities (sorted set)
+local function lkey(pr, h) return P .. 'q:' .. pr .. ':' .. h end   -- host's queue at pr (list)
 local function fmt(x) return string.format('%.17g', x) end
 
 -- counters, with the exact seen-set's linear-hashing state (sl level, sp split pointer, seen)
@@ -99,7 +103,7 @@ local function fp_of(member)
   return string.sub(member, 1, string.find(member, '\0', 1, true) - 1)
 end
 
--- the leased URLs of a host: {fp -> {score, member}} and their order
+-- the leased URLs of a host: {fp -> {priority, entry}} and their order
 local function leased(lf)
   local map, order = {}, {}
   if not lf or lf == '' then return map, order end
@@ -113,27 +117,64 @@ local function leased(lf)
   return map, order
 end
 
--- lease ready host h with up to `take` URLs under token tok until exp
+-- lease ready host h with up to `take` URLs under token tok until exp: the lowest priority's
+-- list first
 local function lease_host(h, take, tok, exp)
-  local qk, hk = qkey(h), hkey(h)
-  -- (ZRANGE + ZREMRANGEBYRANK: ZPOPMIN measured twice as slow, one delete at a time)
-  local got = redis.call('ZRANGE', qk, 0, take - 1, 'WITHSCORES')
-  local n = #got / 2
-  redis.call('ZREMRANGEBYRANK', qk, 0, n - 1)
+  local hk, pk = hkey(h), pkey(h)
   local members, lf = {}, {}
-  for k = 1, #got, 2 do
-    members[#members + 1] = got[k]
-    lf[#lf + 1] = got[k + 1] .. '\1' .. got[k]
+  while #members < take do
+    local pr = redis.call('ZRANGE', pk, 0, 0)[1]
+    if not pr then break end
+    local lk, want = lkey(pr, h), take - #members
+    local got = redis.call('LPOP', lk, want) or {}
+    for _, m in ipairs(got) do
+      members[#members + 1] = m
+      lf[#lf + 1] = pr .. '\1' .. m
+    end
+    if #got < want or redis.call('LLEN', lk) == 0 then redis.call('ZREM', pk, pr) end
+    if #got == want then break end
   end
-  redis.call('HSET', hk, 'tk', tok, 'ex', exp, 'lf', table.concat(lf, '\2'))
+  local n = #members
+  local t = redis.call('HMGET', hk, 'ql', 'nx', 'cd', 'ad', 'bo', 'er', 'dd')
+  local ql = tonumber(t[1]) - n
+  redis.call('HSET', hk, 'tk', tok, 'ex', exp, 'lf', table.concat(lf, '\2'), 'ql', ql)
   redis.call('HSET', TK, tok, h)
   redis.call('ZADD', EK, exp, tok)
   redis.call('ZREM', RK, h)
   moved = true
   C.queued = C.queued - n
   C.leased = C.leased + n
-  local t = redis.call('HMGET', hk, 'nx', 'cd', 'ad', 'bo', 'er', 'dd')
-  return {h, tok, redis.call('ZCARD', qk), members, t}
+  return {h, tok, ql, members, {t[2], t[3], t[4], t[5], t[6], t[7]}}
+end
+
+-- put leased URLs back at the front of their host's queue, in lease order; `back` is a list
+-- of {priority, entry}. Returns how many.
+local function requeue(h, back)
+  local by, order = {}, {}
+  for _, e in ipairs(back) do
+    local l = by[e[1]]
+    if not l then
+      l = {}
+      by[e[1]] = l
+      order[#order + 1] = e[1]
+    end
+    l[#l + 1] = e[2]
+  end
+  for _, pr in ipairs(order) do
+    local l, rev = by[pr], {}
+    for k = #l, 1, -1 do rev[#rev + 1] = l[k] end
+    redis.call('LPUSH', lkey(pr, h), unpack(rev))
+    redis.call('ZADD', pkey(h), pr, pr)
+  end
+  return #back
+end
+
+-- drop a host's whole queue; returns how many URLs it held
+local function drop_queue(h, ql)
+  local pk = pkey(h)
+  for _, pr in ipairs(redis.call('ZRANGE', pk, 0, -1)) do redis.call('DEL', lkey(pr, h)) end
+  redis.call('DEL', pk)
+  return ql
 end
 
 local function release(h, tok)
@@ -145,7 +186,7 @@ end
 local function new_host(h, now)
   local hk = hkey(h)
   if redis.call('EXISTS', hk) == 0 then
-    redis.call('HSET', hk, 'nx', fmt(now), 'od', fmt(now), 'tt', 0, 'sq', 0, 'dd', 0,
+    redis.call('HSET', hk, 'nx', fmt(now), 'od', fmt(now), 'tt', 0, 'ql', 0, 'dd', 0,
       'er', 0, 'bo', 0, 'ad', 0)
     C.hosts = C.hosts + 1
   end
