@@ -1,5 +1,6 @@
 """SIGKILL the crawler at random moments, resume each time: nothing is lost, duplicates are
-bounded by what was in flight, WARC files stay valid."""
+bounded by what was in flight, WARC files stay valid. SIGTERM it at any moment, from its
+start-up on: it stops cleanly (exit 143, statistics, no lease, WARC files closed)."""
 
 from __future__ import annotations
 
@@ -97,8 +98,14 @@ def test_sigkill_five_times_then_resume(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-def test_sigterm_finishes_in_flight_work_and_flushes(tmp_path: Path) -> None:
-    spec = WebSpec(seed=9, hosts=100, pages_mean=150, profile="clean")  # outlasts 1.5 s
+@pytest.mark.parametrize("after", [0.0, 0.3, 1.0])
+def test_sigterm_finishes_in_flight_work_and_flushes(tmp_path: Path, after: float) -> None:
+    # `after` seconds once the frontier exists: 0.0 lands while the parent seeds and forks
+    # (it was killed by the default action then), 0.3 while the workers start (one was
+    # killed before installing its handler) or early in the crawl (a worker stopping first
+    # made the parent send the other a second SIGTERM, which killed it while writing its
+    # outputs: its WARC file was left `.open`), 1.0 in full flight
+    spec = WebSpec(seed=9, hosts=100, pages_mean=150, profile="clean")  # outlasts 1 s
     log = tmp_path / "web.log"
     out = tmp_path / "crawl"
     with serve_in_thread(spec, log_path=log) as web:
@@ -107,12 +114,15 @@ def test_sigterm_finishes_in_flight_work_and_flushes(tmp_path: Path) -> None:
         proc = subprocess.Popen(
             crawl_cmd(out, resolve, seed), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
         )
-        time.sleep(1.5)
+        started_by(proc, out / "frontier.sqlite")
+        time.sleep(after)
         assert proc.poll() is None, "the crawl ended before the signal"
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=60) == 143
         stats = json.loads((out / "stats.json").read_text())
         assert stats["stopped_by"] == "SIGTERM" and not stats["finished"]
+        # every worker handled the signal and wrote its statistics (none was killed by it)
+        assert len(list(out.glob("stats-w*.json"))) == stats["workers"]
         assert leased_now(out) == 0  # every batch was completed or handed back
         assert not list((out / "warc").glob("*.open"))  # WARC files closed
         again = subprocess.run(
@@ -123,3 +133,41 @@ def test_sigterm_finishes_in_flight_work_and_flushes(tmp_path: Path) -> None:
     rules = TruthRules(seeds=(seed,), scope="all", user_agent=UA)
     report = audit(web.model, read_logs([log]).records, rules)
     assert report.coverage == 1.0 and report.overlap == 0.0, report.format_table()
+
+
+# A pool worker whose own process receives SIGTERM just before its WARC writer is closed,
+# as a second SIGTERM (the parent's, a repeated Ctrl-C) can while it writes its outputs.
+_SIGNAL_WHILE_CLOSING = """
+import os, signal, sys
+from gossamer.engine.recorder import Recorder
+close = Recorder.close
+def close_after_a_signal(self):
+    os.kill(os.getpid(), signal.SIGTERM)
+    close(self)
+Recorder.close = close_after_a_signal
+from gossamer.cli import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def test_sigterm_while_a_worker_writes_its_outputs_changes_nothing(tmp_path: Path) -> None:
+    # a worker kept its SIGTERM handler only until its crawl loop ended: a signal while it
+    # closed its WARC file killed it (the file left `.open`, its statistics never written)
+    spec = WebSpec(seed=3, hosts=6, pages_mean=10, profile="clean")
+    out = tmp_path / "crawl"
+    with serve_in_thread(spec) as web:
+        resolve = web.write_resolve_file(tmp_path / "resolve.txt")
+        args = crawl_cmd(out, resolve, web.url(0, 0))[3:]  # crawl SEED -o OUT …
+        run = subprocess.run(
+            [sys.executable, "-c", _SIGNAL_WHILE_CLOSING, *args, "--workers", "2"],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+    assert run.returncode == 0, run.stderr  # the crawl had ended: the late signal is moot
+    stats = json.loads((out / "stats.json").read_text())
+    assert stats["finished"] and stats["pages"] > 0
+    assert sorted(p.name for p in out.glob("stats-w*.json")) == ["stats-w0.json", "stats-w1.json"]
+    assert list((out / "warc").glob("*.warc.gz"))
+    assert not list((out / "warc").glob("*.open"))

@@ -65,3 +65,23 @@ def test_a_failed_worker_stops_the_others(tmp_path: Path) -> None:
     assert failing.exitcode == 74
     assert long.exitcode == -15  # SIGTERM (a real worker completes its batches and exits)
     assert wall < 5.0
+
+
+def _stopped_soon() -> None:
+    time.sleep(0.2)
+    raise SystemExit(143)  # stopped by the SIGTERM the parent forwarded
+
+
+def test_a_worker_already_asked_to_stop_is_not_signalled_again(tmp_path: Path) -> None:
+    # both workers were sent the user's SIGTERM; the first to exit (143) made the parent send
+    # the other a second one, which could land while it wrote its outputs
+    ctx = multiprocessing.get_context("fork")
+    slow = ctx.Process(target=_sleep, args=(1.0,))
+    quick = ctx.Process(target=_stopped_soon)
+    with SqliteFrontier(tmp_path / "frontier.sqlite") as frontier:
+        slow.start()
+        quick.start()
+        assert slow.pid is not None and quick.pid is not None
+        _watch([slow, quick], frontier, None, asked={slow.pid, quick.pid})
+    assert quick.exitcode == 143
+    assert slow.exitcode == 0  # not signalled again (the default action would end it: -15)

@@ -44,10 +44,26 @@ from .recorder import Recorder
 from .recrawl import Recrawl, seed_recrawl
 
 MANIFEST = "crawl.json"
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
 class CrawlError(RuntimeError):
     """A crawl could not start or continue; the message says why. Nothing is lost."""
+
+
+@contextmanager
+def hold_stop_signals() -> Iterator[None]:
+    """Keep SIGINT/SIGTERM pending (blocked in this thread) until the crawl's handlers take
+    them — `run_engine` unblocks them once its own are installed, a pool's parent once its
+    workers are forked — and restore the previous mask on the way out. A stop arriving while
+    a crawl starts (directory, frontier, seeding, a worker's start-up) then ends it cleanly
+    instead of killing it half-way; a forked worker inherits the blocked mask, so the
+    parent's SIGTERM waits for the worker's handlers instead of killing it."""
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
 
 
 @contextmanager
@@ -111,15 +127,20 @@ def prepare_directory(settings: CrawlSettings, *, resume: bool) -> CrawlSettings
 def run_crawl(
     settings: CrawlSettings, *, resume: bool = False, progress: IO[str] | None = None
 ) -> int:
-    """Run (or resume) an embedded crawl to the end or until SIGINT/SIGTERM. Exit status."""
-    settings = prepare_directory(settings, resume=resume)
-    out = settings.output
-    workers = settings.effective_workers()
-    with _dir_lock(out):
-        if workers > 1:
-            return _run_pool(settings, workers, resume=resume, progress=progress)
-        with asyncio.Runner(loop_factory=loop_factory()) as runner:
-            return runner.run(_run(settings, resume=resume, progress=progress))
+    """Run (or resume) an embedded crawl to the end or until SIGINT/SIGTERM. Exit status.
+
+    A SIGINT/SIGTERM at any moment from here on stops the crawl cleanly (exit 130/143,
+    `stats.json`, no lease left, WARC files closed): one that arrives while the crawl starts
+    is held until its handlers are in place."""
+    with hold_stop_signals():
+        settings = prepare_directory(settings, resume=resume)
+        out = settings.output
+        workers = settings.effective_workers()
+        with _dir_lock(out):
+            if workers > 1:
+                return _run_pool(settings, workers, resume=resume, progress=progress)
+            with asyncio.Runner(loop_factory=loop_factory()) as runner:
+                return runner.run(_run(settings, resume=resume, progress=progress))
 
 
 def run_worker(out: Path, part: str) -> int:
@@ -178,34 +199,37 @@ def _supervise(
         ctx.Process(target=_worker_main, args=(out, f"w{k}", os.getpid()), name=f"w{k}")
         for k in range(workers)
     ]
-    for proc in procs:
-        proc.start()
     stopped: list[int] = []
+    asked: set[int] = set()  # the workers sent SIGTERM: each is asked once
 
     def forward(signum: int, _frame: object) -> None:
         stopped.append(signum)
-        for p in procs:
-            if p.exitcode is None and p.pid is not None:
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(p.pid, signal.SIGTERM)
+        _ask_to_stop(procs, asked)
 
-    previous = {sig: signal.signal(sig, forward) for sig in (signal.SIGINT, signal.SIGTERM)}
+    # SIGINT/SIGTERM are held (run_crawl): a worker is forked with them blocked and takes
+    # them once its handlers are installed (run_engine), so a stop forwarded while it starts
+    # ends it cleanly; the parent takes them once every worker is forked, and keeps its
+    # handler until stats.json is written
+    previous = {sig: signal.signal(sig, forward) for sig in STOP_SIGNALS}
     try:
-        _watch(procs, frontier, progress)
+        for proc in procs:
+            proc.start()
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)  # a held stop: forward it
+        _watch(procs, frontier, progress, asked=asked)
+        codes = []
+        for p in procs:
+            p.join()
+            code = p.exitcode
+            assert code is not None  # set once joined
+            codes.append(128 - code if code < 0 else code)  # killed by signal N: 128 + N
+        summary = _merge_stats(out, workers, started, stopped)
+        summary["frontier"] = _as_dict(frontier.statistics())
+        if any(c == 74 for c in codes):
+            summary["finished"] = False
+        write_stats(out / "stats.json", summary)
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
-    codes = []
-    for p in procs:
-        p.join()
-        code = p.exitcode
-        assert code is not None  # set once joined
-        codes.append(128 - code if code < 0 else code)  # killed by signal N: 128 + N
-    summary = _merge_stats(out, workers, started, stopped)
-    summary["frontier"] = _as_dict(frontier.statistics())
-    if any(c == 74 for c in codes):
-        summary["finished"] = False
-    write_stats(out / "stats.json", summary)
     if any(c == 74 for c in codes):
         return 74
     if stopped:
@@ -225,7 +249,9 @@ def _die_with_parent() -> None:
 
 def _worker_main(out: Path, part: str, parent: int) -> None:
     """A forked pool worker: die with the parent, then crawl (the exit status is the
-    worker's: sys.exit)."""
+    worker's: sys.exit). SIGINT/SIGTERM arrive blocked (the parent holds them over the
+    fork) and stay pending until `run_engine` has installed the worker's handlers: a stop at
+    any moment of the start-up ends the worker cleanly, not by the default action."""
     _die_with_parent()
     if os.getppid() != parent:  # the parent died before the line above took effect
         os._exit(1)
@@ -234,15 +260,31 @@ def _worker_main(out: Path, part: str, parent: int) -> None:
     sys.exit(run_worker(out, part))
 
 
+def _ask_to_stop(procs: Sequence[multiprocessing.process.BaseProcess], asked: set[int]) -> None:
+    """SIGTERM every live worker not asked yet (`asked`: their pids). Once is enough: a
+    worker handles SIGTERM until its outputs are written (run_engine), and a second one
+    only ever raced its exit."""
+    for p in procs:
+        if p.exitcode is None and p.pid is not None and p.pid not in asked:
+            asked.add(p.pid)
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(p.pid, signal.SIGTERM)
+
+
 def _watch(
     procs: Sequence[multiprocessing.process.BaseProcess],
     frontier: SqliteFrontier,
     progress: IO[str] | None,
     interval: float | None = None,
+    *,
+    asked: set[int] | None = None,
 ) -> None:
     """Wait for the workers, showing the frontier's progress every `interval` seconds (by
     default 0.5 on a TTY, 10 otherwise). Returns as soon as the last worker exits. When a
-    worker fails (a non-zero exit), the others are asked to stop (SIGTERM)."""
+    worker fails (a non-zero exit), the others are asked to stop (SIGTERM), except those
+    already asked (`asked`, the pids shared with the parent's signal handler)."""
+    if asked is None:
+        asked = set()
     tty = progress is not None and progress.isatty()
     start = last_t = time.monotonic()
     last_done = 0
@@ -254,10 +296,7 @@ def _watch(
             # a worker failed (e.g. 74: outputs cannot be written): stop the others — they
             # complete their batches and exit — instead of letting them wait out its leases
             stopping = True
-            for p in alive:
-                if p.pid is not None:
-                    with contextlib.suppress(ProcessLookupError):
-                        os.kill(p.pid, signal.SIGTERM)
+            _ask_to_stop(alive, asked)
         # wake when any worker exits (signal handlers still run while waiting)
         timeout = None if progress is None else max(0.0, last_t + interval - time.monotonic())
         multiprocessing.connection.wait([p.sentinel for p in alive], timeout)
@@ -398,8 +437,12 @@ async def run_engine(
         stopped.append(signum)
         crawler.request_stop()
 
-    for sig in (signal.SIGINT, signal.SIGTERM):
+    for sig in STOP_SIGNALS:
         loop.add_signal_handler(sig, on_signal, sig)
+    # a caller may hold SIGINT/SIGTERM blocked until now (hold_stop_signals: a crawl or a
+    # forked pool worker starting): one that arrived meanwhile is taken now and stops the
+    # crawl before its first lease
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
     started = time.time()
     exit_code = 0
     errors: tuple[type[Exception], ...] = (OSError, sqlite3.Error, *storage_errors)
@@ -420,28 +463,35 @@ async def run_engine(
         print(f"gossamer: error: {what} in {out}; nothing is lost: {hint}", file=sys.stderr)
         exit_code = 74  # EX_IOERR: the frontier keeps every unfinished URL
     finally:
-        if reporter:
-            reporter.cancel()
-            await asyncio.gather(reporter, return_exceptions=True)
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            loop.remove_signal_handler(sig)
-        await fetcher.aclose()
+        # What ended the crawl. The handlers stay installed until the outputs are written and
+        # the frontier is closed: a signal from now on (a repeated Ctrl-C, a second SIGTERM)
+        # changes nothing, where the default action killed the worker with its WARC `.open`
+        # and no statistics written.
+        ended_by = stopped[:1]
         try:
-            stats = await asyncio.to_thread(frontier.statistics)
-            summary = _summary(crawler, stats, started, stopped, failed=bool(exit_code))
-            recorder.close()
-            write_stats(out / (f"stats-{part}.json" if part else "stats.json"), summary)
-        except errors as exc:
-            if not exit_code:
-                print(f"gossamer: error: cannot write outputs: {exc}", file=sys.stderr)
-            exit_code = exit_code or 74
-        finally:
+            if reporter:
+                reporter.cancel()
+                await asyncio.gather(reporter, return_exceptions=True)
+            await fetcher.aclose()
             try:
-                frontier.close()
-            except errors:
+                stats = await asyncio.to_thread(frontier.statistics)
+                summary = _summary(crawler, stats, started, ended_by, failed=bool(exit_code))
+                recorder.close()
+                write_stats(out / (f"stats-{part}.json" if part else "stats.json"), summary)
+            except errors as exc:
+                if not exit_code:
+                    print(f"gossamer: error: cannot write outputs: {exc}", file=sys.stderr)
                 exit_code = exit_code or 74
-    if stopped and exit_code == 0:
-        exit_code = 130 if stopped[0] == signal.SIGINT else 143
+            finally:
+                try:
+                    frontier.close()
+                except errors:
+                    exit_code = exit_code or 74
+        finally:
+            for sig in STOP_SIGNALS:
+                loop.remove_signal_handler(sig)
+    if ended_by and exit_code == 0:
+        exit_code = 130 if ended_by[0] == signal.SIGINT else 143
     return exit_code
 
 
