@@ -69,7 +69,7 @@ _SCRIPTS: Final = ("put", "lease", "leasemany", "complete", "reclaim", "misc")
 _RETRY_FOR: Final = 60.0  # seconds a call retries Redis connection errors before giving up
 _SWEEP_EVERY: Final = 5.0  # seconds (frontier clock) between index rebuilds from the shards
 _FLUSH_EVERY: Final = 0.05  # seconds (monotonic) index updates may wait for the next call
-_PUT_CHUNK: Final = 2000  # URLs at most in one put call on one Redis (bounds a script's run)
+_PUT_PART: Final = 250  # URLs at most in one put call on one Redis (see _put_streamed)
 _T = TypeVar("_T")
 
 
@@ -428,53 +428,88 @@ class RedisFrontier:
                 return 0
             now = self._clock()
             budget = -1 if self.options.host_budget is None else self.options.host_budget
-            by_shard: dict[int, dict[str, list[Any]]] = {}
-            bloom = self.seen == "bloom"
-            for it in items:
-                shard = shard_of(it.host)
-                hosts = by_shard.get(shard)
-                if hosts is None:
-                    hosts = by_shard[shard] = {}
-                urls = hosts.get(it.host)
-                if urls is None:
-                    urls = hosts[it.host] = []
-                fp = _to_redis(it.fp)
-                parent = "-" if it.parent is None else "+" + it.parent
-                # fp, its low 15 bits (the seen-set bucket), priority, the queue member
-                # (fp \0 attempts \0 depth \0 parent \0 url)
-                member = f"{fp}\x000\x00{it.depth}\x00{parent}\x00{it.url}"
-                urls += (fp, it.fp & 0x7FFF, it.priority, member)
-                if bloom:  # the Bloom positions' two hashes: the fingerprint's halves
-                    urls += (it.fp & 0xFFFFFFFF, (it.fp >> 32) | 1)
-            # one call per shard on Redis Cluster (a call's keys share a slot); on one Redis,
-            # one call takes many shards (a shard's first commands in a call cost most)
             head: list[Any] = [_num(now), budget, self.seen]
-            calls: list[tuple[str, int, list[Any]]] = []
-            shards: list[list[int]] = []
-            size = _PUT_CHUNK
-            for shard, hosts in by_shard.items():
-                if self.cluster or size >= _PUT_CHUNK:
-                    calls.append(("put", shard, list(head)))
-                    shards.append([])
-                    size = 0
-                args = calls[-1][2]
-                args += (self._shard_prefix(shard), len(hosts))
-                for host, urls in hosts.items():
-                    n = len(urls) // (6 if bloom else 4)
-                    args += (host, n, *urls)
-                    size += n
-                shards[-1].append(shard)
-            new = by_shard.keys() - self._known_active
+            shards = [shard_of(it.host) for it in items]
+            new = set(shards) - self._known_active
             if new:  # the shards go into the index before their URLs: a sweep finds them
                 self._pending.activate += new
                 self._global(now)
+            if self.cluster:
+                # one call per shard (a call's keys share a slot)
+                calls = [
+                    ("put", shard, head + args)
+                    for shard, args in self._put_args(items, shards).items()
+                ]
+                replies = self._shard_many(calls)
+                groups = [([c[1]], r) for c, r in zip(calls, replies, strict=True)]
+            else:
+                groups = self._call(lambda: self._put_streamed(items, shards, head))
             added = 0
-            for group, reply in zip(shards, self._shard_many(calls), strict=True):
+            for group, reply in groups:
                 for shard, (n, hint) in zip(group, reply, strict=True):
                     added += int(n)
                     self._hint(shard, hint)
             self._maybe_flush(now)
             return added
+
+    def _put_args(self, items: Sequence[Discovered], shards: Sequence[int]) -> dict[int, list[Any]]:
+        """put.lua's arguments for `items` (in `shards`), by shard: prefix, number of hosts,
+        then per host: host, n, and n URLs of 4 fields (6 with a Bloom seen-set)."""
+        by_shard: dict[int, dict[str, list[Any]]] = {}
+        bloom = self.seen == "bloom"
+        for it, shard in zip(items, shards, strict=True):
+            hosts = by_shard.get(shard)
+            if hosts is None:
+                hosts = by_shard[shard] = {}
+            urls = hosts.get(it.host)
+            if urls is None:
+                urls = hosts[it.host] = []
+            fp = _to_redis(it.fp)
+            parent = "-" if it.parent is None else "+" + it.parent
+            # fp, its low 15 bits (the seen-set bucket), priority, the queue member
+            # (fp \0 attempts \0 depth \0 parent \0 url)
+            member = f"{fp}\x000\x00{it.depth}\x00{parent}\x00{it.url}"
+            urls += (fp, it.fp & 0x7FFF, it.priority, member)
+            if bloom:  # the Bloom positions' two hashes: the fingerprint's halves
+                urls += (it.fp & 0xFFFFFFFF, (it.fp >> 32) | 1)
+        out: dict[int, list[Any]] = {}
+        per = 6 if bloom else 4
+        for shard, hosts in by_shard.items():
+            args = out[shard] = [self._shard_prefix(shard), len(hosts)]
+            for host, urls in hosts.items():
+                args += (host, len(urls) // per, *urls)
+        return out
+
+    def _put_streamed(
+        self, items: Sequence[Discovered], shards: Sequence[int], head: list[Any]
+    ) -> list[tuple[list[int], Any]]:
+        """One Redis: put in parts of `_PUT_PART` URLs, each part one script call over its
+        shards, sent as soon as it is built: the server runs a part while the next one is
+        built and encoded (a shard's first commands in a call cost most, so a part is not
+        smaller). Returns (the part's shards, its reply) per part."""
+        client = cast(redis.Redis, self.client)
+        pool = client.connection_pool
+        conn = pool.get_connection()
+        sha = self._sha["put"]
+        sent: list[list[int]] = []
+        try:
+            for lo in range(0, len(items), _PUT_PART):
+                part = self._put_args(items[lo : lo + _PUT_PART], shards[lo : lo + _PUT_PART])
+                args = list(head)
+                for a in part.values():
+                    args += a
+                first = next(iter(part))
+                key = self._shard_prefix(first) + "n"
+                conn.send_command("EVALSHA", sha, 1, key, *args)  # type: ignore[no-untyped-call]
+                sent.append(list(part))
+            parse = client.parse_response
+            replies = [parse(conn, "EVALSHA") for _ in sent]  # type: ignore[no-untyped-call]
+        except BaseException:
+            conn.disconnect()  # type: ignore[no-untyped-call]  # replies may be left unread
+            raise
+        finally:
+            pool.release(conn)
+        return list(zip(sent, replies, strict=True))
 
     def lease(self, max_hosts: int, per_host: int, now: float | None = None) -> list[HostBatch]:
         """See `Frontier.lease`. Hosts come from the shards the partition allows, best lease

@@ -14,10 +14,12 @@
 -- under 512 (a set that grew past it would stay a hash table for good).
 --
 -- Where the time goes (perf on redis-server): the Lua VM and its number and string
--- conversions, more than the commands. So a shard's URLs are asked of the seen-set with one
--- SMISMEMBER a bucket, a host is placed in the ready or resting set only when its queue was
--- empty (a host not leased with URLs queued is already in one of them), and the shard's
--- resting hosts are not refreshed here (lease does it).
+-- conversions as much as the commands. So the exact seen-set is asked and written with one
+-- SADD a URL (1: new), which also answers for a URL twice in a call, without a table of
+-- this call's URLs (a URL the host budget drops is taken out again: SREM); a host is placed
+-- in the ready or resting set only when its queue was empty (a host not leased with URLs
+-- queued is already in one of them); the shard's resting hosts are not refreshed here
+-- (lease does it).
 local SPLIT_AT, MAX_LEVEL = 200, 15
 local now, budget, bloom = tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3] == 'bloom'
 local F = bloom and 6 or 4
@@ -57,16 +59,19 @@ local function split_one()
   if S + 1 == M then set_level(L + 1, 0) else set_level(L, S + 1) end
 end
 
--- new fingerprints of this call by bucket, written with one SADD a bucket (a write from Lua
--- costs several times a read) at the end or before a split, which must see them; `fresh`
--- answers for them meanwhile
-local fresh, pending, nbuckets
-local function flush_seen()
-  for _, b in ipairs(nbuckets) do redis.call('SADD', P .. 's:' .. b, unpack(pending[b])) end
-  pending, nbuckets = {}, {}
-  while C.seen > SPLIT_AT * (M + S) and L < MAX_LEVEL do split_one() end
-  C.sl, C.sp = L, S
+-- a bucket's key (cached for the shard being worked on)
+local BK
+local function bkey(b)
+  local k = BK[b]
+  if not k then
+    k = P .. 's:' .. b
+    BK[b] = k
+  end
+  return k
 end
+
+-- the Bloom path: the URLs of this call taken as seen (a Bloom filter cannot take one back)
+local fresh
 
 -- The Bloom seen-set (optional): a scalable Bloom filter per shard (Almeida et al.): filters
 -- 0..nf-1, each with K hash positions (h1 + j*h2) mod m; a URL is taken as seen when every
@@ -134,44 +139,110 @@ local function bloom_add(h1, h2)
   bfp = bfp + p / (1 - p)
 end
 
--- which URLs of a shard's section (hosts from ARGV[i]) the seen-set already holds, as of
--- the call's start: {ARGV index -> true}, asked with one SMISMEMBER a bucket
+-- Bloom: which URLs of a shard's section (hosts from ARGV[i]) the filter already holds, as
+-- of the call's start: {ARGV index -> true}
 local function known_of(i, nhosts)
-  local known, groups, order = {}, {}, {}
+  local known = {}
   for _ = 1, nhosts do
     local n = tonumber(ARGV[i + 1])
     i = i + 2
     for _ = 1, n do
-      if bloom then
-        if bloom_has(tonumber(ARGV[i + 4]), tonumber(ARGV[i + 5])) then known[i] = true end
-      else
-        local b = bucket_of(tonumber(ARGV[i + 1]))
-        local g = groups[b]
-        if not g then
-          g = {}
-          groups[b] = g
-          order[#order + 1] = b
-        end
-        g[#g + 1] = i
-      end
+      if bloom_has(tonumber(ARGV[i + 4]), tonumber(ARGV[i + 5])) then known[i] = true end
       i = i + F
-    end
-  end
-  for _, b in ipairs(order) do
-    local g = groups[b]
-    local fps = {}
-    for k, j in ipairs(g) do fps[k] = ARGV[j] end
-    local r = redis.call('SMISMEMBER', P .. 's:' .. b, unpack(fps))
-    for k, j in ipairs(g) do
-      if r[k] == 1 then known[j] = true end
     end
   end
   return known
 end
 
--- one host's URLs from ARGV[i]; returns the next i and the URLs queued. A host whose URLs
--- are all known (most links of a page) costs no host command.
-local function put_host(i, known)
+-- queue a host's accepted URLs (ARGV indexes `acc`, in order) under the host's state `st`
+-- (HMGET tt dd ql tk nx od) with `tt` URLs accepted in all now
+local function enqueue(h, hk, st, tt, acc)
+  local dead, ql = st[2] == '1', tonumber(st[3])
+  local added, by, order = 0, {}, {}  -- the new entries by priority
+  if dead then
+    C.failed = C.failed + #acc
+  else
+    for _, j in ipairs(acc) do
+      local pr = ARGV[j + 2]
+      local l = by[pr]
+      if not l then
+        l = {}
+        by[pr] = l
+        order[#order + 1] = pr
+      end
+      l[#l + 1] = ARGV[j + 3]
+    end
+    added = #acc
+  end
+  for _, pr in ipairs(order) do
+    local l = by[pr]
+    if redis.call('RPUSH', lkey(pr, h), unpack(l)) == #l then redis.call('ZADD', pkey(h), pr, pr) end
+  end
+  if tt ~= tonumber(st[1]) then redis.call('HSET', hk, 'tt', tt, 'ql', ql + added) end
+  -- a host not leased whose queue was empty is in neither set: place it (one with URLs
+  -- queued already is in the ready or the resting set)
+  if added > 0 and ql == 0 and not st[4] then place(h, st[5], st[6], now, true) end
+  return added
+end
+
+-- the host's state, created if new
+local function host_state(h, hk)
+  local st = redis.call('HMGET', hk, 'tt', 'dd', 'ql', 'tk', 'nx', 'od')
+  if not st[1] then
+    redis.call('HSET', hk, 'tt', 0, 'ql', 0, 'nx', nowS, 'od', nowS, 'dd', 0, 'er', 0,
+      'bo', 0, 'ad', 0)
+    C.hosts = C.hosts + 1
+    st = {'0', '0', '0', false, nowS, nowS}
+  end
+  return st
+end
+
+-- one host's URLs from ARGV[i], exact seen-set; returns the next i and the URLs queued. A
+-- host whose URLs are all known (most links of a page) costs no host command.
+local function put_host_exact(i)
+  local h, n = ARGV[i], tonumber(ARGV[i + 1])
+  i = i + 2
+  local first, isnew, nnew = i, {}, 0
+  for k = 1, n do
+    if redis.call('SADD', bkey(bucket_of(tonumber(ARGV[i + 1]))), ARGV[i]) == 1 then
+      isnew[k] = true
+      nnew = nnew + 1
+      C.seen = C.seen + 1
+      if C.seen > SPLIT_AT * (M + S) and L < MAX_LEVEL then split_one() end
+    end
+    i = i + F
+  end
+  if nnew == 0 then
+    C.dups = C.dups + n
+    return i, 0
+  end
+  local hk = hkey(h)
+  local st = host_state(h, hk)
+  local tt, acc, dropped = tonumber(st[1]), {}, nil
+  for k = 1, n do
+    local j = first + (k - 1) * F
+    if isnew[k] then
+      if budget >= 0 and tt >= budget then
+        C.dropped = C.dropped + 1
+        C.seen = C.seen - 1
+        redis.call('SREM', bkey(bucket_of(tonumber(ARGV[j + 1]))), ARGV[j])
+        dropped = dropped or {}
+        dropped[ARGV[j]] = true
+      else
+        tt = tt + 1
+        acc[#acc + 1] = j
+      end
+    elseif dropped and dropped[ARGV[j]] then
+      C.dropped = C.dropped + 1  -- again in this call, after the budget dropped it
+    else
+      C.dups = C.dups + 1
+    end
+  end
+  return i, enqueue(h, hk, st, tt, acc)
+end
+
+-- the same with the Bloom filter
+local function put_host_bloom(i, known)
   local h, n = ARGV[i], tonumber(ARGV[i + 1])
   i = i + 2
   local new = {}  -- ARGV indexes of the URLs not seen before this call
@@ -181,16 +252,8 @@ local function put_host(i, known)
   end
   if #new == 0 then return i, 0 end
   local hk = hkey(h)
-  local st = redis.call('HMGET', hk, 'tt', 'dd', 'ql', 'tk', 'nx', 'od')
-  if not st[1] then
-    redis.call('HSET', hk, 'tt', 0, 'ql', 0, 'nx', nowS, 'od', nowS, 'dd', 0, 'er', 0,
-      'bo', 0, 'ad', 0)
-    C.hosts = C.hosts + 1
-    st = {'0', '0', '0', false, nowS, nowS}
-  end
-  local tt, dead, ql = tonumber(st[1]), st[2] == '1', tonumber(st[3])
-  local tt0 = tt
-  local added, by, order = 0, {}, {}  -- the new entries by priority
+  local st = host_state(h, hk)
+  local tt, acc = tonumber(st[1]), {}
   for _, j in ipairs(new) do
     local fp = ARGV[j]
     if fresh[fp] then  -- twice in this call
@@ -199,45 +262,12 @@ local function put_host(i, known)
       C.dropped = C.dropped + 1
     else
       fresh[fp] = true
-      if bloom then
-        bloom_add(tonumber(ARGV[j + 4]), tonumber(ARGV[j + 5]))
-      else
-        local b = bucket_of(tonumber(ARGV[j + 1]))
-        local list = pending[b]
-        if not list then
-          list = {}
-          pending[b] = list
-          nbuckets[#nbuckets + 1] = b
-        end
-        list[#list + 1] = fp
-        C.seen = C.seen + 1
-        if C.seen > SPLIT_AT * (M + S) and L < MAX_LEVEL then flush_seen() end
-      end
+      bloom_add(tonumber(ARGV[j + 4]), tonumber(ARGV[j + 5]))
       tt = tt + 1
-      if dead then
-        C.failed = C.failed + 1
-      else
-        local pr = ARGV[j + 2]
-        local l = by[pr]
-        if not l then
-          l = {}
-          by[pr] = l
-          order[#order + 1] = pr
-        end
-        l[#l + 1] = ARGV[j + 3]
-        added = added + 1
-      end
+      acc[#acc + 1] = j
     end
   end
-  for _, pr in ipairs(order) do
-    local l = by[pr]
-    if redis.call('RPUSH', lkey(pr, h), unpack(l)) == #l then redis.call('ZADD', pkey(h), pr, pr) end
-  end
-  if tt ~= tt0 then redis.call('HSET', hk, 'tt', tt, 'ql', ql + added) end
-  -- a host not leased whose queue was empty is in neither set: place it (one with URLs
-  -- queued already is in the ready or the resting set)
-  if added > 0 and ql == 0 and not st[4] then place(h, st[5], st[6], now) end
-  return i, added
+  return i, enqueue(h, hk, st, tt, acc)
 end
 
 local out = {}
@@ -246,20 +276,25 @@ while i <= #ARGV do
   open_shard(ARGV[i])
   local nhosts = tonumber(ARGV[i + 1])
   i = i + 2
-  set_level(C.sl, C.sp)
-  fresh, pending, nbuckets = {}, {}, {}
-  if bloom then bfp = bloom_load() end
-  local known = known_of(i, nhosts)
   local added, a = 0, 0
-  for _ = 1, nhosts do
-    i, a = put_host(i, known)
-    added = added + a
-  end
   if bloom then
+    bfp = bloom_load()
+    fresh = {}
+    local known = known_of(i, nhosts)
+    for _ = 1, nhosts do
+      i, a = put_host_bloom(i, known)
+      added = added + a
+    end
     redis.call('HSET', NK, 'nf', nf, 'bm', table.concat(bm, ','), 'bn', table.concat(bn, ','),
       'bfp', fmt(bfp))
   else
-    flush_seen()
+    set_level(C.sl, C.sp)
+    BK = {}
+    for _ = 1, nhosts do
+      i, a = put_host_exact(i)
+      added = added + a
+    end
+    C.sl, C.sp = L, S
   end
   C.queued = C.queued + added
   out[#out + 1] = {added, hint()}

@@ -29,6 +29,9 @@ local C, C0
 -- set when a host may have entered, left or moved in R or W: the shard's best host (its
 -- index hint) may have changed
 local moved
+-- the score of the shard's best host when its hint was last computed (`hs` in NK; math.huge:
+-- none), so that put, which only adds hosts, skips the hint when none of them comes first
+local HS
 
 -- work on the shard with key prefix `prefix` (gs:<crawl>:{<shard>}:) from here on: a call
 -- may open several shards in turn (one Redis; on Redis Cluster a call opens one shard)
@@ -36,19 +39,20 @@ local function open_shard(prefix)
   P = prefix
   NK, RK, WK, TK, EK = P .. 'n', P .. 'r', P .. 'w', P .. 't', P .. 'e'
   C, C0, moved = {}, {}, false
-  local raw = redis.call('HMGET', NK, unpack(CN))
+  local raw = redis.call('HMGET', NK, 'hs', unpack(CN))
+  HS = tonumber(raw[1] or '') or math.huge
   for k, name in ipairs(CN) do
-    C[name] = tonumber(raw[k] or '0')
+    C[name] = tonumber(raw[k + 1] or '0')
     C0[name] = C[name]
   end
 end
 
 -- the open shard's state, to come back to it with resume_shard (without reading it again)
-local function shard_state() return {P = P, C = C, C0 = C0, moved = moved} end
+local function shard_state() return {P = P, C = C, C0 = C0, moved = moved, HS = HS} end
 local function resume_shard(st)
   P = st.P
   NK, RK, WK, TK, EK = P .. 'n', P .. 'r', P .. 'w', P .. 't', P .. 'e'
-  C, C0, moved = st.C, st.C0, st.moved
+  C, C0, moved, HS = st.C, st.C0, st.moved, st.HS
 end
 
 -- resting hosts whose time has come become ready (their score: the lease order)
@@ -71,32 +75,40 @@ end
 -- write the changed counters back and return the index hint: {} when the shard's best host
 -- cannot have changed, else {version, score, best host} (the version moves with it)
 local function hint()
-  if moved then C.ver = C.ver + 1 end
+  local best
+  if moved then
+    C.ver = C.ver + 1
+    best = redis.call('ZRANGE', RK, 0, 0, 'WITHSCORES')
+    if #best == 0 then best = redis.call('ZRANGE', WK, 0, 0, 'WITHSCORES') end
+  end
   local args = {}
   for _, name in ipairs(CN) do
     if C[name] ~= C0[name] then
       args[#args + 1] = name
-      args[#args + 1] = C[name]
+      -- integers: '%d' is exact and far cheaper than the '%.17g' a number gets otherwise
+      args[#args + 1] = string.format('%d', C[name])
     end
   end
+  if best then
+    args[#args + 1] = 'hs'
+    args[#args + 1] = best[2] or ''
+  end
   if #args > 0 then redis.call('HSET', NK, unpack(args)) end
-  if not moved then return {} end
-  local r = redis.call('ZRANGE', RK, 0, 0, 'WITHSCORES')
-  if #r > 0 then return {C.ver, r[2], r[1]} end
-  local w = redis.call('ZRANGE', WK, 0, 0, 'WITHSCORES')
-  if #w > 0 then return {C.ver, w[2], w[1]} end
-  return {C.ver, '', ''}
+  if not best then return {} end
+  return {C.ver, best[2] or '', best[1] or ''}
 end
 
--- a host not leased, with URLs queued, next fetch nx and lease order od, goes to R or W
-local function place(h, nx, od, now)
-  local ch
+-- a host not leased, with URLs queued, next fetch nx and lease order od, goes to R or W.
+-- `new`: h is in neither set (put): it changes the shard's best host only if it comes
+-- before the best of the last hint.
+local function place(h, nx, od, now, new)
+  local ch, score
   if tonumber(nx) <= now then
-    ch = redis.call('ZADD', RK, 'CH', od, h)
+    ch, score = redis.call('ZADD', RK, 'CH', od, h), od
   else
-    ch = redis.call('ZADD', WK, 'CH', nx, h)
+    ch, score = redis.call('ZADD', WK, 'CH', nx, h), nx
   end
-  if ch > 0 then moved = true end
+  if ch > 0 and not (new and tonumber(score) > HS) then moved = true end
 end
 
 local function fp_of(member)
