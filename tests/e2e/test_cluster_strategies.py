@@ -29,6 +29,7 @@ from test_cluster import (
 
 from gossamer.cluster.sizes import read_site_sizes, shard_weights
 from gossamer.experiments.cluster_run import Fetch, connection_votes, phase_windows, read_fetches
+from gossamer.experiments.crawl_metrics import workers_settled
 from gossamer.partition import SHARDS, Consistent, Member, Sized, assignment, shard_of
 from gossamer.testing import LogRecord, RunningWeb, WebSpec, read_logs, serve_in_thread
 
@@ -36,6 +37,7 @@ LEASE_TTL = 2.0  # seconds (crawl setting `lease_ttl`): short, so a join's grace
 JOIN_DELAY = 0.1  # the join tests' host delay: the crawl lasts long enough after the join
 JOIN_PER_HOST = 5  # … and short batches (5 URLs, ~0.5 s)
 JOIN_HEARTBEAT_TTL = 2.0  # beats every 0.4 s: the member list spreads quickly
+BEAT = 1.0  # the heartbeat interval of the other crawls: the default TTL (5 s) / 5
 
 
 def worker_pages(st: dict[str, Any]) -> dict[str, int]:
@@ -187,7 +189,7 @@ def test_sized_places_sites_by_a_previous_crawl(tmp_path: Path, redis_url: str) 
     strategy = Sized(shard_weights(sizes))
     owned = {m.id: strategy.shards_for(m.id, members, 0.0) for m in members}
     fetched = [f for f in read_fetches(out, strict=True) if f.is_page]
-    stable = max(min(f.start for f in fetched if f.worker == w) for w in owned) + 1.0
+    stable = workers_settled(fetched, owned, BEAT)
     late = [f for f in fetched if f.start >= stable + 1.5]
     outside = [f for f in late if shard_of(f.host) not in owned[f.worker]]
     assert len(late) >= len(fetched) // 8, (len(late), len(fetched))
@@ -215,8 +217,8 @@ def _check_phase_property(
     # list last to the end of their window. A worker fetches only after its first beat,
     # and the others know it one heartbeat interval (TTL / 5 = 1 s) after that beat: the
     # windows from then on are checked.
-    stable = max(min(f.start for f in fetches if f.worker == w) for w in ("w1", "w2", "w3"))
-    first = math.ceil((stable + 1.0) / period)
+    stable = workers_settled(fetches, ("w1", "w2", "w3"), BEAT)
+    first = math.ceil(stable / period)
     records = [r for r in records if r.start >= first * period]
     by_host = phase_windows(records, owner, period)
     shared = {key: ws for key, ws in by_host.items() if len(ws) > 1}

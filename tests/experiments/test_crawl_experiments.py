@@ -18,8 +18,8 @@ from typing import Any
 import pytest
 from test_experiment_cli import assert_valid_png
 
-from gossamer.experiments.cluster_run import busy_time
-from gossamer.experiments.crawl_metrics import pagerank, quality
+from gossamer.experiments.cluster_run import Fetch, busy_time
+from gossamer.experiments.crawl_metrics import pagerank, quality, workers_settled
 
 GOSSAMER = str(Path(sys.executable).parent / "gossamer")
 
@@ -60,6 +60,20 @@ def test_quality_and_busy_time() -> None:
     assert quality(["a", "b", "c", "d"], rank, [0.25, 0.5]) == {"0.25": 1.0, "0.5": 1.0}
     assert quality(["d", "c", "b", "a"], rank, [0.5, 1.0]) == {"0.5": 0.0, "1": 1.0}
     assert busy_time([(0, 2), (1, 3), (5, 6), (5.5, 5.7)]) == 4.0
+
+
+def test_workers_settled_is_the_last_first_fetch_plus_one_beat() -> None:
+    def fetch(worker: str, start: float) -> Fetch:
+        url = f"http://h{start:g}.example/"
+        return Fetch(worker, start, 0.1, url, f"h{start:g}.example", "ok", 200, None)
+
+    fetches = [fetch("w2", 12.0), fetch("w1", 10.0), fetch("w2", 11.0), fetch("w3", 15.0)]
+    assert workers_settled(fetches, ["w1", "w2"], 1.0) == 12.0  # w2's first: 11
+    assert workers_settled(fetches, ("w1", "w2", "w3"), 0.5) == 15.5
+    # a worker without a fetch is left out; none at all: the default plus the beat
+    assert workers_settled(fetches, ["w1", "w9"], 1.0) == 11.0
+    assert workers_settled([], ["w1"], 1.0, default=100.0) == 101.0
+    assert workers_settled(iter(fetches), {"w1": 0, "w3": 0}, 0.0) == 15.0
 
 
 # ---------------------------------------------------------------------------- experiments

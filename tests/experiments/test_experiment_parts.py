@@ -4,14 +4,19 @@ the registry."""
 
 from __future__ import annotations
 
+import json
 import math
+from collections import Counter
 from pathlib import Path
 
 import pytest
 
+from gossamer.cluster.sizes import read_site_sizes
 from gossamer.experiments import EXPERIMENTS, experiment_named, run_experiments
 from gossamer.experiments._framework import RunOptions, markdown_document, markdown_table
+from gossamer.experiments.cluster_run import read_fetches
 from gossamer.experiments.corpus import url_corpus
+from gossamer.experiments.grid import pages_per_site
 from gossamer.experiments.hashes import (
     bucket_column,
     char_sum,
@@ -148,6 +153,29 @@ def test_accepted_hosts_follow_shard_of() -> None:
 def test_dynamic_is_not_a_partition() -> None:
     with pytest.raises(PartitionError, match="not a partition"):
         member_shards(Dynamic(), 3)
+
+
+def test_sites_are_keyed_as_site_sizes_keys_them(tmp_path: Path) -> None:
+    """The grid experiment's pages per site, the workers' fetches and `--site-sizes DIR`
+    name a site alike (`host_key`: lower case, the port unless the default one)."""
+    urls = [
+        "http://A.example/",
+        "http://a.example:80/x",
+        "http://a.example:8080/",
+        "https://B.example:443/",
+        "https://b.example:8443/y",
+    ]
+    want = {"a.example": 2, "a.example:8080": 1, "b.example": 1, "b.example:8443": 1}
+    assert pages_per_site(urls) == want
+    log = tmp_path / "w1" / "crawl.log.jsonl"
+    log.parent.mkdir()
+    lines = [
+        {"time": "2024-05-01T12:00:00Z", "url": u, "depth": 0, "status": 200, "outcome": "ok"}
+        for u in urls
+    ]
+    log.write_text("".join(json.dumps(r) + "\n" for r in lines))
+    assert read_site_sizes(tmp_path) == want
+    assert Counter(f.host for f in read_fetches(tmp_path, strict=True)) == want
 
 
 # ---------------------------------------------------------------- corpus, registry, writers

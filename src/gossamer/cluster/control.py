@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import IO, Any, cast
 
 from ..config import CrawlSettings
-from ..engine.run import CrawlError
+from ..engine.run import STOP_SIGNALS, CrawlError, hold_stop_signals
 from ..frontier import FrontierStats
 from ..partition import PartitionError
 from ._redis import Keys, RedisClient, server_time, text
@@ -134,31 +134,53 @@ def _run_attached(
     n: int,
     progress: IO[str] | None,
 ) -> int:
-    """Start n workers as children, show progress, forward SIGINT/SIGTERM, wait."""
+    """Start n workers as children, show progress, forward SIGINT/SIGTERM, wait.
+
+    A stop at any moment from the first spawn on reaches every worker once: SIGINT/SIGTERM
+    are held (blocked) while the workers are spawned, with the forwarding handler already
+    installed, and taken once every worker is in `procs`. Each worker is a fresh interpreter
+    that inherits the blocked mask across exec and takes the signals once its own handlers
+    are in place (`run_engine`), so a stop forwarded while it starts (connecting, joining
+    the member list) ends it cleanly instead of by the default action."""
     out.mkdir(parents=True, exist_ok=True)
-    procs = [
-        subprocess.Popen(worker_command(url, record.id, out), stdin=subprocess.DEVNULL)
-        for _ in range(n)
-    ]
+    procs: list[subprocess.Popen[bytes]] = []
     stopped: list[int] = []
+    asked: set[int] = set()  # the workers sent SIGTERM: each is asked once
 
     def forward(signum: int, _frame: object) -> None:
         stopped.append(signum)
-        for p in procs:
-            if p.poll() is None:
-                with contextlib.suppress(ProcessLookupError):
-                    p.send_signal(signal.SIGTERM)
+        _ask_to_stop(procs, asked)
 
-    previous = {sig: signal.signal(sig, forward) for sig in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        _watch(client, record, procs, progress)
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
+    with hold_stop_signals():
+        previous = {sig: signal.signal(sig, forward) for sig in STOP_SIGNALS}
+        try:
+            try:
+                for _ in range(n):
+                    cmd = worker_command(url, record.id, out)
+                    procs.append(subprocess.Popen(cmd, stdin=subprocess.DEVNULL))
+            except BaseException:
+                _ask_to_stop(procs, asked)  # no worker left crawling unattended
+                raise
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)  # a held stop: forward it
+            _watch(client, record, procs, progress)
+        finally:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
     codes = [p.wait() for p in procs]
     if stopped:
         return 130 if stopped[0] == signal.SIGINT else 143
     return next((c if c >= 0 else 128 - c for c in codes if c != 0), 0)
+
+
+def _ask_to_stop(procs: Sequence[subprocess.Popen[bytes]], asked: set[int]) -> None:
+    """SIGTERM every live worker not asked yet (`asked`: their pids). Once is enough: a
+    worker handles SIGTERM until its outputs are written (`run_engine`), one still starting
+    holds it until then, and a second one (a repeated Ctrl-C) only ever raced its exit."""
+    for p in procs:
+        if p.pid not in asked and p.poll() is None:
+            asked.add(p.pid)
+            with contextlib.suppress(ProcessLookupError):
+                p.send_signal(signal.SIGTERM)
 
 
 def _watch(

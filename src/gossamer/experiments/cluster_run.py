@@ -60,6 +60,7 @@ from ..testing import (
     serve_subprocess,
 )
 from ..testing._truth import request_url
+from ..urls import URLError, host_key
 
 UA = "gossamer-experiment/0.1"
 POLL_S = 0.2
@@ -141,7 +142,7 @@ class Fetch:
     start: float  # time.time() when the request began
     duration: float  # seconds it took (the crawl log's `duration`)
     url: str  # canonical
-    host: str
+    host: str  # `gossamer.urls.host_key(url)`, as partitions and site sizes key a site
     outcome: str
     status: int | None
     parent: str | None  # canonical URL of the page it was found on (None: seed, robots.txt)
@@ -232,6 +233,14 @@ def _epoch(iso: str) -> float:
     return datetime.datetime.fromisoformat(iso.replace("Z", "+00:00")).timestamp()
 
 
+def _host_key(url: str) -> str:
+    """`gossamer.urls.host_key` (the key partitions and site sizes use), "" for no URL."""
+    try:
+        return host_key(url)
+    except URLError:
+        return ""
+
+
 def read_fetches(out: Path, *, strict: bool = False) -> list[Fetch]:
     """Every request of every worker under `out` (DIR/<worker id>/crawl.log.jsonl), by start.
     A line that does not parse (torn by a kill) is skipped, or with `strict` raises ValueError."""
@@ -249,7 +258,7 @@ def read_fetches(out: Path, *, strict: bool = False) -> list[Fetch]:
                     start=_epoch(r["time"]),
                     duration=float(r.get("duration") or 0.0),
                     url=url,
-                    host=url.split("/")[2] if url.startswith("http://") else "",
+                    host=_host_key(url),
                     outcome=str(r.get("outcome", "")),
                     status=r.get("status"),
                     parent=(canonical_url(parent) or parent) if parent else None,

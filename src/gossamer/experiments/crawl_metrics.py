@@ -20,7 +20,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from .cluster_run import ClusterCrawl, busy_time, phase_windows
+from .cluster_run import ClusterCrawl, Fetch, busy_time, phase_windows
 
 # ---------------------------------------------------------------------------- workload
 
@@ -217,16 +217,32 @@ def communication(crawl: ClusterCrawl) -> dict[str, Any]:
 # ---------------------------------------------------------------------------- phases
 
 
+def workers_settled(
+    fetches: Iterable[Fetch],
+    worker_ids: Iterable[str],
+    beat_interval: float,
+    *,
+    default: float = -math.inf,
+) -> float:
+    """When every worker of `worker_ids` had fetched and the others could know it: the
+    latest of their first requests in `fetches`, plus one heartbeat interval. The member
+    list (and what follows it: phase indices, `sized` and `consistent` placements) is
+    stable from then on; while workers register it changes. A worker without a fetch is
+    left out; when none has one, `default` + `beat_interval`."""
+    wanted = set(worker_ids)
+    firsts: dict[str, float] = {}
+    for f in fetches:
+        if f.worker in wanted and f.start < firsts.get(f.worker, math.inf):
+            firsts[f.worker] = f.start
+    return max(firsts.values(), default=default) + beat_interval
+
+
 def stable_since(crawl: ClusterCrawl, beat_interval: float) -> float:
     """When every worker had fetched and the others could know it (its first request plus
-    one heartbeat interval): the phase indices hold from then on (they follow the member
-    list, which changes while workers register)."""
-    firsts = []
-    for w in crawl.worker_ids:
-        starts = [f.start for f in crawl.fetches if f.worker == w]
-        if starts:
-            firsts.append(min(starts))
-    return max(firsts, default=crawl.started) + beat_interval
+    one heartbeat interval, `workers_settled`; the crawl's start plus one interval when no
+    worker fetched): the phase indices hold from then on (they follow the member list,
+    which changes while workers register)."""
+    return workers_settled(crawl.fetches, crawl.worker_ids, beat_interval, default=crawl.started)
 
 
 def phase_exclusivity(crawl: ClusterCrawl, period: float, since: float) -> dict[str, Any]:

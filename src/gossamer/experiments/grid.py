@@ -31,7 +31,7 @@ import dataclasses
 import random
 import statistics
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -39,6 +39,7 @@ from typing import Any
 from ..cluster.sizes import shard_weights
 from ..partition import SHARDS, Member, Sized, Strategy, assignment, shard_of, strategy_named
 from ..testing import WebSpec, model_for
+from ..urls import host_key
 from . import _framework as fw
 from .cluster_run import ClusterCrawl, ClusterCrawlSpec, run_cluster_crawl, truth_for
 from .crawl_metrics import site_download_times, timing, workload
@@ -100,6 +101,13 @@ FULL = GridSize(workers=6, sites=30, pages_mean=3500, latency_ms=2.0, period=10.
 QUICK = GridSize(workers=3, sites=12, pages_mean=120, latency_ms=1.0, period=3.0, timeout=120)
 
 
+def pages_per_site(urls: Iterable[str]) -> dict[str, int]:
+    """Pages per site, a site keyed as `--site-sizes` keys it (`gossamer.urls.host_key`:
+    lower case, with the port unless it is the scheme's default) — the placement `sized`
+    computes from these is the one a cluster crawl computes from the same sizes."""
+    return dict(Counter(host_key(u) for u in urls))
+
+
 def method_spec(
     method: str,
     size: GridSize,
@@ -138,7 +146,7 @@ def run(options: fw.RunOptions) -> fw.ExperimentResult:
     model = model_for(web)
     seeds = tuple(model.page_url(h, 0) for h in range(len(model.hosts)))
     truth = truth_for(web, seeds)
-    site_pages = dict(Counter(u.split("/")[2] for u in truth.required))
+    site_pages = pages_per_site(truth.required)
     methods: dict[str, Any] = {}
     site_times: dict[str, list[float]] = {}
     for method in LABELS:
