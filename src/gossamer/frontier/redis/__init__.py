@@ -7,12 +7,15 @@ and reclaims a shard atomically, on one Redis and on Redis Cluster alike (on Red
 call works on one shard; on one Redis, put and lease take all the shards they touch at once):
 
     n          counters (queued, leased, done, failed, retries, hosts, dead, dropped, dups, ver)
+               and `hs`, the best host's score when the hint was last computed
     s:<b>      the seen-set: fingerprints in compact integer sets (intsets) of ~200-400,
                addressed by linear hashing (the level and split pointer are in `n`)
     h:<host>   host state: next fetch, lease order, Crawl-delay, adaptive delay, back-off,
-               consecutive errors, dead, URLs accepted, lease token / expiry / leased URLs
-    q:<host>   the host's queue: members fp, attempts, depth, parent, URL; scored by
-               priority, then FIFO (a done URL leaves nothing but its seen-set entry)
+               consecutive errors, dead, URLs accepted, URLs queued, lease token / expiry /
+               leased URLs
+    q:<pr>:<host>  the host's queue at priority pr (a list, FIFO): entries fp, attempts,
+               depth, parent, URL (a done URL leaves nothing but its seen-set entry)
+    p:<host>   the priorities whose lists hold URLs (a sorted set, lowest first)
     r, w       ready hosts by lease order; resting hosts by next-fetch time
     t, e       lease token -> host; lease token -> expiry
 
