@@ -14,9 +14,10 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
+from typing import Unpack
 
-from ._options import DEFAULT_BACKLOG_LEAD, FrontierOptions
-from ._politeness import HostTiming, PolitenessPolicy, after_batch, after_reclaim
+from ._options import FrontierKnobs, FrontierOptions
+from ._politeness import HostTiming, after_batch, after_reclaim
 from ._protocol import (
     Discovered,
     FrontierError,
@@ -57,36 +58,10 @@ class MemoryFrontier:
     def __init__(
         self,
         *,
-        lease_ttl: float = 60.0,
-        max_pages: int | None = None,
-        host_budget: int | None = None,
-        max_attempts: int = 3,
-        default_delay: float = 0.0,
-        max_crawl_delay: float = 30.0,
-        adaptive_factor: float = 0.0,
-        backoff_base: float = 1.0,
-        backoff_max: float = 300.0,
-        max_retry_after: float = 600.0,
-        max_host_errors: int | None = 10,
-        backlog_lead: float = DEFAULT_BACKLOG_LEAD,
         clock: Callable[[], float] = time.time,
+        **knobs: Unpack[FrontierKnobs],
     ) -> None:
-        self.options = FrontierOptions(
-            lease_ttl=lease_ttl,
-            max_pages=max_pages,
-            host_budget=host_budget,
-            max_attempts=max_attempts,
-            politeness=PolitenessPolicy(
-                default_delay=default_delay,
-                max_crawl_delay=max_crawl_delay,
-                adaptive_factor=adaptive_factor,
-                backoff_base=backoff_base,
-                backoff_max=backoff_max,
-                max_retry_after=max_retry_after,
-                max_host_errors=max_host_errors,
-            ),
-            backlog_lead=backlog_lead,
-        )
+        self.options = FrontierOptions.of(**knobs)
         self._clock = clock
         self._lock = threading.Lock()
         self._urls: dict[int, _URL] = {}

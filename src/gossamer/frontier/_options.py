@@ -4,14 +4,32 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import TypedDict
 
 from ._politeness import PolitenessPolicy
 
-__all__ = ["FrontierOptions"]
+__all__ = ["FrontierKnobs", "FrontierOptions"]
 
 
 #: `FrontierOptions.backlog_lead`'s default: 10 ms of head start per queued URL.
 DEFAULT_BACKLOG_LEAD = 0.01
+
+
+class FrontierKnobs(TypedDict, total=False):
+    """The keyword arguments every frontier's constructor takes (`FrontierOptions.of`)."""
+
+    lease_ttl: float
+    max_pages: int | None
+    host_budget: int | None
+    max_attempts: int
+    default_delay: float
+    max_crawl_delay: float
+    adaptive_factor: float
+    backoff_base: float
+    backoff_max: float
+    max_retry_after: float
+    max_host_errors: int | None
+    backlog_lead: float
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,6 +47,42 @@ class FrontierOptions:
     # crawling alone; politeness is untouched (a host is leased only once it is ready).
     backlog_lead: float = DEFAULT_BACKLOG_LEAD
     max_backlog_lead: float = 30.0
+
+    @classmethod
+    def of(
+        cls,
+        *,
+        lease_ttl: float = 60.0,
+        max_pages: int | None = None,
+        host_budget: int | None = None,
+        max_attempts: int = 3,
+        default_delay: float = 0.0,
+        max_crawl_delay: float = 30.0,
+        adaptive_factor: float = 0.0,
+        backoff_base: float = 1.0,
+        backoff_max: float = 300.0,
+        max_retry_after: float = 600.0,
+        max_host_errors: int | None = 10,
+        backlog_lead: float = DEFAULT_BACKLOG_LEAD,
+    ) -> FrontierOptions:
+        """The options from a frontier constructor's flat keywords (`FrontierKnobs`), with
+        their defaults: one place for all three backends."""
+        return cls(
+            lease_ttl=lease_ttl,
+            max_pages=max_pages,
+            host_budget=host_budget,
+            max_attempts=max_attempts,
+            politeness=PolitenessPolicy(
+                default_delay=default_delay,
+                max_crawl_delay=max_crawl_delay,
+                adaptive_factor=adaptive_factor,
+                backoff_base=backoff_base,
+                backoff_max=backoff_max,
+                max_retry_after=max_retry_after,
+                max_host_errors=max_host_errors,
+            ),
+            backlog_lead=backlog_lead,
+        )
 
     def lease_order(self, next_fetch_at: float, backlog: int) -> float:
         return next_fetch_at - min(backlog * self.backlog_lead, self.max_backlog_lead)

@@ -39,15 +39,15 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from importlib import resources
-from typing import Any, Final, NamedTuple, TypeVar, cast
+from typing import Any, Final, NamedTuple, TypeVar, Unpack, cast
 
 import redis
 import redis.cluster
 import redis.exceptions
 
 from ...partition import SHARDS, shard_of
-from .._options import DEFAULT_BACKLOG_LEAD, FrontierOptions
-from .._politeness import HostTiming, PolitenessPolicy, after_batch
+from .._options import FrontierKnobs, FrontierOptions
+from .._politeness import HostTiming, after_batch
 from .._protocol import (
     Discovered,
     FrontierError,
@@ -175,42 +175,16 @@ class RedisFrontier:
         client: RedisClient,
         crawl: str = "default",
         *,
-        lease_ttl: float = 60.0,
-        max_pages: int | None = None,
-        host_budget: int | None = None,
-        max_attempts: int = 3,
-        default_delay: float = 0.0,
-        max_crawl_delay: float = 30.0,
-        adaptive_factor: float = 0.0,
-        backoff_base: float = 1.0,
-        backoff_max: float = 300.0,
-        max_retry_after: float = 600.0,
-        max_host_errors: int | None = 10,
-        backlog_lead: float = DEFAULT_BACKLOG_LEAD,
         clock: Callable[[], float] | None = None,
         partition: Partition | None = None,
         seen: str = "exact",
         retry_for: float = _RETRY_FOR,
         reclaim_grace: float = 0.0,
+        **knobs: Unpack[FrontierKnobs],
     ) -> None:
         if not crawl or any(c in crawl for c in "{}: \t\r\n"):
             raise ValueError(f"a crawl name needs no braces, colons or spaces: {crawl!r}")
-        self.options = FrontierOptions(
-            lease_ttl=lease_ttl,
-            max_pages=max_pages,
-            host_budget=host_budget,
-            max_attempts=max_attempts,
-            politeness=PolitenessPolicy(
-                default_delay=default_delay,
-                max_crawl_delay=max_crawl_delay,
-                adaptive_factor=adaptive_factor,
-                backoff_base=backoff_base,
-                backoff_max=backoff_max,
-                max_retry_after=max_retry_after,
-                max_host_errors=max_host_errors,
-            ),
-            backlog_lead=backlog_lead,
-        )
+        self.options = FrontierOptions.of(**knobs)
         self.client = client
         self.crawl = crawl
         self.cluster = isinstance(client, redis.cluster.RedisCluster)
