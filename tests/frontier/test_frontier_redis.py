@@ -137,6 +137,23 @@ def test_a_lease_outside_the_partition_is_not_renewed(redis_url: str) -> None:
         disconnect(client)
 
 
+def test_a_crawl_of_another_frontier_layout_is_refused(redis_url: str) -> None:
+    client = connect(redis_url)
+    try:
+        f = RedisFrontier(client, "layout")
+        assert f.put_discovered(_urls("a.example", 3)) == 3
+        assert client.get("gs:layout:{g}:layout") == b"2"
+        assert RedisFrontier(client, "layout").statistics().queued == 3  # same layout: fine
+        client.delete("gs:layout:{g}:layout")  # a crawl an older gossamer wrote (layout 1)
+        with pytest.raises(FrontierError, match="frontier layout 1; this one reads 2"):
+            RedisFrontier(client, "layout")
+        client.set("gs:layout:{g}:layout", "3")  # or a newer one
+        with pytest.raises(FrontierError, match="frontier layout 3"):
+            RedisFrontier(client, "layout")
+    finally:
+        disconnect(client)
+
+
 def test_the_seen_set_kind_belongs_to_the_crawl(redis_url: str) -> None:
     client = connect(redis_url)
     try:

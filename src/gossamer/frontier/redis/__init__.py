@@ -74,6 +74,18 @@ _SWEEP_EVERY: Final = 5.0  # seconds (frontier clock) between index rebuilds fro
 _FLUSH_EVERY: Final = 0.05  # seconds (monotonic) index updates may wait for the next call
 _PUT_PART: Final = 250  # URLs at most in one put call on one Redis (see _put_streamed)
 _T = TypeVar("_T")
+#: the frontier's key layout; 2: host queues are lists per priority (1: one sorted set a host)
+_LAYOUT: Final = "2"
+# KEYS[1]: any key of the crawl-wide slot {g}; the crawl's layout, recorded by its first
+# frontier (a crawl that has a seen-set kind but no layout was written by layout 1)
+_LAYOUT_CHECK: Final = """
+local g = string.sub(KEYS[1], 1, -2)
+if redis.call('EXISTS', g .. 'layout') == 0 and redis.call('EXISTS', g .. 'seen') == 1 then
+  return '1'
+end
+redis.call('SET', g .. 'layout', ARGV[1], 'NX')
+return redis.call('GET', g .. 'layout')
+"""
 
 
 def connect(url: str, **kw: Any) -> RedisClient:
@@ -211,6 +223,15 @@ class RedisFrontier:
             raise ValueError(f"seen must be 'exact' or 'bloom', not {seen!r}")
         # the seen-set's kind is the crawl's (its first frontier chose it): every worker
         # must dedupe alike
+        # the layout the crawl's keys were written in: a crawl of another layout (an older
+        # gossamer: no `layout` key, but a seen-set kind) is refused, not misread
+        layout = _s(self._call(lambda: self.client.eval(_LAYOUT_CHECK, 1, self._g + "x", _LAYOUT)))
+        if layout != _LAYOUT:
+            raise FrontierError(
+                f"crawl {crawl!r} was stored by another version of gossamer (frontier layout"
+                f" {layout}; this one reads {_LAYOUT}): finish it with that version, or start"
+                " a new crawl"
+            )
         key = self._g + "seen"
         self._call(lambda: self.client.set(key, seen, nx=True))
         stored = _s(self._call(lambda: self.client.get(key)) or seen.encode())
