@@ -221,8 +221,6 @@ class RedisFrontier:
         self._call(self._load_scripts)
         if seen not in ("exact", "bloom"):
             raise ValueError(f"seen must be 'exact' or 'bloom', not {seen!r}")
-        # the seen-set's kind is the crawl's (its first frontier chose it): every worker
-        # must dedupe alike
         # the layout the crawl's keys were written in: a crawl of another layout (an older
         # gossamer: no `layout` key, but a seen-set kind) is refused, not misread
         layout = _s(self._call(lambda: self.client.eval(_LAYOUT_CHECK, 1, self._g + "x", _LAYOUT)))
@@ -232,6 +230,8 @@ class RedisFrontier:
                 f" {layout}; this one reads {_LAYOUT}): finish it with that version, or start"
                 " a new crawl"
             )
+        # the seen-set's kind is the crawl's (its first frontier chose it): every worker
+        # must dedupe alike
         key = self._g + "seen"
         self._call(lambda: self.client.set(key, seen, nx=True))
         stored = _s(self._call(lambda: self.client.get(key)) or seen.encode())

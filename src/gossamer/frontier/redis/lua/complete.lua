@@ -45,9 +45,9 @@ if st[3] and st[3] ~= '' then nx = math.max(nx, now + math.min(tonumber(st[3]), 
 local dead = ARGV[8] == '1'
 if dead then
   if st[2] ~= '1' then C.dead = C.dead + 1 end
-  local rest = drop_queue(h, backlog)
-  C.queued = C.queued - rest
-  C.failed = C.failed + rest
+  drop_queue(h)
+  C.queued = C.queued - backlog
+  C.failed = C.failed + backlog
   backlog = 0
 end
 local od = fmt(nx - math.min(backlog * tonumber(ARGV[9]), tonumber(ARGV[10])))

@@ -189,9 +189,7 @@ end
 local function host_state(h, hk)
   local st = redis.call('HMGET', hk, 'tt', 'dd', 'ql', 'tk', 'nx', 'od')
   if not st[1] then
-    redis.call('HSET', hk, 'tt', 0, 'ql', 0, 'nx', nowS, 'od', nowS, 'dd', 0, 'er', 0,
-      'bo', 0, 'ad', 0)
-    C.hosts = C.hosts + 1
+    create_host(hk, nowS)
     st = {'0', '0', '0', false, nowS, nowS}
   end
   return st

@@ -181,12 +181,11 @@ local function requeue(h, back)
   return #back
 end
 
--- drop a host's whole queue; returns how many URLs it held
-local function drop_queue(h, ql)
+-- drop a host's whole queue
+local function drop_queue(h)
   local pk = pkey(h)
   for _, pr in ipairs(redis.call('ZRANGE', pk, 0, -1)) do redis.call('DEL', lkey(pr, h)) end
   redis.call('DEL', pk)
-  return ql
 end
 
 local function release(h, tok)
@@ -195,12 +194,16 @@ local function release(h, tok)
   redis.call('ZREM', EK, tok)
 end
 
+-- a new host's state (hash hk): ready at `at` (a formatted time), nothing accepted or
+-- queued, no errors
+local function create_host(hk, at)
+  redis.call('HSET', hk, 'nx', at, 'od', at, 'tt', 0, 'ql', 0, 'dd', 0, 'er', 0, 'bo', 0,
+    'ad', 0)
+  C.hosts = C.hosts + 1
+end
+
 local function new_host(h, now)
   local hk = hkey(h)
-  if redis.call('EXISTS', hk) == 0 then
-    redis.call('HSET', hk, 'nx', fmt(now), 'od', fmt(now), 'tt', 0, 'ql', 0, 'dd', 0,
-      'er', 0, 'bo', 0, 'ad', 0)
-    C.hosts = C.hosts + 1
-  end
+  if redis.call('EXISTS', hk) == 0 then create_host(hk, fmt(now)) end
   return hk
 end
