@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import IO, Any, cast
 
 from ..config import CrawlSettings
-from ..engine.run import STOP_SIGNALS, CrawlError, hold_stop_signals
+from ..engine.run import STOP_SIGNALS, CrawlError, ask_to_stop, hold_stop_signals
 from ..frontier import FrontierStats
 from ..partition import PartitionError
 from ._redis import Keys, RedisClient, server_time, text
@@ -149,7 +149,7 @@ def _run_attached(
 
     def forward(signum: int, _frame: object) -> None:
         stopped.append(signum)
-        _ask_to_stop(procs, asked)
+        ask_to_stop(procs, asked, _attached_alive)
 
     with hold_stop_signals():
         previous = {sig: signal.signal(sig, forward) for sig in STOP_SIGNALS}
@@ -159,7 +159,7 @@ def _run_attached(
                     cmd = worker_command(url, record.id, out)
                     procs.append(subprocess.Popen(cmd, stdin=subprocess.DEVNULL))
             except BaseException:
-                _ask_to_stop(procs, asked)  # no worker left crawling unattended
+                ask_to_stop(procs, asked, _attached_alive)  # no worker left crawling unattended
                 raise
             signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)  # a held stop: forward it
             _watch(client, record, procs, progress)
@@ -172,15 +172,8 @@ def _run_attached(
     return next((c if c >= 0 else 128 - c for c in codes if c != 0), 0)
 
 
-def _ask_to_stop(procs: Sequence[subprocess.Popen[bytes]], asked: set[int]) -> None:
-    """SIGTERM every live worker not asked yet (`asked`: their pids). Once is enough: a
-    worker handles SIGTERM until its outputs are written (`run_engine`), one still starting
-    holds it until then, and a second one (a repeated Ctrl-C) only ever raced its exit."""
-    for p in procs:
-        if p.pid not in asked and p.poll() is None:
-            asked.add(p.pid)
-            with contextlib.suppress(ProcessLookupError):
-                p.send_signal(signal.SIGTERM)
+def _attached_alive(p: subprocess.Popen[bytes]) -> bool:
+    return p.poll() is None
 
 
 def _watch(

@@ -28,10 +28,10 @@ import signal
 import sqlite3
 import sys
 import time
-from collections.abc import Awaitable, Callable, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractAsyncContextManager, contextmanager
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, Protocol, TypeVar
 
 from .. import __version__
 from ..config import CrawlSettings, SettingsError
@@ -45,6 +45,14 @@ from .recrawl import Recrawl, seed_recrawl
 
 MANIFEST = "crawl.json"
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+class _Process(Protocol):
+    @property
+    def pid(self) -> int | None: ...
+
+
+_P = TypeVar("_P", bound=_Process)
 
 
 class CrawlError(RuntimeError):
@@ -204,7 +212,7 @@ def _supervise(
 
     def forward(signum: int, _frame: object) -> None:
         stopped.append(signum)
-        _ask_to_stop(procs, asked)
+        ask_to_stop(procs, asked, _forked_alive)
 
     # SIGINT/SIGTERM are held (run_crawl): a worker is forked with them blocked and takes
     # them once its handlers are installed (run_engine), so a stop forwarded while it starts
@@ -260,15 +268,22 @@ def _worker_main(out: Path, part: str, parent: int) -> None:
     sys.exit(run_worker(out, part))
 
 
-def _ask_to_stop(procs: Sequence[multiprocessing.process.BaseProcess], asked: set[int]) -> None:
-    """SIGTERM every live worker not asked yet (`asked`: their pids). Once is enough: a
-    worker handles SIGTERM until its outputs are written (run_engine), and a second one
-    only ever raced its exit."""
+def ask_to_stop(procs: Iterable[_P], asked: set[int], alive: Callable[[_P], bool]) -> None:
+    """SIGTERM every worker process that is `alive` and not asked yet (`asked`: their pids)
+    — a pool's forked workers, a cluster command's attached ones. Once is enough: a worker
+    handles SIGTERM until its outputs are written (`run_engine`), one still starting holds
+    it until then (`hold_stop_signals`), and a second one (a repeated Ctrl-C, a sibling's
+    failure) only ever raced its exit."""
     for p in procs:
-        if p.exitcode is None and p.pid is not None and p.pid not in asked:
-            asked.add(p.pid)
+        pid = p.pid
+        if pid is not None and pid not in asked and alive(p):
+            asked.add(pid)
             with contextlib.suppress(ProcessLookupError):
-                os.kill(p.pid, signal.SIGTERM)
+                os.kill(pid, signal.SIGTERM)
+
+
+def _forked_alive(p: multiprocessing.process.BaseProcess) -> bool:
+    return p.exitcode is None
 
 
 def _watch(
@@ -296,7 +311,7 @@ def _watch(
             # a worker failed (e.g. 74: outputs cannot be written): stop the others — they
             # complete their batches and exit — instead of letting them wait out its leases
             stopping = True
-            _ask_to_stop(alive, asked)
+            ask_to_stop(alive, asked, _forked_alive)
         # wake when any worker exits (signal handlers still run while waiting)
         timeout = None if progress is None else max(0.0, last_t + interval - time.monotonic())
         multiprocessing.connection.wait([p.sentinel for p in alive], timeout)
