@@ -142,13 +142,16 @@ def test_a_crawl_of_another_frontier_layout_is_refused(redis_url: str) -> None:
     try:
         f = RedisFrontier(client, "layout")
         assert f.put_discovered(_urls("a.example", 3)) == 3
-        assert client.get("gs:layout:{g}:layout") == b"2"
+        assert client.get("gs:layout:{g}:layout") == b"3"
         assert RedisFrontier(client, "layout").statistics().queued == 3  # same layout: fine
-        client.delete("gs:layout:{g}:layout")  # a crawl an older gossamer wrote (layout 1)
-        with pytest.raises(FrontierError, match="frontier layout 1; this one reads 2"):
+        client.set("gs:layout:{g}:layout", "2")  # a crawl the previous gossamer wrote
+        with pytest.raises(FrontierError, match="frontier layout 2; this one reads 3"):
             RedisFrontier(client, "layout")
-        client.set("gs:layout:{g}:layout", "3")  # or a newer one
-        with pytest.raises(FrontierError, match="frontier layout 3"):
+        client.delete("gs:layout:{g}:layout")  # one an older gossamer wrote (layout 1)
+        with pytest.raises(FrontierError, match="frontier layout 1; this one reads 3"):
+            RedisFrontier(client, "layout")
+        client.set("gs:layout:{g}:layout", "4")  # or a newer one
+        with pytest.raises(FrontierError, match="frontier layout 4"):
             RedisFrontier(client, "layout")
     finally:
         disconnect(client)

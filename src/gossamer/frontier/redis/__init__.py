@@ -6,10 +6,12 @@ shards (`gossamer.partition.shard_of`); all of a shard's keys carry the shard as
 and reclaims a shard atomically, on one Redis and on Redis Cluster alike (on Redis Cluster a
 call works on one shard; on one Redis, put and lease take all the shards they touch at once):
 
-    n          counters (queued, leased, done, failed, retries, hosts, dead, dropped, dups, ver)
-               and `hs`, the best host's score when the hint was last computed
+    c          counters (queued, leased, done, failed, retries, hosts, dead, dropped, dups, ver)
+               and `hs`, the best host's score when the hint was last computed, packed in one
+               string (doubles: one GET and one SET a call, not a hash's per-field lookups)
+    n          the Bloom seen-set's state (filters, their sizes, expected false positives)
     s:<b>      the seen-set: fingerprints in compact integer sets (intsets) of ~200-400,
-               addressed by linear hashing (the level and split pointer are in `n`)
+               addressed by linear hashing (the level and split pointer are in `c`)
     h:<host>   host state: next fetch, lease order, Crawl-delay, adaptive delay, back-off,
                consecutive errors, dead, URLs accepted, URLs queued, lease token / expiry /
                leased URLs
@@ -74,8 +76,9 @@ _SWEEP_EVERY: Final = 5.0  # seconds (frontier clock) between index rebuilds fro
 _FLUSH_EVERY: Final = 0.05  # seconds (monotonic) index updates may wait for the next call
 _PUT_PART: Final = 250  # URLs at most in one put call on one Redis (see _put_streamed)
 _T = TypeVar("_T")
-#: the frontier's key layout; 2: host queues are lists per priority (1: one sorted set a host)
-_LAYOUT: Final = "2"
+#: the frontier's key layout; 3: a shard's counters packed in one string (2: a hash; 1: one
+#: sorted set a host, not lists per priority)
+_LAYOUT: Final = "3"
 # KEYS[1]: any key of the crawl-wide slot {g}; the crawl's layout, recorded by its first
 # frontier (a crawl that has a seen-set kind but no layout was written by layout 1)
 _LAYOUT_CHECK: Final = """

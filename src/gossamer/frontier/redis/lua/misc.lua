@@ -16,9 +16,7 @@ if op == 'extend' then  -- token, until: {'ok', expiry} or {'stale'}
 elseif op == 'delay' then  -- host, crawl delay ('' none), now
   local hk = new_host(ARGV[3], tonumber(ARGV[5]))
   if ARGV[4] == '' then redis.call('HDEL', hk, 'cd') else redis.call('HSET', hk, 'cd', ARGV[4]) end
-  if C.hosts ~= tonumber(redis.call('HGET', NK, 'hosts') or '0') then
-    redis.call('HSET', NK, 'hosts', C.hosts)
-  end
+  hint()  -- the counters (a new host)
   return {'ok'}
 elseif op == 'held' then  -- token: {'stale'} or {'ok', host, members, timing}
   local tok = ARGV[3]
@@ -43,7 +41,8 @@ elseif op == 'stats' then
   end
   local w = redis.call('ZRANGE', WK, 0, 0, 'WITHSCORES')
   local out = {}
-  for k = 1, 9 do out[k] = C[CN[k]] end
+  for k, name in ipairs({'queued', 'leased', 'done', 'failed', 'retries', 'hosts', 'dead',
+    'dropped', 'dups'}) do out[k] = C[name] end
   out[10] = redis.call('ZCARD', RK)
   out[11] = redis.call('HLEN', TK)
   out[12] = best == '' and '' or fmt(best)
