@@ -13,8 +13,9 @@ call works on one shard; on one Redis, put and lease take all the shards they to
     s:<b>      the seen-set: fingerprints in compact integer sets (intsets) of ~200-400,
                addressed by linear hashing (the level and split pointer are in `c`)
     h:<host>   host state: next fetch, lease order, Crawl-delay, adaptive delay, back-off,
-               consecutive errors, dead, URLs accepted, URLs queued, lease token / expiry /
-               leased URLs
+               consecutive errors, dead, URLs accepted (kept under a host budget), lease
+               token / expiry / leased URLs (how many it has queued is counted from its
+               lists when needed, so put costs one RPUSH for a host with URLs queued)
     q:<pr>:<host>  the host's queue at priority pr (a list, FIFO): entries fp, attempts,
                depth, parent, URL (a done URL leaves nothing but its seen-set entry)
     p:<host>   the priorities whose lists hold URLs (a sorted set, lowest first)
@@ -76,8 +77,8 @@ _SWEEP_EVERY: Final = 5.0  # seconds (frontier clock) between index rebuilds fro
 _FLUSH_EVERY: Final = 0.05  # seconds (monotonic) index updates may wait for the next call
 _PUT_PART: Final = 250  # URLs at most in one put call on one Redis (see _put_streamed)
 _T = TypeVar("_T")
-#: the frontier's key layout; 3: a shard's counters packed in one string (2: a hash; 1: one
-#: sorted set a host, not lists per priority)
+#: the frontier's key layout; 3: a shard's counters packed in one string, no queued count a
+#: host (2: a hash of counters; 1: one sorted set a host, not lists per priority)
 _LAYOUT: Final = "3"
 # KEYS[1]: any key of the crawl-wide slot {g}; the crawl's layout, recorded by its first
 # frontier (a crawl that has a seen-set kind but no layout was written by layout 1)

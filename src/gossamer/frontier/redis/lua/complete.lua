@@ -9,11 +9,10 @@ local now, tok = tonumber(ARGV[2]), ARGV[3]
 local h = redis.call('HGET', TK, tok)
 if not h then return {'stale'} end
 local hk = hkey(h)
-local st = redis.call('HMGET', hk, 'tk', 'dd', 'cd', 'ql')
+local st = redis.call('HMGET', hk, 'tk', 'dd', 'cd')
 if st[1] ~= tok then return {'stale'} end
 refresh(now)
 local nd, nf, nr, nu = tonumber(ARGV[16]), tonumber(ARGV[17]), tonumber(ARGV[18]), tonumber(ARGV[19])
-local backlog = tonumber(st[4])
 if nr + nu > 0 then
   local map, order = leased(redis.call('HGET', hk, 'lf'))
   local i, again = 20, {}  -- fp -> its entry, back to the queue
@@ -32,8 +31,9 @@ if nr + nu > 0 then
   for _, fp in ipairs(order) do
     if again[fp] then back[#back + 1] = {map[fp][1], again[fp]} end
   end
-  backlog = backlog + requeue(h, back)
+  requeue(h, back)
 end
+local backlog = queue_len(h)
 release(h, tok)
 C.leased = C.leased - (nd + nf + nr + nu)
 C.done = C.done + nd
@@ -52,7 +52,7 @@ if dead then
 end
 local od = fmt(nx - math.min(backlog * tonumber(ARGV[9]), tonumber(ARGV[10])))
 redis.call('HSET', hk, 'nx', fmt(nx), 'od', od, 'ad', ARGV[5], 'bo', ARGV[6], 'er', ARGV[7],
-  'dd', ARGV[8], 'ql', backlog)
+  'dd', ARGV[8])
 local renew, slots = tonumber(ARGV[12]), tonumber(ARGV[13])
 local batch = {}
 if renew > 0 and backlog > 0 and not dead and nx <= now and slots ~= 0 then

@@ -16,10 +16,10 @@
 -- Where the time goes (perf on redis-server): the Lua VM and its number and string
 -- conversions as much as the commands. So the exact seen-set is asked and written with one
 -- SADD a URL (1: new), which also answers for a URL twice in a call, without a table of
--- this call's URLs (a URL the host budget drops is taken out again: SREM); a host is placed
--- in the ready or resting set only when its queue was empty (a host not leased with URLs
--- queued is already in one of them); the shard's resting hosts are not refreshed here
--- (lease does it).
+-- this call's URLs (a URL the host budget drops is taken out again: SREM); a host with URLs
+-- queued already costs one RPUSH (its state is read only when its queue was empty: see
+-- enqueue; its count of URLs accepted is kept only under a host budget); the shard's
+-- resting hosts are not refreshed here (lease does it).
 local SPLIT_AT, MAX_LEVEL = 200, 15
 local now, budget, bloom = tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3] == 'bloom'
 local F = bloom and 6 or 4
@@ -154,118 +154,141 @@ local function known_of(i, nhosts)
   return known
 end
 
--- queue a host's accepted URLs (ARGV indexes `acc`, in order) under the host's state `st`
--- (HMGET tt dd ql tk nx od) with `tt` URLs accepted in all now
-local function enqueue(h, hk, st, tt, acc)
-  local dead, ql = st[2] == '1', tonumber(st[3])
-  local added, by, order = 0, {}, {}  -- the new entries by priority
-  if dead then
-    C.failed = C.failed + #acc
-  else
-    for _, j in ipairs(acc) do
-      local pr = ARGV[j + 2]
-      local l = by[pr]
-      if not l then
-        l = {}
-        by[pr] = l
-        order[#order + 1] = pr
-      end
-      l[#l + 1] = ARGV[j + 3]
+-- queue a host's accepted URLs (ARGV indexes `acc`, in order); returns how many were queued.
+-- A host with URLs queued already (most visits) costs one RPUSH: it is alive (a dead host's
+-- queue is dropped when it dies, and stays empty) and in the ready or the resting set, or
+-- leased. Only a host whose queue was empty has its state read: created if new, placed in
+-- the ready or resting set unless leased, and its URLs failed if it is dead.
+local function enqueue(h, acc)
+  local by, order = {}, {}  -- the new entries by priority
+  for _, j in ipairs(acc) do
+    local pr = ARGV[j + 2]
+    local l = by[pr]
+    if not l then
+      l = {}
+      by[pr] = l
+      order[#order + 1] = pr
     end
-    added = #acc
+    l[#l + 1] = ARGV[j + 3]
   end
+  local fresh_lists = 0  -- the priorities whose list was empty
   for _, pr in ipairs(order) do
     local l = by[pr]
-    if redis.call('RPUSH', lkey(pr, h), unpack(l)) == #l then redis.call('ZADD', pkey(h), pr, pr) end
+    if redis.call('RPUSH', lkey(pr, h), unpack(l)) == #l then
+      redis.call('ZADD', pkey(h), pr, pr)
+      fresh_lists = fresh_lists + 1
+    end
   end
-  if tt ~= tonumber(st[1]) then redis.call('HSET', hk, 'tt', tt, 'ql', ql + added) end
-  -- a host not leased whose queue was empty is in neither set: place it (one with URLs
-  -- queued already is in the ready or the resting set)
-  if added > 0 and ql == 0 and not st[4] then place(h, st[5], st[6], now, true) end
-  return added
+  if fresh_lists > 0 and redis.call('ZCARD', pkey(h)) == fresh_lists then  -- was empty
+    local hk = hkey(h)
+    local st = redis.call('HMGET', hk, 'dd', 'tk', 'nx', 'od')
+    if not st[3] then
+      create_host(hk, nowS)
+      place(h, nowS, nowS, now, true)
+    elseif st[1] == '1' then
+      drop_queue(h)
+      C.failed = C.failed + #acc
+      return 0
+    elseif not st[2] then
+      place(h, st[3], st[4], now, true)
+    end
+  end
+  return #acc
 end
 
--- the host's state, created if new
-local function host_state(h, hk)
-  local st = redis.call('HMGET', hk, 'tt', 'dd', 'ql', 'tk', 'nx', 'od')
-  if not st[1] then
-    create_host(hk, nowS)
-    st = {'0', '0', '0', false, nowS, nowS}
+-- the URLs (ARGV indexes `new`, not seen before) a host's budget accepts; with a budget, the
+-- host's count of URLs accepted (`tt`) is kept. Returns them and, when the budget dropped
+-- some, the set of their fingerprints.
+local function admit(h, new)
+  if budget < 0 then return new, nil end
+  local hk = hkey(h)
+  local tt0 = tonumber(redis.call('HGET', hk, 'tt') or '0')
+  local tt, acc, dropped = tt0, {}, nil
+  for _, j in ipairs(new) do
+    if tt >= budget then
+      dropped = dropped or {}
+      dropped[ARGV[j]] = true
+    else
+      tt = tt + 1
+      acc[#acc + 1] = j
+    end
   end
-  return st
+  if tt ~= tt0 then
+    if redis.call('EXISTS', hk) == 0 then create_host(hk, nowS) end
+    redis.call('HSET', hk, 'tt', tt)
+  end
+  return acc, dropped
+end
+
+-- count a host's URLs from ARGV[first] (n of them; `isnew`: the ARGV indexes of those not
+-- seen before, once each; `dropped`: the fingerprints the budget dropped) as duplicates or
+-- dropped: a dropped URL's repeat in the same call is dropped too. `unsee(j)` takes a
+-- dropped URL back out of the seen-set (a later call may find room).
+local function tally(first, n, nnew, isnew, dropped, unsee)
+  C.dups = C.dups + n - nnew
+  if not dropped then return end
+  for j = first, first + (n - 1) * F, F do
+    if dropped[ARGV[j]] then
+      C.dropped = C.dropped + 1
+      if isnew[j] then unsee(j) else C.dups = C.dups - 1 end
+    end
+  end
+end
+
+local function unsee_exact(j)
+  C.seen = C.seen - 1
+  redis.call('SREM', bkey(bucket_of(tonumber(ARGV[j + 1]))), ARGV[j])
 end
 
 -- one host's URLs from ARGV[i], exact seen-set; returns the next i and the URLs queued. A
--- host whose URLs are all known (most links of a page) costs no host command.
+-- host whose URLs are all known (most links of a page) costs no host command. One SADD a
+-- URL both asks and writes the seen-set (1: new), and answers for a URL twice in the call.
 local function put_host_exact(i)
   local h, n = ARGV[i], tonumber(ARGV[i + 1])
   i = i + 2
-  local first, isnew, nnew = i, {}, 0
-  for k = 1, n do
+  local first, new, isnew = i, {}, {}
+  for _ = 1, n do
     if redis.call('SADD', bkey(bucket_of(tonumber(ARGV[i + 1]))), ARGV[i]) == 1 then
-      isnew[k] = true
-      nnew = nnew + 1
+      new[#new + 1] = i
+      isnew[i] = true
       C.seen = C.seen + 1
       if C.seen > SPLIT_AT * (M + S) and L < MAX_LEVEL then split_one() end
     end
     i = i + F
   end
-  if nnew == 0 then
+  if #new == 0 then
     C.dups = C.dups + n
     return i, 0
   end
-  local hk = hkey(h)
-  local st = host_state(h, hk)
-  local tt, acc, dropped = tonumber(st[1]), {}, nil
-  for k = 1, n do
-    local j = first + (k - 1) * F
-    if isnew[k] then
-      if budget >= 0 and tt >= budget then
-        C.dropped = C.dropped + 1
-        C.seen = C.seen - 1
-        redis.call('SREM', bkey(bucket_of(tonumber(ARGV[j + 1]))), ARGV[j])
-        dropped = dropped or {}
-        dropped[ARGV[j]] = true
-      else
-        tt = tt + 1
-        acc[#acc + 1] = j
-      end
-    elseif dropped and dropped[ARGV[j]] then
-      C.dropped = C.dropped + 1  -- again in this call, after the budget dropped it
-    else
-      C.dups = C.dups + 1
-    end
-  end
-  return i, enqueue(h, hk, st, tt, acc)
+  local acc, dropped = admit(h, new)
+  tally(first, n, #new, isnew, dropped, unsee_exact)
+  if #acc == 0 then return i, 0 end
+  return i, enqueue(h, acc)
 end
 
--- the same with the Bloom filter
+-- the same with the Bloom filter (the URLs of this call taken as seen: `fresh`)
 local function put_host_bloom(i, known)
   local h, n = ARGV[i], tonumber(ARGV[i + 1])
   i = i + 2
-  local new = {}  -- ARGV indexes of the URLs not seen before this call
+  local first, new, isnew = i, {}, {}
   for _ = 1, n do
-    if known[i] then C.dups = C.dups + 1 else new[#new + 1] = i end
+    local fp = ARGV[i]
+    if not known[i] and not fresh[fp] then
+      fresh[fp] = true
+      new[#new + 1] = i
+      isnew[i] = true
+    end
     i = i + F
   end
-  if #new == 0 then return i, 0 end
-  local hk = hkey(h)
-  local st = host_state(h, hk)
-  local tt, acc = tonumber(st[1]), {}
-  for _, j in ipairs(new) do
-    local fp = ARGV[j]
-    if fresh[fp] then  -- twice in this call
-      C.dups = C.dups + 1
-    elseif budget >= 0 and tt >= budget then
-      C.dropped = C.dropped + 1
-    else
-      fresh[fp] = true
-      bloom_add(tonumber(ARGV[j + 4]), tonumber(ARGV[j + 5]))
-      tt = tt + 1
-      acc[#acc + 1] = j
-    end
+  if #new == 0 then
+    C.dups = C.dups + n
+    return i, 0
   end
-  return i, enqueue(h, hk, st, tt, acc)
+  local acc, dropped = admit(h, new)
+  tally(first, n, #new, isnew, dropped, function(j) fresh[ARGV[j]] = nil end)
+  for _, j in ipairs(acc) do bloom_add(tonumber(ARGV[j + 4]), tonumber(ARGV[j + 5])) end
+  if #acc == 0 then return i, 0 end
+  return i, enqueue(h, acc)
 end
 
 local out = {}

@@ -12,19 +12,19 @@ for _, tok in ipairs(toks) do
   local h = redis.call('HGET', TK, tok)
   if h then
     local hk = hkey(h)
-    local t = redis.call('HMGET', hk, 'nx', 'cd', 'ad', 'lf', 'ql')
+    local t = redis.call('HMGET', hk, 'nx', 'cd', 'ad', 'lf')
     local map, order = leased(t[4])
     local back = {}
     for _, fp in ipairs(order) do back[#back + 1] = map[fp] end
-    local ql = tonumber(t[5]) + requeue(h, back)
+    requeue(h, back)
     release(h, tok)
     n = n + #order
     local delay = default_delay
     if t[2] and t[2] ~= '' then delay = math.max(delay, math.min(tonumber(t[2]), max_cd)) end
     delay = math.max(delay, math.min(tonumber(t[3]), max_cd))
     local nx = fmt(math.max(tonumber(t[1]), rest_from + delay))
-    redis.call('HSET', hk, 'nx', nx, 'od', nx, 'ql', ql)
-    if ql > 0 then place(h, nx, nx, at) end
+    redis.call('HSET', hk, 'nx', nx, 'od', nx)
+    if #back > 0 or redis.call('EXISTS', pkey(h)) == 1 then place(h, nx, nx, at) end
   else
     redis.call('ZREM', EK, tok)
   end

@@ -6,7 +6,9 @@
 --
 -- A queued URL is one entry, fp \0 attempts \0 depth \0 parent \0 url, of its host's list
 -- for its priority (FIFO); the host's sorted set `p` holds the priorities whose lists are
--- not empty (lowest first) and its field `ql` the URLs queued. (Lists, not one sorted set a
+-- not empty (lowest first). How many a host has queued is counted when a lease or a
+-- completion needs it (queue_len), not kept: put then costs one RPUSH for a host with URLs
+-- queued already. (Lists, not one sorted set a
 -- host: a sorted set's insert and range delete cost several times a list's push and pop,
 -- and twice the memory.) A leased URL lives in its host's `lf` field (priority \1 entry,
 -- joined by \2) until the batch completes.
@@ -126,6 +128,15 @@ local function leased(lf)
   return map, order
 end
 
+-- how many URLs host h has queued
+local function queue_len(h)
+  local n = 0
+  for _, pr in ipairs(redis.call('ZRANGE', pkey(h), 0, -1)) do
+    n = n + redis.call('LLEN', lkey(pr, h))
+  end
+  return n
+end
+
 -- lease ready host h with up to `take` URLs under token tok until exp: the lowest priority's
 -- list first
 local function lease_host(h, take, tok, exp)
@@ -144,16 +155,16 @@ local function lease_host(h, take, tok, exp)
     if #got == want then break end
   end
   local n = #members
-  local t = redis.call('HMGET', hk, 'ql', 'nx', 'cd', 'ad', 'bo', 'er', 'dd')
-  local ql = tonumber(t[1]) - n
-  redis.call('HSET', hk, 'tk', tok, 'ex', exp, 'lf', table.concat(lf, '\2'), 'ql', ql)
+  local t = redis.call('HMGET', hk, 'nx', 'cd', 'ad', 'bo', 'er', 'dd')
+  local ql = queue_len(h)
+  redis.call('HSET', hk, 'tk', tok, 'ex', exp, 'lf', table.concat(lf, '\2'))
   redis.call('HSET', TK, tok, h)
   redis.call('ZADD', EK, exp, tok)
   redis.call('ZREM', RK, h)
   moved = true
   C.queued = C.queued - n
   C.leased = C.leased + n
-  return {h, tok, ql, members, {t[2], t[3], t[4], t[5], t[6], t[7]}}
+  return {h, tok, ql, members, t}
 end
 
 -- put leased URLs back at the front of their host's queue, in lease order; `back` is a list
@@ -191,11 +202,9 @@ local function release(h, tok)
   redis.call('ZREM', EK, tok)
 end
 
--- a new host's state (hash hk): ready at `at` (a formatted time), nothing accepted or
--- queued, no errors
+-- a new host's state (hash hk): ready at `at` (a formatted time), nothing accepted, no errors
 local function create_host(hk, at)
-  redis.call('HSET', hk, 'nx', at, 'od', at, 'tt', 0, 'ql', 0, 'dd', 0, 'er', 0, 'bo', 0,
-    'ad', 0)
+  redis.call('HSET', hk, 'nx', at, 'od', at, 'tt', 0, 'dd', 0, 'er', 0, 'bo', 0, 'ad', 0)
   C.hosts = C.hosts + 1
 end
 
