@@ -220,13 +220,15 @@ local function admit(h, new)
   return acc, dropped
 end
 
--- count a host's URLs from ARGV[first] (n of them; `isnew`: the ARGV indexes of those not
+-- count a host's URLs from ARGV[first] (n of them; `new`: the ARGV indexes of those not
 -- seen before, once each; `dropped`: the fingerprints the budget dropped) as duplicates or
 -- dropped: a dropped URL's repeat in the same call is dropped too. `unsee(j)` takes a
 -- dropped URL back out of the seen-set (a later call may find room).
-local function tally(first, n, nnew, isnew, dropped, unsee)
-  C.dups = C.dups + n - nnew
+local function tally(first, n, new, dropped, unsee)
+  C.dups = C.dups + n - #new
   if not dropped then return end
+  local isnew = {}
+  for _, j in ipairs(new) do isnew[j] = true end
   for j = first, first + (n - 1) * F, F do
     if dropped[ARGV[j]] then
       C.dropped = C.dropped + 1
@@ -246,11 +248,10 @@ end
 local function put_host_exact(i)
   local h, n = ARGV[i], tonumber(ARGV[i + 1])
   i = i + 2
-  local first, new, isnew = i, {}, {}
+  local first, new = i, {}
   for _ = 1, n do
     if redis.call('SADD', bkey(bucket_of(tonumber(ARGV[i + 1]))), ARGV[i]) == 1 then
       new[#new + 1] = i
-      isnew[i] = true
       C.seen = C.seen + 1
       if C.seen > SPLIT_AT * (M + S) and L < MAX_LEVEL then split_one() end
     end
@@ -261,7 +262,7 @@ local function put_host_exact(i)
     return i, 0
   end
   local acc, dropped = admit(h, new)
-  tally(first, n, #new, isnew, dropped, unsee_exact)
+  tally(first, n, new, dropped, unsee_exact)
   if #acc == 0 then return i, 0 end
   return i, enqueue(h, acc)
 end
@@ -270,13 +271,12 @@ end
 local function put_host_bloom(i, known)
   local h, n = ARGV[i], tonumber(ARGV[i + 1])
   i = i + 2
-  local first, new, isnew = i, {}, {}
+  local first, new = i, {}
   for _ = 1, n do
     local fp = ARGV[i]
     if not known[i] and not fresh[fp] then
       fresh[fp] = true
       new[#new + 1] = i
-      isnew[i] = true
     end
     i = i + F
   end
@@ -285,7 +285,7 @@ local function put_host_bloom(i, known)
     return i, 0
   end
   local acc, dropped = admit(h, new)
-  tally(first, n, #new, isnew, dropped, function(j) fresh[ARGV[j]] = nil end)
+  tally(first, n, new, dropped, function(j) fresh[ARGV[j]] = nil end)
   for _, j in ipairs(acc) do bloom_add(tonumber(ARGV[j + 4]), tonumber(ARGV[j + 5])) end
   if #acc == 0 then return i, 0 end
   return i, enqueue(h, acc)
