@@ -26,14 +26,16 @@ local F = bloom and 6 or 4
 local nowS = fmt(now)
 local L, S, M, M2  -- level, split pointer, 2^L, 2^(L+1)
 
--- fp mod 2^k (k <= 15) of a signed decimal fingerprint, exactly: 10^15 is a multiple of 2^15
+-- fp mod 2^k (k <= 15) of a signed decimal fingerprint, exactly: 10^15 is a multiple of
+-- 2^15, so its last 15 characters decide (with the sign when it has fewer digits; a longer
+-- negative one is negated), and Lua's % is never negative for a positive divisor. A split
+-- calls it for each fingerprint it moves: one substring and one conversion
+local POW2 = {}
+for k = 0, 16 do POW2[k] = 2 ^ k end
 local function low_bits(fp, k)
-  local m = 2 ^ k
-  local neg = string.byte(fp, 1) == 45
-  local digits = neg and string.sub(fp, 2) or fp
-  local r = tonumber(string.sub(digits, -15)) % m
-  if neg and r ~= 0 then r = m - r end
-  return r
+  local v = tonumber(string.sub(fp, -15))
+  if v > 0 and string.byte(fp, 1) == 45 then v = -v end
+  return v % POW2[k]
 end
 
 -- the bucket of a fingerprint from its low 15 bits (a number)
