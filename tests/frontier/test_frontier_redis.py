@@ -52,6 +52,27 @@ def test_exact_seen_set_stays_compact_and_exact_as_a_shard_grows(redis_url: str)
         disconnect(client)
 
 
+@pytest.mark.parametrize("server", ["redis_url", "redis_cluster_url"])
+def test_one_call_of_a_large_site_is_taken_whole(
+    server: str, request: pytest.FixtureRequest
+) -> None:
+    # a sitemap or a seed list of 12,000 URLs of one host in one call: on Redis Cluster too
+    # (one call per shard there, so its URLs must be cut: Lua's unpack takes < 8000 values)
+    client = connect(request.getfixturevalue(server))
+    try:
+        f = RedisFrontier(client, "sitemap")
+        assert f.put_discovered(_urls("big.example", 12_000)) == 12_000
+        assert f.statistics().queued == 12_000
+        b = f.lease(1, 500)
+        assert len(b) == 1 and len(b[0].urls) == 500
+        assert [u.url for u in b[0].urls][:2] == [
+            "http://big.example/page/0.html",
+            "http://big.example/page/1.html",
+        ]
+    finally:
+        disconnect(client)
+
+
 def test_bloom_seen_set_counts_its_false_positives(redis_url: str) -> None:
     client = connect(redis_url)
     try:

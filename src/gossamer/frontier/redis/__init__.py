@@ -437,11 +437,17 @@ class RedisFrontier:
                 self._pending.activate += new
                 self._global(now)
             if self.cluster:
-                # one call per shard (a call's keys share a slot)
-                calls = [
-                    ("put", shard, head + args)
-                    for shard, args in self._put_args(items, shards).items()
-                ]
+                # a call per shard (a call's keys share a slot) and per _PUT_PART of its URLs
+                # (Lua's unpack takes under 8000 values: a host's URLs go to RPUSH at once)
+                by_shard: dict[int, list[int]] = {}
+                for k, shard in enumerate(shards):
+                    by_shard.setdefault(shard, []).append(k)
+                calls = []
+                for shard, ks in by_shard.items():
+                    for lo in range(0, len(ks), _PUT_PART):
+                        part = ks[lo : lo + _PUT_PART]
+                        args = self._put_args([items[k] for k in part], [shard] * len(part))
+                        calls.append(("put", shard, head + args[shard]))
                 replies = self._shard_many(calls)
                 groups = [([c[1]], r) for c, r in zip(calls, replies, strict=True)]
             else:
