@@ -97,60 +97,87 @@ local function bloom_load()
 end
 local bfp
 local function capacity(j) return CAP0 * 2 ^ (j - 1) end
-local function positions(m, h1, h2)
-  local args = {}
-  for j = 0, K - 1 do
-    args[#args + 1] = 'u1'
-    args[#args + 1] = (h1 + j * h2) % m
-  end
-  return args
-end
-local function bloom_has(h1, h2)
-  for f = 1, nf do
-    local q = positions(bm[f], h1, h2)
-    local get = {}
-    for x = 1, #q, 2 do get[#get + 1] = 'GET'; get[#get + 1] = q[x]; get[#get + 1] = q[x + 1] end
-    local bits = redis.call('BITFIELD_RO', P .. 'b:' .. f, unpack(get))
-    local all = true
-    for _, b in ipairs(bits) do if b == 0 then all = false; break end end
-    if all then return true end
-  end
-  return false
-end
 local function fp_rate()  -- the compound false-positive probability now
   local miss = 1
   for f = 1, nf do miss = miss * (1 - (1 - math.exp(-K * bn[f] / bm[f])) ^ K) end
   return 1 - miss
 end
+-- the bits to set, BITFIELD SET operations for filter pend_f, written in one command a
+-- filter and at most BATCH URLs (Lua's unpack takes < 8000 values)
+local BATCH = 250
+local pend, pend_f = {}, 0
+local function bloom_flush()
+  if #pend > 0 then
+    redis.call('BITFIELD', P .. 'b:' .. pend_f, unpack(pend))
+    pend = {}
+  end
+end
 local function bloom_add(h1, h2)
   if nf == 0 or bn[nf] >= capacity(nf) then
+    bloom_flush()
     nf = nf + 1
     bm[nf] = capacity(nf) * math.min(BITS0 + 2 * (nf - 1), BITS_MAX)
     bn[nf] = 0
     -- allocated whole and exactly (BITFIELD growing the string would over-allocate by ~2x)
     redis.call('SET', P .. 'b:' .. nf, string.rep('\0', math.ceil(bm[nf] / 8)))
   end
-  local q = positions(bm[nf], h1, h2)
-  local set = {}
-  for x = 1, #q, 2 do
-    set[#set + 1] = 'SET'; set[#set + 1] = q[x]; set[#set + 1] = q[x + 1]; set[#set + 1] = 1
+  if #pend >= 4 * K * BATCH then bloom_flush() end
+  pend_f = nf
+  local m = bm[nf]
+  for j = 0, K - 1 do
+    pend[#pend + 1] = 'SET'
+    pend[#pend + 1] = 'u1'
+    pend[#pend + 1] = (h1 + j * h2) % m
+    pend[#pend + 1] = 1
   end
-  redis.call('BITFIELD', P .. 'b:' .. nf, unpack(set))
   bn[nf] = bn[nf] + 1
   local p = fp_rate()
   bfp = bfp + p / (1 - p)
 end
 
 -- Bloom: which URLs of a shard's section (hosts from ARGV[i]) the filter already holds, as
--- of the call's start: {ARGV index -> true}
+-- of the call's start: {ARGV index -> true}. One BITFIELD_RO a filter and BATCH URLs (a URL
+-- that a filter holds is not asked of the next)
 local function known_of(i, nhosts)
-  local known = {}
+  local idx = {}
   for _ = 1, nhosts do
     local n = tonumber(ARGV[i + 1])
     i = i + 2
     for _ = 1, n do
-      if bloom_has(tonumber(ARGV[i + 4]), tonumber(ARGV[i + 5])) then known[i] = true end
+      idx[#idx + 1] = i
       i = i + F
+    end
+  end
+  local known = {}
+  for f = 1, nf do
+    local m, key = bm[f], P .. 'b:' .. f
+    for lo = 1, #idx, BATCH do
+      local get, ask = {}, {}
+      for x = lo, math.min(lo + BATCH - 1, #idx) do
+        local j = idx[x]
+        if not known[j] then
+          ask[#ask + 1] = j
+          local h1, h2 = tonumber(ARGV[j + 4]), tonumber(ARGV[j + 5])
+          for k = 0, K - 1 do
+            get[#get + 1] = 'GET'
+            get[#get + 1] = 'u1'
+            get[#get + 1] = (h1 + k * h2) % m
+          end
+        end
+      end
+      if #ask > 0 then
+        local bits = redis.call('BITFIELD_RO', key, unpack(get))
+        for a, j in ipairs(ask) do
+          local all = true
+          for k = (a - 1) * K + 1, a * K do
+            if bits[k] == 0 then
+              all = false
+              break
+            end
+          end
+          if all then known[j] = true end
+        end
+      end
     end
   end
   return known
@@ -308,6 +335,7 @@ while i <= #ARGV do
       i, a = put_host_bloom(i, known)
       added = added + a
     end
+    bloom_flush()
     redis.call('HSET', NK, 'nf', nf, 'bm', table.concat(bm, ','), 'bn', table.concat(bn, ','),
       'bfp', fmt(bfp))
   else
