@@ -6,12 +6,11 @@
 --
 -- A queued URL is one entry, fp \0 attempts \0 depth \0 parent \0 url, of its host's list
 -- for its priority (FIFO); the host's sorted set `p` holds the priorities whose lists are
--- not empty (lowest first). How many a host has queued is counted when a lease or a
--- completion needs it (queue_len), not kept: put then costs one RPUSH for a host with URLs
--- queued already. (Lists, not one sorted set a
--- host: a sorted set's insert and range delete cost several times a list's push and pop,
--- and twice the memory.) A leased URL lives in its host's `lf` field (priority \1 entry,
--- joined by \2) until the batch completes.
+-- not empty (lowest first). (Lists, not one sorted set a host: a sorted set's insert and
+-- range delete cost several times a list's push and pop, and twice the memory.) How many a
+-- host has queued is counted when a lease or a completion needs it (queue_len), not kept:
+-- put then costs one RPUSH for a host with URLs queued already. A leased URL lives in its
+-- host's `lf` field (priority \1 entry, joined by \2) until the batch completes.
 -- Each command costs ~1-2.5 µs from Lua, so the counters are read once and written once per
 -- shard and call (the index version moves only when the shard's best host may have
 -- changed), packed in one string: a hash of 14 counters cost ~8 µs a shard to read (HMGET
@@ -45,7 +44,11 @@ local function open_shard(prefix)
   moved = false
   CR = redis.call('GET', CK)
   local v
-  if CR then v = {struct.unpack(CFMT, CR)} else v = {math.huge, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0} end
+  if CR then
+    v = {struct.unpack(CFMT, CR)}
+  else
+    v = {math.huge, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}
+  end
   HS = v[1]
   -- one constructor: a table grown field by field rehashes several times
   C = {queued = v[2], leased = v[3], done = v[4], failed = v[5], retries = v[6], hosts = v[7],
