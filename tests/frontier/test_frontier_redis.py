@@ -4,6 +4,7 @@ redis-servers."""
 
 from __future__ import annotations
 
+import random
 import threading
 import time
 from pathlib import Path
@@ -69,6 +70,41 @@ def test_one_call_of_a_large_site_is_taken_whole(
             "http://big.example/page/0.html",
             "http://big.example/page/1.html",
         ]
+    finally:
+        disconnect(client)
+
+
+def test_a_split_moves_exactly_the_fingerprints_whose_next_bit_is_set(redis_url: str) -> None:
+    # put.lua's split decides by comparing the stored integers with one threshold; run that
+    # code at every level a shard reaches (0-14) against the bit it stands for
+    from importlib import resources
+
+    from gossamer.frontier.redis import _seen_member
+
+    src = (resources.files("gossamer.frontier.redis") / "lua" / "put.lua").read_text()
+    start = src.index("local function dec_ge")
+    split = src.index("local function split_one()")
+    body = src[src.index("  if L == 0 then\n", split) : src.index("  if #moving > 0 then", split)]
+    lua = (
+        "local L, S = tonumber(ARGV[1]), tonumber(ARGV[2])\n"
+        + src[start:split]
+        + "local moving, members = {}, {}\n"
+        + "for i = 3, #ARGV do members[#members + 1] = ARGV[i] end\n"
+        + body
+        + "return moving"
+    )
+    client = connect(redis_url)
+    rng = random.Random(11)
+    try:
+        for level in range(15):
+            for _ in range(8):
+                s = rng.randrange(2**level)
+                fps = [rng.randrange(2**64) >> level << level | s for _ in range(100)]
+                top = (2**64 - 1) >> level << level | s  # the bucket's extremes
+                fps += [s, top, 1 << level | s, top ^ (1 << level)]
+                members = [_seen_member(fp) for fp in fps]
+                moved = {m.decode() for m in client.eval(lua, 0, level, s, *members)}
+                assert moved == {m for fp, m in zip(fps, members, strict=True) if fp >> level & 1}
     finally:
         disconnect(client)
 

@@ -120,6 +120,19 @@ def _to_redis(fp: int) -> str:
     return str(fp - _WRAP if fp >= _SIGN else fp)
 
 
+_REV8: Final = bytes(int(f"{i:08b}"[::-1], 2) for i in range(256))
+
+
+def _seen_member(fp: int) -> str:
+    """The exact seen-set's integer for fingerprint `fp` (unsigned 64-bit), signed decimal: its
+    16 low bits reversed on top (bit k of fp is bit 63-k), its 48 high bits below. A bucket's
+    members then share their top bits, and a split decides by comparing with one threshold
+    (put.lua)."""
+    low = fp & 0xFFFF
+    m = (_REV8[low & 0xFF] << 8 | _REV8[low >> 8]) << 48 | fp >> 16
+    return str(m - _WRAP if m >= _SIGN else m)
+
+
 def _from_redis(s: bytes | str) -> int:
     return int(s) % _WRAP
 
@@ -474,10 +487,10 @@ class RedisFrontier:
                 urls = hosts[it.host] = []
             fp = _to_redis(it.fp)
             parent = "-" if it.parent is None else "+" + it.parent
-            # fp, its low 15 bits (the seen-set bucket), priority, the queue member
-            # (fp \0 attempts \0 depth \0 parent \0 url)
+            # the seen-set integer, fp's low 15 bits (the seen-set bucket), priority, the
+            # queue member (fp \0 attempts \0 depth \0 parent \0 url)
             member = f"{fp}\x000\x00{it.depth}\x00{parent}\x00{it.url}"
-            urls += (fp, it.fp & 0x7FFF, it.priority, member)
+            urls += (_seen_member(it.fp), it.fp & 0x7FFF, it.priority, member)
             if bloom:  # the Bloom positions' two hashes: the fingerprint's halves
                 urls += (it.fp & 0xFFFFFFFF, (it.fp >> 32) | 1)
         out: dict[int, list[Any]] = {}
