@@ -129,8 +129,7 @@ def _seen_member(fp: int) -> str:
     members then share their top bits, and a split decides by comparing with one threshold
     (put.lua)."""
     low = fp & 0xFFFF
-    m = (_REV8[low & 0xFF] << 8 | _REV8[low >> 8]) << 48 | fp >> 16
-    return str(m - _WRAP if m >= _SIGN else m)
+    return _to_redis((_REV8[low & 0xFF] << 8 | _REV8[low >> 8]) << 48 | fp >> 16)
 
 
 def _from_redis(s: bytes | str) -> int:
