@@ -50,7 +50,8 @@ local function open_shard(prefix)
     v = {math.huge, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}
   end
   HS = v[1]
-  -- one constructor: a table grown field by field rehashes several times
+  -- one constructor: a table grown field by field rehashes several times (the order is
+  -- CFMT's, as hint packs them: hs, then these)
   C = {queued = v[2], leased = v[3], done = v[4], failed = v[5], retries = v[6], hosts = v[7],
     dead = v[8], dropped = v[9], dups = v[10], ver = v[11], sl = v[12], sp = v[13], seen = v[14]}
 end
