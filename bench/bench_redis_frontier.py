@@ -458,24 +458,18 @@ def _discover_worker(
     f.close()
 
 
-def discover_parallel(
-    opener: Callable[[], Frontier], calls: Sequence[array[int]], workers: int, limit_s: float
-) -> tuple[int, int, float, float, bool]:
-    """`workers` forked processes put_discovered the calls together (process k makes calls
-    k, k + workers, ...); (URLs accepted, offered, wall s from the first start to the last
-    finish, their CPU s, finished)."""
+def _forked(
+    target: Callable[..., None], arglists: Sequence[tuple[Any, ...]], limit_s: float
+) -> list[Any]:
+    """Run `target(*args, barrier, results)` in a forked process per args, all started
+    together behind a barrier; each puts one tuple into `results`. Returns the tuples."""
     ctx = multiprocessing.get_context("fork")
-    barrier = ctx.Barrier(workers)
+    barrier = ctx.Barrier(len(arglists))
     results = ctx.Queue()
-    procs = [
-        ctx.Process(
-            target=_discover_worker, args=(opener, calls[k::workers], limit_s, barrier, results)
-        )
-        for k in range(workers)
-    ]
+    procs = [ctx.Process(target=target, args=(*args, barrier, results)) for args in arglists]
     for p in procs:
         p.start()
-    got: list[tuple[int, int, float, float, float, bool]] = []
+    got: list[Any] = []
     try:
         got.extend(results.get(timeout=limit_s + 150) for _ in procs)
     finally:
@@ -484,6 +478,17 @@ def discover_parallel(
             if p.is_alive():
                 p.kill()
                 p.join(5)
+    return got
+
+
+def discover_parallel(
+    opener: Callable[[], Frontier], calls: Sequence[array[int]], workers: int, limit_s: float
+) -> tuple[int, int, float, float, bool]:
+    """`workers` forked processes put_discovered the calls together (process k makes calls
+    k, k + workers, ...); (URLs accepted, offered, wall s from the first start to the last
+    finish, their CPU s, finished)."""
+    arglists = [(opener, calls[k::workers], limit_s) for k in range(workers)]
+    got = _forked(_discover_worker, arglists, limit_s)
     wall = max(g[3] for g in got) - min(g[2] for g in got)
     return (
         sum(g[0] for g in got),
@@ -499,24 +504,7 @@ def drain_parallel(
 ) -> tuple[int, float, float, bool]:
     """`workers` forked processes drain the frontier together; (URLs done, wall s from the
     first start to the last finish, their CPU s, finished)."""
-    ctx = multiprocessing.get_context("fork")
-    barrier = ctx.Barrier(workers)
-    results = ctx.Queue()
-    procs = [
-        ctx.Process(target=_drain_worker, args=(opener, renew, limit_s, barrier, results))
-        for _ in range(workers)
-    ]
-    for p in procs:
-        p.start()
-    got: list[tuple[int, float, float, float, bool]] = []
-    try:
-        got.extend(results.get(timeout=limit_s + 150) for _ in procs)
-    finally:
-        for p in procs:
-            p.join(10)
-            if p.is_alive():
-                p.kill()
-                p.join(5)
+    got = _forked(_drain_worker, [(opener, renew, limit_s)] * workers, limit_s)
     done = sum(g[0] for g in got)
     wall = max(g[2] for g in got) - min(g[1] for g in got)
     return done, wall, sum(g[3] for g in got), all(g[4] for g in got)
