@@ -53,7 +53,7 @@ import sys
 import tempfile
 import time
 from array import array
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -374,17 +374,21 @@ class Discover:
     finished: bool = True
 
 
-def discover(f: Frontier, calls: Sequence[array[int]], limit_s: float) -> Discover:
-    """put_discovered every call (building the records is not timed), for `limit_s` s at
-    most."""
+def built(calls: Sequence[array[int]]) -> Iterator[list[Discovered]]:
+    """Each call's records, built when the next call is asked for."""
+    return ([discovered(c) for c in call] for call in calls)
+
+
+def discover(f: Frontier, batches: Iterable[Sequence[Discovered]], limit_s: float) -> Discover:
+    """put_discovered every batch (only the calls are timed, not building the records: `batches`
+    may build them lazily, see `built`), for `limit_s` s at most."""
     out = Discover()
     perf, proc = time.perf_counter, time.process_time
     deadline = perf() + limit_s
-    for call in calls:
+    for items in batches:
         if perf() > deadline:
             out.finished = False
             break
-        items = [discovered(c) for c in call]
         t0, c0 = perf(), proc()
         out.added += f.put_discovered(items)
         out.cpu_s += proc() - c0
@@ -441,20 +445,12 @@ def _discover_worker(
     results: Any,
 ) -> None:
     f = opener()
-    batches = [[discovered(c) for c in call] for call in calls]  # built before the clock starts
+    batches = list(built(calls))  # before the clock starts
     barrier.wait(120)
     start = time.monotonic()
     c0 = cpu_self()
-    deadline = start + limit_s
-    added = offered = 0
-    finished = True
-    for items in batches:
-        if time.monotonic() > deadline:
-            finished = False
-            break
-        added += f.put_discovered(items)
-        offered += len(items)
-    results.put((added, offered, start, time.monotonic(), cpu_self() - c0, finished))
+    d = discover(f, batches, limit_s)
+    results.put((d.added, d.offered, start, time.monotonic(), cpu_self() - c0, d.finished))
     f.close()
 
 
@@ -540,7 +536,7 @@ class Bench:
     ) -> tuple[Row, int, int]:
         """Discover phase → its row, the URLs the frontier accepted and the calls made."""
         s0 = store.server_cpu()
-        d = discover(f, calls, self.limit)
+        d = discover(f, built(calls), self.limit)
         note = ""
         if not d.finished:
             note = f"stopped after {self.limit:g} s: {d.offered:,} URLs offered"
@@ -611,7 +607,7 @@ class Bench:
                 # the first calls again (only calls made: a stopped phase did not make them all)
                 k = min(calls, max(1, int(len(self.calls30) * self.a.dup_fraction)))
                 s0 = store.server_cpu()
-                d = discover(f, self.calls30[:k], self.limit)
+                d = discover(f, built(self.calls30[:k]), self.limit)
                 note = f"{d.offered:,} URLs offered again"
                 if d.added:
                     note += f"; {d.added:,} accepted!"
