@@ -17,6 +17,7 @@ from typing import Any
 
 from gossamer.config import CrawlSettings
 from gossamer.engine.crawler import Crawler
+from gossamer.engine.ipgate import LocalIpGate
 from gossamer.fetch import FetchRequest, FetchResult
 from gossamer.frontier import MemoryFrontier
 
@@ -342,3 +343,51 @@ def test_a_lease_ended_while_waiting_for_the_ip_fetches_nothing_not_even_robots(
     assert fetcher.log == []  # another worker may hold the host: not even robots.txt
     s = frontier.statistics()
     assert (s.queued, s.leased, s.done) == (1, 0, 0)  # the URL went back unfetched
+
+
+def test_a_stop_gives_back_the_batches_still_waiting_for_their_ip() -> None:
+    """A stop does not wait for an IP's slot: batches still waiting for it (here behind
+    another worker's host holding the IP for 5 s) give their URLs back at once, without
+    even robots.txt, and the crawl returns."""
+    pages = {**_site(3, "a.example"), **_site(3, "b.example")}
+    settings = CrawlSettings(
+        seeds=["http://a.example/p0", "http://b.example/p0"],
+        scope="all",
+        delay=0,
+        output="/tmp/unused",
+    )
+    gate = LocalIpGate(1)
+    fetcher = FakeFetcher(pages, latency=0.0)
+    frontier = MemoryFrontier()
+    crawler = Crawler(
+        settings,
+        frontier=frontier,
+        fetcher=fetcher,
+        ip_of=lambda h: "10.0.0.1",
+        sinks=FakeSinks(),
+        ip_gate=gate,
+    )
+    crawler.seed(settings.seeds)
+
+    async def other_worker(held: asyncio.Event) -> None:
+        async with gate.hold("10.0.0.1"):
+            held.set()
+            await asyncio.sleep(5.0)
+
+    async def main() -> float:
+        held = asyncio.Event()
+        other = asyncio.create_task(other_worker(held))
+        await held.wait()
+        loop = asyncio.get_running_loop()
+        loop.call_later(0.3, crawler.request_stop)
+        started = loop.time()
+        await asyncio.wait_for(crawler.run(), 30)
+        took = loop.time() - started
+        other.cancel()
+        return took
+
+    took = asyncio.run(main())
+    assert took < 2.0  # not the 5 s the other host holds the IP
+    assert fetcher.log == []
+    s = frontier.statistics()
+    assert (s.queued, s.leased, s.done) == (2, 0, 0)  # both seeds went back unfetched

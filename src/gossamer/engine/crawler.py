@@ -14,7 +14,7 @@ import contextlib
 import math
 import time
 from collections import Counter
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -117,13 +117,41 @@ class Crawler:
         self.turns = Turns()
         self._sent: set[int] = set()
         self._stop = asyncio.Event()
+        self._ip_waits: set[asyncio.Timeout] = set()  # batches waiting for their IP's slot
         # stop fetching this long before a lease ends (a quarter of a short TTL)
         self._safety = min(LEASE_SAFETY_S, settings.lease_ttl / 4)
 
     # ------------------------------------------------------------------ control
     def request_stop(self) -> None:
-        """Finish the current request of every batch, complete the batches, then return."""
+        """Finish the current request of every batch, complete the batches, then return.
+        Batches still waiting for their IP's slot give their URLs back at once (they could
+        wait for seconds behind other hosts of that IP). Call it on the crawl's event loop."""
         self._stop.set()
+        if self._ip_waits:
+            now = asyncio.get_running_loop().time()
+            for wait in self._ip_waits:
+                wait.reschedule(now)
+
+    @contextlib.asynccontextmanager
+    async def _ip_turn(self, ip: str) -> AsyncIterator[bool]:
+        """Hold one of `ip`'s slots for the body and yield True; or yield False, holding
+        none, when a stop is requested before the slot is had."""
+        async with contextlib.AsyncExitStack() as stack:
+            if self._stop.is_set():
+                yield False
+                return
+            wait = asyncio.timeout(None)  # request_stop() makes it expire now
+            self._ip_waits.add(wait)
+            try:
+                async with wait:
+                    await stack.enter_async_context(self.ip_gate.hold(ip))
+            except TimeoutError:
+                if not wait.expired():
+                    raise
+            finally:
+                self._ip_waits.discard(wait)
+            held = not wait.expired()
+            yield held
 
     def seed(self, urls: list[str]) -> int:
         return seed_frontier(self.frontier, self.settings, urls)
@@ -192,11 +220,12 @@ class Crawler:
         `_renew_size` for what bounds that)."""
         host = batch.host
         ip = await self._ip_of(host)
-        async with self.ip_gate.hold(ip):  # per-IP politeness covers robots.txt too
+        async with self._ip_turn(ip) as held:  # per-IP politeness covers robots.txt too
             held_since = self.clock()
-            if held_since > batch.expires_at - self._safety:
-                # the lease ended (or is about to) while waiting for the IP: another worker may
-                # hold the host now, so not even robots.txt; the URLs go back unfetched
+            if not held or self._stop.is_set() or held_since > batch.expires_at - self._safety:
+                # a stop came before any request of the batch, or the lease ended (or is about
+                # to) while waiting for the IP: another worker may hold the host now, so not
+                # even robots.txt; the URLs go back unfetched
                 self._settle(batch, [], [], None, 0)
                 return
             fetched_robots = self.robots.get(host, self.clock()) is None
