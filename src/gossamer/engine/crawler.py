@@ -126,8 +126,10 @@ class Crawler:
         """Finish the current request of every batch, complete the batches, then return.
         Batches still waiting for their IP's slot give their URLs back at once (they could
         wait for seconds behind other hosts of that IP). Call it on the crawl's event loop."""
+        if self._stop.is_set():  # (a wait cut off already may not be rescheduled again)
+            return
         self._stop.set()
-        if self._ip_waits:
+        if self._ip_waits:  # none begins after the stop: `_ip_turn` checks it first
             now = asyncio.get_running_loop().time()
             for wait in self._ip_waits:
                 wait.reschedule(now)
