@@ -227,7 +227,9 @@ class Crawler:
             if not held or self._stop.is_set() or held_since > batch.expires_at - self._safety:
                 # a stop came before any request of the batch, or the lease ended (or is about
                 # to) while waiting for the IP: another worker may hold the host now, so not
-                # even robots.txt; the URLs go back unfetched
+                # even robots.txt; the URLs go back unfetched. (`held` is False for a stop
+                # during the wait; one that came after the slot was granted but before this
+                # task resumed leaves `held` True, hence the second test.)
                 self._settle(batch, [], [], None, 0)
                 return
             fetched_robots = self.robots.get(host, self.clock()) is None
