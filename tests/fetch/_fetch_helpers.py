@@ -68,6 +68,8 @@ class RawServer:
     requests: list[tuple[int, bytes]] = field(default_factory=list)
     port: int = 0
     connections: int = 0
+    closed: int = 0  # connections this server has closed (or seen closed)
+    closed_event: asyncio.Event = field(default_factory=asyncio.Event)
 
     async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         self.connections += 1
@@ -97,6 +99,14 @@ class RawServer:
         finally:
             with contextlib.suppress(Exception):
                 writer.close()
+            self.closed += 1
+            self.closed_event.set()
+
+    async def wait_closed_connections(self, n: int) -> None:
+        """Wait until `n` connections have been closed."""
+        while self.closed < n:
+            self.closed_event.clear()
+            await self.closed_event.wait()
 
 
 @contextlib.asynccontextmanager

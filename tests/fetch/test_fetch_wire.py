@@ -14,11 +14,13 @@ from _fetch_helpers import Action, raw_server, response, run
 from gossamer.fetch import (
     ERROR_BLOCKED_ADDRESS,
     ERROR_CONNECT,
+    ERROR_CONNECTION_LOST,
     ERROR_DECODE,
     ERROR_EMPTY_REPLY,
     ERROR_PARTIAL,
     ERROR_PROTOCOL,
     ERROR_TIMEOUT,
+    ERROR_TOO_SLOW,
     CurlFetcher,
     FetchRequest,
     FetchResult,
@@ -144,15 +146,34 @@ def test_stall_after_the_first_bytes_times_out() -> None:
 
 
 def test_server_closing_an_idle_connection_is_survived() -> None:
-    seen: list[int] = []
+    """The server closes a kept-alive connection (without saying so) once it is idle. libcurl
+    checks an idle connection before reusing it only after 1 s of idleness, so the next
+    fetch, sooner, goes out on the dead connection: it ends as a lost connection (libcurl's
+    own resend refused, test_a_request_reset_on_a_kept_alive_connection_is_not_sent_again),
+    and sent again it goes over a new connection. The server sees each request once."""
 
     def script(_: bytes) -> list[Action]:
-        seen.append(1)
         return [response(200, b"ok"), "close"]  # no Connection: close header, then closed
 
-    results, requests = fetch_with(script, [f"http://{HOST}/1", f"http://{HOST}/2"])
-    assert [r.status for r in results] == [200, 200]
-    assert [r.new_connection for r in results] == [True, True]
+    async def go() -> tuple[list[FetchResult], list[tuple[int, bytes]]]:
+        async with raw_server(script) as srv:
+            resolver = Resolver([f"{HOST}:80:127.0.0.1:{srv.port}"], allow_private=True)
+            f = CurlFetcher(resolver=resolver)
+            try:
+                out = [await f.fetch(FetchRequest(f"http://{HOST}/1"))]
+                await srv.wait_closed_connections(1)
+                out.append(await f.fetch(FetchRequest(f"http://{HOST}/2")))
+                if out[-1].error == ERROR_CONNECTION_LOST:
+                    out.append(await f.fetch(FetchRequest(f"http://{HOST}/2")))
+                return out, list(srv.requests)
+            finally:
+                await f.aclose()
+
+    results, requests = run(go())
+    assert results[0].status == 200 and results[-1].status == 200
+    assert all(r.error == ERROR_CONNECTION_LOST for r in results[1:-1])
+    assert results[-1].new_connection
+    assert [head.split(b" ")[1] for _, head in requests] == [b"/1", b"/2"]
     assert len({conn for conn, _ in requests}) == 2
 
 
@@ -284,3 +305,83 @@ def test_connect_timeout() -> None:
                 s.close()
     assert r.error == ERROR_TIMEOUT and "Connection timed out" in (r.error_detail or "")
     assert 0.3 <= r.elapsed < 2.3
+
+
+def test_a_request_reset_on_a_kept_alive_connection_is_not_sent_again() -> None:
+    """A kept-alive connection reset under a request: libcurl would send the request again at
+    once on a fresh connection (a second request to the host with no gap, which the crawler
+    neither sees nor spaces by the host's delay). The fetcher refuses that retry: the fetch
+    is a lost connection, the server saw the request once, and the next fetch goes
+    normally (on a new connection)."""
+    answers: list[list[Action]] = [[response(200, b"one")], ["reset"], [response(200, b"three")]]
+
+    def script(_: bytes) -> list[Action]:
+        return answers.pop(0) if answers else [response(200, b"again")]
+
+    results, requests = fetch_with(
+        script, [f"http://{HOST}/1", f"http://{HOST}/2", f"http://{HOST}/3"]
+    )
+    assert [r.status for r in results] == [200, None, 200]
+    assert results[1].error == ERROR_CONNECTION_LOST
+    assert "resend refused" in (results[1].error_detail or "")
+    assert [head.split(b" ")[1] for _, head in requests] == [b"/1", b"/2", b"/3"]
+    assert results[2].body == b"three"
+
+
+def _trickle(rate: int, seconds: float, size: int = 100_000) -> list[Action]:
+    """A 200 whose `size`-byte body comes at about `rate` bytes/s (a piece every 0.1 s)."""
+    piece = max(1, rate // 10)
+    actions: list[Action] = [f"HTTP/1.1 200 OK\r\nContent-Length: {size}\r\n\r\n".encode()]
+    for _ in range(round(seconds * 10)):
+        actions += [0.1, b"t" * piece]
+    return actions
+
+
+def test_a_trickle_under_the_low_speed_limit_is_cut_as_too_slow() -> None:
+    """10 bytes/s against a limit of 100 bytes/s for 1 s: cut after about a second (libcurl
+    samples the rate once a second) as too-slow, not a time-out, with the prefix kept."""
+    [r], _ = fetch_with(
+        lambda _: _trickle(10, 20.0),
+        [f"http://{HOST}/"],
+        low_speed_limit=100,
+        low_speed_time=1,
+        total_timeout=15.0,
+    )
+    assert r.error == ERROR_TOO_SLOW and r.status == 200, (r.error, r.error_detail)
+    assert "too slow" in (r.error_detail or "")
+    assert 1.0 <= r.elapsed < 5.0 and r.body == b"t" * len(r.body)
+
+
+def test_a_slow_but_steady_server_is_not_cut() -> None:
+    """1,000 bytes/s for 2.5 s against a limit of 100 bytes/s for 1 s: read whole."""
+    body_size = 25 * 100
+    [r], _ = fetch_with(
+        lambda _: _trickle(1000, 2.5, body_size),
+        [f"http://{HOST}/"],
+        low_speed_limit=100,
+        low_speed_time=1,
+    )
+    assert r.error is None and r.status == 200 and len(r.body) == body_size
+
+
+def test_without_the_low_speed_limit_a_trickle_runs_into_the_total_timeout() -> None:
+    [r], _ = fetch_with(
+        lambda _: _trickle(10, 20.0), [f"http://{HOST}/"], low_speed_limit=0, total_timeout=2.5
+    )
+    assert r.error == ERROR_TIMEOUT and r.status == 200 and r.elapsed >= 2.5
+
+
+def test_no_response_within_low_speed_time_is_a_timeout_not_too_slow() -> None:
+    """libcurl measures the rate from the request on: a server that sends nothing is cut
+    after low_speed_time too, but as the first-byte time-out it is."""
+    [r], _ = fetch_with(
+        lambda _: [20.0], [f"http://{HOST}/"], low_speed_limit=100, low_speed_time=1
+    )
+    assert r.error == ERROR_TIMEOUT and r.status is None and r.elapsed < 10.0
+
+
+def test_low_speed_settings_are_checked() -> None:
+    with pytest.raises(ValueError, match="low_speed"):
+        CurlFetcher(low_speed_limit=-1)
+    with pytest.raises(ValueError, match="low_speed"):
+        CurlFetcher(low_speed_time=0)

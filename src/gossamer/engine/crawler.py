@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..config import CrawlSettings
-from ..fetch import FetchRequest, FetchResult, ResolveError
+from ..fetch import ERROR_CONNECTION_LOST, ERROR_TOO_SLOW, FetchRequest, FetchResult, ResolveError
 from ..frontier import (
     Discovered,
     Frontier,
@@ -323,12 +323,28 @@ class Crawler:
         end = self._lease_end(batch, batch.expires_at)
         nxt = self._next_fetch(todo, 0, last_end, delay, end)
         kept = 0  # pages processed in a row on one turn (see below)
+        resent = -1  # the URL last sent again after a lost connection
         try:
             k = 0
             while nxt is not None:
                 result = await nxt
                 last_end = self.clock()
                 leased = todo[k]
+                if result.error == ERROR_CONNECTION_LOST and resent != k:
+                    # the kept-alive connection died under the request (fetch.md): sent again
+                    # once, after the host's delay like any request, not counted an attempt
+                    resent = k
+                    self.counters.requests += 1
+                    self.counters.errors[ERROR_CONNECTION_LOST] += 1
+                    self.sinks.log(
+                        result, depth=leased.depth, parent=leased.parent,
+                        outcome=ERROR_CONNECTION_LOST,
+                    )  # fmt: skip
+                    if kept:  # no turn held through the delay
+                        kept = 0
+                        self.turns.release()
+                    nxt = self._next_fetch(todo, k, last_end, delay, end)
+                    continue
                 k += 1
                 retry = result.status in RETRY_STATUSES  # the host asked us to back off
                 if not retry and k < len(todo):
@@ -539,6 +555,8 @@ class Crawler:
             key = result.error or "fetch/error/unknown"
             c.errors[key] += 1
             verdict = Verdict.RETRY if attempts + 1 < self.settings.max_attempts else Verdict.FAILED
+            if key == ERROR_TOO_SLOW:  # a server that trickles once trickles again: each try
+                verdict = Verdict.FAILED  # would hold the host and its IP low_speed_time more
             self.sinks.log(result, depth=depth, parent=parent, outcome=key)
             return verdict, key
         c.statuses[result.status] += 1

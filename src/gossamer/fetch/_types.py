@@ -13,8 +13,13 @@ from typing import Any, Protocol
 
 # -- error keys (`FetchResult.error`); see docs/crawler/fetch.md for when each is given
 ERROR_TIMEOUT = "fetch/error/timeout"  # connect, first byte, stall or total time-out
+ERROR_TOO_SLOW = "fetch/error/too-slow"  # below low_speed_limit bytes/s for low_speed_time s
 ERROR_CONNECT = "fetch/error/connect"  # connection refused / unreachable
 ERROR_RESET = "fetch/error/reset"  # connection reset by the peer
+# a kept-alive connection reset or closed under the request before any response byte: the
+# request may have reached the server, so it is not resent at once (callers may resend it
+# after the host's delay)
+ERROR_CONNECTION_LOST = "fetch/error/connection-lost"
 ERROR_EMPTY_REPLY = "fetch/error/empty-reply"  # connection closed before any response
 ERROR_PARTIAL = "fetch/error/partial"  # connection closed in the middle of the body
 ERROR_NETWORK = "fetch/error/network"  # any other send / receive failure
@@ -30,8 +35,10 @@ ERROR_OTHER = "fetch/error/other"  # anything else (error_detail names the curl 
 
 ERROR_KEYS = (
     ERROR_TIMEOUT,
+    ERROR_TOO_SLOW,
     ERROR_CONNECT,
     ERROR_RESET,
+    ERROR_CONNECTION_LOST,
     ERROR_EMPTY_REPLY,
     ERROR_PARTIAL,
     ERROR_NETWORK,

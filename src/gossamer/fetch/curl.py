@@ -42,6 +42,7 @@ from ._types import (
     ERROR_BAD_URL,
     ERROR_CANCELLED,
     ERROR_CONNECT,
+    ERROR_CONNECTION_LOST,
     ERROR_DECODE,
     ERROR_DNS,
     ERROR_EMPTY_REPLY,
@@ -53,6 +54,7 @@ from ._types import (
     ERROR_TIMEOUT,
     ERROR_TLS,
     ERROR_TOO_LARGE,
+    ERROR_TOO_SLOW,
     LAZY_HEADERS,
     FetchRequest,
     FetchResult,
@@ -82,6 +84,9 @@ _URL = pycurl.URL
 _SIZE_DOWNLOAD_T = pycurl.SIZE_DOWNLOAD_T
 _NUM_CONNECTS = pycurl.NUM_CONNECTS
 _CurlError = pycurl.error
+_PREREQ_OK: int = pycurl.PREREQFUNC_OK
+_PREREQ_ABORT: int = pycurl.PREREQFUNC_ABORT
+_E_ABORTED_BY_CALLBACK = pycurl.E_ABORTED_BY_CALLBACK
 
 # libcurl result codes → error keys (anything not listed is ERROR_OTHER)
 _CURL_ERRORS: dict[int, str] = {
@@ -111,6 +116,8 @@ def _classify(code: int, message: str) -> str:
     key = _CURL_ERRORS.get(code, ERROR_OTHER)
     if key is ERROR_NETWORK and "reset by peer" in message:
         return ERROR_RESET
+    if key is ERROR_TIMEOUT and "too slow" in message:  # the low-speed cut, not a time-out
+        return ERROR_TOO_SLOW
     return key
 
 
@@ -200,6 +207,7 @@ class _Slot:
         "hlines",
         "last",
         "request_head",
+        "requests",
         "setopt",
         "size",
         "started",
@@ -218,6 +226,7 @@ class _Slot:
         self.size = 0
         self.truncated = False
         self.last = 0.0  # monotonic time of the last body bytes (0: none yet)
+        self.requests = 0  # requests about to be sent by this transfer (see on_prereq)
         self.started = 0.0
         self.started_at = 0.0
         self.url = ""
@@ -228,6 +237,20 @@ class _Slot:
         self.header_list: list[str] | None = None
         curl.setopt(pycurl.WRITEFUNCTION, self.on_data)
         curl.setopt(pycurl.HEADERFUNCTION, self.hlines.append)
+        curl.setopt(pycurl.PREREQFUNCTION, self.on_prereq)
+
+    def on_prereq(self, _ip: str, _local_ip: str, _port: int, _local_port: int) -> int:
+        """libcurl is about to send a request of this transfer: the first goes; a second is
+        libcurl's own retry and is refused. libcurl retries at once, on a fresh connection,
+        when a kept-alive connection dies under a request before any response byte (a reset,
+        or a close racing the request): a second request to the host with no gap at all,
+        past the crawler's delay and its count of attempts (26 host-delay violations in a
+        6-host crawl with 30 % of pages resetting once). Refused, the transfer fails as a
+        lost connection (ERROR_CONNECTION_LOST); the crawler sends it again once, after the
+        host's delay.
+        (Redirects are not followed and only GET is sent, so nothing else sends two.)"""
+        self.requests += 1
+        return _PREREQ_OK if self.requests == 1 else _PREREQ_ABORT
 
     def on_data(self, data: bytes) -> int | None:
         """libcurl hands over decoded body bytes: keep up to `cap`, then stop the transfer."""
@@ -286,7 +309,9 @@ class CurlFetcher:
     silence after that; `total_timeout` the whole transfer (DNS has the resolver's own
     bound). `max_body` caps the decoded body: with `too_large="truncate"` the transfer stops
     there and the result has `truncated=True` and the prefix; with `"error"` it fails with
-    `fetch/error/too-large` (early when Content-Length says so). `max_connections` idle
+    `fetch/error/too-large` (early when Content-Length says so). A transfer slower than
+    `low_speed_limit` bytes/s for `low_speed_time` s is cut with `fetch/error/too-slow`
+    (libcurl's low-speed limit; 0 turns it off). `max_connections` idle
     connections are kept for reuse. `resolver` maps hosts to addresses (default: a DNS cache
     refusing private addresses unless `allow_private`).
     """
@@ -305,6 +330,8 @@ class CurlFetcher:
         max_body: int = 10 * 1024 * 1024,
         too_large: Literal["truncate", "error"] = "truncate",
         max_connections: int = 1024,
+        low_speed_limit: int = 100,
+        low_speed_time: int = 30,
         allow_private: bool = False,
         verify_tls: bool = True,
         buffer_size: int = 64 * 1024,
@@ -319,6 +346,11 @@ class CurlFetcher:
                 raise ValueError(f"{name} must be > 0, got {value}")
         if max_body < 1:
             raise ValueError(f"max_body must be >= 1, got {max_body}")
+        if low_speed_limit < 0 or low_speed_time < 1:
+            raise ValueError(
+                f"low_speed_limit must be >= 0 and low_speed_time >= 1, got {low_speed_limit} "
+                f"and {low_speed_time}"
+            )
         if too_large not in ("truncate", "error"):
             raise ValueError(f"too_large must be 'truncate' or 'error', got {too_large!r}")
         self._own_resolver = resolver is None
@@ -329,6 +361,8 @@ class CurlFetcher:
         self.total_timeout = total_timeout
         self.max_body = max_body
         self.too_large = too_large
+        self.low_speed_limit = low_speed_limit
+        self.low_speed_time = low_speed_time
         self.verify_tls = verify_tls
         self.buffer_size = buffer_size
         # Request headers after Host, in this order (libcurl adds none of its own: User-Agent,
@@ -520,6 +554,7 @@ class CurlFetcher:
         slot.started = started
         slot.started_at = started_at
         slot.last = 0.0
+        slot.requests = 0
         future: asyncio.Future[FetchResult] = loop.create_future()
         slot.future = future
         self._active[curl] = slot
@@ -662,6 +697,12 @@ class CurlFetcher:
         curl.setopt(pycurl.SSL_VERIFYHOST, 2 if self.verify_tls else 0)
         if self.too_large == "error":
             curl.setopt(pycurl.MAXFILESIZE_LARGE, self.max_body)
+        if self.low_speed_limit:
+            # libcurl cuts a transfer whose rate stays under the limit for the time: a
+            # trickling server otherwise holds the host (and, per_ip = 1, its IP) until the
+            # total time-out, 120 s by default (docs/crawler/fetch.md, "Slow servers")
+            curl.setopt(pycurl.LOW_SPEED_LIMIT, self.low_speed_limit)
+            curl.setopt(pycurl.LOW_SPEED_TIME, self.low_speed_time)
         slot = _Slot(curl, self.max_body)
         self._all.append(slot)
         return slot
@@ -762,13 +803,25 @@ class CurlFetcher:
             return
         if code == 0:
             self._finish_slot(slot, None, None)
+        elif code == _E_ABORTED_BY_CALLBACK and slot.requests > 1:
+            self._finish_slot(
+                slot,
+                ERROR_CONNECTION_LOST,
+                "the kept-alive connection was reset or closed under the request; libcurl's "
+                "immediate resend refused",
+            )
         elif code == pycurl.E_WRITE_ERROR and slot.truncated:
             if self.too_large == "truncate":
                 self._finish_slot(slot, None, None)
             else:
                 self._finish_slot(slot, ERROR_TOO_LARGE, f"body over {self.max_body} bytes")
         else:
-            self._finish_slot(slot, _classify(code, message), f"curl {code}: {message}")
+            key = _classify(code, message)
+            if key is ERROR_TOO_SLOW and not slot.hlines:
+                # libcurl's rate counts from the request: no response head at all within
+                # low_speed_time is a first-byte time-out (just sooner than first_byte_timeout)
+                key = ERROR_TIMEOUT
+            self._finish_slot(slot, key, f"curl {code}: {message}")
 
     def _collect(self) -> None:
         """Finish the transfers libcurl reports done (successes without `_on_done`)."""

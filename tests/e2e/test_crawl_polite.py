@@ -1,0 +1,114 @@
+"""Politeness on every request, retries included, and slow servers cut: crawls of the simulated
+web judged by its request log."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from _crawl_helpers import USER_AGENT, crawl_settings
+
+from gossamer.engine.run import run_crawl
+from gossamer.testing import TruthRules, WebSpec, audit, compute_truth, read_logs, serve_in_thread
+
+CRAWL_DELAY = 0.25  # every host's robots.txt asks for 0.5-2 s; capped here to keep it short
+
+
+@pytest.mark.slow
+def test_resets_are_retried_after_the_crawl_delay(tmp_path: Path) -> None:
+    """A third of the pages reset their connection on the first request; every host asks for
+    a Crawl-delay. Each reset request is sent again only after the host's delay: no gap
+    between two requests to a host is shorter than the Crawl-delay, and every page is had.
+    (libcurl resent a request reset on a kept-alive connection at once, on a fresh connection:
+    26 host-delay violations of 0.000-0.003 s in this crawl before the fetcher refused it.)"""
+    spec = WebSpec(
+        seed=3,
+        hosts=6,
+        pages_mean=15,
+        overrides=(("robots_crawl_delay", 1.0), ("reset_once", 0.3), ("latency_ms", 5.0)),
+    )
+    log = tmp_path / "web.log"
+    out = tmp_path / "crawl"
+    with serve_in_thread(spec, log_path=log) as web:
+        web.write_resolve_file(tmp_path / "resolve.txt")
+        seed = web.url(0, 0)
+        settings = crawl_settings(
+            tmp_path, out, seed, max_crawl_delay=CRAWL_DELAY, max_attempts=3, concurrency=8
+        )
+        assert run_crawl(settings) == 0
+        web.flush_log()
+    rules = TruthRules(seeds=(seed,), scope="all", user_agent=USER_AGENT)
+    truth = compute_truth(web.model, rules)
+    records = read_logs([log]).records
+    report = audit(web.model, records, rules, truth=truth, max_crawl_delay=CRAWL_DELAY)
+    assert sum(r.outcome == "reset" for r in records) >= 10  # the case was met, many times
+    assert report.politeness_violations == 0, report.format_table()
+    assert report.coverage == 1.0, report.format_table()
+    lines = [json.loads(x) for x in (out / "crawl.log.jsonl").read_text().splitlines()]
+    outcomes = Counter(x["outcome"] for x in lines)
+    assert outcomes["fetch/error/connection-lost"] >= 1, outcomes
+
+
+LOW_SPEED_TIME = 3  # seconds (the default is 30: the test keeps it short)
+
+
+@pytest.mark.slow
+def test_a_trickling_page_is_cut_and_frees_its_ip(tmp_path: Path) -> None:
+    """Every host on one IP (per_ip 1: one host of it fetched at a time), some pages trickled
+    at ~15 bytes/s. Each is cut after about low_speed_time as fetch/error/too-slow, once (not
+    retried), and the crawl, which without the cut waits out the 120 s total time-out per
+    trickling page while every other host of the IP waits, ends in seconds."""
+    spec = WebSpec(
+        seed=3,  # 67 pages on 6 hosts, 4 of them trickling (the seed page does not)
+        hosts=6,
+        pages_mean=10,
+        max_ips=1,
+        overrides=(("trickle", 0.08), ("trickle_s", 1000.0)),
+    )
+    log = tmp_path / "web.log"
+    out = tmp_path / "crawl"
+    with serve_in_thread(spec, log_path=log) as web:
+        web.write_resolve_file(tmp_path / "resolve.txt")
+        seed = web.url(0, 0)
+        settings = crawl_settings(
+            tmp_path,
+            out,
+            seed,
+            per_ip=1,
+            total_timeout=120.0,
+            first_byte_timeout=10.0,
+            low_speed_limit=100,
+            low_speed_time=LOW_SPEED_TIME,
+        )
+        assert run_crawl(settings) == 0
+        web.flush_log()
+    model = web.model
+    assert len({h.ip for h in model.hosts}) == 1
+    rules = TruthRules(seeds=(seed,), scope="all", user_agent=USER_AGENT)
+    truth = compute_truth(model, rules)
+    records = read_logs([log]).records
+    report = audit(model, records, rules, truth=truth)
+    assert report.politeness_violations == 0, report.format_table()
+    lines = [json.loads(x) for x in (out / "crawl.log.jsonl").read_text().splitlines()]
+    slow = [x for x in lines if x["outcome"] == "fetch/error/too-slow"]
+    requested = Counter(f"http://{r.host}{r.target}" for r in records)
+    trickling = {u for u in requested if _trickles(model, u)}
+    assert trickling and {x["url"] for x in slow} == trickling  # every one cut ...
+    assert len(slow) == len(trickling)  # ... once: not retried
+    assert all(requested[u] == 1 for u in trickling), requested
+    for x in slow:
+        assert LOW_SPEED_TIME <= x["duration"] < LOW_SPEED_TIME + 5, x
+    # the IP was held about low_speed_time per trickling page, not 120 s
+    span = (max(r.end_us for r in records) - min(r.start_us for r in records)) / 1e6
+    assert span < len(trickling) * (LOW_SPEED_TIME + 5) + 30, span
+
+
+def _trickles(model: object, url: str) -> bool:
+    from gossamer.testing import Kind, PageFlag, WebModel
+
+    assert isinstance(model, WebModel)
+    host, _, rest = url[7:].partition("/")
+    res = model.resolve(model.by_name[host], "/" + rest)
+    return res.kind is Kind.PAGE and bool(model.plan(res.host, res.a).flags & PageFlag.TRICKLE)
