@@ -76,11 +76,23 @@ def _add_crawl(sub: Any) -> None:
     p.add_argument("--workers", type=int, help="worker processes (0 = one per core, the default)")
     p.add_argument("--concurrency", type=int, help="hosts fetched at once per worker")
     p.add_argument("--per-host", type=int, help="URLs per host per lease (default 20)")
+    p.add_argument(
+        "--per-ip", type=int, help="hosts of one IP address fetched at once (default 1)"
+    )
     p.add_argument("--delay", type=float, help="seconds between requests to a host (1.0)")
     p.add_argument(
         "--lease-order",
         choices=("largest-first", "ready"),
         help="which ready host goes first: most URLs queued (default) or ready longest",
+    )
+    p.add_argument(
+        "--low-speed-limit",
+        type=int,
+        metavar="BYTES",
+        help="a transfer under BYTES/s for --low-speed-time is cut (default 100; 0: off)",
+    )
+    p.add_argument(
+        "--low-speed-time", type=int, metavar="S", help="seconds under the limit (default 30)"
     )
     p.add_argument("--user-agent", help="User-Agent header")
     p.add_argument(
@@ -170,7 +182,10 @@ def _run_crawl(args: argparse.Namespace) -> int:
         "workers": args.workers,
         "concurrency": args.concurrency,
         "per_host": args.per_host,
+        "per_ip": args.per_ip,
         "delay": args.delay,
+        "low_speed_limit": args.low_speed_limit,
+        "low_speed_time": args.low_speed_time,
         "lease_order": args.lease_order,
         "user_agent": args.user_agent,
         "resolve": args.resolve,

@@ -54,6 +54,12 @@ class CrawlSettings(BaseSettings):
     connect_timeout: float = Field(10.0, gt=0)
     first_byte_timeout: float = Field(30.0, gt=0)
     total_timeout: float = Field(120.0, gt=0)
+    low_speed_limit: int = Field(
+        100, ge=0, le=1 << 30, description="bytes/s under which a transfer is too slow (0: off)"
+    )
+    low_speed_time: int = Field(
+        30, ge=1, le=3600, description="seconds under low_speed_limit before the cut"
+    )
     max_body: int = Field(10 * 1024 * 1024, ge=1024, description="bytes kept per response")
     obey_robots: bool = True
     follow_nofollow: bool = False

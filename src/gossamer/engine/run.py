@@ -432,6 +432,8 @@ async def run_engine(
         total_timeout=settings.total_timeout,
         max_body=settings.max_body,
         max_connections=max(1024, settings.concurrency * 4),
+        low_speed_limit=settings.low_speed_limit,
+        low_speed_time=settings.low_speed_time,
     )
     recorder = Recorder(out, settings, version=__version__, part=part, recrawl=revalidate)
     crawler = Crawler(
