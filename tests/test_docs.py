@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import re
 from pathlib import Path
@@ -34,3 +35,26 @@ def test_experiments_are_documented_and_their_files_linked() -> None:
     absent = [link for link in links if not (ROOT / "docs" / link).is_file()]
     assert not absent, f"run `gossamer experiment all -o docs/experiments/`: {absent} missing"
     assert "gossamer experiment all -o docs/experiments/" in (ROOT / "README.md").read_text()
+
+
+def test_every_crawl_flag_and_setting_is_documented() -> None:
+    """`gossamer crawl`'s flags are in docs/crawler.md (cluster ones may be in docs/cluster.md)
+    and every crawl setting has its row in docs/crawler.md's settings table."""
+    from gossamer.cli import build_parser
+    from gossamer.config import CrawlSettings
+
+    parser = build_parser()
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    crawl = sub.choices["crawl"]
+    docs = (ROOT / "docs" / "crawler.md").read_text() + (ROOT / "docs" / "cluster.md").read_text()
+    missing = sorted(
+        a.option_strings[-1]
+        for a in crawl._actions
+        if a.option_strings
+        and a.dest != "help"
+        and not any(re.search(re.escape(f) + r"(?![\w-])", docs) for f in a.option_strings)
+    )
+    assert not missing, f"docs/crawler.md lacks {missing}"
+    table = (ROOT / "docs" / "crawler.md").read_text()
+    rows = [n for n in CrawlSettings.model_fields if f"| `{n}` |" not in table]
+    assert not rows, f"docs/crawler.md's settings table lacks {rows}"
