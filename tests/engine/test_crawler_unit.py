@@ -18,7 +18,7 @@ from typing import Any
 from gossamer.config import CrawlSettings
 from gossamer.engine.crawler import Crawler
 from gossamer.engine.ipgate import LocalIpGate
-from gossamer.fetch import FetchRequest, FetchResult
+from gossamer.fetch import ERROR_CONNECTION_LOST, ERROR_TOO_SLOW, FetchRequest, FetchResult
 from gossamer.frontier import MemoryFrontier
 
 HTML = "text/html; charset=utf-8"
@@ -391,3 +391,63 @@ def test_a_stop_gives_back_the_batches_still_waiting_for_their_ip() -> None:
     assert fetcher.log == []
     s = frontier.statistics()
     assert (s.queued, s.leased, s.done) == (2, 0, 0)  # both seeds went back unfetched
+
+
+class ErrorOnceFetcher(FakeFetcher):
+    """FakeFetcher whose first fetch of each URL in `errors` fails with that error key."""
+
+    def __init__(self, pages: dict[str, Any], errors: dict[str, str], latency: float) -> None:
+        super().__init__(pages, latency)
+        self.errors = dict(errors)
+
+    async def fetch(self, req: FetchRequest) -> FetchResult:
+        result = await super().fetch(req)
+        key = self.errors.pop(req.url, None)
+        if key is None:
+            return result
+        return dataclasses.replace(
+            result, status=None, headers=(), body=b"", response_head=b"", error=key
+        )
+
+
+def _crawl_with_errors(
+    errors: dict[str, str], delay: float, **over: Any
+) -> tuple[Crawler, ErrorOnceFetcher, FakeSinks, MemoryFrontier]:
+    pages = _site(6)
+    settings = CrawlSettings(
+        seeds=["http://a.example/p0"], scope="all", delay=delay, output="/tmp/unused", **over
+    )
+    frontier = MemoryFrontier()
+    fetcher = ErrorOnceFetcher(pages, errors, 0.001)
+    sinks = FakeSinks()
+    c = Crawler(settings, frontier=frontier, fetcher=fetcher, ip_of=lambda h: None, sinks=sinks)
+    c.seed(settings.seeds)
+    asyncio.run(asyncio.wait_for(c.run(), 30))
+    return c, fetcher, sinks, frontier
+
+
+def test_a_lost_connection_is_resent_once_after_the_delay_not_counted_an_attempt() -> None:
+    lost = {f"http://a.example/p{i}": ERROR_CONNECTION_LOST for i in (2, 4)}
+    c, fetcher, sinks, frontier = _crawl_with_errors(lost, 0.05, max_attempts=1)
+    urls = [u for u, _, _ in fetcher.log]
+    for url in lost:
+        i = urls.index(url)
+        assert urls[i + 1] == url  # sent again at once in the batch: next on the connection
+        (_, _, end), (_, start, _) = fetcher.log[i], fetcher.log[i + 1]
+        assert start - end >= 0.05 - 0.002  # ... after the host's delay
+    spans = sorted((s, e) for _, s, e in fetcher.log)
+    gaps = [s2 - e1 for (_, e1), (s2, _) in itertools.pairwise(spans)]
+    assert min(gaps) >= 0.05 - 0.002, gaps
+    # with max_attempts 1 an ordinary failure is final: the resend was not an attempt
+    assert frontier.statistics().done == 6 and c.counters.pages == 6
+    assert c.counters.errors[ERROR_CONNECTION_LOST] == 2
+    assert sorted(u for u, o in sinks.logged if o == ERROR_CONNECTION_LOST) == sorted(lost)
+
+
+def test_a_too_slow_page_is_not_retried() -> None:
+    slow = {"http://a.example/p3": ERROR_TOO_SLOW}
+    c, fetcher, sinks, frontier = _crawl_with_errors(slow, 0.0, max_attempts=3)
+    urls = [u for u, _, _ in fetcher.log]
+    assert urls.count("http://a.example/p3") == 1
+    assert frontier.statistics().queued == 0 and c.counters.pages == 5
+    assert ("http://a.example/p3", ERROR_TOO_SLOW) in sinks.logged
