@@ -451,3 +451,44 @@ def test_a_too_slow_page_is_not_retried() -> None:
     assert urls.count("http://a.example/p3") == 1
     assert frontier.statistics().queued == 0 and c.counters.pages == 5
     assert ("http://a.example/p3", ERROR_TOO_SLOW) in sinks.logged
+
+
+class SlowPageFetcher(FakeFetcher):
+    """FakeFetcher whose page `slow_url` takes `slow_s` seconds."""
+
+    def __init__(self, pages: dict[str, Any], slow_url: str, slow_s: float) -> None:
+        super().__init__(pages, 0.001)
+        self.slow_url, self.slow_s = slow_url, slow_s
+
+    async def fetch(self, req: FetchRequest) -> FetchResult:
+        if req.url == self.slow_url:
+            await asyncio.sleep(self.slow_s)
+        return await super().fetch(req)
+
+
+def test_a_request_longer_than_the_lease_keeps_the_lease() -> None:
+    """A response that takes longer than the lease (a slow server, up to total_timeout): the
+    lease is extended while the request is in flight, so the batch completes. Before, the
+    lease ran out under the request, its completion was refused and the page was leased and
+    fetched again, without end (a trickling page timed out 120 s at a time, again and again,
+    with the default lease_ttl 120 s and total_timeout 120 s)."""
+    pages = _site(3)
+    slow = "http://a.example/p1"
+    frontier = _CountingFrontier(lease_ttl=2.0)
+    settings = CrawlSettings(
+        seeds=["http://a.example/p0"], scope="all", delay=0, lease_ttl=2.0, output="/tmp/unused"
+    )
+    fetcher = SlowPageFetcher(pages, slow, 3.0)
+    c = Crawler(settings, frontier=frontier, fetcher=fetcher, ip_of=lambda h: None,
+                sinks=FakeSinks())  # fmt: skip
+    c.seed(settings.seeds)
+
+    async def main() -> None:
+        asyncio.get_running_loop().call_later(12.0, c.request_stop)  # bounds the old livelock
+        await asyncio.wait_for(c.run(), 30)
+
+    asyncio.run(main())
+    urls = [u for u, _, _ in fetcher.log]
+    assert urls.count(slow) == 1, urls
+    assert c.counters.errors["frontier/stale-lease"] == 0
+    assert frontier.extends and frontier.statistics().done == 3

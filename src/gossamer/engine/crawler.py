@@ -320,14 +320,19 @@ class Crawler:
         # One request in flight on the host's connection, and one page of look-ahead: the
         # next request goes out (after the host's delay) before this response is
         # processed, so the connection works while the page is parsed and recorded.
-        end = self._lease_end(batch, batch.expires_at)
-        nxt = self._next_fetch(todo, 0, last_end, delay, end)
+        lease = _LeaseKeeper(self, batch, self._lease_end(batch, batch.expires_at))
+        nxt: asyncio.Future[FetchResult] | None = None
         kept = 0  # pages processed in a row on one turn (see below)
         resent = -1  # the URL last sent again after a lost connection
         try:
+            nxt = self._next_fetch(todo, 0, last_end, delay, lease)
             k = 0
             while nxt is not None:
-                result = await nxt
+                try:
+                    result = await nxt
+                except _LeaseLost:  # during the host's delay: the URLs left go back
+                    nxt = None
+                    break
                 last_end = self.clock()
                 leased = todo[k]
                 if result.error == ERROR_CONNECTION_LOST and resent != k:
@@ -343,13 +348,13 @@ class Crawler:
                     if kept:  # no turn held through the delay
                         kept = 0
                         self.turns.release()
-                    nxt = self._next_fetch(todo, k, last_end, delay, end)
+                    nxt = self._next_fetch(todo, k, last_end, delay, lease)
                     continue
                 k += 1
                 retry = result.status in RETRY_STATUSES  # the host asked us to back off
                 if not retry and k < len(todo):
-                    end = self._lease_end(batch, end)
-                nxt = None if retry else self._next_fetch(todo, k, last_end, delay, end)
+                    lease.end = self._lease_end(batch, lease.end)
+                nxt = None if retry else self._next_fetch(todo, k, last_end, delay, lease)
                 # The host with the most URLs left is processed first (engine.turns); a host
                 # whose IP another host waits for, first of all (priority inheritance: a small
                 # site sharing a big site's IP held it for a second at a few pages a second,
@@ -387,6 +392,7 @@ class Crawler:
                         kept = 0
                         self.turns.release()
         finally:
+            lease.cancel()
             if kept:  # an error between two pages of a kept turn: give the turn back
                 self.turns.release()
             if nxt is not None:  # an error while recording: no request left behind
@@ -401,8 +407,8 @@ class Crawler:
         more is fetched). The frontier may extend less than asked (Redis: a phase's end)."""
         now = self.clock()
         ttl = self.settings.lease_ttl
-        if now <= end - self._safety - min(EXTEND_BEFORE_S, ttl / 2):
-            return end
+        if end == -math.inf or now <= end - self._safety - min(EXTEND_BEFORE_S, ttl / 2):
+            return end  # (refused once: not asked again)
         try:
             return self.frontier.extend(batch.token, now + self.settings.lease_ttl)
         except StaleLeaseError:
@@ -422,11 +428,12 @@ class Crawler:
         return nxt.done()
 
     def _next_fetch(
-        self, todo: list[LeasedURL], k: int, last_end: float, delay: float, expires_at: float
+        self, todo: list[LeasedURL], k: int, last_end: float, delay: float, lease: _LeaseKeeper
     ) -> asyncio.Future[FetchResult] | None:
         """Start fetching todo[k] once the host's delay after `last_end` has passed; None when
-        the batch is over (all fetched, a stop, or too close to the lease's end)."""
-        if k >= len(todo) or self._stop.is_set() or self.clock() > expires_at - self._safety:
+        the batch is over (all fetched, a stop, or too close to the lease's end). The future
+        raises _LeaseLost when the lease was lost (or is about to end) during the delay."""
+        if k >= len(todo) or self._stop.is_set() or self.clock() > lease.end - self._safety:
             return None
         leased = todo[k]
         revalidate = self.revalidate
@@ -438,12 +445,16 @@ class Crawler:
             # iteration after the response, and a busy loop's iterations are milliseconds
             return self._start(request)
         fut: asyncio.Future[FetchResult] = asyncio.ensure_future(
-            self._fetch_at(request, wait) if wait > 0 else self.fetcher.fetch(request)
+            self._fetch_at(request, wait, lease) if wait > 0 else self.fetcher.fetch(request)
         )
         return fut
 
-    async def _fetch_at(self, request: FetchRequest, wait: float) -> FetchResult:
+    async def _fetch_at(
+        self, request: FetchRequest, wait: float, lease: _LeaseKeeper
+    ) -> FetchResult:
         await asyncio.sleep(wait)
+        if self.clock() > lease.end - self._safety:  # (-inf: the frontier refused to extend)
+            raise _LeaseLost
         result: FetchResult = await self.fetcher.fetch(request)
         return result
 
@@ -654,6 +665,50 @@ class Crawler:
             out.append(Discovered(dst, host, d, fp, d, src))
         if edges:
             self.sinks.edges(src, edges)
+
+
+class _LeaseLost(Exception):
+    """A batch's lease ended (or was refused an extension) while a request waited for the
+    host's delay: the request is not sent."""
+
+
+class _LeaseKeeper:
+    """The end of a batch's lease (`end`), extended by a timer as well as between requests:
+    a response may take up to total_timeout (120 s by default, as long as the default lease),
+    and a lease that ended under it had its completion refused and its URLs leased again —
+    a trickling page was fetched 120 s at a time, again and again, without end. The timer
+    fires when `Crawler._lease_end` would extend (one timer per batch, not per request)."""
+
+    __slots__ = ("_batch", "_crawler", "_timer", "end")
+
+    def __init__(self, crawler: Crawler, batch: HostBatch, end: float) -> None:
+        self._crawler = crawler
+        self._batch = batch
+        self.end = end
+        self._timer: asyncio.TimerHandle | None = None
+        self._arm()
+
+    def _arm(self) -> None:
+        c = self._crawler
+        if self.end == -math.inf:  # refused: nothing more is fetched
+            self._timer = None
+            return
+        at = self.end - c._safety - min(EXTEND_BEFORE_S, c.settings.lease_ttl / 2)
+        wait = max(at - c.clock(), 0.0) + 0.001  # just past the point _lease_end extends at
+        self._timer = asyncio.get_running_loop().call_later(wait, self._extend)
+
+    def _extend(self) -> None:
+        c = self._crawler
+        before = self.end
+        due = c.clock() > before - c._safety - min(EXTEND_BEFORE_S, c.settings.lease_ttl / 2)
+        self.end = c._lease_end(self._batch, before)
+        if self.end > before or not due:  # (the frontier may not extend: then not again)
+            self._arm()
+
+    def cancel(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
 
 
 def seed_frontier(
