@@ -112,3 +112,31 @@ def _trickles(model: object, url: str) -> bool:
     host, _, rest = url[7:].partition("/")
     res = model.resolve(model.by_name[host], "/" + rest)
     return res.kind is Kind.PAGE and bool(model.plan(res.host, res.a).flags & PageFlag.TRICKLE)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(150)  # the old livelock never ends
+def test_a_response_slower_than_the_lease_is_fetched_once(tmp_path: Path) -> None:
+    """Without the low-speed cut, a trickling page runs into the total time-out (5 s here),
+    longer than the lease (3 s): the lease is kept while the request is in flight, so each
+    trickling page is requested once. (Before, the lease ran out under the request, its
+    completion was refused and the page was leased and fetched again without end: 6 times
+    120 s in 12 minutes with the defaults, lease_ttl = total_timeout = 120 s.)"""
+    spec = WebSpec(
+        seed=3, hosts=6, pages_mean=10, max_ips=1,
+        overrides=(("trickle", 0.08), ("trickle_s", 1000.0)),
+    )  # fmt: skip
+    log = tmp_path / "web.log"
+    out = tmp_path / "crawl"
+    with serve_in_thread(spec, log_path=log) as web:
+        web.write_resolve_file(tmp_path / "resolve.txt")
+        settings = crawl_settings(
+            tmp_path, out, web.url(0, 0), low_speed_limit=0, total_timeout=5.0, lease_ttl=3.0
+        )
+        assert run_crawl(settings) == 0
+        web.flush_log()
+    records = read_logs([log]).records
+    requested = Counter(f"http://{r.host}{r.target}" for r in records)
+    trickling = {u for u in requested if _trickles(web.model, u)}
+    assert trickling and all(requested[u] == 1 for u in trickling), requested
+    assert json.loads((out / "stats.json").read_text())["finished"]
