@@ -701,7 +701,10 @@ class _LeaseKeeper:
         c = self._crawler
         before = self.end
         due = c.clock() > before - c._safety - min(EXTEND_BEFORE_S, c.settings.lease_ttl / 2)
-        self.end = c._lease_end(self._batch, before)
+        try:
+            self.end = c._lease_end(self._batch, before)
+        except Exception:  # a storage error: the batch's own next call meets it and ends the
+            return  # worker as usual (a timer callback's exception would only be logged)
         if self.end > before or not due:  # (the frontier may not extend: then not again)
             self._arm()
 
