@@ -4,6 +4,8 @@ web judged by its request log."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from collections import Counter
 from pathlib import Path
 
@@ -140,3 +142,43 @@ def test_a_response_slower_than_the_lease_is_fetched_once(tmp_path: Path) -> Non
     trickling = {u for u in requested if _trickles(web.model, u)}
     assert trickling and all(requested[u] == 1 for u in trickling), requested
     assert json.loads((out / "stats.json").read_text())["finished"]
+
+
+def test_the_politeness_flags_reach_the_crawl(tmp_path: Path) -> None:
+    """`--per-ip`, `--low-speed-limit`, `--low-speed-time` as a user types them: recorded in
+    crawl.json and obeyed (the audit's per-IP limit is the flag's); a bad value is one error
+    line and exit 2."""
+    spec = WebSpec(seed=2, hosts=8, pages_mean=6, max_ips=1, overrides=(("latency_ms", 20.0),))
+    log = tmp_path / "web.log"
+    out = tmp_path / "crawl"
+    with serve_in_thread(spec, log_path=log) as web:
+        resolve = web.write_resolve_file(tmp_path / "resolve.txt")
+        seeds = [web.url(h.id, 0) for h in web.model.hosts]
+        common = ["--scope", "all", "--resolve-file", str(resolve), "--allow-private", "-q"]
+        r = _gossamer(
+            "crawl", *seeds, "-o", str(out), *common, "--delay", "0.2", "--workers", "1",
+            "--per-ip", "3", "--low-speed-limit", "50", "--low-speed-time", "7",
+            "--user-agent", USER_AGENT,
+        )  # fmt: skip
+        assert r.returncode == 0, r.stderr
+        web.flush_log()
+        bad = _gossamer("crawl", seeds[0], "-o", str(tmp_path / "bad"), *common, "--per-ip", "0")
+    settings = json.loads((out / "crawl.json").read_text())
+    assert (settings["per_ip"], settings["low_speed_limit"], settings["low_speed_time"]) == (
+        3, 50, 7,
+    )  # fmt: skip
+    rules = TruthRules(seeds=tuple(seeds), scope="all", user_agent=USER_AGENT)
+    records = read_logs([log]).records
+    assert audit(web.model, records, rules, min_delay=0.2, per_ip_limit=3).ok
+    # more than one host of the IP was fetched at once (the flag did something)
+    assert audit(web.model, records, rules, min_delay=0.2, per_ip_limit=1).politeness[
+        "ip-concurrency"
+    ] > 0
+    assert bad.returncode == 2 and "per_ip" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def _gossamer(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "gossamer", *args],
+        capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
