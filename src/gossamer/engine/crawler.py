@@ -32,7 +32,7 @@ from ..frontier import (
 from ..parse import ParseOptions, is_html, parse_html, parse_sitemap
 from ..robots import RobotsCache, RobotsPolicy, robots_url
 from ..scope import Scope
-from ..urls import LinkResolver, URLError, canonicalize, fingerprint, host_key
+from ..urls import LinkResolver, URLError, canonicalize, fingerprint, host_key, split_host_key
 from .ipgate import LocalIpGate
 from .recrawl import NOT_MODIFIED_OUTCOME, Recrawl
 from .turns import Turns
@@ -480,11 +480,11 @@ class Crawler:
         """The address whose per-IP gate covers `host`: resolved (and cached by the resolver)
         before the gate, so two names of one server share it; the host key itself when the
         name does not resolve (its fetches then fail with the DNS error)."""
-        name, _, port = host.partition(":")
+        name, port = split_host_key(host)  # not partition(":"): `[::1]:8080` has three
         ip = self.ip_of(name)
         if ip is None and self.resolve is not None:
             try:
-                await self.resolve(name, int(port) if port else 80)
+                await self.resolve(name, port or 80)
             except ResolveError:
                 return host
             ip = self.ip_of(name)
