@@ -33,8 +33,8 @@ class Scope:
         if scope not in ("host", "domain", "all"):
             raise ValueError(f"scope must be host, domain or all, got {scope!r}")
         self.scope = scope
-        # the same key `reject` gets for discovered URLs (host_of here, without the port, kept
-        # a seed on a non-default port from ever matching its own links)
+        # the key `reject` gets for discovered URLs: seeds keyed by host name alone (no port)
+        # never matched the links of a seed on a non-default port, which were all dropped
         self.hosts = frozenset(host_key(s) for s in seeds)
         self.domains = frozenset(registrable_domain(h) for h in self.hosts)
         self.allow = [re.compile(p) for p in allow]

@@ -30,17 +30,18 @@ Keys: which function says what is "the same"
 
 - `host_key(url)` is **the same host**, everywhere: `--scope host`, politeness (the frontier's
   host queues, leases and delays, the crawl-delay), partitioning (`partition.shard_of`), the
-  robots.txt cache, site sizes and the experiments' sites. It is the lower-case IDNA host name
-  without trailing dots (IPv6 in brackets), plus ``:port`` when the port is not the scheme's
-  default: `http://WWW.Example.com:80/` → `www.example.com`, `https://h:443/` → `h`,
-  `http://127.0.0.1:8081/` → `127.0.0.1:8081`, `http://[::1]:8080/` → `[::1]:8080`,
-  `http://bücher.example/` → `xn--bcher-kva.example`. Two servers on one name are two hosts
-  when their ports differ (`h:8080` is not `h`). The scheme is left out on purpose: a site
-  served on both `http://h/` and `https://h/` is one server to be polite to (one queue, one
-  delay), and `--scope host` with an http seed keeps the site's https pages (the usual
-  redirect to https stays in scope). A non-default port keeps its number whatever the scheme:
-  `http://h:443/` is `h:443`, not `https://h/`'s `h` (a port that is only some scheme's
-  default is still a different service for this one).
+  robots.txt cache (RFC 9309 scopes a robots.txt to scheme, host and port: the http and https
+  of one host share the first one fetched), site sizes and the experiments' sites. It is the
+  lower-case IDNA host name without trailing dots (IPv6 in brackets), plus ``:port`` when the
+  port is not the scheme's default: `http://WWW.Example.com:80/` → `www.example.com`,
+  `https://h:443/` → `h`, `http://127.0.0.1:8081/` → `127.0.0.1:8081`,
+  `http://[::1]:8080/` → `[::1]:8080`, `http://bücher.example/` → `xn--bcher-kva.example`.
+  Two servers on one name are two hosts when their ports differ (`h:8080` is not `h`). The
+  scheme is left out on purpose: a site served on both `http://h/` and `https://h/` is one
+  server to be polite to (one queue, one delay), and `--scope host` with an http seed keeps
+  the site's https pages (the usual redirect to https stays in scope). A non-default port
+  keeps its number whatever the scheme: `http://h:443/` is `h:443`, not `https://h/`'s `h`
+  (a port that is only some scheme's default is still a different service for this one).
 - `host_of(url)` is the host **name** alone (no port): what DNS resolves and what a Host header
   or TLS SNI carries. Never compare it to say "same host": `h:8080` and `h` share it.
 - `split_host_key(key)` takes a host key apart again: (name, port or None).
