@@ -45,8 +45,8 @@ from gossamer.testing._nginx import find_nginx, run_nginx
 
 pytestmark = pytest.mark.slow
 
-#: Files of the site, path → (title, hrefs of its `<a>` links). `{root}` is the site's path on
-#: the server ('/' or '/manual/'), for root-relative links. Every page also loads /style.css
+#: HTML files of the site, path → the hrefs of its `<a>` links. `{root}` is the site's path on
+#: the server ('/' or '/manual/'), for root-relative links. Every page also loads style.css
 #: and an image, which are not links (a crawler must not fetch them).
 PAGES: dict[str, list[str]] = {
     "index.html": [
