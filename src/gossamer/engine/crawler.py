@@ -3,8 +3,9 @@
 One `Crawler` runs in one process on one event loop. It holds no crawl state of its own that
 must survive a crash: the frontier (SQLite here, Redis later) owns queues, dedupe, leases and
 host politeness state; the sinks own the outputs. A batch is one leased host: robots.txt first
-(cached per host), then up to `per_host` URLs over one kept-alive connection with the host's
-delay between requests (KSpider's bucket), then `complete()` rests the host.
+(once per host per crawl: every worker shares the answers through the crawl's robots store),
+then up to `per_host` URLs over one kept-alive connection with the host's delay between
+requests (KSpider's bucket), then `complete()` rests the host.
 """
 
 from __future__ import annotations
@@ -30,7 +31,8 @@ from ..frontier import (
     Verdict,
 )
 from ..parse import ParseOptions, is_html, parse_html, parse_sitemap
-from ..robots import RobotsCache, RobotsPolicy, robots_url
+from ..robots import RobotsPolicy, robots_url
+from ..robots_store import RobotsRecord, RobotsStore, SharedRobots
 from ..scope import Scope
 from ..urls import LinkResolver, URLError, canonicalize, fingerprint, host_key, split_host_key
 from .ipgate import LocalIpGate
@@ -82,6 +84,7 @@ class Crawler:
         resolve: Callable[[str, int], Awaitable[object]] | None = None,
         clock: Callable[[], float] = time.time,
         revalidate: Recrawl | None = None,
+        robots_store: RobotsStore | None = None,
     ) -> None:
         self.settings = settings
         self.revalidate = revalidate  # --recrawl: conditional GETs, old links on a 304
@@ -106,7 +109,14 @@ class Crawler:
             html_only=settings.html_only,
             max_path_repeat=settings.max_path_repeat,
         )
-        self.robots = RobotsCache()
+        # robots.txt answers: this worker's cache in front of the crawl's store, shared by
+        # every worker (None: this worker's cache only), so a host's robots.txt is fetched
+        # once per crawl, not once per worker that leases the host
+        self.robots = SharedRobots(
+            robots_store if settings.obey_robots else None,
+            user_agent=settings.user_agent,
+            ttl=settings.robots_ttl,
+        )
         self.parse_options = ParseOptions(
             follow_nofollow=settings.follow_nofollow,
             link_rels=frozenset({"canonical"}) if settings.follow_canonical else frozenset(),
@@ -520,10 +530,8 @@ class Crawler:
                 continue
             break
         # more than 5 redirects leaves the last 3xx status: "unavailable", allow all (RFC 9309)
-        policy = RobotsPolicy.from_response(
-            status, body, user_agent=self.settings.user_agent, now=self.clock(), final_url=final
-        )
-        self.robots.put(host, policy)
+        # (stored before the batch completes: the host's next lease, by any worker, reads it)
+        policy = self.robots.put(host, RobotsRecord.of(status, body, final, self.clock()))
         if policy.crawl_delay:
             await asyncio.to_thread(self.frontier.set_host_delay, host, policy.crawl_delay)
         return policy
