@@ -61,7 +61,11 @@ def test_report_of_a_pool_crawl_counts_every_part(
     with serve_in_thread(spec, log_path=log) as web:
         web.write_resolve_file(tmp_path / "resolve.txt")
         seed = web.url(0, 0)
-        assert run_crawl(crawl_settings(tmp_path, out, seed, workers=2)) == 0
+        # 4 hosts at a time per worker, 20 ms between a host's requests: one worker alone
+        # cannot crawl the 24 hosts before the other has started (with 16 and no delay, w0
+        # sometimes did, leaving w1's part empty)
+        settings = crawl_settings(tmp_path, out, seed, workers=2, concurrency=4, delay=0.02)
+        assert run_crawl(settings) == 0
         web.flush_log()
     rules = TruthRules(seeds=(seed,), scope="all", user_agent=USER_AGENT)
     truth = audit(web.model, read_logs([log]).records, rules)
