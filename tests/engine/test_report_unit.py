@@ -144,12 +144,22 @@ def test_lines_before_the_history_are_an_unrecorded_run(tmp_path: Path) -> None:
 def test_a_directory_without_history_is_one_run_with_its_statistics(tmp_path: Path) -> None:
     """A cluster worker's directory (`run_engine` alone writes it): stats.json is its run's."""
     out = crawl_dir(tmp_path)
-    log_fetches(out, (T0, "http://a.example/", 200, "ok"))
+    log_fetches(
+        out, (T0, "http://a.example/", 200, "ok"), (T0 + 2, "http://a.example/b", 200, "ok")
+    )
     write_stats(out / "stats.json", {"finished": True, "elapsed_s": 7.25, "dropped": {"d": 1}})
+    (out / "worker.json").write_text(json.dumps({"crawl": "c1", "worker": "w3"}))
     report = crawl_report(out)
     (run,) = report["runs"]
+    assert run["cluster_worker"] == "w3" and run["ended_by"] == "finished"
     assert run["duration_s"] == 7.25 and not run["duration_estimated"]
-    assert report["totals"]["dropped"] == {"d": 1} and report["totals"]["pages"] == 1
+    assert report["totals"]["dropped"] == {"d": 1} and report["totals"]["pages"] == 2
+    # without worker.json (a crawl older than run histories, perhaps resumed): stats.json may
+    # be the last of several runs', so the log tells the duration
+    (out / "worker.json").unlink()
+    (run,) = crawl_report(out)["runs"]
+    assert run["ended_by"] == "unrecorded (no run history)"
+    assert run["duration_s"] == 2.5 and run["duration_estimated"]
 
 
 def test_errors_are_counted_as_the_crawler_counts_them(tmp_path: Path) -> None:

@@ -79,7 +79,8 @@ def crawl_report(out: Path) -> dict[str, Any]:
     if not runs or log["before_history"]:
         # a crawl made before run histories were kept, a cluster worker's directory (written
         # by `run_engine` alone), or runs before the history began: one unrecorded run
-        runs.insert(0, _unrecorded_run(log, last_stats if not runs else None))
+        worker = _cluster_worker(out) if not runs else None
+        runs.insert(0, _unrecorded_run(log, last_stats if worker else None, worker))
         per_run = [log["before_history"] or (0, 0, None), *per_run]
     _finish_runs(runs, per_run)
     report["runs"] = runs
@@ -112,15 +113,33 @@ def _runs(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 "ended": float(end["time"]) if end else None,
                 "exit": end.get("exit") if end else None,
                 "stats": end.get("stats") if end else None,
+                "recorded": True,
+                "cluster_worker": None,
             }
         )
     runs.sort(key=lambda run: run["started"])
     return runs
 
 
-def _unrecorded_run(log: dict[str, Any], stats: dict[str, Any] | None) -> dict[str, Any]:
+def _cluster_worker(out: Path) -> str | None:
+    """The worker id of a cluster worker's directory (`worker.json`), else None. Such a
+    directory is one run by construction: worker ids are never reused (docs/cluster.md)."""
+    try:
+        worker = json.loads((out / "worker.json").read_text()).get("worker")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return str(worker) if worker is not None else None
+
+
+def _unrecorded_run(
+    log: dict[str, Any], stats: dict[str, Any] | None, worker: str | None
+) -> dict[str, Any]:
+    """The run(s) a crawl log holds lines of but the run history does not: those of a crawl
+    begun before histories were kept (how many, and how long each, is unknown: its stats.json
+    is the last run's alone), or a cluster worker's one run (its stats.json is that run's)."""
     return {
         "run": 0,
+        "cluster_worker": worker,
         "started": log["first_time"],
         "resume": None,
         "workers": (stats or {}).get("workers"),
@@ -209,7 +228,7 @@ def _finish_runs(
     for run, (lines, fetches, last) in zip(runs, per_run, strict=True):
         run["log_lines"], run["fetches"] = lines, fetches
         stats = run["stats"] or {}
-        if run.get("recorded") is False and "elapsed_s" in stats:
+        if not run["recorded"] and "elapsed_s" in stats:
             run["duration_s"], run["duration_estimated"] = float(stats["elapsed_s"]), False
         elif run["ended"] is not None:
             run["duration_s"], run["duration_estimated"] = run["ended"] - run["started"], False
@@ -218,16 +237,22 @@ def _finish_runs(
             span = (last - start) if last is not None and start is not None else 0.0
             run["duration_s"], run["duration_estimated"] = max(span, 0.0), True
         run["duration_s"] = round(run["duration_s"], 3)
-        if run.get("recorded") is False:
-            run["ended_by"] = "unrecorded (no run history)"
-        elif run["ended"] is None:
-            run["ended_by"] = "killed or crashed (no end recorded)"
-        elif stats.get("finished"):
-            run["ended_by"] = "finished"
-        elif stats.get("stopped_by"):
-            run["ended_by"] = f"stopped ({stats['stopped_by']})"
-        else:
-            run["ended_by"] = f"exit {run['exit']}"
+        run["ended_by"] = _ended_by(run)
+
+
+def _ended_by(run: dict[str, Any]) -> str:
+    stats = run["stats"] or {}
+    if run["recorded"] and run["ended"] is None:
+        return "killed or crashed (no end recorded)"
+    if not run["recorded"] and not stats:
+        if run["cluster_worker"]:
+            return "killed or crashed (no statistics)"
+        return "unrecorded (no run history)"
+    if stats.get("finished"):
+        return "finished"
+    if stats.get("stopped_by"):
+        return f"stopped ({stats['stopped_by']})"
+    return f"exit {run['exit']}" if run["exit"] is not None else "ended (not finished)"
 
 
 def _totals(runs: list[dict[str, Any]], log: dict[str, Any]) -> dict[str, Any]:
