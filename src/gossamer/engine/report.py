@@ -19,7 +19,6 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import xxhash
 
 from ..sinks import append_run_record, read_run_records, read_stats
@@ -318,6 +317,12 @@ def graph_counts(gdir: Path) -> dict[str, Any]:
 
 def _distinct(packed: bytes, width: int) -> int:
     """How many distinct `width`-byte values `packed` holds."""
+    # imported here, not with the module: run.py imports this module for the run history,
+    # and importing numpy starts OpenBLAS threads with SIGTERM unblocked, so a stop that
+    # `hold_stop_signals` holds in the main thread was delivered to one of them and killed
+    # the crawl by the default action (test_crawl_kill's SIGTERM at 0 s: exit -15, 2 in 9)
+    import numpy as np
+
     return int(np.unique(np.frombuffer(packed, dtype=f"V{width}")).size)
 
 
