@@ -180,3 +180,39 @@ def test_report_sums_the_runs_of_a_killed_and_resumed_crawl(
         len(graph.nodes),
         len(graph.edges),
     )
+
+
+def test_report_of_cluster_worker_directories(
+    tmp_path: Path, redis_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Each cluster worker's directory (docs/cluster.md: `gossamer report DIR/w3`) is one
+    run with its own statistics; the workers' pages add up to the crawl's."""
+    from test_cluster import UA, create_crawl, logs, workers
+
+    spec = WebSpec(seed=7, hosts=30, pages_mean=10, profile="clean")
+    log = tmp_path / "web.log"
+    out = tmp_path / "out"
+    with serve_in_thread(spec, log_path=log) as web:
+        resolve = web.write_resolve_file(tmp_path / "resolve.txt")
+        seed = web.url(0, 0)
+        crawl_id = create_crawl(redis_url, seed, resolve)
+        with workers(redis_url, crawl_id, out, 2) as procs:
+            codes = [p.wait(timeout=120) for p in procs]
+        assert codes == [0, 0], logs(out)
+        web.flush_log()
+    rules = TruthRules(seeds=(seed,), scope="all", user_agent=UA)
+    truth = audit(web.model, read_logs([log]).records, rules)
+    assert truth.coverage == 1.0 and truth.overlap == 0.0, truth.format_table()
+    pages = 0
+    wdirs = sorted(p for p in out.iterdir() if (p / "worker.json").is_file())
+    assert [p.name for p in wdirs] == ["w1", "w2"]
+    for wdir in wdirs:
+        numbers, text = printed(wdir, capsys)
+        graph = read_graph(wdir)
+        assert (numbers["nodes"], numbers["edges"]) == (len(graph.nodes), len(graph.edges)), text
+        assert numbers["runs"] == 1, text
+        (run,) = crawl_report(wdir)["runs"]
+        assert run["cluster_worker"] == wdir.name and run["ended_by"] == "finished", run
+        assert numbers["pages"] is not None
+        pages += numbers["pages"]
+    assert pages == truth.unique
