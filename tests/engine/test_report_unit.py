@@ -175,6 +175,7 @@ def test_errors_are_counted_as_the_crawler_counts_them(tmp_path: Path) -> None:
     totals = crawl_report(out)["totals"]
     assert totals["errors"] == {"fetch/error/timeout": 1, "robots/fetch/error/timeout": 1}
     assert totals["pages"] == 2 and totals["fetches"] == 2
+    assert totals["statuses"] == {"200": 1, "404": 1, "503": 1}  # no response: no status
 
 
 def test_start_and_end_run_write_the_history(tmp_path: Path) -> None:

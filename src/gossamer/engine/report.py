@@ -269,7 +269,8 @@ def _totals(runs: list[dict[str, Any]], log: dict[str, Any]) -> dict[str, Any]:
         "duration_s": duration,
         "duration_estimated": any(run["duration_estimated"] for run in runs),
         "pages_per_s": round(log["pages"] / duration, 1) if duration > 0 else None,
-        "statuses": dict(sorted(log["statuses"].items())),
+        # HTTP statuses received, as the crawler counts them (no response is no status)
+        "statuses": {k: v for k, v in sorted(log["statuses"].items()) if k != "None"},
         "errors": dict(sorted(log["errors"].items())),
         "dropped": dict(sorted(dropped.items())),
         "dropped_runs": len(with_stats),
