@@ -7,8 +7,9 @@ Crawl directory layout (docs/crawler/outputs.md):
     robots.sqlite       robots.txt answers, shared by the workers (WAL)
     warc/               WARC 1.1 files, per-record gzip, rotated by size
     crawl.log.jsonl     one line per fetch
-    graph/              nodes.tsv + edges.tsv
-    stats.json          final statistics
+    graph/              nodes.tsv + edges.tsv (a pool: nodes-w0.tsv + edges-w0.tsv, …)
+    stats.json          final statistics (of the last run)
+    runs.jsonl          a line as each run starts and ends (`gossamer report` sums the runs)
     lock                held while a crawler runs in the directory
 """
 
@@ -44,6 +45,7 @@ from .crawler import Crawler, seed_frontier
 from .ipgate import FileIpGate, LocalIpGate
 from .recorder import Recorder
 from .recrawl import Recrawl, seed_recrawl
+from .report import end_run, start_run
 
 MANIFEST = "crawl.json"
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
@@ -147,10 +149,20 @@ def run_crawl(
         out = settings.output
         workers = settings.effective_workers()
         with _dir_lock(out):
+            # runs.jsonl: one line as each run starts and ends, so `gossamer report` can sum
+            # the runs of a resumed crawl (stats.json holds the last run's alone)
+            try:
+                run, started = start_run(out, resume=resume, workers=workers)
+            except OSError as exc:
+                raise CrawlError(f"cannot write to {out}: {exc.strerror or exc}") from exc
             if workers > 1:
-                return _run_pool(settings, workers, resume=resume, progress=progress)
-            with asyncio.Runner(loop_factory=loop_factory()) as runner:
-                return runner.run(_run(settings, resume=resume, progress=progress))
+                code = _run_pool(settings, workers, resume=resume, progress=progress)
+            else:
+                with asyncio.Runner(loop_factory=loop_factory()) as runner:
+                    code = runner.run(_run(settings, resume=resume, progress=progress))
+            with contextlib.suppress(OSError):  # the crawl's own exit status says more
+                end_run(out, run, started, code)
+            return code
 
 
 def run_worker(out: Path, part: str) -> int:
