@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -827,10 +828,13 @@ def test_parked_urls_take_no_max_pages_slot(make: Make) -> None:
     assert (s.done, s.queued, s.parked, s.published) == (2, 1, 3, 2)
 
 
-def test_reopened_store_keeps_parked_and_relaxed_state(backend: Any, make: Make) -> None:
+def test_reopened_store_keeps_parked_and_relaxed_state(
+    backend: Any, make: Make, tmp_path: Path
+) -> None:
     if not backend.persistent:
         pytest.skip("not persistent")
-    f = make(path="depth-crawl", max_depth=2)
+    store = tmp_path / "depth.sqlite"  # (for Redis: names the crawl)
+    f = make(path=store, max_depth=2)
     p = link(A, 0, 2)
     c = link(B, 0, 3, parent=p)
     f.put_discovered([p, link(C, 0, 9)])
@@ -838,7 +842,7 @@ def test_reopened_store_keeps_parked_and_relaxed_state(backend: Any, make: Make)
     f.put_discovered([link(A, 1, 2)])
     f.put_discovered([link(A, 1, 1)])  # lowered before the restart
     f.close()
-    g = make(path="depth-crawl", max_depth=2)
+    g = make(path=store, max_depth=2)
     s = g.statistics()
     assert (s.parked, s.depth_lowered, s.queued, s.done) == (2, 1, 1, 1)
     assert g.put_discovered([link(A, 0, 1)]) == 1  # P's recorded child comes back at 2

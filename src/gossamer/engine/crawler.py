@@ -599,8 +599,11 @@ class Crawler:
         Most links of a crawl point to URLs met before (95 % on the simulated web), so what
         depends on the URL alone (host key, fingerprint, scope verdict) is memoised, and a set
         of fingerprints already handed to the frontier keeps repeats off its path: the
-        frontier dedupes them anyway (the first depth seen wins there too), so this changes
-        no result. Both are cleared when full, which only costs recomputation."""
+        frontier dedupes them anyway (without a max_depth the first depth seen wins there
+        too), so this changes no result. Both are cleared when full, which only costs
+        recomputation. With a max_depth every link goes to the frontier with its parent's
+        fingerprint and depth: the frontier keeps depths the shortest path (docs/crawler/
+        frontier.md), so links beyond max_depth are parked there, not dropped here."""
         max_depth = self.settings.max_depth
         dropped = self.counters.dropped
         memo = self._memo
@@ -611,6 +614,7 @@ class Crawler:
             sent.clear()
         edges: list[tuple[str, str]] = []
         seen = {src}
+        src_fp: int | None = None
         for dst, kind in links:
             if dst in seen:
                 continue
@@ -627,8 +631,15 @@ class Crawler:
             # may be reached by a shorter path, or stay a dangling node
             edges.append((dst, kind if kind in _EDGE_KINDS else "link"))
             d = depth if kind == "canonical" or kind == "redirect" else depth + 1
-            if max_depth is not None and d > max_depth:
-                dropped["scope/depth"] += 1
+            if max_depth is not None:
+                # every link goes to the frontier, even beyond max_depth (parked there) and
+                # when sent before: it records the edge and relaxes depths to the shortest
+                # path (docs/crawler/frontier.md), which a repeat filtered here would hide
+                if d > max_depth:
+                    dropped["scope/depth"] += 1
+                if src_fp is None:
+                    src_fp = fingerprint(src)
+                out.append(Discovered(dst, host, d, fp, d, src, src_fp, d - depth))
                 continue
             if fp in sent:
                 continue
