@@ -517,13 +517,7 @@ class SqliteFrontier:
                     continue
                 lowered += 1
                 db.execute("UPDATE urls SET depth = ? WHERE id = ?", (d, row[0]))
-                # a queued URL moves up its host's queue (not while the host is leased: the
-                # lease record holds the URL's queue key)
-                db.execute(
-                    "UPDATE queue SET priority = priority - ? WHERE host_id = ? AND id = ?"
-                    " AND (SELECT lease_token IS NULL FROM hosts WHERE id = ?)",
-                    (row[1] - d, row[2], row[0], row[2]),
-                )
+                self._lower_priority(db, row[2], row[0], row[1] - d)
                 for child, delta in db.execute(
                     "SELECT child, delta FROM edges WHERE parent = ?", (_to_db(fp),)
                 ).fetchall():
@@ -531,8 +525,9 @@ class SqliteFrontier:
                 continue
             if fp in fresh:  # offered twice in this call
                 dups += it is not None
-                if d < fresh[fp].depth:
+                if d < fresh[fp].depth:  # (counted as lowered, as if inserted already)
                     fresh[fp] = _at_depth(fresh[fp], d)
+                    lowered += 1
                 continue
             row = db.execute(
                 "SELECT depth, priority, host, url, parent FROM parked WHERE fp = ?", (_to_db(fp),)
@@ -561,6 +556,29 @@ class SqliteFrontier:
                 parked -= 1
             fresh[fp] = _at_depth(src, d)
         return fresh, dups, parked, lowered
+
+    def _lower_priority(self, db: sqlite3.Connection, host_id: int, url_id: int, by: int) -> None:
+        """Move a queued or leased URL `by` up its host's queue (its priority falls with its
+        depth). A leased URL's queue key is also in its host's lease record: both change,
+        so the batch's completion finds the entry (`WHERE host_id = ? AND id = ?` scans the
+        host's queue: a cost only relaxations pay)."""
+        if not db.execute(
+            "UPDATE queue SET priority = priority - ? WHERE host_id = ? AND id = ?",
+            (by, host_id, url_id),
+        ).rowcount:
+            return  # done or failed
+        blob = db.execute("SELECT lease FROM hosts WHERE id = ?", (host_id,)).fetchone()[0]
+        if blob is None:
+            return
+        record = array("q")
+        record.frombytes(blob)
+        for i in range(0, len(record), _LEASE_FIELDS):
+            if record[i] == url_id:
+                record[i + 1] -= by
+                db.execute(
+                    "UPDATE hosts SET lease = ? WHERE id = ?", (record.tobytes(), host_id)
+                )
+                return
 
     def _insert(
         self,
