@@ -21,6 +21,8 @@ call works on one shard; on one Redis, put and lease take all the shards they to
     p:<host>   the priorities whose lists hold URLs (a sorted set, lowest first)
     r, w       ready hosts by lease order; resting hosts by next-fetch time
     t, e       lease token -> host; lease token -> expiry
+    dp, pk, ch, dc  only with a max_depth (lua/depth.lua): URL depths (the truth), parked URLs,
+               recorded children per parent, the parked/lowered counters
 
 A crawl-wide index in one more slot, `gs:<crawl>:{g}:` (lua/global.lua), tells which shard
 holds the best ready host (`hint`: one entry per shard, versioned so that late updates never
