@@ -56,6 +56,9 @@ class CrawlSettings(BaseSettings):
     total_timeout: float = Field(120.0, gt=0)
     max_body: int = Field(10 * 1024 * 1024, ge=1024, description="bytes kept per response")
     obey_robots: bool = True
+    robots_ttl: float = Field(
+        86400.0, gt=0, le=86400, description="seconds a robots.txt is kept (RFC 9309: ≤ a day)"
+    )
     follow_nofollow: bool = False
     html_only: bool = True
     strip_session_ids: bool = True

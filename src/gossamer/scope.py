@@ -2,6 +2,11 @@
 
 `Scope.reject(url, host, depth)` returns None to keep a URL or a structured reason key
 (`scope/out-of-scope`, `scope/depth`, `scope/non-html`, `scope/trap-path`) to drop it.
+
+`host` is always `urls.host_key(url)`, and the seeds are keyed the same way: `--scope host`
+keeps the seeds' host keys (the port counts: a seed on `127.0.0.1:8081` keeps that server,
+not `127.0.0.1:9000`; http and https of one host are one), `--scope domain` their registrable
+domains on any port (see "Keys" in gossamer.urls).
 """
 
 from __future__ import annotations
@@ -10,7 +15,7 @@ import re
 from collections import Counter
 from collections.abc import Iterable
 
-from .urls import has_non_html_extension, host_of, registrable_domain
+from .urls import has_non_html_extension, host_key, registrable_domain
 
 
 class Scope:
@@ -28,7 +33,9 @@ class Scope:
         if scope not in ("host", "domain", "all"):
             raise ValueError(f"scope must be host, domain or all, got {scope!r}")
         self.scope = scope
-        self.hosts = frozenset(host_of(s) for s in seeds)
+        # the key `reject` gets for discovered URLs: seeds keyed by host name alone (no port)
+        # never matched the links of a seed on a non-default port, which were all dropped
+        self.hosts = frozenset(host_key(s) for s in seeds)
         self.domains = frozenset(registrable_domain(h) for h in self.hosts)
         self.allow = [re.compile(p) for p in allow]
         self.deny = [re.compile(p) for p in deny]
@@ -51,7 +58,7 @@ class Scope:
         elif self.scope == "domain":
             ok = self._domain_cache.get(host)
             if ok is None:
-                ok = registrable_domain(host.partition(":")[0]) in self.domains
+                ok = registrable_domain(host) in self.domains  # drops the port, [::1] too
                 self._domain_cache[host] = ok
             if not ok:
                 return "scope/out-of-scope"

@@ -3,8 +3,9 @@
 One `Crawler` runs in one process on one event loop. It holds no crawl state of its own that
 must survive a crash: the frontier (SQLite here, Redis later) owns queues, dedupe, leases and
 host politeness state; the sinks own the outputs. A batch is one leased host: robots.txt first
-(cached per host), then up to `per_host` URLs over one kept-alive connection with the host's
-delay between requests (KSpider's bucket), then `complete()` rests the host.
+(once per host per crawl: every worker shares the answers through the crawl's robots store),
+then up to `per_host` URLs over one kept-alive connection with the host's delay between
+requests (KSpider's bucket), then `complete()` rests the host.
 """
 
 from __future__ import annotations
@@ -30,9 +31,10 @@ from ..frontier import (
     Verdict,
 )
 from ..parse import ParseOptions, is_html, parse_html, parse_sitemap
-from ..robots import RobotsCache, RobotsPolicy, robots_url
+from ..robots import RobotsPolicy, robots_url
+from ..robots_store import RobotsRecord, RobotsStore, SharedRobots
 from ..scope import Scope
-from ..urls import LinkResolver, URLError, canonicalize, fingerprint, host_key
+from ..urls import LinkResolver, URLError, canonicalize, fingerprint, host_key, split_host_key
 from .ipgate import LocalIpGate
 from .recrawl import NOT_MODIFIED_OUTCOME, Recrawl
 from .turns import Turns
@@ -82,6 +84,7 @@ class Crawler:
         resolve: Callable[[str, int], Awaitable[object]] | None = None,
         clock: Callable[[], float] = time.time,
         revalidate: Recrawl | None = None,
+        robots_store: RobotsStore | None = None,
     ) -> None:
         self.settings = settings
         self.revalidate = revalidate  # --recrawl: conditional GETs, old links on a 304
@@ -106,7 +109,14 @@ class Crawler:
             html_only=settings.html_only,
             max_path_repeat=settings.max_path_repeat,
         )
-        self.robots = RobotsCache()
+        # robots.txt answers: this worker's cache in front of the crawl's store, shared by
+        # every worker (None: this worker's cache only), so a host's robots.txt is fetched
+        # once per crawl, not once per worker that leases the host
+        self.robots = SharedRobots(
+            robots_store if settings.obey_robots else None,
+            user_agent=settings.user_agent,
+            ttl=settings.robots_ttl,
+        )
         self.parse_options = ParseOptions(
             follow_nofollow=settings.follow_nofollow,
             link_rels=frozenset({"canonical"}) if settings.follow_canonical else frozenset(),
@@ -484,11 +494,11 @@ class Crawler:
         """The address whose per-IP gate covers `host`: resolved (and cached by the resolver)
         before the gate, so two names of one server share it; the host key itself when the
         name does not resolve (its fetches then fail with the DNS error)."""
-        name, _, port = host.partition(":")
+        name, port = split_host_key(host)  # not partition(":"): `[::1]:8080` has three
         ip = self.ip_of(name)
         if ip is None and self.resolve is not None:
             try:
-                await self.resolve(name, int(port) if port else 80)
+                await self.resolve(name, port or 80)
             except ResolveError:
                 return host
             ip = self.ip_of(name)
@@ -524,10 +534,8 @@ class Crawler:
                 continue
             break
         # more than 5 redirects leaves the last 3xx status: "unavailable", allow all (RFC 9309)
-        policy = RobotsPolicy.from_response(
-            status, body, user_agent=self.settings.user_agent, now=self.clock(), final_url=final
-        )
-        self.robots.put(host, policy)
+        # (stored before the batch completes: the host's next lease, by any worker, reads it)
+        policy = self.robots.put(host, RobotsRecord.of(status, body, final, self.clock()))
         if policy.crawl_delay:
             await asyncio.to_thread(self.frontier.set_host_delay, host, policy.crawl_delay)
         return policy

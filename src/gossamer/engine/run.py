@@ -4,6 +4,7 @@ run the worker loop, handle signals, write the final statistics.
 Crawl directory layout (docs/crawler/outputs.md):
     crawl.json          the settings (also the `testweb audit --crawl` contract)
     frontier.sqlite     queues, dedupe, leases, host state (WAL)
+    robots.sqlite       robots.txt answers, shared by the workers (WAL)
     warc/               WARC 1.1 files, per-record gzip, rotated by size
     crawl.log.jsonl     one line per fetch
     graph/              nodes.tsv + edges.tsv
@@ -37,6 +38,7 @@ from .. import __version__
 from ..config import CrawlSettings, SettingsError
 from ..fetch import CurlFetcher, Resolver
 from ..frontier import Frontier, SqliteFrontier
+from ..robots_store import RobotsStore, SqliteRobotsStore
 from ..sinks import recover, write_stats
 from .crawler import Crawler, seed_frontier
 from .ipgate import FileIpGate, LocalIpGate
@@ -376,6 +378,11 @@ async def _run(
     out = settings.output
     revalidate = _load_recrawl(settings)
     frontier = _open_frontier(settings)
+    try:  # every process of the crawl (a pool's workers, a resumed run) reads it
+        robots_store = SqliteRobotsStore(out / "robots.sqlite")
+    except BaseException:
+        frontier.close()
+        raise
     gate = FileIpGate(out / "locks", settings.per_ip) if part else LocalIpGate(settings.per_ip)
 
     async def prepare() -> None:
@@ -393,6 +400,7 @@ async def _run(
         progress=progress,
         prepare=None if part else prepare,  # a pool worker: the parent seeded or reclaimed
         revalidate=revalidate,
+        robots_store=robots_store,
     )
 
 
@@ -410,6 +418,7 @@ async def run_engine(
     revalidate: Recrawl | None = None,
     storage_errors: tuple[type[Exception], ...] = (),
     resume_hint: str | None = None,
+    robots_store: RobotsStore | None = None,
 ) -> int:
     """Run one worker's `Crawler` over `frontier` into `settings.output` until the crawl
     ends, a stop is requested or SIGINT/SIGTERM; write its statistics (`stats.json`, or
@@ -419,7 +428,9 @@ async def run_engine(
     crawl (cluster mode: heartbeats, the IP gate's refresher); `guard_fetcher` wraps the
     fetcher (cluster mode: requests fenced by the IP gate); `clock` is the crawler's.
     Storage errors (OSError, sqlite3.Error and `storage_errors`) end the worker with 74
-    and a message ending in `resume_hint` (how to go on once fixed)."""
+    and a message ending in `resume_hint` (how to go on once fixed). `robots_store` is the
+    crawl's shared robots.txt store (closed here with the frontier; None: this worker's
+    cache only)."""
     out = settings.output
     resolver = Resolver.from_settings(
         settings.resolve, settings.resolve_file, allow_private=settings.allow_private
@@ -444,6 +455,7 @@ async def run_engine(
         ip_gate=ip_gate,
         clock=clock,
         revalidate=revalidate,
+        robots_store=robots_store,
     )
     loop = asyncio.get_running_loop()
     stopped = []
@@ -502,6 +514,9 @@ async def run_engine(
                     frontier.close()
                 except errors:
                     exit_code = exit_code or 74
+                finally:
+                    if robots_store is not None:
+                        robots_store.close()
         finally:
             for sig in STOP_SIGNALS:
                 loop.remove_signal_handler(sig)
