@@ -22,7 +22,7 @@ call works on one shard; on one Redis, put and lease take all the shards they to
     r, w       ready hosts by lease order; resting hosts by next-fetch time
     t, e       lease token -> host; lease token -> expiry
     dp, pk, ch, dc  only with a max_depth (lua/depth.lua): URL depths (the truth), parked URLs,
-               recorded children per parent, the parked/lowered counters
+               recorded children per parent (packed: `_EDGE`), the parked/lowered counters
 
 A crawl-wide index in one more slot, `gs:<crawl>:{g}:` (lua/global.lua), tells which shard
 holds the best ready host (`hint`: one entry per shard, versioned so that late updates never
@@ -39,6 +39,7 @@ from __future__ import annotations
 import heapq
 import math
 import secrets
+import struct
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -79,6 +80,9 @@ _RETRY_FOR: Final = 60.0  # seconds a call retries Redis connection errors befor
 _SWEEP_EVERY: Final = 5.0  # seconds (frontier clock) between index rebuilds from the shards
 _FLUSH_EVERY: Final = 0.05  # seconds (monotonic) index updates may wait for the next call
 _PUT_PART: Final = 250  # URLs at most in one put call on one Redis (see _put_streamed)
+#: a recorded edge in lua/depth.lua's `ch`: the child's fingerprint, its shard, the delta
+#: (11 bytes: as text, with the child's host, an edge took ~45 and a page's edges ~930 B)
+_EDGE: Final = struct.Struct("<QHB")
 _T = TypeVar("_T")
 #: the frontier's key layout; 3: a shard's counters packed in one string, no queued count a
 #: host (2: a hash of counters; 1: one sorted set a host, not lists per priority)
@@ -478,39 +482,39 @@ class RedisFrontier:
             for shard, pfps in by_shard.items():
                 args: list[Any] = ["edges", len(pfps)]
                 for pfp in pfps:
-                    kids = {
-                        k.fp: f"{_to_redis(k.fp)}\x01{k.delta}\x01{k.host}"
-                        for k in by_parent[pfp]
-                    }
-                    args += [_to_redis(pfp), "\x02".join(kids.values())]
+                    kids = {k.fp: k for k in by_parent[pfp]}  # (one record a child)
+                    edges = [_EDGE.pack(k.fp, shard_of(k.host), k.delta) for k in kids.values()]
+                    args += [_to_redis(pfp), b"".join(edges)]
                 calls.append(("depth", shard, args))
             for (_, _, args), reply in zip(calls, self._shard_many(calls), strict=True):
                 for k, d in enumerate(reply):
                     if d != b"":
                         cap[_from_redis(args[2 + 2 * k])] = int(d)
         # (2) the relaxation rounds
-        work: list[tuple[int, int, Discovered | None, str]] = []  # fp, depth, offer, host
+        work: list[tuple[int, int, Discovered | None, int]] = []  # fp, depth, offer, shard
         for offer in items:
             d = offer.depth
             if offer.parent_fp is not None and offer.parent_fp in cap:
                 d = min(d, cap[offer.parent_fp] + offer.delta)
-            work.append((offer.fp, d, offer, offer.host))
+            work.append((offer.fp, d, offer, shard_of(offer.host)))
         added = 0
         while work:
-            by_shard_work: dict[int, list[tuple[int, int, Discovered | None, str]]] = {}
+            by_shard_work: dict[int, list[tuple[int, int, Discovered | None, int]]] = {}
             for w in work:
-                by_shard_work.setdefault(shard_of(w[3]), []).append(w)
+                by_shard_work.setdefault(w[3], []).append(w)
             self._activate(set(by_shard_work), now)
             calls = []
             for shard, ws in by_shard_work.items():
                 for lo in range(0, len(ws), _PUT_PART):
                     args = ["relax", max_depth, 0]
-                    for fp, d, offered, host in ws[lo : lo + _PUT_PART]:
-                        if offered is None:
-                            args += [_to_redis(fp), d, 0, 0, host, "", ""]
+                    for fp, d, offered, _ in ws[lo : lo + _PUT_PART]:
+                        if offered is None:  # a recorded child: the shard knows it, or not
+                            args += [_to_redis(fp), d, 0, 0, "", "", ""]
                         else:
                             up = "-" if offered.parent is None else "+" + offered.parent
-                            args += [_to_redis(fp), d, 1, offered.priority, host, up, offered.url]
+                            args += [
+                                _to_redis(fp), d, 1, offered.priority, offered.host, up, offered.url
+                            ]
                     args[2] = (len(args) - 3) // 7
                     calls.append(("depth", shard, args))
             work = []
@@ -528,9 +532,8 @@ class RedisFrontier:
                         )
                     )
                 for _fp, d, children in lowered:
-                    for record in children.split(b"\x02") if children else ():
-                        cfp, delta, chost = record.split(b"\x01", 2)
-                        work.append((_from_redis(cfp), int(d) + int(delta), None, _s(chost)))
+                    for cfp, cshard, delta in _EDGE.iter_unpack(children):
+                        work.append((cfp, int(d) + delta, None, cshard))
             if accepted:
                 added += self._put(accepted)
         return added

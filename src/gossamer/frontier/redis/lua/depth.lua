@@ -6,14 +6,15 @@
 -- a URL's depth (a queued entry keeps the depth it was queued at; lease reads `dp`); `pk`
 -- (hash) fingerprint -> parked URL (seen only beyond max_depth, not accepted), depth \0
 -- priority \0 host \0 parent (+url or -) \0 url; `ch` (hash) parent fingerprint -> its
--- recorded children, child fp \1 delta \1 child host, joined by \2; `dc` (hash) the parked
--- and lowered counters.
+-- recorded children, packed by the client (RedisFrontier's _EDGE: fp, shard, delta; 11
+-- bytes an edge, the bulk of a max_depth crawl's Redis memory) and only concatenated here;
+-- `dc` (hash) the parked and lowered counters.
 open_shard(ARGV[1])
 local op = ARGV[2]
 local DP, PK, CH, DC = P .. 'dp', P .. 'pk', P .. 'ch', P .. 'dc'
 
 if op == 'edges' then
-  -- n, then per parent: fp, its children's records (joined by \2). A parent the shard has
+  -- n, then per parent: fp, its children's records (packed). A parent the shard has
   -- accepted gets the records appended; reply: each parent's depth ('' when not accepted)
   local out = {}
   local n = tonumber(ARGV[3])
@@ -22,7 +23,7 @@ if op == 'edges' then
     local d = redis.call('HGET', DP, fp)
     if d then
       local old = redis.call('HGET', CH, fp)
-      redis.call('HSET', CH, fp, old and (old .. '\2' .. rec) or rec)
+      redis.call('HSET', CH, fp, old and (old .. rec) or rec)
       out[#out + 1] = d
     else
       out[#out + 1] = ''
