@@ -90,6 +90,7 @@ class CrawlSettings(BaseSettings):
         return {
             "lease_ttl": self.lease_ttl,
             "max_pages": self.max_pages,
+            "max_depth": self.max_depth,
             "host_budget": self.host_budget,
             "max_attempts": self.max_attempts,
             "default_delay": self.delay,

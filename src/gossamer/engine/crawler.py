@@ -126,6 +126,10 @@ class Crawler:
         self._memo: dict[str, tuple[str, int, str | None]] = {}
         self.turns = Turns()
         self._sent: set[int] = set()
+        # with a max_depth, a frontier that keeps shortest-path depths gets every link
+        self._relax_depths = settings.max_depth is not None and _frontier_max_depth(
+            frontier
+        ) == settings.max_depth
         self._stop = asyncio.Event()
         self._ip_waits: set[asyncio.Timeout] = set()  # batches waiting for their IP's slot
         # stop fetching this long before a lease ends (a quarter of a short TTL)
@@ -607,9 +611,15 @@ class Crawler:
         Most links of a crawl point to URLs met before (95 % on the simulated web), so what
         depends on the URL alone (host key, fingerprint, scope verdict) is memoised, and a set
         of fingerprints already handed to the frontier keeps repeats off its path: the
-        frontier dedupes them anyway (the first depth seen wins there too), so this changes
-        no result. Both are cleared when full, which only costs recomputation."""
+        frontier dedupes them anyway (without a max_depth the first depth seen wins there
+        too), so this changes no result. Both are cleared when full, which only costs
+        recomputation. With a max_depth and a frontier that relaxes depths for it (its
+        options say so; `engine.run` and the cluster worker configure it from the same
+        settings) every link goes to the frontier with its parent's fingerprint and depth: the
+        frontier keeps depths the shortest path (docs/crawler/frontier.md), so links beyond
+        max_depth are parked there, not dropped here."""
         max_depth = self.settings.max_depth
+        relax = self._relax_depths
         dropped = self.counters.dropped
         memo = self._memo
         sent = self._sent
@@ -619,6 +629,7 @@ class Crawler:
             sent.clear()
         edges: list[tuple[str, str]] = []
         seen = {src}
+        src_fp: int | None = None
         for dst, kind in links:
             if dst in seen:
                 continue
@@ -635,6 +646,16 @@ class Crawler:
             # may be reached by a shorter path, or stay a dangling node
             edges.append((dst, kind if kind in _EDGE_KINDS else "link"))
             d = depth if kind == "canonical" or kind == "redirect" else depth + 1
+            if relax and max_depth is not None:
+                # every link goes to the frontier, even beyond max_depth (parked there) and
+                # when sent before: it records the edge and relaxes depths to the shortest
+                # path (docs/crawler/frontier.md), which a repeat filtered here would hide
+                if d > max_depth:
+                    dropped["scope/depth"] += 1
+                if src_fp is None:
+                    src_fp = fingerprint(src)
+                out.append(Discovered(dst, host, d, fp, d, src, src_fp, d - depth))
+                continue
             if max_depth is not None and d > max_depth:
                 dropped["scope/depth"] += 1
                 continue
@@ -644,6 +665,21 @@ class Crawler:
             out.append(Discovered(dst, host, d, fp, d, src))
         if edges:
             self.sinks.edges(src, edges)
+
+
+def _frontier_max_depth(frontier: object) -> int | None:
+    """The max_depth a frontier relaxes depths for (its `options`, looking through wrappers'
+    `inner`, as the cluster worker's); None when it does not (then the engine drops links
+    beyond max_depth itself: a frontier without it would queue them)."""
+    for _ in range(4):
+        options = getattr(frontier, "options", None)
+        if options is not None:
+            depth = getattr(options, "max_depth", None)
+            return depth if isinstance(depth, int) else None
+        frontier = getattr(frontier, "inner", None)
+        if frontier is None:
+            break
+    return None
 
 
 def seed_frontier(
