@@ -197,3 +197,34 @@ def test_default_detectors_never_drop_a_required_page(profile: str) -> None:
     assert model.resolve(host.id, "/calendar/3787/12/").kind is Kind.TRAP_CALENDAR
     assert Kind.TRAP_CALENDAR in TRAP_KINDS
     assert scope.reject_url(far, host.name) == "scope/trap-calendar"
+
+
+def test_the_truth_applies_the_crawlers_per_url_trap_filters() -> None:
+    """Rules read from a crawl.json carry the crawler's trap filters: the truth permits no trap
+    page the crawler would drop (so fetching one is a fault), and stays small with a depth
+    limit: without the path-repetition filter /deep/a/b/…/ is permitted 2^depth times."""
+    model = model_for(WebSpec(seed=2, hosts=6, pages_mean=5, overrides=(("trap_host", 1.0),)))
+    seed = model.page_url(0, 0)
+    manifest = load_settings({"seeds": [seed], "scope": "all", "max_depth": 12}).manifest()
+    rules = TruthRules.from_dict({**manifest, "calendar_now_year": NOW})
+    assert (rules.max_path_repeat, rules.max_path_segments) == (3, 20)
+    assert (rules.calendar_years_back, rules.calendar_years_ahead) == (30, 5)
+    truth = compute_truth(model, rules)
+    unfiltered = compute_truth(model, TruthRules(seeds=(seed,), scope="all", max_depth=12))
+    assert truth.required == unfiltered.required  # no required page is a trap
+    deep = [u for u in truth.permitted if "/deep/" in u]
+    assert deep and len(deep) <= 68 * len(model.hosts)  # a and b, each at most 3 times
+    assert len([u for u in unfiltered.permitted if "/deep/" in u]) > 10 * len(deep)
+    scope = Scope([], scope="all", max_path_repeat=3, max_path_segments=20, calendar=WINDOW)
+    assert all(scope.reject_url(u, host_key(u)) is None for u in truth.permitted)
+    assert any(truth.excluded.get(u) == "trap" for u in unfiltered.permitted)
+    # a narrow calendar window, a deep limit: the window bounds the calendar
+    narrow = TruthRules.from_dict(
+        {**rules.to_dict(), "max_depth": 60, "calendar_years_back": 1, "calendar_years_ahead": 1}
+    )
+    years = {
+        int(u.split("/calendar/")[1][:4])
+        for u in compute_truth(model, narrow).permitted
+        if "/calendar/" in u
+    }
+    assert years == {NOW - 1, NOW, NOW + 1}
