@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from gossamer.config import load_settings
@@ -228,3 +230,67 @@ def test_the_truth_applies_the_crawlers_per_url_trap_filters() -> None:
         if "/calendar/" in u
     }
     assert years == {NOW - 1, NOW, NOW + 1}
+
+
+def test_limits_are_lifted_with_none_in_flags_environment_and_toml(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from gossamer.cli import _trap_flags, build_parser
+
+    defaults = load_settings({})
+    assert (defaults.max_depth, defaults.host_budget, defaults.max_path_segments) == (
+        20,
+        100_000,
+        20,
+    )
+    assert (defaults.calendar_years_back, defaults.calendar_years_ahead) == (30, 5)
+    assert (defaults.max_queries_per_path, defaults.max_query_shapes) == (10_000, 50)
+    argv = "crawl http://a.example/ --max-depth None --host-budget 7 --max-path-segments none"
+    argv += " --calendar-years-back 0 --calendar-years-ahead none --max-queries-per-path 9"
+    argv += " --max-query-shapes NONE"
+    args = build_parser(with_testweb=False).parse_args(argv.split())
+    s = load_settings({"max_depth": args.max_depth, **_trap_flags(args)})
+    assert (s.max_depth, s.host_budget, s.max_path_segments) == (None, 7, None)
+    assert (s.calendar_years_back, s.calendar_years_ahead) == (0, None)
+    assert (s.max_queries_per_path, s.max_query_shapes) == (9, None)
+    assert load_settings({"max_depth": 0}).max_depth == 0  # seeds only, as before
+    monkeypatch.setenv("GOSSAMER_MAX_DEPTH", "none")
+    monkeypatch.setenv("GOSSAMER_MAX_QUERY_SHAPES", "3")
+    assert load_settings({}).max_depth is None
+    assert load_settings({}).max_query_shapes == 3
+    monkeypatch.delenv("GOSSAMER_MAX_DEPTH")
+    toml = tmp_path / "crawl.toml"
+    toml.write_text('[crawl]\nmax_depth = "none"\nhost_budget = "none"\n')
+    s = load_settings(config=toml)
+    assert (s.max_depth, s.host_budget) == (None, None)
+    assert load_settings({}, config=toml).manifest()["max_depth"] is None
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--max-depth", "lots"], "expected a whole number or none, got 'lots'"),
+        (["--max-depth", "-1"], "max_depth: Input should be greater than or equal to 0"),
+        (["--max-query-shapes", "0"], "max_query_shapes: Input should be greater than or equal"),
+    ],
+)
+def test_bad_limits_are_one_clear_error(
+    argv: list[str], message: str, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    from gossamer.cli import main
+
+    with pytest.raises(SystemExit) as exc:
+        code = main(["crawl", "http://a.example/", "-o", str(tmp_path / "c"), *argv])
+        raise SystemExit(code)
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert message in err, err
+    assert not (tmp_path / "c").exists()
+
+
+def test_bad_limit_in_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    from gossamer.config import SettingsError
+
+    monkeypatch.setenv("GOSSAMER_HOST_BUDGET", "unlimited")
+    with pytest.raises(SettingsError, match="host_budget: expected a whole number or none"):
+        load_settings({})
