@@ -1,7 +1,9 @@
 """Which discovered URLs a crawl keeps: scope, depth, type and trap filters (pure).
 
 `Scope.reject(url, host, depth)` returns None to keep a URL or a structured reason key
-(`scope/out-of-scope`, `scope/depth`, `scope/non-html`, `scope/trap-path`) to drop it.
+(`scope/out-of-scope`, `scope/depth`, `scope/non-html`, `scope/trap-path`,
+`scope/trap-segments`, `scope/trap-calendar`) to drop it. The stateful query-string caps
+(`scope/trap-query`, `scope/trap-params`) are `traps.QueryTraps`, in the engine's routing.
 
 `host` is always `urls.host_key(url)`, and the seeds are keyed the same way: `--scope host`
 keeps the seeds' host keys (the port counts: a seed on `127.0.0.1:8081` keeps that server,
@@ -15,6 +17,7 @@ import re
 from collections import Counter
 from collections.abc import Iterable
 
+from .traps import CalendarWindow, path_segments
 from .urls import has_non_html_extension, host_key, registrable_domain
 
 
@@ -29,6 +32,8 @@ class Scope:
         max_depth: int | None = None,
         html_only: bool = True,
         max_path_repeat: int = 3,
+        max_path_segments: int | None = None,
+        calendar: CalendarWindow | None = None,
     ) -> None:
         if scope not in ("host", "domain", "all"):
             raise ValueError(f"scope must be host, domain or all, got {scope!r}")
@@ -43,6 +48,8 @@ class Scope:
         self.html_only = html_only
         self.max_path_repeat = max_path_repeat
         self._domain_cache: dict[str, bool] = {}
+        self.max_path_segments = max_path_segments
+        self.calendar = calendar
 
     def reject(self, url: str, host: str, depth: int) -> str | None:
         """None when `url` (canonical, on `host`, at `depth`) is kept, else the reason key."""
@@ -70,6 +77,12 @@ class Scope:
             return "scope/non-html"
         if self.max_path_repeat and _repeats(url) > self.max_path_repeat:
             return "scope/trap-path"
+        limit = self.max_path_segments
+        # n path segments take n + 2 slashes at least: most URLs are decided by the count
+        if limit is not None and url.count("/") > limit + 2 and path_segments(url) > limit:
+            return "scope/trap-segments"
+        if self.calendar is not None and self.calendar.is_trap(url):
+            return "scope/trap-calendar"
         return None
 
 

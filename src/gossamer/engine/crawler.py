@@ -34,6 +34,7 @@ from ..parse import ParseOptions, is_html, parse_html, parse_sitemap
 from ..robots import RobotsPolicy, robots_url
 from ..robots_store import RobotsRecord, RobotsStore, SharedRobots
 from ..scope import Scope
+from ..traps import QueryTraps, calendar_window
 from ..urls import LinkResolver, URLError, canonicalize, fingerprint, host_key, split_host_key
 from .ipgate import LocalIpGate
 from .recrawl import NOT_MODIFIED_OUTCOME, Recrawl
@@ -108,7 +109,10 @@ class Crawler:
             max_depth=settings.max_depth,
             html_only=settings.html_only,
             max_path_repeat=settings.max_path_repeat,
+            max_path_segments=settings.max_path_segments,
+            calendar=calendar_window(settings),
         )
+        self.query_traps = QueryTraps(settings.max_queries_per_path, settings.max_query_shapes)
         # robots.txt answers: this worker's cache in front of the crawl's store, shared by
         # every worker (None: this worker's cache only), so a host's robots.txt is fetched
         # once per crawl, not once per worker that leases the host
@@ -621,6 +625,7 @@ class Crawler:
         max_depth = self.settings.max_depth
         relax = self._relax_depths
         dropped = self.counters.dropped
+        query_traps = self.query_traps if self.query_traps.enabled else None
         memo = self._memo
         sent = self._sent
         if len(memo) > ROUTE_MEMO_MAX:
@@ -639,6 +644,8 @@ class Crawler:
                 host = host_key(dst)
                 info = memo[dst] = (host, fingerprint(dst), self.scope.reject_url(dst, host))
             host, fp, reason = info
+            if reason is None and query_traps is not None and fp not in sent:
+                reason = query_traps.admit(dst)  # stateful: counts the path's queries
             if reason is not None:
                 dropped[reason] += 1
                 continue
