@@ -1,4 +1,5 @@
-"""gossamer.robots against robots.txt cases nobody on this project wrote (../shared/conformance).
+"""gossamer.robots against robots.txt cases nobody on this project wrote (in
+tests/data/conformance/robots; sources and licences in tests/data/README.md).
 
 - google-robotstxt-cases.json (Google's robots_test.cc): all 72 standard cases pass (protego
   alone: 62); Google-only cases pass except the ones listed in GOOGLE_ONLY_NOT_ADOPTED, which
@@ -25,10 +26,7 @@ from gossamer.robots import (
     path_params_query,
 )
 
-ROBOTS = Path(__file__).resolve().parents[1] / ".." / "shared" / "conformance" / "robots"
-pytestmark = pytest.mark.skipif(
-    not ROBOTS.is_dir(), reason=f"conformance data not found at {ROBOTS}"
-)
+ROBOTS = Path(__file__).resolve().parent / "data" / "conformance" / "robots"
 
 _EMPTY_AGENT = (
     "an empty user agent is a configuration error here (ValueError: no product token); "
@@ -62,7 +60,7 @@ SPEC_NOT_ADOPTED = {
 
 
 def _load(name: str) -> Any:
-    return json.loads((ROBOTS / name).read_text(encoding="utf-8")) if ROBOTS.is_dir() else {}
+    return json.loads((ROBOTS / name).read_text(encoding="utf-8"))
 
 
 GOOGLE = _load("google-robotstxt-cases.json")
@@ -78,7 +76,7 @@ def _allowed(body: bytes | str, agent: str, url: str) -> bool:
 
 def _google_cases() -> list[Any]:
     params = []
-    for i, case in enumerate(GOOGLE.get("allowed", [])):
+    for i, case in enumerate(GOOGLE["allowed"]):
         reason = GOOGLE_ONLY_NOT_ADOPTED.get((case["test"], case["user_agent"]))
         assert reason is None or case["google_only"], case["test"]  # standard cases must pass
         marks = [pytest.mark.xfail(strict=True, reason=reason)] if reason else []
@@ -97,17 +95,17 @@ def test_google_case_counts() -> None:
     assert sum(c["google_only"] for c in cases) == 73
 
 
-@pytest.mark.parametrize("case", GOOGLE.get("valid_ua", []), ids=lambda c: repr(c["user_agent"]))
+@pytest.mark.parametrize("case", GOOGLE["valid_ua"], ids=lambda c: repr(c["user_agent"]))
 def test_google_valid_user_agent(case: dict[str, Any]) -> None:
     assert is_valid_product_token(case["user_agent"]) is case["valid"]
 
 
-@pytest.mark.parametrize("case", GOOGLE.get("path", []), ids=lambda c: repr(c["url"]))
+@pytest.mark.parametrize("case", GOOGLE["path"], ids=lambda c: repr(c["url"]))
 def test_google_path_params_query(case: dict[str, Any]) -> None:
     assert path_params_query(case["url"]) == case["path_params_query"]
 
 
-@pytest.mark.parametrize("case", GOOGLE.get("escape", []), ids=lambda c: repr(c["pattern"]))
+@pytest.mark.parametrize("case", GOOGLE["escape"], ids=lambda c: repr(c["pattern"]))
 def test_google_escape_pattern(case: dict[str, Any]) -> None:
     assert escape_pattern(case["pattern"]) == case["escaped"]
 
@@ -117,7 +115,7 @@ def test_google_escape_pattern(case: dict[str, Any]) -> None:
 
 def _spec_cases() -> list[Any]:
     params = []
-    for i, case in enumerate(SPEC.get("cases", [])):
+    for i, case in enumerate(SPEC["cases"]):
         reason = SPEC_NOT_ADOPTED.get((case["file"], case["user_agent"], case["url"]))
         marks = [pytest.mark.xfail(strict=True, reason=reason)] if reason else []
         params.append(pytest.param(case, id=f"{i}-{case['file']}", marks=marks))

@@ -29,6 +29,7 @@ from gossamer.urls import (
     host_key,
     host_of,
     registrable_domain,
+    split_host_key,
 )
 
 # ------------------------------------------------------------------ canonicalize
@@ -278,11 +279,74 @@ def test_fingerprint_is_unsigned_64_bit_and_stable() -> None:
         ("http://user:pw@example.com/", "example.com", "example.com"),
         ("http://[::1]:8080/", "[::1]:8080", "[::1]"),
         ("http://B\u00fccher.de/", "xn--bcher-kva.de", "xn--bcher-kva.de"),
+        # the scheme is not part of the key: http and https of one host are one host
+        ("http://h.example/", "h.example", "h.example"),
+        ("https://h.example/", "h.example", "h.example"),
+        ("http://h.example:80/", "h.example", "h.example"),
+        ("https://H.EXAMPLE:443/a", "h.example", "h.example"),
+        ("https://h.example:80/", "h.example:80", "h.example"),  # 80 is http's default only
+        ("http://h.example:08080/", "h.example:8080", "h.example"),
+        # IPv4: any spelling WHATWG accepts is dotted-decimal in the key
+        ("http://127.0.0.1:8081/index.html", "127.0.0.1:8081", "127.0.0.1"),
+        ("http://0x7f.1:8081/", "127.0.0.1:8081", "127.0.0.1"),
+        ("http://2130706433/", "127.0.0.1", "127.0.0.1"),
+        ("https://127.0.0.1:443/", "127.0.0.1", "127.0.0.1"),
+        # IPv6: brackets kept, compressed, default port dropped
+        ("http://[::1]/", "[::1]", "[::1]"),
+        ("https://[::1]:443/", "[::1]", "[::1]"),
+        ("http://[0:0:0:0:0:0:0:1]:8080/", "[::1]:8080", "[::1]"),
+        ("http://[2001:DB8::A]:80/", "[2001:db8::a]", "[2001:db8::a]"),
+        # IDNA with a port, upper case and a trailing dot
+        ("http://B\u00dcCHER.ex.:8080/", "xn--bcher-kva.ex:8080", "xn--bcher-kva.ex"),
+        ("https://xn--bcher-kva.example/", "xn--bcher-kva.example", "xn--bcher-kva.example"),
     ],
 )
 def test_host_key_and_host_of(url: str, key: str, host: str) -> None:
     assert host_key(url) == key
     assert host_of(url) == host
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://WWW.B\u00fccher.example.:8080/a/../b?x#y",
+        "https://[0:0::1]:443/",
+        "http://0x7f.0.0.1:8081/",
+        "http://h.example:80/",
+    ],
+)
+def test_host_key_is_the_same_for_a_url_and_its_canonical_form(url: str) -> None:
+    # the frontier keys canonical URLs, Scope keys the seeds as given: both must agree
+    assert host_key(canonicalize(url)) == host_key(url)
+
+
+@pytest.mark.parametrize(
+    ("key", "parts"),
+    [
+        ("h.example", ("h.example", None)),
+        ("h.example:8080", ("h.example", 8080)),
+        ("127.0.0.1:8081", ("127.0.0.1", 8081)),
+        ("[::1]", ("[::1]", None)),
+        ("[::1]:8080", ("[::1]", 8080)),
+        ("[2001:db8::a]:443", ("[2001:db8::a]", 443)),
+    ],
+)
+def test_split_host_key(key: str, parts: tuple[str, int | None]) -> None:
+    assert split_host_key(key) == parts
+
+
+@pytest.mark.parametrize(
+    "url", ["http://h.example:8080/", "http://[::1]:8080/", "https://10.0.0.1/", "http://h/"]
+)
+def test_split_host_key_inverts_host_key(url: str) -> None:
+    name, port = split_host_key(host_key(url))
+    assert name == host_of(url)
+    assert (f"{name}:{port}" if port is not None else name) == host_key(url)
+
+
+def test_split_host_key_rejects_a_port_that_is_no_number() -> None:
+    with pytest.raises(URLError):
+        split_host_key("h.example:http")
 
 
 @pytest.mark.parametrize("url", ["mailto:a@b.c", "not a url", "ftp://example.com/"])
@@ -312,6 +376,10 @@ def test_host_key_rejects(url: str) -> None:
         ("127.1.0.13", "127.1.0.13"),
         ("[::1]", "[::1]"),
         ("[::1]:8080", "[::1]"),
+        ("127.0.0.1:8081", "127.0.0.1"),
+        ("[2001:db8::a]:8080", "[2001:db8::a]"),
+        ("a.example.com:8080", "example.com"),
+        ("xn--bcher-kva.example:8080", "xn--bcher-kva.example"),
     ],
 )
 def test_registrable_domain(host: str, domain: str) -> None:

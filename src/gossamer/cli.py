@@ -69,7 +69,12 @@ def _add_crawl(sub: Any) -> None:
     )
     p.add_argument("--config", type=Path, metavar="FILE", help="TOML settings file")
     p.add_argument("--max-pages", type=int, help="stop after N pages")
-    p.add_argument("--max-depth", type=int, help="seeds are depth 0")
+    p.add_argument(
+        "--max-depth",
+        type=_limit,
+        metavar="N|none",
+        help="link hops from the seeds, which are depth 0 (default 20; none: no limit)",
+    )
     p.add_argument("--scope", choices=("host", "domain", "all"), help="default: host")
     p.add_argument("--allow", action="append", metavar="REGEX", help="keep URLs matching")
     p.add_argument("--deny", action="append", metavar="REGEX", help="drop URLs matching")
@@ -114,6 +119,7 @@ def _add_crawl(sub: Any) -> None:
     )
     p.add_argument("--no-warc", action="store_true", help="do not write WARC files")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress output")
+    _add_trap_flags(p)
     c = p.add_argument_group(
         "cluster mode",
         "With --redis URL the crawl is created in Redis and crawled by `gossamer worker` "
@@ -158,6 +164,60 @@ def _add_crawl(sub: Any) -> None:
     p.set_defaults(func=_run_crawl)
 
 
+def _limit(text: str) -> int | str:
+    """A limit flag's value: a whole number, or `none` (no limit; the settings turn it into
+    None, as they do for GOSSAMER_* variables and TOML values)."""
+    from .config import NO_LIMIT
+
+    if text.strip().lower() == NO_LIMIT:
+        return NO_LIMIT
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected a whole number or {NO_LIMIT}, got {text!r}"
+        ) from None
+
+
+# trap limits: (flag, setting, help); docs/crawler.md, "Traps"
+_TRAP_FLAGS = (
+    ("--host-budget", "host_budget", "URLs accepted per host at most (default 100000)"),
+    ("--max-path-segments", "max_path_segments", "more path segments: a trap (default 20)"),
+    (
+        "--calendar-years-back",
+        "calendar_years_back",
+        "a date-only URL more years back is a calendar trap (default 30)",
+    ),
+    (
+        "--calendar-years-ahead",
+        "calendar_years_ahead",
+        "a date-only URL more years ahead is a calendar trap (default 5)",
+    ),
+    (
+        "--max-queries-per-path",
+        "max_queries_per_path",
+        "distinct query strings per path, per worker (default 10000)",
+    ),
+    (
+        "--max-query-shapes",
+        "max_query_shapes",
+        "distinct parameter-name sequences per path, per worker (default 50)",
+    ),
+)
+
+
+def _add_trap_flags(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group(
+        "trap limits", "Each takes a whole number or none (no limit); docs/crawler.md, Traps."
+    )
+    for flag, _setting, text in _TRAP_FLAGS:
+        g.add_argument(flag, type=_limit, metavar="N|none", help=text)
+
+
+def _trap_flags(args: argparse.Namespace) -> dict[str, Any]:
+    return {setting: getattr(args, setting) for _flag, setting, _text in _TRAP_FLAGS}
+
+
 def _run_crawl(args: argparse.Namespace) -> int:
     from .config import SettingsError, load_settings
     from .engine.run import CrawlError, run_crawl
@@ -196,6 +256,7 @@ def _run_crawl(args: argparse.Namespace) -> int:
         "warc": False if args.no_warc else None,
         "recrawl": args.recrawl,
         "seen_set": args.seen_set,
+        **_trap_flags(args),
     }
     if args.redis:
         flags["workers"] = None  # local worker processes, not a setting of the crawl

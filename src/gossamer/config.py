@@ -20,6 +20,18 @@ from pydantic_settings import (
 )
 
 DEFAULT_USER_AGENT = "gossamer/0.1 (+https://gossamer.invalid/bot)"
+NO_LIMIT = "none"  # the spelling that lifts a limit, in flags, environment and TOML
+# settings that take NO_LIMIT (their None)
+_LIMITS = (
+    "max_pages",
+    "max_depth",
+    "host_budget",
+    "max_path_segments",
+    "calendar_years_back",
+    "calendar_years_ahead",
+    "max_queries_per_path",
+    "max_query_shapes",
+)
 
 
 class SettingsError(ValueError):
@@ -34,7 +46,9 @@ class CrawlSettings(BaseSettings):
     seeds: list[str] = Field(default_factory=list, description="start URLs")
     output: Path = Field(Path("crawl"), description="crawl directory")
     max_pages: int | None = Field(None, ge=1, description="stop after this many pages")
-    max_depth: int | None = Field(None, ge=0, description="seeds are depth 0")
+    max_depth: int | None = Field(
+        20, ge=0, description="link hops from the seeds (seeds are depth 0; none: no limit)"
+    )
     scope: Literal["host", "domain", "all"] = "host"
     allow: list[str] = Field(default_factory=list, description="regexes; one must match")
     deny: list[str] = Field(default_factory=list, description="regexes; none may match")
@@ -62,13 +76,34 @@ class CrawlSettings(BaseSettings):
     )
     max_body: int = Field(10 * 1024 * 1024, ge=1024, description="bytes kept per response")
     obey_robots: bool = True
+    robots_ttl: float = Field(
+        86400.0, gt=0, le=86400, description="seconds a robots.txt is kept (RFC 9309: ≤ a day)"
+    )
     follow_nofollow: bool = False
     html_only: bool = True
     strip_session_ids: bool = True
     follow_canonical: bool = True
     use_sitemaps: bool = False
-    host_budget: int | None = Field(100_000, ge=1, description="URLs queued per host at most")
+    host_budget: int | None = Field(
+        100_000, ge=1, description="URLs queued per host at most (none: no limit)"
+    )
     max_path_repeat: int = Field(3, ge=1, description="a path segment repeated more is a trap")
+    # trap detectors (docs/crawler.md, "Traps"); none turns one off
+    max_path_segments: int | None = Field(
+        20, ge=1, description="a URL with more path segments is a trap"
+    )
+    calendar_years_back: int | None = Field(
+        30, ge=0, description="a date-only URL more years before this year is a calendar trap"
+    )
+    calendar_years_ahead: int | None = Field(
+        5, ge=0, description="a date-only URL more years after this year is a calendar trap"
+    )
+    max_queries_per_path: int | None = Field(
+        10_000, ge=1, description="distinct query strings one path may have (per worker)"
+    )
+    max_query_shapes: int | None = Field(
+        50, ge=1, description="distinct parameter-name sequences one path may have (per worker)"
+    )
     max_attempts: int = Field(3, ge=1, le=20)
     lease_ttl: float = Field(120.0, gt=1)
     lease_order: Literal["largest-first", "ready"] = Field(
@@ -93,6 +128,7 @@ class CrawlSettings(BaseSettings):
         return {
             "lease_ttl": self.lease_ttl,
             "max_pages": self.max_pages,
+            "max_depth": self.max_depth,
             "host_budget": self.host_budget,
             "max_attempts": self.max_attempts,
             "default_delay": self.delay,
@@ -100,6 +136,20 @@ class CrawlSettings(BaseSettings):
             "adaptive_factor": self.adaptive_delay,
             "backlog_lead": DEFAULT_BACKLOG_LEAD if self.lease_order == "largest-first" else 0.0,
         }
+
+    @field_validator(*_LIMITS, mode="before")
+    @classmethod
+    def _none_lifts_a_limit(cls, value: Any) -> Any:
+        # `--max-depth none`, GOSSAMER_MAX_DEPTH=none, max_depth = "none" in TOML: no limit
+        if isinstance(value, str):
+            text = value.strip()
+            if text.lower() == NO_LIMIT:
+                return None
+            try:
+                return int(text)
+            except ValueError:
+                raise ValueError(f"expected a whole number or {NO_LIMIT}, got {value!r}") from None
+        return value
 
     @field_validator("seeds")
     @classmethod

@@ -1,5 +1,8 @@
 """robots.txt (RFC 9309): status handling, parsing, matching, and a per-host cache.
 
+The cache is one worker's; `gossamer.robots_store` shares the answers between the workers of a
+crawl (fetched once per host per crawl) and keeps this cache in front of the shared store.
+
 Parsing and matching use protego, with a pre-processing pass over the file and a URL transform
 that close the gaps between protego 0.7 and Google's reference parser (the
 `google-robotstxt-cases.json` conformance suite: protego alone passes 62/72 standard cases, this

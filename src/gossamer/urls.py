@@ -25,6 +25,33 @@ scheme is not http/https, the `ada_url` package (a newer ada release, exact on a
 urltestdata cases, ~3x slower) decides. can_ada 3.0 bundles an older ada that rejects a few
 hosts the current standard accepts (`http://a.b.c.xn--pokxncvks/`, `https://xn--/`).
 
+Keys: which function says what is "the same"
+--------------------------------------------
+
+- `host_key(url)` is **the same host**, everywhere: `--scope host`, politeness (the frontier's
+  host queues, leases and delays, the crawl-delay), partitioning (`partition.shard_of`), the
+  robots.txt cache (RFC 9309 scopes a robots.txt to scheme, host and port: the http and https
+  of one host share the first one fetched), site sizes and the experiments' sites. It is the
+  lower-case IDNA host name without trailing dots (IPv6 in brackets), plus ``:port`` when the
+  port is not the scheme's default: `http://WWW.Example.com:80/` → `www.example.com`,
+  `https://h:443/` → `h`, `http://127.0.0.1:8081/` → `127.0.0.1:8081`,
+  `http://[::1]:8080/` → `[::1]:8080`, `http://bücher.example/` → `xn--bcher-kva.example`.
+  Two servers on one name are two hosts when their ports differ (`h:8080` is not `h`). The
+  scheme is left out on purpose: a site served on both `http://h/` and `https://h/` is one
+  server to be polite to (one queue, one delay), and `--scope host` with an http seed keeps
+  the site's https pages (the usual redirect to https stays in scope). A non-default port
+  keeps its number whatever the scheme: `http://h:443/` is `h:443`, not `https://h/`'s `h`
+  (a port that is only some scheme's default is still a different service for this one).
+- `host_of(url)` is the host **name** alone (no port): what DNS resolves and what a Host header
+  or TLS SNI carries. Never compare it to say "same host": `h:8080` and `h` share it.
+- `split_host_key(key)` takes a host key apart again: (name, port or None).
+- `registrable_domain(host)` is **the same site** (eTLD+1 of the Public Suffix List):
+  `--scope domain` and the hash-URL experiment. It takes a name or a host key and drops the
+  port, so `--scope domain` keeps every port of the seeds' registrable domains (a port is a
+  service of the same owner; `--scope host` is the option that tells ports apart). An IP
+  address is its own registrable domain: `--scope domain` from `http://127.0.0.1:8081/` keeps
+  `http://127.0.0.1:9000/` when a page links to it, `--scope host` does not.
+
 Errors: `URLError` (a `ValueError`) from `canonicalize` and the other single-URL functions;
 `LinkResolver.resolve` never raises (it returns None for anything that is not a crawlable URL).
 """
@@ -52,6 +79,7 @@ __all__ = [
     "host_key",
     "host_of",
     "registrable_domain",
+    "split_host_key",
     "strip_session_params",
     "whatwg_href",
 ]
@@ -301,12 +329,12 @@ def _parse_http(url: str) -> _URLLike:
 
 
 def host_key(url: str) -> str:
-    """The politeness and partition key of `url`: lower-case host (IDNA), plus ':port' when
-    the port is not the scheme's default. `http://WWW.Example.com:80/x` → `www.example.com`,
-    `https://example.com:8443/` → `example.com:8443`. Trailing dots of the host are removed.
-    Raises URLError for non-http(s) or invalid URLs."""
+    """The "same host" key of `url` (module docstring, "Keys"): lower-case IDNA host without
+    trailing dots, IPv6 in brackets, plus ':port' when the port is not the scheme's default.
+    `http://WWW.Example.com:80/x` → `www.example.com`, `https://example.com:8443/` →
+    `example.com:8443`. Raises URLError for non-http(s) or invalid URLs."""
     parsed = _parse_http(url)
-    host = parsed.host
+    host = parsed.host  # WHATWG: hostname, and ':port' unless it is the scheme's default
     if host.endswith(".") or ".:" in host:
         hostname, port = parsed.hostname.rstrip("."), parsed.port
         return f"{hostname}:{port}" if port else hostname
@@ -314,9 +342,27 @@ def host_key(url: str) -> str:
 
 
 def host_of(url: str) -> str:
-    """The lower-case host name of `url` (IDNA, no port, no trailing dot; IPv6 in brackets).
-    Raises URLError for non-http(s) or invalid URLs."""
+    """The lower-case host name of `url` (IDNA, no port, no trailing dot; IPv6 in brackets):
+    the name DNS resolves. Not a "same host" key (use `host_key`: the port tells servers
+    apart). Raises URLError for non-http(s) or invalid URLs."""
     return str(_parse_http(url).hostname).rstrip(".")
+
+
+def split_host_key(key: str) -> tuple[str, int | None]:
+    """(name, port) of a `host_key`: `h:8080` → ('h', 8080), `[::1]:8080` → ('[::1]', 8080),
+    `h` → ('h', None) (the scheme's default port, which the key does not say). Raises
+    URLError when the port is not a number."""
+    if key.startswith("["):
+        close = key.find("]")
+        name, rest = (key, "") if close < 0 else (key[: close + 1], key[close + 1 :])
+        port = rest[1:] if rest.startswith(":") else ""
+    else:
+        name, _, port = key.partition(":")
+    if not port:
+        return name, None
+    if not port.isdigit():
+        raise URLError(f"not a host key: {key!r}")
+    return name, int(port)
 
 
 @lru_cache(maxsize=1)
@@ -341,8 +387,9 @@ def registrable_domain(host: str) -> str:
     private sections): `www.bbc.co.uk` → `bbc.co.uk`, `foo.blogspot.com` → `foo.blogspot.com`,
     `www.h12.example` → `h12.example` (an unlisted TLD counts as a public suffix, the PSL's
     default `*` rule). IP addresses, single-label hosts and hosts that are themselves public
-    suffixes are returned as they are. `host` may carry a port (`host_key` form): it is dropped.
-    The result is lower case, in IDNA (punycode) form."""
+    suffixes are returned as they are. `host` may be a host key (`h:8080`, `[::1]:8080`): the
+    port is dropped, so every port of a domain is the same site. The result is lower case, in
+    IDNA (punycode) form."""
     name = host.strip().lower()
     if name.startswith("["):
         return name[: name.find("]") + 1] if "]" in name else name

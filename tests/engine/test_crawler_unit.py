@@ -15,6 +15,8 @@ import time
 from collections import Counter
 from typing import Any
 
+import pytest
+
 from gossamer.config import CrawlSettings
 from gossamer.engine.crawler import Crawler
 from gossamer.engine.ipgate import LocalIpGate
@@ -492,3 +494,38 @@ def test_a_request_longer_than_the_lease_keeps_the_lease() -> None:
     assert urls.count(slow) == 1, urls
     assert c.counters.errors["frontier/stale-lease"] == 0
     assert frontier.extends and frontier.statistics().done == 3
+
+
+
+@pytest.mark.parametrize(
+    ("authority", "name"), [("127.0.0.1:8081", "127.0.0.1"), ("[::1]:8080", "[::1]")]
+)
+def test_default_host_scope_crawls_a_site_on_a_non_default_port(authority: str, name: str) -> None:
+    """With the default `--scope host`, a seed on a port keeps its own links (the seed and the
+    links are keyed alike, port included) and not other ports; the per-IP gate splits an IPv6
+    host key (`[::1]:8080`) into its name and port for the lookup."""
+    urls = [f"http://{authority}/p{i}" for i in range(5)]
+    body = _page([*urls, f"http://{name}:9/", "http://other.example:8081/"])
+    pages = {u: (200, HTML, body, ()) for u in urls}
+    lookups: list[tuple[str, int]] = []
+
+    async def resolve(host: str, port: int) -> None:
+        lookups.append((host, port))
+
+    settings = CrawlSettings(seeds=[urls[0]], delay=0, output="/tmp/unused")
+    assert settings.scope == "host"
+    fetcher = FakeFetcher(pages)
+    crawler = Crawler(
+        settings,
+        frontier=MemoryFrontier(),
+        fetcher=fetcher,
+        ip_of=lambda h: None,
+        resolve=resolve,
+        sinks=FakeSinks(),
+    )
+    crawler.seed(settings.seeds)
+    asyncio.run(asyncio.wait_for(crawler.run(), 30))
+    fetched = [u for u, _, _ in fetcher.log if not u.endswith("/robots.txt")]
+    assert sorted(fetched) == urls
+    assert crawler.counters.dropped["scope/out-of-scope"] == 2 * len(urls)
+    assert set(lookups) == {(name, int(authority.rpartition(":")[2]))}

@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -689,3 +690,171 @@ def test_negative_renew_is_refused_and_changes_nothing(make: Make) -> None:
     with pytest.raises(ValueError):
         f.complete(a.token, [done(a.urls[0])], renew=-1)
     assert f.complete(a.token, [done(a.urls[0])]) is None
+
+
+# ---------------------------------------------------------------------- depth (max_depth)
+# With a max_depth the frontier keeps each URL's depth the shortest path found so far: URLs
+# beyond it are parked, a smaller depth lowers a known URL's, and the children recorded for a
+# lowered URL (offers naming it as parent_fp) are relaxed in turn (docs/crawler/frontier.md).
+
+
+def link(
+    host: str, i: int, depth: int, parent: Discovered | None = None, delta: int = 1
+) -> Discovered:
+    """URL i of `host` found at `depth` on `parent` (an edge adding `delta`)."""
+    u = url_of(host, i)
+    return Discovered(
+        u,
+        host,
+        depth,
+        fp_of(u),
+        depth,
+        None if parent is None else parent.url,
+        None if parent is None else parent.fp,
+        delta,
+    )
+
+
+def fetch_all(f: Frontier, outlinks: dict[str, list[Discovered]] | None = None) -> dict[str, int]:
+    """Lease and complete (DONE) everything ready, putting each page's `outlinks` before its
+    batch completes as the engine does; returns url -> depth of what was leased."""
+    got: dict[str, int] = {}
+    while batches := f.lease(10, 10):
+        for b in batches:
+            for u in b.urls:
+                got[u.url] = u.depth
+                if outlinks and u.url in outlinks:
+                    f.put_discovered(outlinks[u.url])
+            f.complete(b.token, [done(u) for u in b.urls])
+    return got
+
+
+def test_depth_of_a_queued_url_is_lowered(make: Make) -> None:
+    f = make(max_depth=5)
+    assert f.put_discovered([link(A, 0, 3), link(A, 1, 2)]) == 2
+    assert f.put_discovered([link(A, 0, 1)]) == 0  # known: lowered, not added
+    s = f.statistics()
+    assert (s.queued, s.discovered, s.depth_lowered, s.duplicates_seen) == (2, 2, 1, 1)
+    assert f.put_discovered([link(A, 0, 4)]) == 0  # deeper: changes nothing
+    assert fetch_all(f) == {url_of(A, 0): 1, url_of(A, 1): 2}
+    assert f.statistics().depth_lowered == 1
+
+
+def test_lowered_queued_url_moves_up_its_queue(make: Make, backend: Any) -> None:
+    """Priority moves with depth (the engine's priority is the depth). Redis keeps a lowered
+    URL where it is in its host's queue (only its depth changes): see docs/crawler/frontier.md."""
+    if backend.name.startswith("redis"):
+        pytest.skip("Redis lowers a queued URL's depth, not its place in the queue")
+    f = make(max_depth=5)
+    f.put_discovered([link(A, 0, 3), link(A, 1, 2)])
+    f.put_discovered([link(A, 0, 1)])
+    b = only(f.lease(1, 1))
+    assert [(u.url, u.depth) for u in b.urls] == [(url_of(A, 0), 1)]
+
+
+def test_url_beyond_max_depth_is_parked_then_queued_when_found_closer(make: Make) -> None:
+    f = make(max_depth=1)
+    assert f.put_discovered([link(A, 0, 0), link(B, 1, 2), link(B, 2, 3)]) == 1
+    s = f.statistics()
+    assert (s.queued, s.discovered, s.parked, s.duplicates_seen) == (1, 1, 2, 0)
+    assert f.put_discovered([link(B, 1, 5)]) == 0  # parked again, deeper: still parked
+    assert fetch_all(f) == {url_of(A, 0): 0}
+    assert f.put_discovered([link(B, 1, 1)]) == 1  # found within max_depth: queued
+    s = f.statistics()
+    assert (s.queued, s.discovered, s.parked) == (1, 2, 1)
+    assert fetch_all(f) == {url_of(B, 1): 1}
+    assert f.statistics().parked == 1  # B2 was never found closer
+
+
+def test_children_of_a_done_url_are_relaxed(make: Make) -> None:
+    """P was fetched at depth 2 (its child C at 3, its grandchild D at 4: parked); P found at
+    depth 0 lowers C to 1 (already fetched) and unparks D at 2."""
+    f = make(max_depth=3)
+    p = link(A, 0, 2)
+    c = link(B, 0, 3, parent=p)
+    d = link(C, 0, 4, parent=c)
+    f.put_discovered([p])
+    assert fetch_all(f, {p.url: [c], c.url: [d]}) == {p.url: 2, c.url: 3}
+    s = f.statistics()
+    assert (s.done, s.parked, s.depth_lowered) == (2, 1, 0)
+    assert f.put_discovered([link(A, 0, 0)]) == 1  # D queued
+    s = f.statistics()
+    assert (s.queued, s.parked, s.depth_lowered) == (1, 0, 2)
+    assert fetch_all(f) == {d.url: 2}  # P and C are not fetched again
+
+
+def test_children_of_a_leased_url_follow_its_lowered_depth(make: Make) -> None:
+    """P is lowered while leased: children put afterwards with P's old depth + 1 are capped
+    by P's depth now (the engine only knows the depth P was leased at)."""
+    f = make(max_depth=2)
+    f.put_discovered([link(A, 0, 2)])
+    b = only(f.lease(1, 1))
+    p = link(A, 0, 2)
+    assert f.put_discovered([link(A, 0, 0)]) == 0  # lowered while leased
+    assert f.put_discovered([link(B, 0, 3, parent=p)]) == 1  # 0 + 1, not 3: queued
+    f.complete(b.token, [done(b.urls[0])])
+    assert fetch_all(f) == {url_of(B, 0): 1}
+    assert f.statistics().parked == 0
+
+
+def test_redirect_and_canonical_edges_add_no_depth(make: Make) -> None:
+    f = make(max_depth=1)
+    p = link(A, 0, 1)
+    r = link(B, 0, 1, parent=p, delta=0)  # a redirect target: P's depth
+    k = link(C, 0, 2, parent=p)  # a link: one deeper, parked
+    f.put_discovered([p])
+    assert fetch_all(f, {p.url: [r, k]}) == {p.url: 1, r.url: 1}
+    assert f.statistics().parked == 1
+    r2 = link(B, 1, 2, parent=r)  # R's own link, one deeper than R: parked
+    f.put_discovered([r2])
+    assert f.statistics().parked == 2
+    # P at 0: R (its redirect) at 0 + 0, then R's link and P's link at 1: both unparked
+    assert f.put_discovered([link(A, 0, 0)]) == 2
+    assert fetch_all(f) == {k.url: 1, r2.url: 1}
+    s = f.statistics()
+    assert (s.parked, s.depth_lowered) == (0, 2)
+
+
+def test_parked_urls_take_no_max_pages_slot(make: Make) -> None:
+    f = make(max_depth=0, max_pages=2)
+    seed = link(A, 0, 0)
+    f.put_discovered([seed] + [link(B, i, 1, parent=seed) for i in range(5)])
+    s = f.statistics()
+    assert (s.queued, s.parked, s.published) == (1, 5, 0)
+    assert fetch_all(f) == {seed.url: 0}
+    assert f.put_discovered([link(B, 0, 0), link(B, 1, 0)]) == 2
+    assert len(fetch_all(f)) == 1  # max_pages: 1 done + 1 = 2
+    s = f.statistics()
+    assert (s.done, s.queued, s.parked, s.published) == (2, 1, 3, 2)
+
+
+def test_reopened_store_keeps_parked_and_relaxed_state(
+    backend: Any, make: Make, tmp_path: Path
+) -> None:
+    if not backend.persistent:
+        pytest.skip("not persistent")
+    store = tmp_path / "depth.sqlite"  # (for Redis: names the crawl)
+    f = make(path=store, max_depth=2)
+    p = link(A, 0, 2)
+    c = link(B, 0, 3, parent=p)
+    f.put_discovered([p, link(C, 0, 9)])
+    assert fetch_all(f, {p.url: [c]}) == {p.url: 2}
+    f.put_discovered([link(A, 1, 2)])
+    f.put_discovered([link(A, 1, 1)])  # lowered before the restart
+    f.close()
+    g = make(path=store, max_depth=2)
+    s = g.statistics()
+    assert (s.parked, s.depth_lowered, s.queued, s.done) == (2, 1, 1, 1)
+    assert g.put_discovered([link(A, 0, 1)]) == 1  # P's recorded child comes back at 2
+    assert fetch_all(g) == {url_of(A, 1): 1, c.url: 2}
+    assert g.statistics().parked == 1
+
+
+def test_without_max_depth_the_first_depth_is_kept_and_nothing_parks(make: Make) -> None:
+    f = make()
+    p = link(A, 0, 0)
+    f.put_discovered([p, link(B, 0, 7, parent=p)])
+    f.put_discovered([link(B, 0, 1, parent=p)])
+    s = f.statistics()
+    assert (s.queued, s.parked, s.depth_lowered) == (2, 0, 0)
+    assert fetch_all(f) == {p.url: 0, url_of(B, 0): 7}

@@ -14,11 +14,11 @@ from gossamer.testing import HostFlag, WebModel, WebSpec
 from gossamer.testing._content import respond
 from gossamer.urls import URLError
 
-CONFORMANCE = Path(__file__).resolve().parents[2] / ".." / "shared" / "conformance" / "sitemaps"
+CONFORMANCE = Path(__file__).resolve().parents[1] / "data" / "conformance" / "sitemaps"
 BASE = "http://www.example.com/sitemap.xml"
 
-# Every file of shared/conformance/sitemaps/ and what we expect from it:
-# (kind, page URLs, sitemap URLs, first URL, why)
+# Every file of tests/data/conformance/sitemaps/ (crawler-commons; see tests/data/README.md)
+# and what we expect from it: (kind, page URLs, sitemap URLs, first URL, why)
 EXPECTED: dict[str, tuple[str, int, int, str | None, str]] = {
     "atom.xml": (
         "feed", 1, 0, "http://example.org/2003/12/13/atom03",

@@ -10,6 +10,8 @@ The composition (the embedded engine's `run_engine` does the crawling):
     Recorder → DIR/<worker id>/                          this worker's WARC, log, graph
     Heartbeat (a thread)                                 status record every TTL/5 s, the
                                                          member list, stop requests
+    RedisRobotsStore → ClusterRobotsStore                robots.txt answers shared by the
+                                                         crawl's workers, retried likewise
 
 The worker exits 0 when the crawl finishes (its frontier is exhausted: it marks the crawl
 `finished`) or when it is asked to stop (`gossamer stop`, `workers --scale` down); 130/143
@@ -39,6 +41,7 @@ from ..config import CrawlSettings
 from ..engine.crawler import Crawler
 from ..engine.run import CrawlError, loop_factory, run_engine
 from ..frontier import Discovered, Frontier, FrontierStats, HostBatch, Outcome
+from ..robots_store import RedisRobotsStore, RobotsRecord, RobotsStore
 from ._redis import RedisClient, retrying
 from .ipgate import RedisIpGate
 from .members import Beat, Membership, PartitionView, WorkerStatus
@@ -145,6 +148,24 @@ class ClusterFrontier:
         stats = retrying(self.inner.statistics, what="frontier")
         self._stats = (now, stats)
         return stats
+
+    def close(self) -> None:
+        self.inner.close()
+
+
+class ClusterRobotsStore:
+    """The worker's `RobotsStore`: the crawl's RedisRobotsStore, each call retried through
+    Redis outages like the frontier's (a robots.txt answer read or kept is worth waiting
+    for: without it the host's robots.txt would be fetched again by its next worker)."""
+
+    def __init__(self, inner: RobotsStore) -> None:
+        self.inner = inner
+
+    def get(self, host: str) -> RobotsRecord | None:
+        return retrying(lambda: self.inner.get(host), what="robots store")
+
+    def put(self, host: str, record: RobotsRecord) -> None:
+        retrying(lambda: self.inner.put(host, record), what="robots store")
 
     def close(self) -> None:
         self.inner.close()
@@ -460,6 +481,8 @@ async def _work(worker: _Worker, progress: IO[str] | None) -> int:
     gate = worker.gate = RedisIpGate(
         worker.client, record.id, settings.per_ip, owner=worker.id, ttl=record.heartbeat_ttl
     )
+    # robots.txt answers in the crawl's keys: a host's robots.txt is fetched by one worker
+    robots = RedisRobotsStore(worker.client, record.id, max_age=settings.robots_ttl)
 
     def session(crawler: Crawler) -> Any:
         return worker.session(crawler, gate)
@@ -473,6 +496,7 @@ async def _work(worker: _Worker, progress: IO[str] | None) -> int:
         guard_fetcher=gate.guard,
         clock=frontier.clock,
         storage_errors=(redis.exceptions.RedisError,),
+        robots_store=ClusterRobotsStore(robots),
         resume_hint=f"the crawl's frontier in Redis keeps every unfinished URL; start "
         f"`gossamer worker --crawl {record.id}` again once that is fixed",
     )

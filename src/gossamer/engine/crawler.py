@@ -3,8 +3,9 @@
 One `Crawler` runs in one process on one event loop. It holds no crawl state of its own that
 must survive a crash: the frontier (SQLite here, Redis later) owns queues, dedupe, leases and
 host politeness state; the sinks own the outputs. A batch is one leased host: robots.txt first
-(cached per host), then up to `per_host` URLs over one kept-alive connection with the host's
-delay between requests (KSpider's bucket), then `complete()` rests the host.
+(once per host per crawl: every worker shares the answers through the crawl's robots store),
+then up to `per_host` URLs over one kept-alive connection with the host's delay between
+requests (KSpider's bucket), then `complete()` rests the host.
 """
 
 from __future__ import annotations
@@ -30,9 +31,11 @@ from ..frontier import (
     Verdict,
 )
 from ..parse import ParseOptions, is_html, parse_html, parse_sitemap
-from ..robots import RobotsCache, RobotsPolicy, robots_url
+from ..robots import RobotsPolicy, robots_url
+from ..robots_store import RobotsRecord, RobotsStore, SharedRobots
 from ..scope import Scope
-from ..urls import LinkResolver, URLError, canonicalize, fingerprint, host_key
+from ..traps import QueryTraps, calendar_window
+from ..urls import LinkResolver, URLError, canonicalize, fingerprint, host_key, split_host_key
 from .ipgate import LocalIpGate
 from .recrawl import NOT_MODIFIED_OUTCOME, Recrawl
 from .turns import Turns
@@ -82,6 +85,7 @@ class Crawler:
         resolve: Callable[[str, int], Awaitable[object]] | None = None,
         clock: Callable[[], float] = time.time,
         revalidate: Recrawl | None = None,
+        robots_store: RobotsStore | None = None,
     ) -> None:
         self.settings = settings
         self.revalidate = revalidate  # --recrawl: conditional GETs, old links on a 304
@@ -105,8 +109,18 @@ class Crawler:
             max_depth=settings.max_depth,
             html_only=settings.html_only,
             max_path_repeat=settings.max_path_repeat,
+            max_path_segments=settings.max_path_segments,
+            calendar=calendar_window(settings),
         )
-        self.robots = RobotsCache()
+        self.query_traps = QueryTraps(settings.max_queries_per_path, settings.max_query_shapes)
+        # robots.txt answers: this worker's cache in front of the crawl's store, shared by
+        # every worker (None: this worker's cache only), so a host's robots.txt is fetched
+        # once per crawl, not once per worker that leases the host
+        self.robots = SharedRobots(
+            robots_store if settings.obey_robots else None,
+            user_agent=settings.user_agent,
+            ttl=settings.robots_ttl,
+        )
         self.parse_options = ParseOptions(
             follow_nofollow=settings.follow_nofollow,
             link_rels=frozenset({"canonical"}) if settings.follow_canonical else frozenset(),
@@ -116,6 +130,10 @@ class Crawler:
         self._memo: dict[str, tuple[str, int, str | None]] = {}
         self.turns = Turns()
         self._sent: set[int] = set()
+        # with a max_depth, a frontier that keeps shortest-path depths gets every link
+        self._relax_depths = settings.max_depth is not None and _frontier_max_depth(
+            frontier
+        ) == settings.max_depth
         self._stop = asyncio.Event()
         self._ip_waits: set[asyncio.Timeout] = set()  # batches waiting for their IP's slot
         # stop fetching this long before a lease ends (a quarter of a short TTL)
@@ -507,11 +525,11 @@ class Crawler:
         """The address whose per-IP gate covers `host`: resolved (and cached by the resolver)
         before the gate, so two names of one server share it; the host key itself when the
         name does not resolve (its fetches then fail with the DNS error)."""
-        name, _, port = host.partition(":")
+        name, port = split_host_key(host)  # not partition(":"): `[::1]:8080` has three
         ip = self.ip_of(name)
         if ip is None and self.resolve is not None:
             try:
-                await self.resolve(name, int(port) if port else 80)
+                await self.resolve(name, port or 80)
             except ResolveError:
                 return host
             ip = self.ip_of(name)
@@ -547,10 +565,8 @@ class Crawler:
                 continue
             break
         # more than 5 redirects leaves the last 3xx status: "unavailable", allow all (RFC 9309)
-        policy = RobotsPolicy.from_response(
-            status, body, user_agent=self.settings.user_agent, now=self.clock(), final_url=final
-        )
-        self.robots.put(host, policy)
+        # (stored before the batch completes: the host's next lease, by any worker, reads it)
+        policy = self.robots.put(host, RobotsRecord.of(status, body, final, self.clock()))
         if policy.crawl_delay:
             await asyncio.to_thread(self.frontier.set_host_delay, host, policy.crawl_delay)
         return policy
@@ -628,10 +644,17 @@ class Crawler:
         Most links of a crawl point to URLs met before (95 % on the simulated web), so what
         depends on the URL alone (host key, fingerprint, scope verdict) is memoised, and a set
         of fingerprints already handed to the frontier keeps repeats off its path: the
-        frontier dedupes them anyway (the first depth seen wins there too), so this changes
-        no result. Both are cleared when full, which only costs recomputation."""
+        frontier dedupes them anyway (without a max_depth the first depth seen wins there
+        too), so this changes no result. Both are cleared when full, which only costs
+        recomputation. With a max_depth and a frontier that relaxes depths for it (its
+        options say so; `engine.run` and the cluster worker configure it from the same
+        settings) every link goes to the frontier with its parent's fingerprint and depth: the
+        frontier keeps depths the shortest path (docs/crawler/frontier.md), so links beyond
+        max_depth are parked there, not dropped here."""
         max_depth = self.settings.max_depth
+        relax = self._relax_depths
         dropped = self.counters.dropped
+        query_traps = self.query_traps if self.query_traps.enabled else None
         memo = self._memo
         sent = self._sent
         if len(memo) > ROUTE_MEMO_MAX:
@@ -640,6 +663,7 @@ class Crawler:
             sent.clear()
         edges: list[tuple[str, str]] = []
         seen = {src}
+        src_fp: int | None = None
         for dst, kind in links:
             if dst in seen:
                 continue
@@ -649,6 +673,8 @@ class Crawler:
                 host = host_key(dst)
                 info = memo[dst] = (host, fingerprint(dst), self.scope.reject_url(dst, host))
             host, fp, reason = info
+            if reason is None and query_traps is not None and fp not in sent:
+                reason = query_traps.admit(dst)  # stateful: counts the path's queries
             if reason is not None:
                 dropped[reason] += 1
                 continue
@@ -656,6 +682,16 @@ class Crawler:
             # may be reached by a shorter path, or stay a dangling node
             edges.append((dst, kind if kind in _EDGE_KINDS else "link"))
             d = depth if kind == "canonical" or kind == "redirect" else depth + 1
+            if relax and max_depth is not None:
+                # every link goes to the frontier, even beyond max_depth (parked there) and
+                # when sent before: it records the edge and relaxes depths to the shortest
+                # path (docs/crawler/frontier.md), which a repeat filtered here would hide
+                if d > max_depth:
+                    dropped["scope/depth"] += 1
+                if src_fp is None:
+                    src_fp = fingerprint(src)
+                out.append(Discovered(dst, host, d, fp, d, src, src_fp, d - depth))
+                continue
             if max_depth is not None and d > max_depth:
                 dropped["scope/depth"] += 1
                 continue
@@ -712,6 +748,21 @@ class _LeaseKeeper:
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
+
+
+def _frontier_max_depth(frontier: object) -> int | None:
+    """The max_depth a frontier relaxes depths for (its `options`, looking through wrappers'
+    `inner`, as the cluster worker's); None when it does not (then the engine drops links
+    beyond max_depth itself: a frontier without it would queue them)."""
+    for _ in range(4):
+        options = getattr(frontier, "options", None)
+        if options is not None:
+            depth = getattr(options, "max_depth", None)
+            return depth if isinstance(depth, int) else None
+        frontier = getattr(frontier, "inner", None)
+        if frontier is None:
+            break
+    return None
 
 
 def seed_frontier(

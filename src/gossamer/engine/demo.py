@@ -52,7 +52,8 @@ def run_demo(
         print(file=sys.stderr)
         web.flush_log()
     print_report(out / "crawl")
-    rules = TruthRules(seeds=(seed_url,), scope="all", user_agent=settings.user_agent)
+    # the rules the crawl ran with (its crawl.json): depth limit and trap filters included
+    rules = TruthRules.from_dict(settings.manifest())
     truth = compute_truth(model, rules)
     report = audit(model, read_logs([log]).records, rules, truth=truth, log_files=(str(log),))
     print(report.format_table())

@@ -145,6 +145,7 @@ def seed_recrawl(frontier: Frontier, settings: Any) -> int:
     frontier at its old depth, unless the new settings' scope or depth limit rejects it.
     Returns how many URLs the frontier took (it dedupes, the first depth seen winning)."""
     from ..scope import Scope
+    from ..traps import calendar_window
 
     old = settings.recrawl
     if old is None:
@@ -157,6 +158,8 @@ def seed_recrawl(frontier: Frontier, settings: Any) -> int:
         max_depth=settings.max_depth,
         html_only=settings.html_only,
         max_path_repeat=settings.max_path_repeat,
+        max_path_segments=settings.max_path_segments,
+        calendar=calendar_window(settings),
     )
     max_depth = settings.max_depth
     added = 0

@@ -1,12 +1,65 @@
-"""`gossamer report DIR`: what a crawl did, from its files alone."""
+"""`gossamer report DIR`: what a crawl did, from its files alone.
+
+A crawl may have been run several times (`--resume` after a stop or a kill): the totals are
+over every run, computed from the files every run appends to — the crawl log (one line per
+fetch) and the graph parts — since a killed run writes no statistics and `stats.json` holds the
+last run's alone. `runs.jsonl` (written by `run_crawl`: a line when a run starts, one when it
+ends) tells the runs apart. See docs/crawler/outputs.md ("Report").
+"""
 
 from __future__ import annotations
 
 import json
 import sys
+import time
+from array import array
+from bisect import bisect_right
 from collections import Counter
+from datetime import datetime
 from pathlib import Path
 from typing import Any
+
+import xxhash
+
+from ..sinks import append_run_record, read_run_records, read_stats
+from .crawler import RETRY_STATUSES
+
+RUNS_FILE = "runs.jsonl"
+
+
+# ------------------------------------------------------------------ the run history
+
+
+def start_run(out: Path, *, resume: bool, workers: int) -> tuple[int, float]:
+    """Append the start of a run to `out/runs.jsonl`: (its number, from 1; its start time)."""
+    path = out / RUNS_FILE
+    number = 1 + sum(1 for r in read_run_records(path) if r.get("event") == "start")
+    started = time.time()
+    append_run_record(
+        path,
+        {"event": "start", "run": number, "time": started, "resume": resume, "workers": workers},
+    )
+    return number, started
+
+
+def end_run(out: Path, number: int, started: float, exit_code: int) -> None:
+    """Append the end of run `number` to `out/runs.jsonl`, with the statistics it wrote
+    (`stats.json`, when it is newer than the run's start: a run that failed to write it
+    leaves the previous run's)."""
+    stats = None
+    path = out / "stats.json"
+    try:
+        if path.stat().st_mtime >= started:
+            stats = read_stats(path)
+    except (OSError, ValueError):
+        pass
+    append_run_record(
+        out / RUNS_FILE,
+        {"event": "end", "run": number, "time": time.time(), "exit": exit_code, "stats": stats},
+    )
+
+
+# ------------------------------------------------------------------ reading a crawl
 
 
 def crawl_report(out: Path) -> dict[str, Any]:
@@ -17,38 +70,264 @@ def crawl_report(out: Path) -> dict[str, Any]:
     report: dict[str, Any] = {"directory": str(out)}
     report["settings"] = json.loads(manifest.read_text())
     stats = out / "stats.json"
-    report["stats"] = json.loads(stats.read_text()) if stats.is_file() else None
-    outcomes: Counter[str] = Counter()
-    statuses: Counter[str] = Counter()
-    lines = 0
-    log = out / "crawl.log.jsonl"
-    if log.is_file():
-        with log.open(encoding="utf-8", errors="replace") as f:
-            for line in f:
-                try:
-                    rec = json.loads(line)
-                except ValueError:
-                    continue  # a torn last line of a killed crawl
-                lines += 1
-                outcomes[str(rec.get("outcome"))] += 1
-                statuses[str(rec.get("status"))] += 1
+    last_stats = json.loads(stats.read_text()) if stats.is_file() else None
+    report["stats"] = last_stats  # the last run's own statistics, as it wrote them
+    runs = _runs(read_run_records(out / RUNS_FILE))
+    log = _scan_log(out / "crawl.log.jsonl", runs)
+    per_run = log["per_run"]
+    if not runs or log["before_history"]:
+        # a crawl made before run histories were kept, a cluster worker's directory (written
+        # by `run_engine` alone), or runs before the history began: one unrecorded run
+        worker = _cluster_worker(out) if not runs else None
+        runs.insert(0, _unrecorded_run(log, last_stats if worker else None, worker))
+        per_run = [log["before_history"] or (0, 0, None), *per_run]
+    _finish_runs(runs, per_run)
+    report["runs"] = runs
+    report["totals"] = _totals(runs, log)
     report["log"] = {
-        "lines": lines,
-        "outcomes": dict(outcomes.most_common()),
-        "statuses": dict(statuses.most_common()),
+        "lines": log["lines"],
+        "outcomes": dict(log["outcomes"].most_common()),
+        "statuses": dict(log["statuses"].most_common()),
     }
     warcs = sorted((out / "warc").glob("*.warc.gz")) if (out / "warc").is_dir() else []
     report["warc"] = {"files": len(warcs), "bytes": sum(p.stat().st_size for p in warcs)}
-    graph = out / "graph"
-    report["graph"] = {name: _count_lines(graph / f"{name}.tsv") for name in ("nodes", "edges")}
+    report["graph"] = graph_counts(out / "graph")
     return report
 
 
-def _count_lines(path: Path) -> int:
-    if not path.is_file():
-        return 0
-    with path.open("rb") as f:
-        return sum(1 for _ in f)
+def _runs(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One entry per recorded run, in start order, with its end record's facts if any."""
+    ends = {r.get("run"): r for r in records if r.get("event") == "end"}
+    runs: list[dict[str, Any]] = []
+    for r in records:
+        if r.get("event") != "start" or not isinstance(r.get("time"), int | float):
+            continue
+        end = ends.get(r.get("run"))
+        runs.append(
+            {
+                "run": r.get("run"),
+                "started": float(r["time"]),
+                "resume": bool(r.get("resume")),
+                "workers": r.get("workers"),
+                "ended": float(end["time"]) if end else None,
+                "exit": end.get("exit") if end else None,
+                "stats": end.get("stats") if end else None,
+                "recorded": True,
+                "cluster_worker": None,
+            }
+        )
+    runs.sort(key=lambda run: run["started"])
+    return runs
+
+
+def _cluster_worker(out: Path) -> str | None:
+    """The worker id of a cluster worker's directory (`worker.json`), else None. Such a
+    directory is one run by construction: worker ids are never reused (docs/cluster.md)."""
+    try:
+        worker = json.loads((out / "worker.json").read_text()).get("worker")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return str(worker) if worker is not None else None
+
+
+def _unrecorded_run(
+    log: dict[str, Any], stats: dict[str, Any] | None, worker: str | None
+) -> dict[str, Any]:
+    """The run(s) a crawl log holds lines of but the run history does not: those of a crawl
+    begun before histories were kept (how many, and how long each, is unknown: its stats.json
+    is the last run's alone), or a cluster worker's one run (its stats.json is that run's)."""
+    return {
+        "run": 0,
+        "cluster_worker": worker,
+        "started": log["first_time"],
+        "resume": None,
+        "workers": (stats or {}).get("workers"),
+        "ended": None,
+        "exit": None,
+        "stats": stats,
+        "recorded": False,
+    }
+
+
+def _scan_log(path: Path, runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """One pass over the crawl log: the totals, and per run (by the time of each line against
+    the runs' start times) its lines, page fetches and last activity."""
+    starts = [run["started"] for run in runs]
+    n = len(runs) + 1  # bucket 0: lines before the first recorded start
+    per_lines, per_pages = [0] * n, [0] * n
+    per_last: list[float | None] = [None] * n
+    outcomes: Counter[str] = Counter()
+    statuses: Counter[str] = Counter()
+    errors: Counter[str] = Counter()
+    pages = bytearray()  # 128-bit hashes of the page URLs fetched, for the distinct count
+    lines = fetches = body_bytes = 0
+    first_time: float | None = None
+    if path.is_file():
+        with path.open("rb") as f:
+            for raw in f:
+                try:
+                    rec = json.loads(raw)
+                except ValueError:
+                    continue  # a torn line of a killed run
+                if not isinstance(rec, dict):
+                    continue
+                lines += 1
+                t = _timestamp(rec.get("time"))
+                bucket = bisect_right(starts, t) if t is not None else n - 1
+                per_lines[bucket] += 1
+                if t is not None:
+                    first_time = t if first_time is None else min(first_time, t)
+                    end = t + float(rec.get("duration") or 0.0)
+                    last = per_last[bucket]
+                    per_last[bucket] = end if last is None else max(last, end)
+                outcome, status = str(rec.get("outcome")), rec.get("status")
+                outcomes[outcome] += 1
+                statuses[str(status)] += 1
+                body_bytes += int(rec.get("bytes") or 0)
+                # errors counted as the crawler counts them (Crawler._record, _record_aux)
+                is_page = rec.get("depth") is not None
+                if status is None:
+                    errors[outcome if is_page else f"{outcome}/{rec.get('error') or _UNKNOWN}"] += 1
+                elif is_page and rec.get("error"):
+                    errors[str(rec["error"])] += 1
+                if is_page and status is not None and status not in RETRY_STATUSES:
+                    fetches += 1
+                    per_pages[bucket] += 1
+                    url = str(rec.get("url"))
+                    pages += xxhash.xxh3_128_intdigest(url.encode()).to_bytes(16, "little")
+    return {
+        "lines": lines,
+        "fetches": fetches,
+        "pages": _distinct(bytes(pages), 16),
+        "bytes": body_bytes,
+        "outcomes": outcomes,
+        "statuses": statuses,
+        "errors": errors,
+        "first_time": first_time,
+        "per_run": list(zip(per_lines[1:], per_pages[1:], per_last[1:], strict=True)),
+        "before_history": (per_lines[0], per_pages[0], per_last[0]) if per_lines[0] else None,
+    }
+
+
+_UNKNOWN = "fetch/error/unknown"
+
+
+def _timestamp(value: Any) -> float | None:
+    try:
+        return datetime.fromisoformat(str(value)).timestamp()
+    except ValueError:
+        return None
+
+
+def _finish_runs(
+    runs: list[dict[str, Any]], per_run: list[tuple[int, int, float | None]]
+) -> None:
+    """Each run's log facts, duration (from its end record, else estimated from its last
+    logged fetch) and how it ended."""
+    for run, (lines, fetches, last) in zip(runs, per_run, strict=True):
+        run["log_lines"], run["fetches"] = lines, fetches
+        stats = run["stats"] or {}
+        if not run["recorded"] and "elapsed_s" in stats:
+            run["duration_s"], run["duration_estimated"] = float(stats["elapsed_s"]), False
+        elif run["ended"] is not None:
+            run["duration_s"], run["duration_estimated"] = run["ended"] - run["started"], False
+        else:
+            start = run["started"]
+            span = (last - start) if last is not None and start is not None else 0.0
+            run["duration_s"], run["duration_estimated"] = max(span, 0.0), True
+        run["duration_s"] = round(run["duration_s"], 3)
+        run["ended_by"] = _ended_by(run)
+
+
+def _ended_by(run: dict[str, Any]) -> str:
+    stats = run["stats"] or {}
+    if run["recorded"] and run["ended"] is None:
+        return "killed or crashed (no end recorded)"
+    if not run["recorded"] and not stats:
+        if run["cluster_worker"]:
+            return "killed or crashed (no statistics)"
+        return "unrecorded (no run history)"
+    if stats.get("finished"):
+        return "finished"
+    if stats.get("stopped_by"):
+        return f"stopped ({stats['stopped_by']})"
+    return f"exit {run['exit']}" if run["exit"] is not None else "ended (not finished)"
+
+
+def _totals(runs: list[dict[str, Any]], log: dict[str, Any]) -> dict[str, Any]:
+    with_stats = [run["stats"] for run in runs if run["stats"]]
+    dropped: Counter[str] = Counter()
+    for stats in with_stats:
+        dropped.update({str(k): int(v) for k, v in (stats.get("dropped") or {}).items()})
+    duration = round(sum(run["duration_s"] for run in runs), 3)
+    return {
+        "runs": len(runs),
+        "pages": log["pages"],
+        "fetches": log["fetches"],
+        "requests": log["lines"],
+        "bytes": log["bytes"],
+        "duration_s": duration,
+        "duration_estimated": any(run["duration_estimated"] for run in runs),
+        "pages_per_s": round(log["pages"] / duration, 1) if duration > 0 else None,
+        # HTTP statuses received, as the crawler counts them (no response is no status)
+        "statuses": {k: v for k, v in sorted(log["statuses"].items()) if k != "None"},
+        "errors": dict(sorted(log["errors"].items())),
+        "dropped": dict(sorted(dropped.items())),
+        "dropped_runs": len(with_stats),
+    }
+
+
+def graph_counts(gdir: Path) -> dict[str, Any]:
+    """Nodes and edges of the link graph in `gdir`, over every part file (`nodes.tsv`,
+    `nodes-w0.tsv`, …): nodes are the distinct node ids (a URL's id is the same in every
+    part, so a URL two workers both met is one node), edges the distinct (source, target,
+    kind) triples (an edge recorded again after a crash, or by two workers, is one edge).
+    Header lines and torn last lines are not counted. Memory: 8 bytes a node line, 16 an
+    edge line (numpy arrays, not Python sets: ~60 bytes an element)."""
+    ids: array[int] = array("Q")
+    by_kind: dict[bytes, array[int]] = {}
+    parts: set[str] = set()
+    if gdir.is_dir():
+        for path in sorted(gdir.glob("nodes*.tsv")):
+            parts.add(path.name.removeprefix("nodes").removesuffix(".tsv").lstrip("-"))
+            with path.open("rb") as f:
+                for line in f:
+                    nid, tab, _url = line.partition(b"\t")
+                    if tab and nid.isdigit() and line.endswith(b"\n"):
+                        ids.append(int(nid))
+        for path in sorted(gdir.glob("edges*.tsv")):
+            parts.add(path.name.removeprefix("edges").removesuffix(".tsv").lstrip("-"))
+            with path.open("rb") as f:
+                for line in f:
+                    fields = line.split(b"\t")
+                    if len(fields) != 3 or not line.endswith(b"\n"):
+                        continue
+                    src, dst, kind = fields
+                    if src.isdigit() and dst.isdigit():
+                        pairs = by_kind.setdefault(kind.rstrip(b"\n"), array("Q"))
+                        pairs.append(int(src))
+                        pairs.append(int(dst))
+    edges = {kind.decode(): _distinct(pairs.tobytes(), 16) for kind, pairs in by_kind.items()}
+    return {
+        "nodes": _distinct(ids.tobytes(), 8),
+        "edges": sum(edges.values()),
+        "edges_by_kind": dict(sorted(edges.items())),
+        "parts": sorted(parts),
+    }
+
+
+def _distinct(packed: bytes, width: int) -> int:
+    """How many distinct `width`-byte values `packed` holds."""
+    # imported here, not with the module: run.py imports this module for the run history,
+    # and importing numpy starts OpenBLAS threads with SIGTERM unblocked, so a stop that
+    # `hold_stop_signals` holds in the main thread was delivered to one of them and killed
+    # the crawl by the default action (test_crawl_kill's SIGTERM at 0 s: exit -15, 2 in 9)
+    import numpy as np
+
+    return int(np.unique(np.frombuffer(packed, dtype=f"V{width}")).size)
+
+
+# ------------------------------------------------------------------ printing
 
 
 def print_report(out: Path, *, as_json: bool = False) -> int:
@@ -61,25 +340,56 @@ def print_report(out: Path, *, as_json: bool = False) -> int:
         print(json.dumps(report, indent=2))
         return 0
     s = report["stats"] or {}
+    t = report["totals"]
     settings = report["settings"]
+    runs = report["runs"]
     print(f"crawl {out}")
     print(f"  seeds        {', '.join(settings.get('seeds', []))}")
-    print(f"  finished     {s.get('finished', 'unknown (no stats.json: interrupted?)')}")
+    print(f"  finished     {s.get('finished', 'unknown (no stats.json: interrupted?)')} (last run)")
+    print(f"  runs         {t['runs']}")
+    for run in runs:
+        when = _clock(run["started"])
+        approx = "~" if run["duration_estimated"] else ""
+        print(
+            f"    run {run['run']}  {when}  {approx}{run['duration_s']} s  "
+            f"{run['fetches']:,} page fetches  {run['ended_by']}"
+        )
     print(
-        f"  pages        {s.get('pages', '-')}   requests {s.get('requests', '-')}   "
-        f"bytes {s.get('bytes', '-')}"
+        f"  pages        {t['pages']:,} (distinct URLs; {t['fetches']:,} page fetches)   "
+        f"requests {t['requests']:,}   body bytes {t['bytes']:,}"
     )
-    print(f"  elapsed      {s.get('elapsed_s', '-')} s   pages/s {s.get('pages_per_s', '-')}")
-    print(f"  statuses     {_kv(s.get('statuses', {}))}")
-    print(f"  errors       {_kv(s.get('errors', {}))}")
-    print(f"  dropped      {_kv(s.get('dropped', {}))}")
+    approx = "~" if t["duration_estimated"] else ""
+    print(
+        f"  elapsed      {approx}{t['duration_s']} s over {t['runs']} run(s)   "
+        f"pages/s {t['pages_per_s'] if t['pages_per_s'] is not None else '-'}"
+    )
+    print(f"  statuses     {_kv(t['statuses'])}")
+    print(f"  errors       {_kv(t['errors'])}")
+    print(f"  dropped      {_kv(t['dropped'])}{_of_runs(t['dropped_runs'], t['runs'])}")
     print(f"  frontier     {_kv(s.get('frontier', {}))}")
     log = report["log"]
     print(f"  crawl log    {log['lines']} lines; outcomes {_kv(log['outcomes'])}")
     print(f"  warc         {report['warc']['files']} files, {report['warc']['bytes']:,} bytes")
-    print(f"  graph        {report['graph']['nodes']} nodes, {report['graph']['edges']} edges")
+    g = report["graph"]
+    print(
+        f"  graph        {g['nodes']:,} nodes, {g['edges']:,} edges "
+        f"({len(g['parts'])} part(s): {', '.join(p or 'single' for p in g['parts']) or '-'})"
+    )
     return 0
+
+
+def _of_runs(with_stats: int, runs: int) -> str:
+    if with_stats == runs:
+        return ""
+    return f"   (from the {with_stats} of {runs} runs that wrote statistics)"
+
+
+def _clock(ts: float | None) -> str:
+    if ts is None:
+        return "-"
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(ts))
 
 
 def _kv(d: dict[str, Any]) -> str:
     return ", ".join(f"{k} {v}" for k, v in d.items()) or "-"
+

@@ -4,10 +4,12 @@ run the worker loop, handle signals, write the final statistics.
 Crawl directory layout (docs/crawler/outputs.md):
     crawl.json          the settings (also the `testweb audit --crawl` contract)
     frontier.sqlite     queues, dedupe, leases, host state (WAL)
+    robots.sqlite       robots.txt answers, shared by the workers (WAL)
     warc/               WARC 1.1 files, per-record gzip, rotated by size
     crawl.log.jsonl     one line per fetch
-    graph/              nodes.tsv + edges.tsv
-    stats.json          final statistics
+    graph/              nodes.tsv + edges.tsv (a pool: nodes-w0.tsv + edges-w0.tsv, …)
+    stats.json          final statistics (of the last run)
+    runs.jsonl          a line as each run starts and ends (`gossamer report` sums the runs)
     lock                held while a crawler runs in the directory
 """
 
@@ -37,11 +39,13 @@ from .. import __version__
 from ..config import CrawlSettings, SettingsError
 from ..fetch import CurlFetcher, Resolver
 from ..frontier import Frontier, SqliteFrontier
+from ..robots_store import RobotsStore, SqliteRobotsStore
 from ..sinks import recover, write_stats
 from .crawler import Crawler, seed_frontier
 from .ipgate import FileIpGate, LocalIpGate
 from .recorder import Recorder
 from .recrawl import Recrawl, seed_recrawl
+from .report import end_run, start_run
 
 MANIFEST = "crawl.json"
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
@@ -145,10 +149,20 @@ def run_crawl(
         out = settings.output
         workers = settings.effective_workers()
         with _dir_lock(out):
+            # runs.jsonl: one line as each run starts and ends, so `gossamer report` can sum
+            # the runs of a resumed crawl (stats.json holds the last run's alone)
+            try:
+                run, started = start_run(out, resume=resume, workers=workers)
+            except OSError as exc:
+                raise CrawlError(f"cannot write to {out}: {exc.strerror or exc}") from exc
             if workers > 1:
-                return _run_pool(settings, workers, resume=resume, progress=progress)
-            with asyncio.Runner(loop_factory=loop_factory()) as runner:
-                return runner.run(_run(settings, resume=resume, progress=progress))
+                code = _run_pool(settings, workers, resume=resume, progress=progress)
+            else:
+                with asyncio.Runner(loop_factory=loop_factory()) as runner:
+                    code = runner.run(_run(settings, resume=resume, progress=progress))
+            with contextlib.suppress(OSError):  # the crawl's own exit status says more
+                end_run(out, run, started, code)
+            return code
 
 
 def run_worker(out: Path, part: str) -> int:
@@ -376,6 +390,11 @@ async def _run(
     out = settings.output
     revalidate = _load_recrawl(settings)
     frontier = _open_frontier(settings)
+    try:  # every process of the crawl (a pool's workers, a resumed run) reads it
+        robots_store = SqliteRobotsStore(out / "robots.sqlite")
+    except BaseException:
+        frontier.close()
+        raise
     gate = FileIpGate(out / "locks", settings.per_ip) if part else LocalIpGate(settings.per_ip)
 
     async def prepare() -> None:
@@ -393,6 +412,7 @@ async def _run(
         progress=progress,
         prepare=None if part else prepare,  # a pool worker: the parent seeded or reclaimed
         revalidate=revalidate,
+        robots_store=robots_store,
     )
 
 
@@ -410,6 +430,7 @@ async def run_engine(
     revalidate: Recrawl | None = None,
     storage_errors: tuple[type[Exception], ...] = (),
     resume_hint: str | None = None,
+    robots_store: RobotsStore | None = None,
 ) -> int:
     """Run one worker's `Crawler` over `frontier` into `settings.output` until the crawl
     ends, a stop is requested or SIGINT/SIGTERM; write its statistics (`stats.json`, or
@@ -419,7 +440,9 @@ async def run_engine(
     crawl (cluster mode: heartbeats, the IP gate's refresher); `guard_fetcher` wraps the
     fetcher (cluster mode: requests fenced by the IP gate); `clock` is the crawler's.
     Storage errors (OSError, sqlite3.Error and `storage_errors`) end the worker with 74
-    and a message ending in `resume_hint` (how to go on once fixed)."""
+    and a message ending in `resume_hint` (how to go on once fixed). `robots_store` is the
+    crawl's shared robots.txt store (closed here with the frontier; None: this worker's
+    cache only)."""
     out = settings.output
     resolver = Resolver.from_settings(
         settings.resolve, settings.resolve_file, allow_private=settings.allow_private
@@ -446,6 +469,7 @@ async def run_engine(
         ip_gate=ip_gate,
         clock=clock,
         revalidate=revalidate,
+        robots_store=robots_store,
     )
     loop = asyncio.get_running_loop()
     stopped = []
@@ -504,6 +528,9 @@ async def run_engine(
                     frontier.close()
                 except errors:
                     exit_code = exit_code or 74
+                finally:
+                    if robots_store is not None:
+                        robots_store.close()
         finally:
             for sig in STOP_SIGNALS:
                 loop.remove_signal_handler(sig)

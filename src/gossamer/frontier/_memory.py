@@ -12,6 +12,7 @@ import math
 import secrets
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Unpack
@@ -72,6 +73,9 @@ class MemoryFrontier:
         self._retries = 0
         self._dropped = 0
         self._duplicates = 0
+        self._parked: dict[int, Discovered] = {}  # fp -> URL seen only beyond max_depth
+        self._children: dict[int, dict[int, int]] = {}  # parent fp -> {child fp: delta}
+        self._lowered = 0
         self._closed = False
 
     def _host(self, name: str) -> _Host:
@@ -94,25 +98,78 @@ class MemoryFrontier:
         """See `Frontier.put_discovered`."""
         with self._lock:
             self._check_open()
+            if self.options.max_depth is not None:
+                return self._put_relaxing(items, self.options.max_depth)
             added = 0
-            budget = self.options.host_budget
             for it in items:
                 if it.fp in self._urls:
                     self._duplicates += 1
                     continue
-                h = self._host(it.host)
-                if budget is not None and h.total >= budget:
-                    self._dropped += 1
-                    continue
-                h.total += 1
-                self._seq += 1
-                u = _URL(it, self._seq, "failed" if h.timing.dead else "queued")
-                self._urls[it.fp] = u
-                self._counts[u.state] += 1
-                if not h.timing.dead:
-                    heapq.heappush(h.queue, (it.priority, u.seq, it.fp))
-                    added += 1
+                added += self._accept(it)
             return added
+
+    def _accept(self, it: Discovered) -> int:
+        """Accept a URL not seen before (budget permitting); 1 if it was queued."""
+        h = self._host(it.host)
+        budget = self.options.host_budget
+        if budget is not None and h.total >= budget:
+            self._dropped += 1
+            return 0
+        h.total += 1
+        self._seq += 1
+        u = _URL(it, self._seq, "failed" if h.timing.dead else "queued")
+        self._urls[it.fp] = u
+        self._counts[u.state] += 1
+        if h.timing.dead:
+            return 0
+        heapq.heappush(h.queue, (it.priority, u.seq, it.fp))
+        return 1
+
+    def _put_relaxing(self, items: Sequence[Discovered], max_depth: int) -> int:
+        """put_discovered with a max_depth: a shortest-path relaxation over a worklist of
+        (fp, depth, offered item or None for a recorded child)."""
+        work: deque[tuple[int, int, Discovered | None]] = deque()
+        for offered in items:
+            d = offered.depth
+            pfp = offered.parent_fp
+            parent = None if pfp is None else self._urls.get(pfp)
+            if pfp is not None and parent is not None:  # record the edge; never deeper
+                kids = self._children.setdefault(pfp, {})  # than the parent allows
+                kids[offered.fp] = min(kids.get(offered.fp, offered.delta), offered.delta)
+                d = min(d, parent.item.depth + offered.delta)
+            work.append((offered.fp, d, offered))
+        added = 0
+        while work:
+            fp, d, it = work.popleft()
+            u = self._urls.get(fp)
+            if u is not None:
+                if it is not None:
+                    self._duplicates += 1
+                if d < u.item.depth:
+                    self._lower(u, d)
+                    for child, delta in self._children.get(fp, {}).items():
+                        work.append((child, d + delta, None))
+                continue
+            parked = self._parked.get(fp)
+            src = it if parked is None else parked
+            if d > max_depth:
+                if src is not None and (parked is None or d < parked.depth):
+                    self._parked[fp] = _at_depth(src, d)
+                continue
+            if src is None:  # a recorded child the frontier never accepted (host budget)
+                continue
+            self._parked.pop(fp, None)
+            added += self._accept(_at_depth(src, d))
+        return added
+
+    def _lower(self, u: _URL, depth: int) -> None:
+        """Lower an accepted URL's depth (and its priority by as much; re-sorted if queued)."""
+        u.item = _at_depth(u.item, depth)
+        self._lowered += 1
+        if u.state == "queued":
+            h = self._hosts[u.item.host]
+            h.queue = [(u.item.priority if f == u.item.fp else p, s, f) for p, s, f in h.queue]
+            heapq.heapify(h.queue)
 
     def lease(self, max_hosts: int, per_host: int, now: float | None = None) -> list[HostBatch]:
         """See `Frontier.lease`."""
@@ -272,8 +329,17 @@ class MemoryFrontier:
                 dropped_by_budget=self._dropped,
                 duplicates_seen=self._duplicates,
                 next_ready_at=min(waiting) if waiting else None,
+                parked=len(self._parked),
+                depth_lowered=self._lowered,
             )
 
     def close(self) -> None:
         """Mark closed (idempotent); later calls raise FrontierError."""
         self._closed = True
+
+
+def _at_depth(it: Discovered, depth: int) -> Discovered:
+    """`it` at `depth` (its priority moved by as much as its depth)."""
+    if depth == it.depth:
+        return it
+    return replace(it, depth=depth, priority=it.priority - (it.depth - depth))

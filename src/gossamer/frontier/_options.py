@@ -30,6 +30,7 @@ class FrontierKnobs(TypedDict, total=False):
     max_retry_after: float
     max_host_errors: int | None
     backlog_lead: float
+    max_depth: int | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,6 +48,10 @@ class FrontierOptions:
     # crawling alone; politeness is untouched (a host is leased only once it is ready).
     backlog_lead: float = DEFAULT_BACKLOG_LEAD
     max_backlog_lead: float = 30.0
+    # The crawl's depth limit (seeds are 0): with it the frontier keeps every URL's depth the
+    # shortest path found so far (parking URLs beyond it, relaxing recorded children); None:
+    # depth decides nothing and no edge is recorded (the hot path of an unlimited crawl).
+    max_depth: int | None = None
 
     @classmethod
     def of(
@@ -64,6 +69,7 @@ class FrontierOptions:
         max_retry_after: float = 600.0,
         max_host_errors: int | None = 10,
         backlog_lead: float = DEFAULT_BACKLOG_LEAD,
+        max_depth: int | None = None,
     ) -> FrontierOptions:
         """The options from a frontier constructor's flat keywords (`FrontierKnobs`), with
         their defaults: one place for all three backends."""
@@ -82,6 +88,7 @@ class FrontierOptions:
                 max_host_errors=max_host_errors,
             ),
             backlog_lead=backlog_lead,
+            max_depth=max_depth,
         )
 
     def lease_order(self, next_fetch_at: float, backlog: int) -> float:
@@ -96,5 +103,7 @@ class FrontierOptions:
             raise ValueError(f"host_budget must be >= 1 or None, not {self.host_budget}")
         if not (self.backlog_lead >= 0 and 0 <= self.max_backlog_lead < math.inf):
             raise ValueError("backlog_lead and max_backlog_lead must be finite numbers >= 0")
+        if self.max_depth is not None and self.max_depth < 0:
+            raise ValueError(f"max_depth must be >= 0 or None, not {self.max_depth}")
         if self.max_attempts < 1:
             raise ValueError(f"max_attempts must be >= 1, not {self.max_attempts}")

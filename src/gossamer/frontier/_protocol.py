@@ -18,6 +18,13 @@ the same contract tests (tests/frontier/). The semantics, in one place:
   leases, go back to their host's queue (with their attempts unchanged).
 - **Verdicts.** DONE and FAILED are final; RETRY counts an attempt and requeues the URL, or
   fails it once `max_attempts` attempts were made.
+- **Depth is the shortest path** (with `FrontierOptions.max_depth` set): a URL offered deeper
+  than `max_depth` is *parked* (remembered, neither queued nor counted as discovered); a URL
+  offered again at a smaller depth has its depth lowered (a queued URL's priority too, by the
+  same amount), a parked one within `max_depth` is queued, and the children recorded for it
+  (the offers naming it as `parent_fp`) are relaxed in turn (child depth = its depth +
+  the edge's `delta`). A child is also never deeper than its parent's current depth + delta.
+  Without `max_depth` the first depth seen is kept (depth then decides nothing).
 - **Max pages** (SPAWC accounting): published = done + leased never exceeds `max_pages`; a
   FAILED, RETRY or unfinished URL frees its slot.
 
@@ -76,6 +83,9 @@ class Discovered:
 
     `host` is `urls.host_key(url)`; `fp` the URL's 64-bit fingerprint in [0, 2**64), the dedupe
     key; `priority` orders a host's queue (lower first; the engine uses the depth).
+    `parent_fp` is the fingerprint of the page the link was found on and `delta` the depth
+    the edge adds (1 for a link, 0 for a redirect or canonical): with a `max_depth`, the
+    frontier records the edge and keeps `depth` <= the parent's current depth + `delta`.
     """
 
     url: str
@@ -84,6 +94,8 @@ class Discovered:
     fp: int
     priority: int = 0
     parent: str | None = None
+    parent_fp: int | None = None
+    delta: int = 1
 
 
 @dataclass(slots=True)
@@ -155,7 +167,9 @@ class FrontierStats:
     time one is offered); `duplicates_seen` offered URLs already known. `ready_hosts` can be
     leased now; `next_ready_at` is the earliest `next_fetch_at` of an unleased host with queued
     URLs (None when there is none); `dead_hosts` were given up after too many consecutive
-    network errors.
+    network errors. `parked` counts URLs seen only beyond `max_depth` (not accepted: in none
+    of queued, leased, done, failed); `depth_lowered` how many times an accepted URL's depth
+    was lowered (found again by a shorter path). Both stay 0 without a `max_depth`.
     """
 
     queued: int
@@ -173,6 +187,8 @@ class FrontierStats:
     #: A Bloom seen-set's expected false positives so far: new URLs taken as seen (never
     #: fetched). 0 for an exact seen-set (every backend but RedisFrontier(seen="bloom")).
     seen_false_positives: float = 0.0
+    parked: int = 0
+    depth_lowered: int = 0
 
     @property
     def discovered(self) -> int:
@@ -190,7 +206,8 @@ class Frontier(Protocol):
     """Queues, dedupe, leases and host politeness of one crawl. Thread-safe."""
 
     def put_discovered(self, items: Sequence[Discovered]) -> int:
-        """Queue the URLs not seen before (and within their host's budget); return how many."""
+        """Queue the URLs not seen before (and within their host's budget); return how many.
+        With a `max_depth`, also park, unpark and relax depths (see the module docstring)."""
         ...
 
     def lease(self, max_hosts: int, per_host: int, now: float | None = None) -> list[HostBatch]:

@@ -11,6 +11,13 @@ Storage (schema version 2)::
       hosts_order   (lease_order, name)   WHERE lease_token IS NULL AND pending > 0
       hosts_expiry  (lease_expires)       WHERE lease_token IS NOT NULL
     counters(queued, leased, done, failed, retries, dropped, duplicates, hosts, dead_hosts)
+    parked(fp PRIMARY KEY, depth, priority, host, url, parent)   URLs seen only beyond max_depth
+    edges(parent, child, delta)  WITHOUT ROWID             parent fp -> child fp (max_depth)
+    depth_counters(parked, lowered)
+      urls_fp (fp)                                         only once a crawl has a max_depth
+
+The last three tables (and the index) are made when missing, so a file of an older gossamer
+opens as it is: a crawl without max_depth never writes them (see "Depth" below).
 
 Why this shape: a commit costs ~15 µs per page it dirties (measured here), so the hot path
 touches as few pages as it can. A URL row is written once, appended (`urls.id` grows, so it
@@ -43,6 +50,7 @@ import sqlite3
 import threading
 import time
 from array import array
+from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -119,6 +127,29 @@ CREATE TABLE counters (
 INSERT INTO counters VALUES (1, 0, 0, 0, 0, 0, 0, 0, 0, 0);
 """
 
+# The depth tables (see "Depth" in the module docstring), made when missing at open.
+_DEPTH_SCHEMA = """
+CREATE TABLE IF NOT EXISTS parked (
+    fp INTEGER PRIMARY KEY,
+    depth INTEGER NOT NULL,
+    priority INTEGER NOT NULL,
+    host TEXT NOT NULL,
+    url TEXT NOT NULL,
+    parent TEXT
+);
+CREATE TABLE IF NOT EXISTS edges (
+    parent INTEGER NOT NULL,
+    child INTEGER NOT NULL,
+    delta INTEGER NOT NULL,
+    PRIMARY KEY (parent, child)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS depth_counters (
+    id INTEGER PRIMARY KEY CHECK (id = 1),
+    parked INTEGER NOT NULL, lowered INTEGER NOT NULL
+);
+INSERT OR IGNORE INTO depth_counters VALUES (1, 0, 0);
+"""
+
 _TIMING = "next_fetch_at, crawl_delay, adaptive_delay, backoff, errors, dead"
 _READY = (
     "SELECT id, name, pending FROM hosts INDEXED BY hosts_order"
@@ -141,6 +172,16 @@ _EXPIRED = (
     f"SELECT id, length(lease), {_TIMING} FROM hosts INDEXED BY hosts_expiry"
     " WHERE lease_token IS NOT NULL AND lease_expires <= ?"
 )
+
+
+def _at_depth(it: Discovered, depth: int) -> Discovered:
+    """`it` at `depth` (its priority moved by as much as its depth)."""
+    if depth == it.depth:
+        return it
+    return Discovered(
+        it.url, it.host, depth, it.fp, it.priority - (it.depth - depth), it.parent,
+        it.parent_fp, it.delta,
+    )
 
 
 def _to_db(fp: int) -> int:
@@ -213,6 +254,9 @@ class SqliteFrontier:
         self._max_id = 0
         self._full_hosts: set[str] = set()
         self._pending = _Pending()
+        # max_depth: fp -> a depth the URL had (its depth only falls, so an offer at least
+        # this deep changes nothing and needs no lookup)
+        self._depth_seen: dict[int, int] = {}
         self._closed = False
         self._writer_lock: int | None = None
         try:
@@ -260,6 +304,11 @@ class SqliteFrontier:
                     f"frontier {self.path} has schema version {version}, "
                     f"this gossamer reads {SCHEMA_VERSION}",
                 )
+            for statement in _DEPTH_SCHEMA.split(";"):
+                if statement.strip():
+                    db.execute(statement)
+            if self.options.max_depth is not None:
+                db.execute("CREATE INDEX IF NOT EXISTS urls_fp ON urls(fp)")
         with self._read():  # the bulk of the seen-set, without holding the write lock
             self._sync_seen(db)
 
@@ -349,6 +398,8 @@ class SqliteFrontier:
         """See `Frontier.put_discovered`. Duplicates are filtered in memory, new URLs batched."""
         with self._lock:
             self._check_open()
+            if self.options.max_depth is not None:
+                return self._put_relaxing(items, self.options.max_depth)
             seen = self._seen
             full = self._full_hosts
             fresh: dict[int, Discovered] = {}
@@ -387,6 +438,147 @@ class SqliteFrontier:
             self._max_id += len(ins.accepted)
             full.update(ins.full_hosts)
             return ins.queued
+
+    def _put_relaxing(self, items: Sequence[Discovered], max_depth: int) -> int:
+        """put_discovered with a max_depth: one transaction that parks, relaxes and inserts
+        (no in-memory shortcut but `_depth_seen`: every offer may lower a depth)."""
+        if not items:
+            return 0
+        with self._write() as db:
+            self._sync_seen(db)
+            fresh, dups, parked, lowered = self._relax(db, items, max_depth)
+            ins = self._insert(db, fresh, {}, self._clock()) if fresh else _Inserted()
+            p = self._pending
+            db.execute(
+                "UPDATE counters SET queued = queued + ?, failed = failed + ?,"
+                " hosts = hosts + ?, duplicates = duplicates + ?, dropped = dropped + ?",
+                (
+                    ins.queued,
+                    ins.failed,
+                    ins.new_hosts,
+                    p.duplicates + dups + ins.duplicates,
+                    p.dropped + ins.dropped,
+                ),
+            )
+            if parked or lowered:
+                db.execute(
+                    "UPDATE depth_counters SET parked = parked + ?, lowered = lowered + ?",
+                    (parked, lowered),
+                )
+        self._pending = _Pending()
+        self._seen.update(ins.accepted)
+        self._max_id += len(ins.accepted)
+        for fp in ins.accepted:
+            self._depth_seen[fp] = fresh[fp].depth
+        return ins.queued
+
+    def _relax(
+        self, db: sqlite3.Connection, items: Sequence[Discovered], max_depth: int
+    ) -> tuple[dict[int, Discovered], int, int, int]:
+        """The shortest-path relaxation of one put (inside its transaction), over a worklist
+        of (fp, depth, offered item or None for a recorded child). Returns the URLs to
+        insert (new, within max_depth), the duplicates offered, the change in parked URLs
+        and how many depths were lowered."""
+        seen = self._seen
+        known = self._depth_seen
+        parent_depth: dict[int, int] = {}
+        for parent in {it.parent_fp for it in items if it.parent_fp is not None}:
+            if parent in seen:
+                row = db.execute("SELECT depth FROM urls WHERE fp = ?", (_to_db(parent),))
+                parent_depth[parent] = row.fetchone()[0]
+        edges = []
+        work: deque[tuple[int, int, Discovered | None]] = deque()
+        for offered in items:
+            d = offered.depth
+            pfp = offered.parent_fp
+            if pfp is not None and pfp in parent_depth:
+                edges.append((_to_db(pfp), _to_db(offered.fp), offered.delta))
+                d = min(d, parent_depth[pfp] + offered.delta)
+            work.append((offered.fp, d, offered))
+        if edges:
+            db.executemany(
+                "INSERT INTO edges(parent, child, delta) VALUES (?, ?, ?) ON CONFLICT"
+                " (parent, child) DO UPDATE SET delta = min(delta, excluded.delta)",
+                edges,
+            )
+        fresh: dict[int, Discovered] = {}
+        dups = parked = lowered = 0
+        while work:
+            fp, d, it = work.popleft()
+            if fp in seen:
+                dups += it is not None
+                if d >= known.get(fp, math.inf):
+                    continue
+                row = db.execute(
+                    "SELECT id, depth, host_id FROM urls WHERE fp = ?", (_to_db(fp),)
+                ).fetchone()
+                known[fp] = min(d, row[1])
+                if d >= row[1]:
+                    continue
+                lowered += 1
+                db.execute("UPDATE urls SET depth = ? WHERE id = ?", (d, row[0]))
+                self._lower_priority(db, row[2], row[0], row[1] - d)
+                for child, delta in db.execute(
+                    "SELECT child, delta FROM edges WHERE parent = ?", (_to_db(fp),)
+                ).fetchall():
+                    work.append((child + _WRAP if child < 0 else child, d + delta, None))
+                continue
+            if fp in fresh:  # offered twice in this call
+                dups += it is not None
+                if d < fresh[fp].depth:  # (counted as lowered, as if inserted already)
+                    fresh[fp] = _at_depth(fresh[fp], d)
+                    lowered += 1
+                continue
+            row = db.execute(
+                "SELECT depth, priority, host, url, parent FROM parked WHERE fp = ?", (_to_db(fp),)
+            ).fetchone()
+            src = it
+            if row is not None:
+                src = Discovered(row[3], row[2], row[0], fp, row[1], row[4])
+            if d > max_depth:
+                if src is None:
+                    continue
+                if row is None:
+                    parked += 1
+                elif d >= row[0]:
+                    continue
+                p = _at_depth(src, d)
+                db.execute(
+                    "INSERT OR REPLACE INTO parked(fp, depth, priority, host, url, parent)"
+                    " VALUES (?, ?, ?, ?, ?, ?)",
+                    (_to_db(fp), p.depth, p.priority, p.host, p.url, p.parent),
+                )
+                continue
+            if src is None:  # a recorded child the frontier never accepted (host budget)
+                continue
+            if row is not None:
+                db.execute("DELETE FROM parked WHERE fp = ?", (_to_db(fp),))
+                parked -= 1
+            fresh[fp] = _at_depth(src, d)
+        return fresh, dups, parked, lowered
+
+    def _lower_priority(self, db: sqlite3.Connection, host_id: int, url_id: int, by: int) -> None:
+        """Move a queued or leased URL `by` up its host's queue (its priority falls with its
+        depth). A leased URL's queue key is also in its host's lease record: both change,
+        so the batch's completion finds the entry (`WHERE host_id = ? AND id = ?` scans the
+        host's queue: a cost only relaxations pay)."""
+        if not db.execute(
+            "UPDATE queue SET priority = priority - ? WHERE host_id = ? AND id = ?",
+            (by, host_id, url_id),
+        ).rowcount:
+            return  # done or failed
+        blob = db.execute("SELECT lease FROM hosts WHERE id = ?", (host_id,)).fetchone()[0]
+        if blob is None:
+            return
+        record = array("q")
+        record.frombytes(blob)
+        for i in range(0, len(record), _LEASE_FIELDS):
+            if record[i] == url_id:
+                record[i + 1] -= by
+                db.execute(
+                    "UPDATE hosts SET lease = ? WHERE id = ?", (record.tobytes(), host_id)
+                )
+                return
 
     def _insert(
         self,
@@ -730,6 +922,9 @@ class SqliteFrontier:
                     "SELECT count(*) FROM hosts INDEXED BY hosts_expiry"
                     " WHERE lease_token IS NOT NULL"
                 ).fetchone()[0]
+                parked, lowered = db.execute(
+                    "SELECT parked, lowered FROM depth_counters"
+                ).fetchone()
             return FrontierStats(
                 queued=queued,
                 leased=leased,
@@ -743,6 +938,8 @@ class SqliteFrontier:
                 dropped_by_budget=dropped + self._pending.dropped,
                 duplicates_seen=dups + self._pending.duplicates,
                 next_ready_at=next_ready,
+                parked=parked,
+                depth_lowered=lowered,
             )
 
     def close(self) -> None:

@@ -18,6 +18,11 @@ Definitions (also in docs/testweb.md):
   requested too, they just have no links).
 - trap: URLs inside crawler traps. Never required. Without max_depth they are not expanded
   (excluded as `trap`); with max_depth they are bounded and listed as `permitted`.
+- the crawler's per-URL trap filters (`max_path_repeat`, `max_path_segments`, the calendar
+  window; all off unless given, as a crawler's crawl.json does) exclude what they match as
+  `trap`, trap page or not: with max_depth 20 a simulated `/deep/a/b/…/` trap would otherwise
+  be permitted down to 2^20 directories a host. The stateful query-string caps are not
+  applied (they depend on the order of a crawl; docs/crawler.md, "Traps").
 - excluded: every other URL met on the way, with the first reason that ruled it out.
 """
 
@@ -33,6 +38,8 @@ from urllib.parse import urljoin, urlsplit
 
 from protego import Protego
 
+from ..scope import Scope
+from ..traps import CalendarWindow
 from ..urls import NON_HTML_EXTENSIONS as _URL_NON_HTML_EXTENSIONS
 from ._content import page_outcome, respond
 from ._model import SESSION_PARAMS, TRAP_KINDS, Host, Kind, Resource, WebModel
@@ -199,6 +206,12 @@ class TruthRules:
     strip_session_ids: bool = True
     follow_canonical: bool = True
     use_sitemaps: bool = False
+    # the crawler's per-URL trap filters (gossamer.scope; 0 / None: off)
+    max_path_repeat: int = 0
+    max_path_segments: int | None = None
+    calendar_years_back: int | None = None
+    calendar_years_ahead: int | None = None
+    calendar_now_year: int | None = None  # the year the calendar window is centred on (now)
 
     def __post_init__(self) -> None:
         for name in ("seeds", "allow", "deny"):
@@ -249,6 +262,11 @@ class TruthRules:
             "strip_session_ids": self.strip_session_ids,
             "follow_canonical": self.follow_canonical,
             "use_sitemaps": self.use_sitemaps,
+            "max_path_repeat": self.max_path_repeat,
+            "max_path_segments": self.max_path_segments,
+            "calendar_years_back": self.calendar_years_back,
+            "calendar_years_ahead": self.calendar_years_ahead,
+            "calendar_now_year": self.calendar_now_year,
         }
 
     @classmethod
@@ -503,6 +521,7 @@ class _Walker:
         self.max_depth = rules.max_depth
         self.allow = [re.compile(p) for p in rules.allow]
         self.deny = [re.compile(p) for p in rules.deny]
+        self.trap_filter = _trap_filter(rules)
         self.ids: dict[str, int] = {}
         self.urls: list[str] = []
         self.state = bytearray()
@@ -596,6 +615,8 @@ class _Walker:
             if self.max_depth is None:
                 return self._exclude(uid, "trap")
             state = _PERMITTED
+        if self.trap_filter is not None and self.trap_filter.reject_url(url, hostname):
+            return self._exclude(uid, "trap")
         if self.max_depth is not None and depth > self.max_depth:
             return self._exclude(uid, "depth")
         if hid not in self.touched:
@@ -763,6 +784,27 @@ class _Walker:
             _nodes=tuple(urls),
             _edges=self.edges,
         )
+
+
+def _trap_filter(rules: TruthRules) -> Scope | None:
+    """The crawler's own per-URL trap checks for these rules (a Scope that keeps every host
+    and type), or None when every one is off."""
+    back, ahead = rules.calendar_years_back, rules.calendar_years_ahead
+    calendar = None
+    if back is not None or ahead is not None:
+        calendar = CalendarWindow(years_back=back, years_ahead=ahead)
+        if rules.calendar_now_year is not None:
+            calendar = CalendarWindow(back, ahead, now_year=rules.calendar_now_year)
+    if not rules.max_path_repeat and rules.max_path_segments is None and calendar is None:
+        return None
+    return Scope(
+        (),
+        scope="all",
+        html_only=False,
+        max_path_repeat=rules.max_path_repeat,
+        max_path_segments=rules.max_path_segments,
+        calendar=calendar,
+    )
 
 
 def _delays(oracle: RobotsOracle, hosts: Sequence[Host]) -> dict[str, float]:

@@ -21,6 +21,8 @@ call works on one shard; on one Redis, put and lease take all the shards they to
     p:<host>   the priorities whose lists hold URLs (a sorted set, lowest first)
     r, w       ready hosts by lease order; resting hosts by next-fetch time
     t, e       lease token -> host; lease token -> expiry
+    dp, pk, ch, dc  only with a max_depth (lua/depth.lua): URL depths (the truth), parked URLs,
+               recorded children per parent (packed: `_EDGE`), the parked/lowered counters
 
 A crawl-wide index in one more slot, `gs:<crawl>:{g}:` (lua/global.lua), tells which shard
 holds the best ready host (`hint`: one entry per shard, versioned so that late updates never
@@ -37,6 +39,7 @@ from __future__ import annotations
 import heapq
 import math
 import secrets
+import struct
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -49,6 +52,7 @@ import redis.cluster
 import redis.exceptions
 
 from ...partition import SHARDS, shard_of
+from ...urls import URLError, host_key
 from .._options import FrontierKnobs, FrontierOptions
 from .._politeness import HostTiming, after_batch
 from .._protocol import (
@@ -71,11 +75,14 @@ Partition = Callable[[float], tuple[frozenset[int] | None, float]]
 
 _SIGN: Final = 1 << 63
 _WRAP: Final = 1 << 64
-_SCRIPTS: Final = ("put", "lease", "leasemany", "complete", "reclaim", "misc")
+_SCRIPTS: Final = ("put", "lease", "leasemany", "complete", "reclaim", "misc", "depth")
 _RETRY_FOR: Final = 60.0  # seconds a call retries Redis connection errors before giving up
 _SWEEP_EVERY: Final = 5.0  # seconds (frontier clock) between index rebuilds from the shards
 _FLUSH_EVERY: Final = 0.05  # seconds (monotonic) index updates may wait for the next call
 _PUT_PART: Final = 250  # URLs at most in one put call on one Redis (see _put_streamed)
+#: a recorded edge in lua/depth.lua's `ch`: the child's fingerprint, its shard, the delta
+#: (11 bytes: as text, with the child's host, an edge took ~45 and a page's edges ~930 B)
+_EDGE: Final = struct.Struct("<QHB")
 _T = TypeVar("_T")
 #: the frontier's key layout; 3: a shard's counters packed in one string, no queued count a
 #: host (2: a hash of counters; 1: one sorted set a host, not lists per priority)
@@ -440,37 +447,134 @@ class RedisFrontier:
             self._check_open()
             if not items:
                 return 0
-            now = self._clock()
-            budget = -1 if self.options.host_budget is None else self.options.host_budget
-            head: list[Any] = [_num(now), budget, self.seen]
-            shards = [shard_of(it.host) for it in items]
-            new = set(shards) - self._known_active
-            if new:  # the shards go into the index before their URLs: a sweep finds them
-                self._pending.activate += new
-                self._global(now)
-            if self.cluster:
-                # a call per shard (a call's keys share a slot) and per _PUT_PART of its URLs
-                # (Lua's unpack takes under 8000 values: a host's URLs go to RPUSH at once)
-                by_shard: dict[int, list[int]] = {}
-                for k, shard in enumerate(shards):
-                    by_shard.setdefault(shard, []).append(k)
-                calls = []
-                for shard, ks in by_shard.items():
-                    for lo in range(0, len(ks), _PUT_PART):
-                        part = ks[lo : lo + _PUT_PART]
-                        args = self._put_args([items[k] for k in part], [shard] * len(part))
-                        calls.append(("put", shard, head + args[shard]))
-                replies = self._shard_many(calls)
-                groups = [([c[1]], r) for c, r in zip(calls, replies, strict=True)]
-            else:
-                groups = self._call(lambda: self._put_streamed(items, shards, head))
-            added = 0
-            for group, reply in groups:
-                for shard, (n, hint) in zip(group, reply, strict=True):
-                    added += int(n)
-                    self._hint(shard, hint)
-            self._maybe_flush(now)
-            return added
+            if self.options.max_depth is not None:
+                return self._put_relaxing(items, self.options.max_depth)
+            return self._put(items)
+
+    def _put_relaxing(self, items: Sequence[Discovered], max_depth: int) -> int:
+        """put_discovered with a max_depth: the shortest-path relaxation (lua/depth.lua).
+
+        A child may live in another shard than its parent, and a Redis Cluster call works on
+        one shard, so the client runs the worklist: (1) each parent's shard records the edges
+        and answers the parent's depth, which caps its children's; (2) rounds of `relax`
+        calls, one per shard of the round's URLs, answer the URLs to queue (new within
+        max_depth, or unparked) and the known URLs whose depth fell, with their recorded
+        children, which make the next round. Each step is atomic in its shard and depths only
+        fall, so concurrent workers' relaxations interleave safely: an edge recorded after
+        its parent was lowered is capped by the depth step (1) reads."""
+        now = self._clock()
+        self._activate({shard_of(it.host) for it in items}, now)
+        # (1) the edges, in their parents' shards; each parent's depth caps its children's
+        by_parent: dict[int, list[Discovered]] = {}
+        for it in items:
+            if it.parent_fp is not None and it.parent is not None:
+                by_parent.setdefault(it.parent_fp, []).append(it)
+        cap: dict[int, int] = {}
+        if by_parent:
+            by_shard: dict[int, list[int]] = {}
+            for pfp, offers in by_parent.items():
+                try:
+                    shard = shard_of(host_key(cast(str, offers[0].parent)))
+                except URLError:
+                    continue
+                by_shard.setdefault(shard, []).append(pfp)
+            calls = []
+            for shard, pfps in by_shard.items():
+                args: list[Any] = ["edges", len(pfps)]
+                for pfp in pfps:
+                    kids = {k.fp: k for k in by_parent[pfp]}  # (one record a child)
+                    edges = [_EDGE.pack(k.fp, shard_of(k.host), k.delta) for k in kids.values()]
+                    args += [_to_redis(pfp), b"".join(edges)]
+                calls.append(("depth", shard, args))
+            for (_, _, args), reply in zip(calls, self._shard_many(calls), strict=True):
+                for k, d in enumerate(reply):
+                    if d != b"":
+                        cap[_from_redis(args[2 + 2 * k])] = int(d)
+        # (2) the relaxation rounds
+        work: list[tuple[int, int, Discovered | None, int]] = []  # fp, depth, offer, shard
+        for offer in items:
+            d = offer.depth
+            if offer.parent_fp is not None and offer.parent_fp in cap:
+                d = min(d, cap[offer.parent_fp] + offer.delta)
+            work.append((offer.fp, d, offer, shard_of(offer.host)))
+        added = 0
+        while work:
+            by_shard_work: dict[int, list[tuple[int, int, Discovered | None, int]]] = {}
+            for w in work:
+                by_shard_work.setdefault(w[3], []).append(w)
+            self._activate(set(by_shard_work), now)
+            calls = []
+            for shard, ws in by_shard_work.items():
+                for lo in range(0, len(ws), _PUT_PART):
+                    args = ["relax", max_depth, 0]
+                    for fp, d, offered, _ in ws[lo : lo + _PUT_PART]:
+                        if offered is None:  # a recorded child: the shard knows it, or not
+                            args += [_to_redis(fp), d, 0, 0, "", "", ""]
+                        else:
+                            up = "-" if offered.parent is None else "+" + offered.parent
+                            args += [
+                                _to_redis(fp), d, 1, offered.priority, offered.host, up, offered.url
+                            ]
+                    args[2] = (len(args) - 3) // 7
+                    calls.append(("depth", shard, args))
+            work = []
+            accepted: list[Discovered] = []
+            for acc, lowered in self._shard_many(calls):
+                for fp_raw, d, pr, host, parent, url in acc:
+                    accepted.append(
+                        Discovered(
+                            _s(url),
+                            _s(host),
+                            int(d),
+                            _from_redis(fp_raw),
+                            int(pr),
+                            None if parent == b"-" else _s(parent[1:]),
+                        )
+                    )
+                for _fp, d, children in lowered:
+                    for cfp, cshard, delta in _EDGE.iter_unpack(children):
+                        work.append((cfp, int(d) + delta, None, cshard))
+            if accepted:
+                added += self._put(accepted)
+        return added
+
+    def _activate(self, shards: set[int], now: float) -> None:
+        """Shards go into the index before their keys are written: a sweep finds them."""
+        new = shards - self._known_active
+        if new:
+            self._pending.activate += new
+            self._global(now)
+
+    def _put(self, items: Sequence[Discovered]) -> int:
+        """put_discovered's plain path: put.lua (dedupe, budget, queue)."""
+        now = self._clock()
+        budget = -1 if self.options.host_budget is None else self.options.host_budget
+        head: list[Any] = [_num(now), budget, self.seen]
+        shards = [shard_of(it.host) for it in items]
+        self._activate(set(shards), now)
+        if self.cluster:
+            # a call per shard (a call's keys share a slot) and per _PUT_PART of its URLs
+            # (Lua's unpack takes under 8000 values: a host's URLs go to RPUSH at once)
+            by_shard: dict[int, list[int]] = {}
+            for k, shard in enumerate(shards):
+                by_shard.setdefault(shard, []).append(k)
+            calls = []
+            for shard, ks in by_shard.items():
+                for lo in range(0, len(ks), _PUT_PART):
+                    part = ks[lo : lo + _PUT_PART]
+                    args = self._put_args([items[k] for k in part], [shard] * len(part))
+                    calls.append(("put", shard, head + args[shard]))
+            replies = self._shard_many(calls)
+            groups = [([c[1]], r) for c, r in zip(calls, replies, strict=True)]
+        else:
+            groups = self._call(lambda: self._put_streamed(items, shards, head))
+        added = 0
+        for group, reply in groups:
+            for shard, (n, hint) in zip(group, reply, strict=True):
+                added += int(n)
+                self._hint(shard, hint)
+        self._maybe_flush(now)
+        return added
 
     def _put_args(self, items: Sequence[Discovered], shards: Sequence[int]) -> dict[int, list[Any]]:
         """put.lua's arguments for `items` (in `shards`), by shard: prefix, number of hosts,
@@ -568,7 +672,26 @@ class RedisFrontier:
                 self._global(now)
             else:
                 self._maybe_flush(now)
+            if self.options.max_depth is not None and out:
+                out = self._current_depths(out)
             return out
+
+    def _current_depths(self, batches: list[HostBatch]) -> list[HostBatch]:
+        """The batches with each URL's depth now (`dp`, lua/depth.lua): a queued entry keeps
+        the depth it was queued at, and a depth only falls, so a read after the lease is
+        never too deep."""
+        calls = [
+            ("depth", self._held[b.token].shard, ["depths", *(_to_redis(u.fp) for u in b.urls)])
+            for b in batches
+        ]
+        out = []
+        for b, depths in zip(batches, self._shard_many(calls), strict=True):
+            urls = tuple(
+                u if d == b"" or int(d) >= u.depth else replace(u, depth=int(d))
+                for u, d in zip(b.urls, depths, strict=True)
+            )
+            out.append(replace(b, urls=urls))
+        return out
 
     def _lease_many(self, cands: list[tuple[str, int, float]], ask: _Ask) -> list[HostBatch]:
         """One Redis: one call leases the best hosts of all candidate shards (leasemany.lua)."""
@@ -724,6 +847,8 @@ class RedisFrontier:
                     held.shard, reply[1], min(expires, held.valid_until), held.valid_until
                 )
                 renewed = len(batch.urls)
+                if self.options.max_depth is not None:
+                    batch = self._current_depths([batch])[0]
             if self.options.max_pages is not None:
                 freed = len(s.failed) + len(s.requeued) + len(s.unfinished)
                 self._pending.pub -= freed + max(granted, 0) - renewed
@@ -841,6 +966,10 @@ class RedisFrontier:
                     best_wait = v if best_wait is None else min(best_wait, v)
                 false_positives += float(reply[13])
                 self._hint(shard, reply[14])
+            parked = lowered = 0
+            if self.options.max_depth is not None:
+                counts = self._call(lambda: self._depth_counters(shards))
+                parked, lowered = (sum(c) for c in zip((0, 0), *counts, strict=True))
             self._global(now)
             q, leased, done, failed, retries, hosts, dead, dropped, dups, ready, lh = sums
             nxt = best_ready if best_ready is not None else best_wait
@@ -858,7 +987,16 @@ class RedisFrontier:
                 duplicates_seen=dups,
                 next_ready_at=nxt,
                 seen_false_positives=false_positives,
+                parked=parked,
+                depth_lowered=lowered,
             )
+
+    def _depth_counters(self, shards: list[int]) -> list[tuple[int, int]]:
+        """Each shard's parked and lowered counts (lua/depth.lua's `dc`)."""
+        pipe = self.client.pipeline(transaction=False)
+        for shard in shards:
+            pipe.hmget(self._shard_prefix(shard) + "dc", ["parked", "lowered"])
+        return [(int(p or 0), int(w or 0)) for p, w in pipe.execute()]
 
     def close(self) -> None:
         """Send what is pending and stop (idempotent); leases stay valid in Redis. The

@@ -1,0 +1,338 @@
+"""robots.txt answers shared by every worker of a crawl: one fetch per host per crawl.
+
+A host is leased by one worker at a time, so the worker holding the lease fetches the host's
+robots.txt and puts the answer in the crawl's `RobotsStore`; the next lease of the host, by
+any worker of any process or machine, reads it there instead of fetching it again. Before,
+each worker kept its own `RobotsCache`, and with two workers `gossamer demo` fetched 199 of
+its 241 robots URLs twice (issue 15).
+
+What is stored is the fetch's outcome, not the parsed rules (a `RobotsRecord`: final status,
+body, URL after redirects, fetch time), so any worker rebuilds the same `RobotsPolicy` with
+`RobotsPolicy.from_response`. Expiry follows from the stored fetch time: `SharedRobots.get`
+treats a record older than the policy's TTL (`robots_ttl`, 24 h by default, RFC 9309 §2.4;
+`UNAVAILABLE_TTL` for an unreachable robots.txt) as absent, and the worker that leases the
+host next fetches robots.txt again and replaces it.
+
+Backends:
+
+- `SqliteRobotsStore`: `robots.sqlite` in the crawl directory (WAL; one autocommit statement a
+  put, so a SIGKILL leaves the old record or the new one), shared by a pool's processes and
+  kept by `--resume`. A file of its own rather than a table of `frontier.sqlite`: a put never
+  queues behind the frontier's writers, and the frontier's schema stays its own.
+- `RedisRobotsStore`: one string a host, `gs:<crawl>:{<shard>}:rb:<host>`, in the host's
+  frontier shard slot (the hash tag the frontier's keys of that host carry, so on Redis
+  Cluster the record lives on the node that holds the host), with a Redis TTL a little past
+  the longest age it may be used at, which only bounds memory: expiry is the fetch time's.
+- `MemoryRobotsStore`: a dict (tests, and a crawler built without a store).
+
+A race is possible and harmless: a worker whose lease expired while it fetched robots.txt
+can overlap the host's next holder, and both fetch and put it (the last put wins; both are
+answers of the same server).
+"""
+
+from __future__ import annotations
+
+import errno
+import math
+import sqlite3
+import threading
+from dataclasses import dataclass
+from os import PathLike
+from pathlib import Path
+from typing import Any, Final, Protocol
+
+from .robots import DEFAULT_TTL, ROBOTS_MAX_BYTES, UNAVAILABLE_TTL, RobotsCache, RobotsPolicy
+
+__all__ = [
+    "STORED_BODY_MAX",
+    "MemoryRobotsStore",
+    "RedisRobotsStore",
+    "RobotsRecord",
+    "RobotsStore",
+    "SharedRobots",
+    "SharedRobotsStats",
+    "SqliteRobotsStore",
+]
+
+#: Body bytes stored: RFC 9309's 500 KiB that are parsed, plus one byte, so that a rebuilt
+#: policy knows the file was longer and drops its cut last line as the first parse did.
+STORED_BODY_MAX: Final = ROBOTS_MAX_BYTES + 1
+#: Seconds a Redis record outlives the longest age it may be used at (a margin for clocks).
+REDIS_TTL_MARGIN: Final = 3600.0
+
+
+@dataclass(frozen=True, slots=True)
+class RobotsRecord:
+    """The outcome of fetching a host's robots.txt, as stored.
+
+    status: the final HTTP status, None when there was no answer (refused, reset, time-out,
+    DNS failure, a redirect without a usable Location); body: the final response's body (only
+    kept for a 2xx, cut at STORED_BODY_MAX); final_url: the URL the body came from, after
+    redirects; fetched_at: when the fetch ended, on the crawl's clock."""
+
+    status: int | None
+    body: bytes
+    final_url: str
+    fetched_at: float
+
+    @classmethod
+    def of(
+        cls, status: int | None, body: bytes | None, final_url: str, fetched_at: float
+    ) -> RobotsRecord:
+        """The record of a fetch: the body kept only for a 2xx (the only status whose body
+        counts, RFC 9309 §2.3.1.1), cut at STORED_BODY_MAX."""
+        ok = status is not None and 200 <= status < 300
+        return cls(status, body[:STORED_BODY_MAX] if body and ok else b"", final_url, fetched_at)
+
+    def policy(
+        self,
+        user_agent: str,
+        *,
+        ttl: float = DEFAULT_TTL,
+        unavailable_ttl: float = UNAVAILABLE_TTL,
+    ) -> RobotsPolicy:
+        """The policy this answer gives `user_agent`, expiring `ttl` (or `unavailable_ttl`
+        for a disallow-all answer) after `fetched_at`."""
+        return RobotsPolicy.from_response(
+            self.status,
+            self.body,
+            user_agent=user_agent,
+            now=self.fetched_at,
+            ttl=ttl,
+            unavailable_ttl=unavailable_ttl,
+            final_url=self.final_url,
+        )
+
+
+class RobotsStore(Protocol):
+    """Where a crawl's workers share robots.txt answers, by host key (`urls.host_key`).
+
+    `get` returns the last record put for the host (however old: the caller judges its age),
+    or None; `put` replaces it. Both are short blocking calls, made once per host a worker
+    meets (the worker's `RobotsCache` answers the rest)."""
+
+    def get(self, host: str) -> RobotsRecord | None: ...
+
+    def put(self, host: str, record: RobotsRecord) -> None: ...
+
+    def close(self) -> None: ...
+
+
+class MemoryRobotsStore:
+    """`RobotsStore` in a dict: for one process (tests, a crawler built without a store)."""
+
+    def __init__(self) -> None:
+        self._records: dict[str, RobotsRecord] = {}
+
+    def get(self, host: str) -> RobotsRecord | None:
+        return self._records.get(host)
+
+    def put(self, host: str, record: RobotsRecord) -> None:
+        self._records[host] = record
+
+    def close(self) -> None:
+        pass
+
+
+_SQLITE_SCHEMA: Final = """
+CREATE TABLE IF NOT EXISTS robots (
+    host TEXT PRIMARY KEY,
+    status INTEGER,
+    fetched_at REAL NOT NULL,
+    final_url TEXT NOT NULL,
+    body BLOB NOT NULL
+)
+"""
+
+
+def _sqlite_error(exc: sqlite3.Error, path: Path) -> OSError:
+    from .frontier import FrontierStorageError
+
+    number = getattr(exc, "sqlite_errorcode", None)
+    return FrontierStorageError(
+        errno.ENOSPC if number == sqlite3.SQLITE_FULL else errno.EIO, f"robots store {path}: {exc}"
+    )
+
+
+class SqliteRobotsStore:
+    """`RobotsStore` in an SQLite file (WAL), shared by every process that opens it.
+
+    Each call is one statement in its own transaction: a crash or SIGKILL loses at most the
+    put it was making (the host's robots.txt is then fetched again). Errors of the file
+    (disk full, I/O) raise `FrontierStorageError`, an OSError."""
+
+    def __init__(self, path: str | PathLike[str], *, busy_timeout: float = 60.0) -> None:
+        self.path = Path(path)
+        self._lock = threading.Lock()
+        try:
+            self._db = sqlite3.connect(
+                self.path, timeout=busy_timeout, isolation_level=None, check_same_thread=False
+            )
+        except sqlite3.Error as exc:
+            raise _sqlite_error(exc, self.path) from exc
+        try:
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=NORMAL")
+            self._db.execute(_SQLITE_SCHEMA)
+        except sqlite3.Error as exc:
+            self._db.close()
+            raise _sqlite_error(exc, self.path) from exc
+
+    def get(self, host: str) -> RobotsRecord | None:
+        try:
+            with self._lock:
+                row = self._db.execute(
+                    "SELECT status, body, final_url, fetched_at FROM robots WHERE host = ?",
+                    (host,),
+                ).fetchone()
+        except sqlite3.Error as exc:
+            raise _sqlite_error(exc, self.path) from exc
+        if row is None:
+            return None
+        return RobotsRecord(row[0], bytes(row[1]), row[2], row[3])
+
+    def put(self, host: str, record: RobotsRecord) -> None:
+        try:
+            with self._lock:
+                self._db.execute(
+                    "INSERT INTO robots (host, status, fetched_at, final_url, body) "
+                    "VALUES (?, ?, ?, ?, ?) ON CONFLICT (host) DO UPDATE SET "
+                    "status = excluded.status, fetched_at = excluded.fetched_at, "
+                    "final_url = excluded.final_url, body = excluded.body",
+                    (host, record.status, record.fetched_at, record.final_url, record.body),
+                )
+        except sqlite3.Error as exc:
+            raise _sqlite_error(exc, self.path) from exc
+
+    def __len__(self) -> int:
+        with self._lock:
+            return int(self._db.execute("SELECT count(*) FROM robots").fetchone()[0])
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+
+class RedisRobotsStore:
+    """`RobotsStore` in Redis, under the crawl's namespace (see the module docstring).
+
+    A record is one string, written by one SET (atomic on one Redis and on Redis Cluster):
+    ``<status or empty>\\n<fetched_at>\\n<final URL>\\n<body bytes>``. Its Redis TTL is
+    `max_age` plus REDIS_TTL_MARGIN: a record nobody may use any more goes away by itself;
+    whether a record may be used is decided from its fetch time, not from the TTL. Redis
+    errors are raised as they are (the cluster worker retries them through outages)."""
+
+    def __init__(self, client: Any, crawl: str, *, max_age: float = DEFAULT_TTL) -> None:
+        self.client = client
+        self.crawl = crawl
+        self._keep_ms = math.ceil((max(max_age, UNAVAILABLE_TTL) + REDIS_TTL_MARGIN) * 1000)
+
+    def key(self, host: str) -> str:
+        """The record's key: in the host's frontier shard slot, `gs:<crawl>:{<shard>}:rb:…`."""
+        from .partition import shard_of
+
+        return f"gs:{self.crawl}:{{{shard_of(host)}}}:rb:{host}"
+
+    def get(self, host: str) -> RobotsRecord | None:
+        raw = self.client.get(self.key(host))
+        if raw is None:
+            return None
+        status, fetched_at, final_url, body = bytes(raw).split(b"\n", 3)
+        return RobotsRecord(
+            int(status) if status else None,
+            body,
+            final_url.decode("utf-8", "surrogateescape"),
+            float(fetched_at),
+        )
+
+    def put(self, host: str, record: RobotsRecord) -> None:
+        status = b"" if record.status is None else str(record.status).encode()
+        url = record.final_url.encode("utf-8", "surrogateescape")
+        head = b"\n".join((status, repr(record.fetched_at).encode(), url))
+        self.client.set(self.key(host), head + b"\n" + record.body, px=self._keep_ms)
+
+    def close(self) -> None:
+        pass  # the client belongs to the caller
+
+
+@dataclass(frozen=True, slots=True)
+class SharedRobotsStats:
+    """A snapshot of a SharedRobots: the first level's, and how the store answered its
+    misses (`store_hits`: a policy another worker, or an earlier run, fetched)."""
+
+    cache_hits: int
+    cache_misses: int
+    store_hits: int
+    store_misses: int
+    store_expired: int
+    puts: int
+
+
+class SharedRobots:
+    """A worker's robots.txt policies: its own `RobotsCache` in front of the crawl's
+    `RobotsStore` (None: this worker's cache only).
+
+    The cache keeps parsed policies, so a host leased again by the same worker costs a dict
+    lookup, not a store call and a parse of its file; a host the cache lacks is read from the
+    store once and parsed. Not thread-safe (one per event loop)."""
+
+    __slots__ = (
+        "_puts",
+        "_store_expired",
+        "_store_hits",
+        "_store_misses",
+        "cache",
+        "store",
+        "ttl",
+        "unavailable_ttl",
+        "user_agent",
+    )
+
+    def __init__(
+        self,
+        store: RobotsStore | None,
+        *,
+        user_agent: str,
+        ttl: float = DEFAULT_TTL,
+        unavailable_ttl: float = UNAVAILABLE_TTL,
+        cache: RobotsCache | None = None,
+    ) -> None:
+        self.store = store
+        self.user_agent = user_agent
+        self.ttl = ttl
+        self.unavailable_ttl = unavailable_ttl
+        self.cache = cache if cache is not None else RobotsCache()
+        self._store_hits = self._store_misses = self._store_expired = self._puts = 0
+
+    def get(self, host: str, now: float) -> RobotsPolicy | None:
+        """The policy of `host` valid at `now`, from the cache or else the store; None when
+        neither has one that is still valid (then fetch robots.txt and `put` the answer)."""
+        policy = self.cache.get(host, now)
+        if policy is not None or self.store is None:
+            return policy
+        record = self.store.get(host)
+        if record is None:
+            self._store_misses += 1
+            return None
+        policy = record.policy(self.user_agent, ttl=self.ttl, unavailable_ttl=self.unavailable_ttl)
+        if policy.expired(now):
+            self._store_expired += 1
+            return None
+        self._store_hits += 1
+        self.cache.put(host, policy)
+        return policy
+
+    def put(self, host: str, record: RobotsRecord) -> RobotsPolicy:
+        """Keep a fresh answer for `host` (cache and store); returns its policy."""
+        policy = record.policy(self.user_agent, ttl=self.ttl, unavailable_ttl=self.unavailable_ttl)
+        self._puts += 1
+        self.cache.put(host, policy)
+        if self.store is not None:
+            self.store.put(host, record)
+        return policy
+
+    def statistics(self) -> SharedRobotsStats:
+        c = self.cache.statistics()
+        return SharedRobotsStats(
+            c.hits, c.misses, self._store_hits, self._store_misses, self._store_expired, self._puts
+        )
