@@ -27,6 +27,7 @@ from ..frontier import (
     HostBatch,
     LeasedURL,
     Outcome,
+    Outlinks,
     StaleLeaseError,
     Verdict,
 )
@@ -130,6 +131,9 @@ class Crawler:
         self._memo: dict[str, tuple[str, int, str | None]] = {}
         self.turns = Turns()
         self._sent: set[int] = set()
+        # with a frontier that relaxes depths: fp -> the smallest depth this worker has put
+        # (a put that returned: see _note_sent), so a repeat no shallower goes as an edge only
+        self._sent_depth: dict[int, int] = {}
         # with a max_depth, a frontier that keeps shortest-path depths gets every link
         self._relax_depths = settings.max_depth is not None and _frontier_max_depth(
             frontier
@@ -253,7 +257,7 @@ class Crawler:
             fetched_robots = self.robots.get(host, self.clock()) is None
             policy = await self._robots_policy(host, batch)
             delay = self._delay(policy)
-            discovered: list[Discovered] = []
+            discovered: list[Discovered | Outlinks] = []
             last_end = 0.0
             if fetched_robots and policy is not None:
                 last_end = self.clock()
@@ -293,7 +297,7 @@ class Crawler:
         self,
         batch: HostBatch,
         outcomes: list[Outcome],
-        discovered: list[Discovered],
+        discovered: list[Discovered | Outlinks],
         next_fetch_at: float | None,
         renew: int,
     ) -> HostBatch | None:
@@ -306,6 +310,8 @@ class Crawler:
         # counting them done with their links lost.
         if discovered:
             self.counters.discovered += self.frontier.put_discovered(discovered)
+            if self._relax_depths:
+                self._note_sent(discovered)
         try:
             return self.frontier.complete(batch.token, outcomes, next_fetch_at, renew)
         except StaleLeaseError:
@@ -320,7 +326,7 @@ class Crawler:
         delay: float,
         last_end: float,
         outcomes: list[Outcome],
-        discovered: list[Discovered],
+        discovered: list[Discovered | Outlinks],
     ) -> float:
         """Fetch, record and parse the URLs of `batch` over the host's connection, appending
         to `outcomes` and `discovered`. Returns the end time of the last request (or
@@ -483,7 +489,7 @@ class Crawler:
         batch: HostBatch,
         delay: float,
         last_end: float,
-        out: list[Discovered],
+        out: list[Discovered | Outlinks],
     ) -> float:
         """Read the sitemaps that the host's robots.txt names (on the host itself; an index's
         child sitemaps too; at most MAX_SITEMAP_FILES) over the host's connection with its
@@ -615,7 +621,7 @@ class Crawler:
             self.sinks.exchange(result)
         self.sinks.log(result, depth=-1, parent=None, outcome=f"{what}")
 
-    def _links(self, result: FetchResult, depth: int, out: list[Discovered]) -> None:
+    def _links(self, result: FetchResult, depth: int, out: list[Discovered | Outlinks]) -> None:
         """Append the discovered URLs (scope-checked, not yet sent by this worker) of a
         response to `out`, and record its graph edges."""
         url = result.url
@@ -636,7 +642,7 @@ class Crawler:
         self._route(url, [(link.url, link.kind) for link in page.links], depth, out)
 
     def _route(
-        self, src: str, links: list[tuple[str, str]], depth: int, out: list[Discovered]
+        self, src: str, links: list[tuple[str, str]], depth: int, out: list[Discovered | Outlinks]
     ) -> None:
         """Scope-check the links of `src` (found at `depth`), write their graph edges and
         append the URLs this worker has not sent to the frontier yet to `out`.
@@ -646,17 +652,25 @@ class Crawler:
         of fingerprints already handed to the frontier keeps repeats off its path: the
         frontier dedupes them anyway (without a max_depth the first depth seen wins there
         too), so this changes no result. Both are cleared when full, which only costs
-        recomputation. With a max_depth and a frontier that relaxes depths for it (its
-        options say so; `engine.run` and the cluster worker configure it from the same
-        settings) every link goes to the frontier with its parent's fingerprint and depth: the
-        frontier keeps depths the shortest path (docs/crawler/frontier.md), so links beyond
-        max_depth are parked there, not dropped here."""
+        recomputation.
+
+        With a max_depth and a frontier that relaxes depths for it (its options say so;
+        `engine.run` and the cluster worker configure it from the same settings) the
+        frontier keeps depths the shortest path (docs/crawler/frontier.md): links beyond
+        max_depth go to it too (parked there, not dropped here), and every link's edge must
+        reach it, since the page may be lowered later. A link goes as a `Discovered` (with
+        the page's fingerprint and the edge's delta) when it is new to this worker or
+        shallower than it put before; the repeats, which the frontier already has at a
+        depth no greater, go as the page's one `Outlinks` record, edges only. Sending every
+        link as a `Discovered` cost ~30 % more CPU a page on the benchmark web
+        (bench/README.md)."""
         max_depth = self.settings.max_depth
         relax = self._relax_depths
         dropped = self.counters.dropped
         query_traps = self.query_traps if self.query_traps.enabled else None
         memo = self._memo
         sent = self._sent
+        sent_depth = self._sent_depth
         if len(memo) > ROUTE_MEMO_MAX:
             memo.clear()
         if len(sent) > SENT_SET_MAX:
@@ -664,6 +678,9 @@ class Crawler:
         edges: list[tuple[str, str]] = []
         seen = {src}
         src_fp: int | None = None
+        kid_fps: list[int] = []  # the repeats' edges (relax only)
+        kid_hosts: list[str] = []
+        kid_deltas: list[int] = []
         for dst, kind in links:
             if dst in seen:
                 continue
@@ -673,7 +690,11 @@ class Crawler:
                 host = host_key(dst)
                 info = memo[dst] = (host, fingerprint(dst), self.scope.reject_url(dst, host))
             host, fp, reason = info
-            if reason is None and query_traps is not None and fp not in sent:
+            if (
+                reason is None
+                and query_traps is not None
+                and fp not in (sent_depth if relax else sent)
+            ):
                 reason = query_traps.admit(dst)  # stateful: counts the path's queries
             if reason is not None:
                 dropped[reason] += 1
@@ -683,11 +704,14 @@ class Crawler:
             edges.append((dst, kind if kind in _EDGE_KINDS else "link"))
             d = depth if kind == "canonical" or kind == "redirect" else depth + 1
             if relax and max_depth is not None:
-                # every link goes to the frontier, even beyond max_depth (parked there) and
-                # when sent before: it records the edge and relaxes depths to the shortest
-                # path (docs/crawler/frontier.md), which a repeat filtered here would hide
                 if d > max_depth:
                     dropped["scope/depth"] += 1
+                before = sent_depth.get(fp)
+                if before is not None and before <= d:  # the frontier has it, no deeper
+                    kid_fps.append(fp)
+                    kid_hosts.append(host)
+                    kid_deltas.append(d - depth)
+                    continue
                 if src_fp is None:
                     src_fp = fingerprint(src)
                 out.append(Discovered(dst, host, d, fp, d, src, src_fp, d - depth))
@@ -699,8 +723,28 @@ class Crawler:
                 continue
             sent.add(fp)
             out.append(Discovered(dst, host, d, fp, d, src))
+        if kid_fps:
+            out.append(
+                Outlinks(
+                    src, fingerprint(src) if src_fp is None else src_fp, depth,
+                    kid_fps, kid_hosts, kid_deltas,
+                )
+            )
         if edges:
             self.sinks.edges(src, edges)
+
+    def _note_sent(self, items: list[Discovered | Outlinks]) -> None:
+        """Remember the depths of URLs put (only once the put returned: a batch still being
+        fetched may have offered a URL that another batch, settled first, would otherwise
+        send as an edge only, to a frontier that does not know it yet)."""
+        sent = self._sent_depth
+        if len(sent) > SENT_SET_MAX:
+            sent.clear()
+        for it in items:
+            if type(it) is Discovered:
+                before = sent.get(it.fp)
+                if before is None or it.depth < before:
+                    sent[it.fp] = it.depth
 
 
 class _LeaseLost(Exception):

@@ -17,6 +17,7 @@ from ._protocol import (
     HostBatch,
     LeasedURL,
     Outcome,
+    Outlinks,
     StaleLeaseError,
     Verdict,
 )
@@ -34,6 +35,7 @@ __all__ = [
     "LeasedURL",
     "MemoryFrontier",
     "Outcome",
+    "Outlinks",
     "PolitenessPolicy",
     "SqliteFrontier",
     "StaleLeaseError",

@@ -26,6 +26,7 @@ from ._protocol import (
     HostBatch,
     LeasedURL,
     Outcome,
+    Outlinks,
     StaleLeaseError,
 )
 from ._settle import settle
@@ -94,7 +95,7 @@ class MemoryFrontier:
         if self._closed:
             raise FrontierError("frontier is closed")
 
-    def put_discovered(self, items: Sequence[Discovered]) -> int:
+    def put_discovered(self, items: Sequence[Discovered | Outlinks]) -> int:
         """See `Frontier.put_discovered`."""
         with self._lock:
             self._check_open()
@@ -102,6 +103,8 @@ class MemoryFrontier:
                 return self._put_relaxing(items, self.options.max_depth)
             added = 0
             for it in items:
+                if isinstance(it, Outlinks):
+                    raise ValueError("Outlinks go only to a frontier with a max_depth")
                 if it.fp in self._urls:
                     self._duplicates += 1
                     continue
@@ -125,11 +128,23 @@ class MemoryFrontier:
         heapq.heappush(h.queue, (it.priority, u.seq, it.fp))
         return 1
 
-    def _put_relaxing(self, items: Sequence[Discovered], max_depth: int) -> int:
+    def _put_relaxing(self, items: Sequence[Discovered | Outlinks], max_depth: int) -> int:
         """put_discovered with a max_depth: a shortest-path relaxation over a worklist of
         (fp, depth, offered item or None for a recorded child)."""
         work: deque[tuple[int, int, Discovered | None]] = deque()
+        later: list[tuple[int, int, Discovered | None]] = []  # after the offers (see Outlinks)
         for offered in items:
+            if isinstance(offered, Outlinks):
+                page = self._urls.get(offered.fp)
+                if page is None:
+                    continue
+                kids = self._children.setdefault(offered.fp, {})
+                now_at = page.item.depth
+                for child, delta in zip(offered.fps, offered.deltas, strict=True):
+                    kids[child] = min(kids.get(child, delta), delta)
+                    if now_at < offered.depth:  # lowered while it was fetched
+                        later.append((child, now_at + delta, None))
+                continue
             d = offered.depth
             pfp = offered.parent_fp
             parent = None if pfp is None else self._urls.get(pfp)
@@ -138,6 +153,7 @@ class MemoryFrontier:
                 kids[offered.fp] = min(kids.get(offered.fp, offered.delta), offered.delta)
                 d = min(d, parent.item.depth + offered.delta)
             work.append((offered.fp, d, offered))
+        work.extend(later)
         added = 0
         while work:
             fp, d, it = work.popleft()

@@ -22,8 +22,9 @@ the same contract tests (tests/frontier/). The semantics, in one place:
   than `max_depth` is *parked* (remembered, neither queued nor counted as discovered); a URL
   offered again at a smaller depth has its depth lowered (a queued URL's priority too, by the
   same amount), a parked one within `max_depth` is queued, and the children recorded for it
-  (the offers naming it as `parent_fp`) are relaxed in turn (child depth = its depth +
-  the edge's `delta`). A child is also never deeper than its parent's current depth + delta.
+  (the offers naming it as `parent_fp`, and the children of its `Outlinks`) are relaxed in
+  turn (child depth = its depth + the edge's `delta`). A child is also never deeper than its
+  parent's current depth + delta.
   Without `max_depth` the first depth seen is kept (depth then decides nothing).
 - **Max pages** (SPAWC accounting): published = done + leased never exceeds `max_pages`; a
   FAILED, RETRY or unfinished URL frees its slot.
@@ -51,6 +52,7 @@ __all__ = [
     "HostBatch",
     "LeasedURL",
     "Outcome",
+    "Outlinks",
     "StaleLeaseError",
     "Verdict",
 ]
@@ -96,6 +98,27 @@ class Discovered:
     parent: str | None = None
     parent_fp: int | None = None
     delta: int = 1
+
+
+@dataclass(slots=True)
+class Outlinks:
+    """Links of one fetched page offered as edges only (with a `max_depth`; treat as immutable).
+
+    The page (`url`, fingerprint `fp`) was fetched at `depth`; child k (`fps[k]`, on host
+    `hosts[k]`) is `deltas[k]` deeper. The engine sends a child as a `Discovered` only when
+    it is new to the worker or shallower than it sent before; the others come here: the
+    frontier has them at a depth no greater already, so only the edge is recorded (the page
+    may be lowered later) — and when the page's depth in the frontier is already below
+    `depth` (lowered while it was fetched), the children are relaxed at once. Edges are
+    recorded only for a page the frontier accepted; a child it does not know is skipped.
+    """
+
+    url: str
+    fp: int
+    depth: int
+    fps: list[int]
+    hosts: list[str]
+    deltas: list[int]
 
 
 @dataclass(slots=True)
@@ -205,9 +228,11 @@ class FrontierStats:
 class Frontier(Protocol):
     """Queues, dedupe, leases and host politeness of one crawl. Thread-safe."""
 
-    def put_discovered(self, items: Sequence[Discovered]) -> int:
+    def put_discovered(self, items: Sequence[Discovered | Outlinks]) -> int:
         """Queue the URLs not seen before (and within their host's budget); return how many.
-        With a `max_depth`, also park, unpark and relax depths (see the module docstring)."""
+        With a `max_depth`, also park, unpark and relax depths (see the module docstring);
+        `Outlinks` records go only to a frontier with a `max_depth` (the engine sends
+        them only then), and are applied after the call's `Discovered` items."""
         ...
 
     def lease(self, max_hosts: int, per_host: int, now: float | None = None) -> list[HostBatch]:

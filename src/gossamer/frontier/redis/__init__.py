@@ -63,6 +63,7 @@ from .._protocol import (
     HostBatch,
     LeasedURL,
     Outcome,
+    Outlinks,
     StaleLeaseError,
 )
 from .._settle import settle
@@ -441,7 +442,7 @@ class RedisFrontier:
             raise FrontierError("frontier is closed")
 
     # ------------------------------------------------------------------ the contract
-    def put_discovered(self, items: Sequence[Discovered]) -> int:
+    def put_discovered(self, items: Sequence[Discovered | Outlinks]) -> int:
         """See `Frontier.put_discovered`."""
         with self._lock:
             self._check_open()
@@ -449,9 +450,9 @@ class RedisFrontier:
                 return 0
             if self.options.max_depth is not None:
                 return self._put_relaxing(items, self.options.max_depth)
-            return self._put(items)
+            return self._put(cast(Sequence[Discovered], items))  # (Outlinks: max_depth only)
 
-    def _put_relaxing(self, items: Sequence[Discovered], max_depth: int) -> int:
+    def _put_relaxing(self, items: Sequence[Discovered | Outlinks], max_depth: int) -> int:
         """put_discovered with a max_depth: the shortest-path relaxation (lua/depth.lua).
 
         A child may live in another shard than its parent, and a Redis Cluster call works on
@@ -463,18 +464,48 @@ class RedisFrontier:
         fall, so concurrent workers' relaxations interleave safely: an edge recorded after
         its parent was lowered is capped by the depth step (1) reads."""
         now = self._clock()
-        self._activate({shard_of(it.host) for it in items}, now)
+        offers = [it for it in items if not isinstance(it, Outlinks)]
+        pages = [it for it in items if isinstance(it, Outlinks)]
+        self._activate({shard_of(it.host) for it in offers}, now)
         # (1) the edges, in their parents' shards; each parent's depth caps its children's
-        by_parent: dict[int, list[Discovered]] = {}
-        for it in items:
+        shards: dict[str, int] = {}  # host -> shard, for this call
+
+        def shard_of_host(host: str) -> int:
+            shard = shards.get(host)
+            if shard is None:
+                shard = shards[host] = shard_of(host)
+            return shard
+
+        by_parent: dict[int, tuple[str, list[bytes]]] = {}  # fp -> (url, packed edges)
+        kids_seen: set[tuple[int, int]] = set()  # (one record a child and parent a call)
+        for it in offers:
             if it.parent_fp is not None and it.parent is not None:
-                by_parent.setdefault(it.parent_fp, []).append(it)
+                if (it.parent_fp, it.fp) in kids_seen:
+                    continue
+                kids_seen.add((it.parent_fp, it.fp))
+                rec = _EDGE.pack(it.fp, shard_of_host(it.host), it.delta)
+                entry = by_parent.get(it.parent_fp)
+                if entry is None:
+                    by_parent[it.parent_fp] = (it.parent, [rec])
+                else:
+                    entry[1].append(rec)
+        for page in pages:
+            pack = _EDGE.pack
+            recs = [
+                pack(fp, shard_of_host(host), delta)
+                for fp, host, delta in zip(page.fps, page.hosts, page.deltas, strict=True)
+            ]
+            entry = by_parent.get(page.fp)
+            if entry is None:
+                by_parent[page.fp] = (page.url, recs)
+            else:
+                entry[1].extend(recs)
         cap: dict[int, int] = {}
         if by_parent:
             by_shard: dict[int, list[int]] = {}
-            for pfp, offers in by_parent.items():
+            for pfp, (url, _) in by_parent.items():
                 try:
-                    shard = shard_of(host_key(cast(str, offers[0].parent)))
+                    shard = shard_of_host(host_key(url))
                 except URLError:
                     continue
                 by_shard.setdefault(shard, []).append(pfp)
@@ -482,21 +513,30 @@ class RedisFrontier:
             for shard, pfps in by_shard.items():
                 args: list[Any] = ["edges", len(pfps)]
                 for pfp in pfps:
-                    kids = {k.fp: k for k in by_parent[pfp]}  # (one record a child)
-                    edges = [_EDGE.pack(k.fp, shard_of(k.host), k.delta) for k in kids.values()]
-                    args += [_to_redis(pfp), b"".join(edges)]
+                    args += [_to_redis(pfp), b"".join(by_parent[pfp][1])]
                 calls.append(("depth", shard, args))
             for (_, _, args), reply in zip(calls, self._shard_many(calls), strict=True):
                 for k, d in enumerate(reply):
                     if d != b"":
                         cap[_from_redis(args[2 + 2 * k])] = int(d)
-        # (2) the relaxation rounds
+        # (2) the relaxation rounds: the offers first, then the children of the pages
+        # lowered while they were fetched (an offer in this call may be what makes them known)
         work: list[tuple[int, int, Discovered | None, int]] = []  # fp, depth, offer, shard
-        for offer in items:
+        for offer in offers:
             d = offer.depth
             if offer.parent_fp is not None and offer.parent_fp in cap:
                 d = min(d, cap[offer.parent_fp] + offer.delta)
-            work.append((offer.fp, d, offer, shard_of(offer.host)))
+            work.append((offer.fp, d, offer, shard_of_host(offer.host)))
+        later: list[tuple[int, int, Discovered | None, int]] = []
+        for page in pages:
+            now_at = cap.get(page.fp)
+            if now_at is not None and now_at < page.depth:
+                later += [
+                    (fp, now_at + delta, None, shard_of_host(host))
+                    for fp, host, delta in zip(page.fps, page.hosts, page.deltas, strict=True)
+                ]
+        if not work:
+            work, later = later, []
         added = 0
         while work:
             by_shard_work: dict[int, list[tuple[int, int, Discovered | None, int]]] = {}
@@ -536,6 +576,8 @@ class RedisFrontier:
                         work.append((cfp, int(d) + delta, None, cshard))
             if accepted:
                 added += self._put(accepted)
+            work += later
+            later = []
         return added
 
     def _activate(self, shards: set[int], now: float) -> None:
