@@ -27,6 +27,7 @@ from gossamer.frontier import (
     FrontierError,
     HostBatch,
     Outcome,
+    Outlinks,
     StaleLeaseError,
     Verdict,
 )
@@ -715,7 +716,9 @@ def link(
     )
 
 
-def fetch_all(f: Frontier, outlinks: dict[str, list[Discovered]] | None = None) -> dict[str, int]:
+def fetch_all(
+    f: Frontier, outlinks: dict[str, list[Discovered | Outlinks]] | None = None
+) -> dict[str, int]:
     """Lease and complete (DONE) everything ready, putting each page's `outlinks` before its
     batch completes as the engine does; returns url -> depth of what was leased."""
     got: dict[str, int] = {}
@@ -848,6 +851,82 @@ def test_reopened_store_keeps_parked_and_relaxed_state(
     assert g.put_discovered([link(A, 0, 1)]) == 1  # P's recorded child comes back at 2
     assert fetch_all(g) == {url_of(A, 1): 1, c.url: 2}
     assert g.statistics().parked == 1
+
+
+def edges_only(page: Discovered, depth: int, *children: tuple[Discovered, int]) -> Outlinks:
+    """`page`'s links to `children` (each with its delta) as edges only, the page fetched at
+    `depth` (what the engine sends for links it offered before)."""
+    return Outlinks(
+        page.url,
+        page.fp,
+        depth,
+        [c.fp for c, _ in children],
+        [c.host for c, _ in children],
+        [delta for _, delta in children],
+    )
+
+
+def test_outlinks_children_are_relaxed_when_the_page_is_lowered(make: Make) -> None:
+    """C was offered by another page; P, fetched at 2, links it too (an edge only). P found
+    at 0 lowers C through that edge to 1, and C's parked child D to 2 (queued)."""
+    f = make(max_depth=3)
+    p, c = link(A, 0, 2), link(B, 0, 3)
+    d = link(C, 0, 4, parent=c)
+    f.put_discovered([p, c])
+    assert fetch_all(f, {p.url: [edges_only(p, 2, (c, 1))], c.url: [d]}) == {p.url: 2, c.url: 3}
+    assert (f.statistics().parked, f.statistics().duplicates_seen) == (1, 0)
+    assert f.put_discovered([link(A, 0, 0)]) == 1  # D unparked
+    s = f.statistics()
+    assert (s.queued, s.parked, s.depth_lowered) == (1, 0, 2)
+    assert fetch_all(f) == {d.url: 2}
+
+
+def test_outlinks_of_a_page_lowered_while_fetched_are_relaxed_at_once(make: Make) -> None:
+    """The engine computed P's children from the depth P was leased at (2); P is at 0 by the
+    time its links come, so its edge-only children are relaxed in the same call."""
+    f = make(max_depth=2)
+    p, c = link(A, 0, 2), link(B, 0, 3)
+    f.put_discovered([p, c])  # C parked
+    b = only(f.lease(1, 1))
+    assert f.put_discovered([link(A, 0, 0)]) == 0  # lowered while leased
+    assert f.put_discovered([edges_only(p, 2, (c, 1))]) == 1  # C at 0 + 1: queued
+    f.complete(b.token, [done(b.urls[0])])
+    assert fetch_all(f) == {c.url: 1}
+    assert f.statistics().parked == 0
+
+
+def test_outlinks_apply_after_the_offers_of_their_call(make: Make) -> None:
+    """An edge-only child may be new to the frontier when another batch of the same call
+    offers it: the offer is applied first, then the edge relaxes it."""
+    f = make(max_depth=2)
+    p = link(A, 0, 2)
+    f.put_discovered([p])
+    b = only(f.lease(1, 1))
+    f.put_discovered([link(A, 0, 0)])
+    c = link(B, 0, 3)  # offered by another page of the call, at 3
+    assert f.put_discovered([edges_only(p, 2, (c, 1)), c]) == 1  # at 0 + 1, not parked at 3
+    f.complete(b.token, [done(b.urls[0])])
+    assert fetch_all(f) == {c.url: 1}
+
+
+def test_outlinks_of_a_page_not_accepted_record_nothing(make: Make) -> None:
+    f = make(max_depth=3)
+    p, c = link(A, 0, 2), link(B, 0, 3)
+    f.put_discovered([c])
+    assert f.put_discovered([edges_only(p, 2, (c, 1))]) == 0  # P unknown: no edge
+    f.put_discovered([link(A, 0, 0)])  # P accepted at 0: C stays at 3
+    assert fetch_all(f) == {p.url: 0, c.url: 3}
+    assert f.statistics().depth_lowered == 0
+
+
+def test_redirect_edges_among_outlinks_add_no_depth(make: Make) -> None:
+    f = make(max_depth=2)
+    p, r, k = link(A, 0, 2), link(B, 0, 2), link(C, 0, 3)
+    f.put_discovered([p, r, k])  # K parked
+    assert fetch_all(f, {p.url: [edges_only(p, 2, (r, 0), (k, 1))]}) == {p.url: 2, r.url: 2}
+    assert f.put_discovered([link(A, 0, 0)]) == 1  # R at 0 + 0, K at 0 + 1: queued
+    assert fetch_all(f) == {k.url: 1}
+    assert f.statistics().depth_lowered == 2
 
 
 def test_without_max_depth_the_first_depth_is_kept_and_nothing_parks(make: Make) -> None:

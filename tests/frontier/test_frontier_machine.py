@@ -36,6 +36,7 @@ from gossamer.frontier import (
     HostBatch,
     MemoryFrontier,
     Outcome,
+    Outlinks,
     SqliteFrontier,
     StaleLeaseError,
     Verdict,
@@ -180,6 +181,38 @@ class FrontierMachine(RuleBasedStateMachine):
         """Links found on pages (leased, done, queued or unknown): depth relaxation."""
         batch = [linked(h, i, d, parent, delta) for h, i, d, parent, delta in picks]
         assert self.sut(which).put_discovered(batch) == self.model.put_discovered(batch)
+
+    @precondition(lambda self: self.options.get("max_depth") is not None)
+    @rule(
+        page=st.tuples(st.integers(0, 2), st.integers(0, 8)),
+        depth=st.integers(0, 3),  # the depth the page was fetched at, as the engine saw it
+        children=st.lists(
+            st.tuples(st.integers(0, 2), st.integers(0, 8), st.sampled_from([0, 1])),
+            max_size=5,
+            unique_by=lambda c: c[:2],
+        ),
+        which=st.integers(0, 1),
+    )
+    def discover_outlinks(
+        self,
+        page: tuple[int, int],
+        depth: int,
+        children: list[tuple[int, int, int]],
+        which: int,
+    ) -> None:
+        """A page's links sent as edges only (Outlinks): recorded, and relaxed at once when
+        the page is already shallower than `depth`."""
+        url = f"http://{HOSTS[page[0]]}/p{page[1]}"
+        kids = [f"http://{HOSTS[h]}/p{i}" for h, i, _ in children]
+        rec = Outlinks(
+            url,
+            fp_of(url),
+            depth,
+            [fp_of(k) for k in kids],
+            [HOSTS[h] for h, _, _ in children],
+            [delta for _, _, delta in children],
+        )
+        assert self.sut(which).put_discovered([rec]) == self.model.put_discovered([rec])
 
     @precondition(lambda self: self.live)
     @rule(data=st.data(), which=st.integers(0, 1))

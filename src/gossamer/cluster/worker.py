@@ -40,7 +40,7 @@ import redis.exceptions
 from ..config import CrawlSettings
 from ..engine.crawler import Crawler
 from ..engine.run import CrawlError, loop_factory, run_engine
-from ..frontier import Discovered, Frontier, FrontierStats, HostBatch, Outcome
+from ..frontier import Discovered, Frontier, FrontierStats, HostBatch, Outcome, Outlinks
 from ..robots_store import RedisRobotsStore, RobotsRecord, RobotsStore
 from ._redis import RedisClient, retrying
 from .ipgate import RedisIpGate
@@ -100,7 +100,7 @@ class ClusterFrontier:
         for b in batches:
             self._hosts[b.token] = b.host
 
-    def put_discovered(self, items: Sequence[Discovered]) -> int:
+    def put_discovered(self, items: Sequence[Discovered | Outlinks]) -> int:
         return retrying(lambda: self.inner.put_discovered(items), what="frontier")
 
     def lease(self, max_hosts: int, per_host: int, now: float | None = None) -> list[HostBatch]:

@@ -514,7 +514,7 @@ class SqliteFrontier:
         later: list[tuple[int, int, Discovered | None]] = []  # after the offers (Outlinks)
         for offered in items:
             if isinstance(offered, Outlinks):
-                page = page_of(offered.fp)
+                page = page_of(offered.fp) if offered.fps else None
                 if page is None:
                     continue
                 page_id, now_at = page
@@ -553,9 +553,11 @@ class SqliteFrontier:
                 other = others.get(page_id)
                 rows.append((page_id, packed.tobytes(), b"".join(other) if other else None))
             db.executemany(
+                # (|| makes text of blobs, byte for byte in a UTF-8 file: cast back)
                 "INSERT INTO links(id, fps, other) VALUES (?, ?, ?) ON CONFLICT (id) DO UPDATE"
-                " SET fps = fps || excluded.fps, other = CASE WHEN excluded.other IS NULL"
-                " THEN other ELSE coalesce(other, x'') || excluded.other END",
+                " SET fps = CAST(fps || excluded.fps AS BLOB),"
+                " other = CASE WHEN excluded.other IS NULL THEN other"
+                " ELSE CAST(coalesce(other, x'') || excluded.other AS BLOB) END",
                 rows,
             )
         fresh: dict[int, Discovered] = {}
