@@ -21,7 +21,8 @@ from gossamer.config import CrawlSettings
 from gossamer.engine.crawler import Crawler
 from gossamer.engine.ipgate import LocalIpGate
 from gossamer.fetch import ERROR_CONNECTION_LOST, ERROR_TOO_SLOW, FetchRequest, FetchResult
-from gossamer.frontier import MemoryFrontier
+from gossamer.frontier import Discovered, MemoryFrontier, Outlinks
+from gossamer.urls import fingerprint
 
 HTML = "text/html; charset=utf-8"
 
@@ -212,6 +213,45 @@ def test_redirects_are_routed_at_the_same_depth() -> None:
     _, fetcher, sinks, _ = _crawl(pages, ["http://a.example/"], max_depth=0)
     assert [u for u, _, _ in fetcher.log][-1] == "http://a.example/home"
     assert sinks.edges_by_src["http://a.example/"] == [("http://a.example/home", "redirect")]
+
+
+def test_with_shortest_path_depths_repeats_go_as_edges_only() -> None:
+    """With a frontier that relaxes depths, a link goes as a Discovered when this worker has
+    not put it yet (a put that returned) or only deeper; otherwise as the page's Outlinks."""
+    settings = CrawlSettings(
+        seeds=["http://a.example/"], scope="all", delay=0, output="/tmp/unused", max_depth=5
+    )
+    crawler = Crawler(
+        settings,
+        frontier=MemoryFrontier(max_depth=5),
+        fetcher=FakeFetcher({}),
+        ip_of=lambda h: None,
+        sinks=FakeSinks(),
+    )
+    x, y, z = "http://a.example/x", "http://b.example/y", "http://a.example/z"
+    links = [(x, "link"), (y, "link")]
+    first: list[Discovered | Outlinks] = []
+    crawler._route("http://a.example/p", links, 2, first)
+    assert [(type(i), i.depth) for i in first] == [(Discovered, 3), (Discovered, 3)]
+    again: list[Discovered | Outlinks] = []  # not put yet: offered again
+    crawler._route("http://a.example/q", links, 2, again)
+    assert [type(i) for i in again] == [Discovered, Discovered]
+    crawler._note_sent(first)
+    out: list[Discovered | Outlinks] = []
+    crawler._route("http://a.example/q", [*links, (z, "link")], 3, out)
+    assert [type(i) for i in out] == [Discovered, Outlinks]
+    assert (out[0].fp, out[0].depth) == (fingerprint(z), 4)
+    page = out[1]
+    assert isinstance(page, Outlinks)
+    assert (page.url, page.fp, page.depth) == ("http://a.example/q", fingerprint(page.url), 3)
+    assert (page.fps, page.hosts, page.deltas) == (
+        [fingerprint(x), fingerprint(y)], ["a.example", "b.example"], [1, 1]
+    )
+    shallower: list[Discovered | Outlinks] = []
+    crawler._route("http://a.example/r", [*links, ("http://a.example/", "redirect")], 1, shallower)
+    assert [(type(i), i.depth) for i in shallower] == [
+        (Discovered, 2), (Discovered, 2), (Discovered, 1)
+    ]
 
 
 def test_response_times_feed_the_adaptive_delay() -> None:
