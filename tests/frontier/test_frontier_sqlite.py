@@ -23,8 +23,15 @@ from _frontier_helpers import (
 )
 from _frontier_worker import page
 
-from gossamer.frontier import FrontierStorageError, SqliteFrontier, StaleLeaseError
+from gossamer.frontier import (
+    Discovered,
+    FrontierStorageError,
+    Outlinks,
+    SqliteFrontier,
+    StaleLeaseError,
+)
 from gossamer.frontier import sqlite as backend
+from gossamer.urls import fingerprint
 
 WORKER = Path(__file__).with_name("_frontier_worker.py")
 A, B = "a.example", "b.example"
@@ -272,3 +279,65 @@ def test_hot_queries_use_an_index(tmp_path: Path, sql: str, args: tuple[object, 
         assert plan == "SCAN hosts USING INDEX hosts_order", plan
         return
     assert "SEARCH" in plan and "SCAN" not in scans and "TEMP B-TREE" not in plan, plan
+
+
+# ---------------------------------------------------------------------- depth storage
+
+
+def _depth_url(host: str, i: int, depth: int, parent: Discovered | None = None) -> Discovered:
+    url = f"http://{host}/p{i}"
+    return Discovered(
+        url, host, depth, fingerprint(url), depth,
+        None if parent is None else parent.url, None if parent is None else parent.fp,
+    )  # fmt: skip
+
+
+def _drain(f: SqliteFrontier) -> dict[str, int]:
+    got: dict[str, int] = {}
+    while batches := f.lease(10, 10):
+        for b in batches:
+            got.update((u.url, u.depth) for u in b.urls)
+            f.complete(b.token, [done(u) for u in b.urls])
+    return got
+
+
+def test_a_page_s_children_are_one_links_row(tmp_path: Path) -> None:
+    """A page's recorded children take one row, appended to when the page sends more (a
+    page fetched again), whatever mix of offers and Outlinks, deltas 1 and 0."""
+    path = tmp_path / "f.sqlite"
+    f = SqliteFrontier(path, max_depth=5)
+    p = _depth_url(A, 0, 1)
+    kids = [_depth_url(B, i, 2, parent=p) for i in range(3)]
+    f.put_discovered([p])
+    f.put_discovered([kids[0], Outlinks(p.url, p.fp, 1, [kids[1].fp], [B], [1])])
+    f.put_discovered([Outlinks(p.url, p.fp, 1, [kids[2].fp, kids[0].fp], [B, B], [0, 1])])
+    with sqlite3.connect(path) as db:
+        rows = db.execute("SELECT id, length(fps), length(other) FROM links").fetchall()
+    db.close()
+    assert rows == [(1, 3 * 8, 9)]  # kids 0 and 1, kid 0 again; kid 2 with delta 0
+    f.put_discovered([_depth_url(A, 0, 0)])  # P lowered, and through its row kid 0
+    assert f.statistics().depth_lowered == 2  # (kids 1 and 2 were never offered: unknown)
+    f.close()
+
+
+def test_a_file_of_the_first_depth_layout_still_relaxes_its_edges(tmp_path: Path) -> None:
+    """A crawl file written with one `edges` row per link (the first max_depth layout)
+    still relaxes through those rows after an upgrade."""
+    path = tmp_path / "f.sqlite"
+    f = SqliteFrontier(path, max_depth=2)
+    p, c = _depth_url(A, 0, 2), _depth_url(B, 0, 3)
+    f.put_discovered([p, c])  # C parked
+    assert _drain(f) == {p.url: 2}
+    f.close()
+    with sqlite3.connect(path) as db:
+        db.execute(
+            "CREATE TABLE edges (parent INTEGER NOT NULL, child INTEGER NOT NULL,"
+            " delta INTEGER NOT NULL, PRIMARY KEY (parent, child)) WITHOUT ROWID"
+        )
+        edge = (backend._to_db(p.fp), backend._to_db(c.fp))
+        db.execute("INSERT INTO edges VALUES (?, ?, 1)", edge)
+    db.close()
+    g = SqliteFrontier(path, max_depth=2)
+    assert g.put_discovered([_depth_url(A, 0, 0)]) == 1  # C at 0 + 1: unparked
+    assert _drain(g) == {c.url: 1}
+    g.close()

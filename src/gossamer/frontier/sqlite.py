@@ -19,6 +19,13 @@ Storage (schema version 2)::
 The last three tables (and the index) are made when missing, so a file of an older gossamer
 opens as it is: a crawl without max_depth never writes them (see "Depth" below).
 
+Depth (with a max_depth; docs/crawler/frontier.md, "Depth is the shortest path"): a put runs
+a shortest-path relaxation in its transaction. A page's recorded children are one `links`
+row keyed by the page's `urls.id` (its children one link deeper as little-endian 64-bit
+fingerprints in `fps`, the others as `_OTHER_EDGE` records in `other`; appended to when the
+page sends links again), read only when the page is lowered. A file of the first layout
+(an `edges(parent, child, delta)` row per link) keeps its table, which is still read.
+
 Why this shape: a commit costs ~15 µs per page it dirties (measured here), so the hot path
 touches as few pages as it can. A URL row is written once, appended (`urls.id` grows, so it
 is also the FIFO order within a priority). Leasing a host writes only its `hosts` row: the
