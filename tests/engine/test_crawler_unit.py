@@ -252,6 +252,11 @@ def test_with_shortest_path_depths_repeats_go_as_edges_only() -> None:
     assert [(type(i), i.depth) for i in shallower] == [
         (Discovered, 2), (Discovered, 2), (Discovered, 1)
     ]
+    crawler._note_sent(shallower)  # x at 2, the home page at 1
+    last: list[Discovered | Outlinks] = []
+    crawler._route("http://a.example/s", [(x, "link"), ("http://a.example/", "link")], 1, last)
+    # no depth of s (>= 0) puts the home page below 1: that edge is not even recorded
+    assert len(last) == 1 and isinstance(last[0], Outlinks) and last[0].fps == [fingerprint(x)]
 
 
 def test_response_times_feed_the_adaptive_delay() -> None:
