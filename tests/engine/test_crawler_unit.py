@@ -574,3 +574,47 @@ def test_default_host_scope_crawls_a_site_on_a_non_default_port(authority: str, 
     assert sorted(fetched) == urls
     assert crawler.counters.dropped["scope/out-of-scope"] == 2 * len(urls)
     assert set(lookups) == {(name, int(authority.rpartition(":")[2]))}
+
+
+class RobotsChainFetcher(FakeFetcher):
+    """FakeFetcher whose robots.txt redirects to `pages`' /robots-moved/… chain."""
+
+    async def fetch(self, req: FetchRequest) -> FetchResult:
+        result = await super().fetch(req)
+        if not req.url.endswith("/robots.txt"):
+            return result
+        moved = req.url.replace("/robots.txt", "/robots-moved/0.txt")
+        headers = (("Content-Type", "text/plain"), ("Location", moved))
+        return dataclasses.replace(result, status=301, headers=headers)
+
+
+def test_robots_redirect_hops_are_spaced_by_the_crawls_delay() -> None:
+    """Each hop of a robots.txt redirect chain is a request to the host like any other: the
+    crawl's delay before it (they went out back to back); the Crawl-delay read at the end of
+    the chain then spaces the pages."""
+    pages = _site(3)
+    hop = (("Location", "http://a.example/robots-moved/1.txt"),)
+    pages["http://a.example/robots-moved/0.txt"] = (301, "text/plain", b"", hop)
+    robots = b"User-agent: *\nCrawl-delay: 0.3\n"
+    pages["http://a.example/robots-moved/1.txt"] = (200, "text/plain", robots, ())
+    settings = CrawlSettings(
+        seeds=["http://a.example/p0"], scope="all", output="/tmp/unused", delay=0.1
+    )
+    frontier = MemoryFrontier()
+    fetcher = RobotsChainFetcher(pages, 0.002)
+    c = Crawler(
+        settings, frontier=frontier, fetcher=fetcher, ip_of=lambda h: None, sinks=FakeSinks()
+    )
+    c.seed(settings.seeds)
+    asyncio.run(asyncio.wait_for(c.run(), 30))
+    urls = [u for u, _, _ in fetcher.log]
+    assert urls[:3] == [
+        "http://a.example/robots.txt",
+        "http://a.example/robots-moved/0.txt",
+        "http://a.example/robots-moved/1.txt",
+    ]
+    spans = [(s, e) for _, s, e in fetcher.log]
+    gaps = [s2 - e1 for (_, e1), (s2, _) in itertools.pairwise(spans)]
+    assert min(gaps[:2]) >= 0.1 - 0.002, gaps  # the hops: the crawl's delay
+    assert min(gaps[2:]) >= 0.3 - 0.002, gaps  # then the Crawl-delay
+    assert sorted(urls[3:]) == sorted(pages)[:3]

@@ -459,3 +459,23 @@ def test_cli_truth(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert summary["rules"]["obey_robots"] is False
     with pytest.raises(SystemExit):
         main([*args, "--seeds", "ftp://x/"])
+
+
+def test_robots_redirect_hops_are_held_to_the_crawls_delay_not_the_crawl_delay(
+    model: WebModel, truth: Truth
+) -> None:
+    """The Crawl-delay is in the file at the end of a robots.txt redirect chain: the hops
+    before it can only be held to the crawl's own delay (min_delay); the first page after the
+    chain is held to the Crawl-delay."""
+    name, urls = delayed_host(model, truth)
+    delay = int(truth.crawl_delay[name] * 1e6)
+    c = Client(model)
+    c.get(f"http://{name}/robots.txt")
+    c.get(f"http://{name}/robots-moved/0.txt")  # 10 ms after: < Crawl-delay, >= min_delay
+    c.t += delay // 2
+    c.get(urls[0])  # too early for the Crawl-delay
+    rep = run(model, c, truth=truth, min_delay=0.01)
+    assert rep.politeness["host-delay"] == 1
+    assert [v.target for v in rep.violations] == [split_url(urls[0])[1]]
+    # a hop quicker than the crawl's own delay is still a violation
+    assert run(model, c, truth=truth, min_delay=0.02).politeness["host-delay"] == 2

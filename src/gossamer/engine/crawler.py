@@ -558,7 +558,11 @@ class Crawler:
         status: int | None = None
         body: bytes | None = None
         final = url
-        for _ in range(MAX_ROBOTS_REDIRECTS + 1):
+        for hop in range(MAX_ROBOTS_REDIRECTS + 1):
+            if hop and self.settings.delay > 0:
+                # a redirect hop is a request like any other: the crawl's delay before it (the
+                # host's Crawl-delay is in the file at the end of the chain, not known yet)
+                await asyncio.sleep(self.settings.delay)
             result = await self.fetcher.fetch(FetchRequest(final))
             self._record_aux(result, "robots")
             status, body = result.status, result.body

@@ -17,7 +17,8 @@ User-Agent. Definitions (docs/testweb.md has the long form):
 - politeness: per host (Host header), requests sorted by start; a request that starts before
   an earlier one to the host ended is an overlap, one that starts less than the required
   delay after it is a delay violation. Required delay = min(Crawl-delay, max_crawl_delay)
-  when the host's robots.txt declares one (and robots are obeyed), else min_delay.
+  when the host's robots.txt declares one (and robots are obeyed), else min_delay; robots.txt
+  and its redirect hops are held to min_delay (the Crawl-delay is unknown until they are read).
   Per IP, more than per_ip_limit requests in flight at once is a violation. Every check has
   `tolerance_s` of slack.
 """
@@ -457,6 +458,11 @@ class _PageAccount:
         )
 
 
+def _robots_chain(r: LogRecord) -> bool:
+    """robots.txt or one of the simulated web's redirect hops towards it."""
+    return r.target == "/robots.txt" or r.target.startswith("/robots-moved/")
+
+
 def _is_robots(r: LogRecord) -> bool:
     if r.target == "/robots.txt":
         return True
@@ -523,10 +529,13 @@ class _Politeness:
             self._ip(ip, irecs)
 
     def _host(self, host: str, recs: list[LogRecord]) -> None:
-        need = self.required_delay_us(host)
+        need_host = self.required_delay_us(host)
         tol = self.tol
         last_end: int | None = None
         for r in recs:
+            # robots.txt and its redirect hops are held to the crawl's own delay: the host's
+            # Crawl-delay is in the file at the end of the chain, unknown until it is read
+            need = self.min_delay_us if _robots_chain(r) else need_host
             if last_end is not None:
                 gap = r.start_us - last_end
                 if gap < -tol:
