@@ -231,6 +231,20 @@ class _Inserted:
     dropped: int = 0
     full_hosts: set[str] = field(default_factory=set)
 
+    def count(self, db: sqlite3.Connection, duplicates: int, dropped: int) -> None:
+        """Add this insert to the counters, with `duplicates` and `dropped` offers besides."""
+        db.execute(
+            "UPDATE counters SET queued = queued + ?, failed = failed + ?,"
+            " hosts = hosts + ?, duplicates = duplicates + ?, dropped = dropped + ?",
+            (
+                self.queued,
+                self.failed,
+                self.new_hosts,
+                duplicates + self.duplicates,
+                dropped + self.dropped,
+            ),
+        )
+
 
 @dataclass(slots=True)
 class _Pending:
@@ -439,17 +453,7 @@ class SqliteFrontier:
                 return 0
             with self._write() as db:
                 ins = self._insert(db, fresh, again, self._clock())
-                db.execute(
-                    "UPDATE counters SET queued = queued + ?, failed = failed + ?,"
-                    " hosts = hosts + ?, duplicates = duplicates + ?, dropped = dropped + ?",
-                    (
-                        ins.queued,
-                        ins.failed,
-                        ins.new_hosts,
-                        pending.duplicates + ins.duplicates,
-                        pending.dropped + ins.dropped,
-                    ),
-                )
+                ins.count(db, pending.duplicates, pending.dropped)
             self._pending = _Pending()
             seen.update(ins.accepted)
             self._max_id += len(ins.accepted)
@@ -466,17 +470,7 @@ class SqliteFrontier:
             fresh, dups, parked, lowered = self._relax(db, items, max_depth)
             ins = self._insert(db, fresh, {}, self._clock()) if fresh else _Inserted()
             p = self._pending
-            db.execute(
-                "UPDATE counters SET queued = queued + ?, failed = failed + ?,"
-                " hosts = hosts + ?, duplicates = duplicates + ?, dropped = dropped + ?",
-                (
-                    ins.queued,
-                    ins.failed,
-                    ins.new_hosts,
-                    p.duplicates + dups + ins.duplicates,
-                    p.dropped + ins.dropped,
-                ),
-            )
+            ins.count(db, p.duplicates + dups, p.dropped)
             if parked or lowered:
                 db.execute(
                     "UPDATE depth_counters SET parked = parked + ?, lowered = lowered + ?",
