@@ -32,7 +32,6 @@ answers of the same server).
 
 from __future__ import annotations
 
-import errno
 import math
 import sqlite3
 import threading
@@ -41,6 +40,7 @@ from os import PathLike
 from pathlib import Path
 from typing import Any, Final, Protocol
 
+from .frontier.sqlite import sqlite_storage_error
 from .robots import DEFAULT_TTL, ROBOTS_MAX_BYTES, UNAVAILABLE_TTL, RobotsCache, RobotsPolicy
 
 __all__ = [
@@ -145,15 +145,6 @@ CREATE TABLE IF NOT EXISTS robots (
 """
 
 
-def _sqlite_error(exc: sqlite3.Error, path: Path) -> OSError:
-    from .frontier import FrontierStorageError
-
-    number = getattr(exc, "sqlite_errorcode", None)
-    return FrontierStorageError(
-        errno.ENOSPC if number == sqlite3.SQLITE_FULL else errno.EIO, f"robots store {path}: {exc}"
-    )
-
-
 class SqliteRobotsStore:
     """`RobotsStore` in an SQLite file (WAL), shared by every process that opens it.
 
@@ -169,14 +160,14 @@ class SqliteRobotsStore:
                 self.path, timeout=busy_timeout, isolation_level=None, check_same_thread=False
             )
         except sqlite3.Error as exc:
-            raise _sqlite_error(exc, self.path) from exc
+            raise sqlite_storage_error(exc, self.path, "robots store") from exc
         try:
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=NORMAL")
             self._db.execute(_SQLITE_SCHEMA)
         except sqlite3.Error as exc:
             self._db.close()
-            raise _sqlite_error(exc, self.path) from exc
+            raise sqlite_storage_error(exc, self.path, "robots store") from exc
 
     def get(self, host: str) -> RobotsRecord | None:
         try:
@@ -186,7 +177,7 @@ class SqliteRobotsStore:
                     (host,),
                 ).fetchone()
         except sqlite3.Error as exc:
-            raise _sqlite_error(exc, self.path) from exc
+            raise sqlite_storage_error(exc, self.path, "robots store") from exc
         if row is None:
             return None
         return RobotsRecord(row[0], bytes(row[1]), row[2], row[3])
@@ -202,7 +193,7 @@ class SqliteRobotsStore:
                     (host, record.status, record.fetched_at, record.final_url, record.body),
                 )
         except sqlite3.Error as exc:
-            raise _sqlite_error(exc, self.path) from exc
+            raise sqlite_storage_error(exc, self.path, "robots store") from exc
 
     def __len__(self) -> int:
         with self._lock:

@@ -212,11 +212,15 @@ def _timing(row: tuple[Any, ...]) -> HostTiming:
     )
 
 
-def _storage_error(exc: sqlite3.Error, path: Path) -> FrontierStorageError:
+def sqlite_storage_error(
+    exc: sqlite3.Error, path: Path, what: str = "frontier"
+) -> FrontierStorageError:
+    """`exc`, an error of the SQLite file `path` (the `what` of the crawl), as the storage
+    error every store raises: errno ENOSPC for a full disk, EBUSY when locked, else EIO."""
     code = getattr(exc, "sqlite_errorcode", 0) & 0xFF
     name = getattr(exc, "sqlite_errorname", "SQLITE_ERROR")
     number = {13: errno.ENOSPC, 5: errno.EBUSY, 6: errno.EBUSY}.get(code, errno.EIO)
-    return FrontierStorageError(number, f"frontier {path}: {exc} ({name})")
+    return FrontierStorageError(number, f"{what} {path}: {exc} ({name})")
 
 
 @dataclass(slots=True)
@@ -291,7 +295,7 @@ class SqliteFrontier:
                 self.path, timeout=busy_timeout, isolation_level=None, check_same_thread=False
             )
         except sqlite3.Error as exc:
-            raise _storage_error(exc, self.path) from exc
+            raise sqlite_storage_error(exc, self.path) from exc
         try:
             self._writer_lock = self._open_writer_lock()
             self._open(cache_mib)
@@ -312,7 +316,7 @@ class SqliteFrontier:
             db.execute(f"PRAGMA cache_size=-{int(cache_mib) * 1024}")
             db.execute("PRAGMA temp_store=MEMORY")
         except sqlite3.Error as exc:
-            raise _storage_error(exc, self.path) from exc
+            raise sqlite_storage_error(exc, self.path) from exc
         with self._write():
             version = db.execute("PRAGMA user_version").fetchone()[0]
             if version == 0:
@@ -394,7 +398,7 @@ class SqliteFrontier:
         except (sqlite3.IntegrityError, sqlite3.ProgrammingError, sqlite3.InterfaceError):
             raise  # a bug, not the disk
         except sqlite3.DatabaseError as exc:
-            raise _storage_error(exc, self.path) from exc
+            raise sqlite_storage_error(exc, self.path) from exc
 
     @contextmanager
     def _read(self) -> Iterator[sqlite3.Connection]:
@@ -410,7 +414,7 @@ class SqliteFrontier:
         except (sqlite3.IntegrityError, sqlite3.ProgrammingError, sqlite3.InterfaceError):
             raise
         except sqlite3.DatabaseError as exc:
-            raise _storage_error(exc, self.path) from exc
+            raise sqlite_storage_error(exc, self.path) from exc
 
     def _check_open(self) -> None:
         if self._closed:
