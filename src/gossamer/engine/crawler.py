@@ -254,8 +254,7 @@ class Crawler:
                 # task resumed leaves `held` True, hence the second test.)
                 self._settle(batch, [], [], None, 0)
                 return
-            fetched_robots = self.robots.get(host, self.clock()) is None
-            policy = await self._robots_policy(host, batch)
+            policy, fetched_robots = await self._robots_policy(host, batch)
             delay = self._delay(policy)
             discovered: list[Discovered | Outlinks] = []
             last_end = 0.0
@@ -547,13 +546,17 @@ class Crawler:
             delay = max(delay, min(policy.crawl_delay, self.settings.max_crawl_delay))
         return delay
 
-    async def _robots_policy(self, host: str, batch: HostBatch) -> RobotsPolicy | None:
+    async def _robots_policy(
+        self, host: str, batch: HostBatch
+    ) -> tuple[RobotsPolicy | None, bool]:
+        """The host's policy (None when robots are ignored), and whether robots.txt was
+        fetched for it now (one lookup of the cache and store, not one here and one before)."""
         if not self.settings.obey_robots:
-            return None
+            return None, False
         now = self.clock()
         policy = self.robots.get(host, now)
         if policy is not None:
-            return policy
+            return policy, False
         url = robots_url(batch.urls[0].url) if batch.urls else f"http://{host}/robots.txt"
         status: int | None = None
         body: bytes | None = None
@@ -579,7 +582,7 @@ class Crawler:
         policy = self.robots.put(host, RobotsRecord.of(status, body, final, self.clock()))
         if policy.crawl_delay:
             await asyncio.to_thread(self.frontier.set_host_delay, host, policy.crawl_delay)
-        return policy
+        return policy, True
 
     # ------------------------------------------------------------------ recording
     def _record(
