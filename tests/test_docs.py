@@ -38,15 +38,16 @@ def test_experiments_are_documented_and_their_files_linked() -> None:
 
 
 def test_every_crawl_flag_and_setting_is_documented() -> None:
-    """`gossamer crawl`'s flags are in docs/crawler.md (cluster ones may be in docs/cluster.md)
-    and every crawl setting has its row in docs/crawler.md's settings table."""
+    """`gossamer crawl`'s flags are in docs/crawler.md, docs/cluster.md or the generated
+    docs/cli.md (checked against the code by tests/test_cli_docs.py), and every crawl setting
+    has its row in docs/crawler.md's settings table."""
     from gossamer.cli import build_parser
     from gossamer.config import CrawlSettings
 
     parser = build_parser()
     sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
     crawl = sub.choices["crawl"]
-    docs = (ROOT / "docs" / "crawler.md").read_text() + (ROOT / "docs" / "cluster.md").read_text()
+    docs = "".join((ROOT / "docs" / f).read_text() for f in ("crawler.md", "cluster.md", "cli.md"))
     missing = sorted(
         a.option_strings[-1]
         for a in crawl._actions

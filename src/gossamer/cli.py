@@ -7,9 +7,10 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from . import __version__
+from .exitcodes import Exit
 
 
 def build_parser(with_testweb: bool = True) -> argparse.ArgumentParser:
@@ -50,87 +51,142 @@ def build_parser(with_testweb: bool = True) -> argparse.ArgumentParser:
     return parser
 
 
+# `gossamer crawl --help`'s groups, in order: (title, description, the settings whose flags it
+# holds). A setting in no group still gets its flag, under "other settings" (see _setting_flags).
+_CRAWL_GROUPS: tuple[tuple[str, str | None, tuple[str, ...]], ...] = (
+    (
+        "seeds and output",
+        "Settings come from flags, then -s KEY=VALUE, then GOSSAMER_* environment variables, "
+        "then --config FILE, then defaults (docs/cli.md lists every one).",
+        ("seeds_file",),
+    ),
+    (
+        "scope and limits",
+        None,
+        (
+            "max_pages",
+            "max_depth",
+            "scope",
+            "allow",
+            "deny",
+            "follow_nofollow",
+            "follow_canonical",
+            "html_only",
+            "strip_session_ids",
+            "use_sitemaps",
+        ),
+    ),
+    (
+        "politeness",
+        None,
+        ("delay", "max_crawl_delay", "adaptive_delay", "per_ip", "obey_robots", "robots_ttl",
+         "user_agent"),
+    ),  # fmt: skip
+    (
+        "fetching",
+        None,
+        (
+            "connect_timeout",
+            "first_byte_timeout",
+            "total_timeout",
+            "low_speed_limit",
+            "low_speed_time",
+            "max_body",
+            "max_attempts",
+            "resolve",
+            "resolve_file",
+            "allow_private",
+        ),
+    ),
+    ("workers", None, ("workers", "concurrency", "per_host", "lease_ttl", "lease_order")),
+    (
+        "trap limits",
+        "The limits take a whole number or none (no limit); docs/crawler.md, Traps.",
+        (
+            "host_budget",
+            "max_path_repeat",
+            "max_path_segments",
+            "calendar_years_back",
+            "calendar_years_ahead",
+            "max_queries_per_path",
+            "max_query_shapes",
+        ),
+    ),
+    ("outputs", None, ("warc", "warc_max_bytes")),
+    (
+        "cluster mode",
+        "With --redis URL the crawl is created in Redis and crawled by `gossamer worker` "
+        "processes on any machine (docs/cluster.md); --workers N starts N of them here "
+        "(default: one per core; 0: none) and waits for them. The flags of this group need "
+        "--redis.",
+        ("seen_set",),
+    ),
+)
+_OTHER_GROUP = "other settings"
+# a setting's flag when it is not --<name with dashes>
+_FLAG_NAMES = {"seeds_file": ("-i", "--seeds-file"), "use_sitemaps": ("--sitemaps",)}
+_METAVARS = {
+    "allow": "REGEX",
+    "deny": "REGEX",
+    "resolve": "HOST:IP",
+    "user_agent": "TEXT",
+    "max_body": "BYTES",
+    "warc_max_bytes": "BYTES",
+    "low_speed_limit": "BYTES",
+    "adaptive_delay": "N",
+}
+# flags that mean something only with --redis (dest: flag); given without it they are an error
+_CLUSTER_ONLY = {
+    "partition": "--partition",
+    "site_sizes": "--site-sizes",
+    "phase_period": "--phase-period",
+    "phases": "--phases",
+    "epsilon": "--epsilon",
+    "heartbeat_ttl": "--heartbeat-ttl",
+    "detach": "--detach",
+    "seen_set": "--seen-set",
+}
+
+
 def _add_crawl(sub: Any) -> None:
     p = sub.add_parser(
         "crawl",
         help="crawl from seed URLs into a directory (embedded mode, no server)",
-        description="Crawl politely from SEEDS into DIR: WARC, crawl log, link graph, stats. "
-        "Settings come from flags, then GOSSAMER_* environment variables, then --config.",
+        description="Crawl politely from SEEDS (and --seeds-file) into DIR: WARC, crawl log, "
+        "link graph, stats. Every setting has a flag; -s KEY=VALUE sets any of them by its "
+        "TOML key.",
     )
-    p.add_argument("seeds", nargs="*", metavar="SEED", help="start URLs")
-    p.add_argument("-o", "--output", type=Path, help="crawl directory (default ./crawl)")
-    p.add_argument("--resume", type=Path, metavar="DIR", help="continue the crawl in DIR")
-    p.add_argument(
+    groups = {title: p.add_argument_group(title, text) for title, text, _ in _CRAWL_GROUPS}
+    g = groups["seeds and output"]
+    g.add_argument("seeds", nargs="*", metavar="SEED", help="start URLs")
+    g.add_argument(
+        "-o", "--output", type=Path, metavar="DIR", help="crawl directory (default ./crawl)"
+    )
+    g.add_argument("--resume", type=Path, metavar="DIR", help="continue the crawl in DIR")
+    g.add_argument(
         "--recrawl",
         type=Path,
         metavar="OLD_DIR",
         help="re-crawl what the finished crawl OLD_DIR fetched, with conditional GETs "
         "(If-None-Match / If-Modified-Since); seeds default to OLD_DIR's",
     )
-    p.add_argument("--config", type=Path, metavar="FILE", help="TOML settings file")
-    p.add_argument("--max-pages", type=int, help="stop after N pages")
-    p.add_argument(
-        "--max-depth",
-        type=_limit,
-        metavar="N|none",
-        help="link hops from the seeds, which are depth 0 (default 20; none: no limit)",
+    g.add_argument("--config", type=Path, metavar="FILE", help="TOML settings file")
+    g.add_argument(
+        "-s",
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        dest="set_options",
+        help="set any setting by its TOML key, VALUE read as its GOSSAMER_* variable would be "
+        "(repeatable; a flag for the same setting wins)",
     )
-    p.add_argument("--scope", choices=("host", "domain", "all"), help="default: host")
-    p.add_argument("--allow", action="append", metavar="REGEX", help="keep URLs matching")
-    p.add_argument("--deny", action="append", metavar="REGEX", help="drop URLs matching")
-    p.add_argument("--workers", type=int, help="worker processes (0 = one per core, the default)")
-    p.add_argument("--concurrency", type=int, help="hosts fetched at once per worker")
-    p.add_argument("--per-host", type=int, help="URLs per host per lease (default 20)")
-    p.add_argument(
-        "--per-ip", type=int, help="hosts of one IP address fetched at once (default 1)"
-    )
-    p.add_argument("--delay", type=float, help="seconds between requests to a host (1.0)")
-    p.add_argument(
-        "--lease-order",
-        choices=("largest-first", "ready"),
-        help="which ready host goes first: most URLs queued (default) or ready longest",
-    )
-    p.add_argument(
-        "--low-speed-limit",
-        type=int,
-        metavar="BYTES",
-        help="a transfer under BYTES/s for --low-speed-time is cut (default 100; 0: off)",
-    )
-    p.add_argument(
-        "--low-speed-time", type=int, metavar="S", help="seconds under the limit (default 30)"
-    )
-    p.add_argument("--user-agent", help="User-Agent header")
-    p.add_argument(
-        "--resolve", action="append", metavar="HOST:IP",
-        help="HOST:IP, HOST:PORT:IP:PORT or *.domain:IP (repeatable)",
-    )  # fmt: skip
-    p.add_argument("--resolve-file", type=Path, metavar="FILE", help="one --resolve per line")
-    p.add_argument(
-        "--allow-private",
-        action="store_true",
-        default=None,
-        help="allow loopback/private addresses (the simulated web needs it)",
-    )
-    p.add_argument("--ignore-robots", action="store_true", help="do not obey robots.txt")
-    p.add_argument(
-        "--sitemaps",
-        action="store_true",
-        help="also seed each host from the sitemaps robots.txt names",
-    )
-    p.add_argument("--no-warc", action="store_true", help="do not write WARC files")
-    p.add_argument("-q", "--quiet", action="store_true", help="no progress output")
-    _add_trap_flags(p)
-    c = p.add_argument_group(
-        "cluster mode",
-        "With --redis URL the crawl is created in Redis and crawled by `gossamer worker` "
-        "processes on any machine (docs/cluster.md); --workers N starts N of them here "
-        "(default: one per core; 0: none) and waits for them.",
-    )
+    g.add_argument("-q", "--quiet", action="store_true", help="no progress output")
+    c = groups["cluster mode"]
     c.add_argument("--redis", metavar="URL", help="redis://host:port/db: create a cluster crawl")
     c.add_argument(
         "--partition",
         choices=("dynamic", "modulo", "consistent", "phase", "sized"),
-        default="dynamic",
         help="which hosts each worker may lease (default dynamic)",
     )
     c.add_argument(
@@ -140,28 +196,83 @@ def _add_crawl(sub: Any) -> None:
         help="sized: a previous crawl's directory or a file of HOST PAGES lines; sites are "
         "placed on workers largest first",
     )
-    c.add_argument(
-        "--seen-set",
-        choices=("exact", "bloom"),
-        help="with --redis: exact (~9 B a URL) or a Bloom filter (~2.5 B, a few new URLs "
-        "per mille taken as seen and never fetched)",
-    )
     c.add_argument("--phase-period", type=float, metavar="T", help="phase: seconds a phase lasts")
     c.add_argument("--phases", type=int, metavar="P", help="phase: phases (default: workers)")
     c.add_argument("--epsilon", type=float, metavar="E", help="consistent: load bound (0.25)")
     c.add_argument(
         "--heartbeat-ttl",
         type=float,
-        default=5.0,
         metavar="S",
         help="a worker silent this long is dead, its IP slots free (default 5)",
     )
     c.add_argument(
         "--detach",
         action="store_true",
+        default=None,
         help="start the local workers in the background and return at once",
     )
+    _setting_flags(p, groups)
+    groups["politeness"].add_argument(
+        "--ignore-robots",
+        dest="obey_robots",
+        action="store_const",
+        const=False,
+        help="do not obey robots.txt (the same as --no-obey-robots)",
+    )
     p.set_defaults(func=_run_crawl)
+
+
+def _setting_flags(p: argparse.ArgumentParser, groups: dict[str, Any]) -> None:
+    """A flag for every CrawlSettings field that has no hand-written one, made from the
+    field's type, description and default, so no setting is left reachable only by TOML or
+    environment (a new field gets its flag without touching this file)."""
+    from .config import CrawlSettings
+
+    taken = {a.dest for a in p._actions} | {"seeds", "output"}
+    where = {name: title for title, _, names in _CRAWL_GROUPS for name in names}
+    for name, field in CrawlSettings.model_fields.items():
+        if name in taken:
+            continue
+        title = where.get(name, _OTHER_GROUP)
+        if title not in groups:
+            groups[title] = p.add_argument_group(title)
+        flags = _FLAG_NAMES.get(name, ("--" + name.replace("_", "-"),))
+        groups[title].add_argument(*flags, dest=name, **_flag_kind(name, field))
+
+
+def _flag_kind(name: str, field: Any) -> dict[str, Any]:
+    """argparse keywords for a setting's flag: its type, metavar, choices and help."""
+    import typing
+
+    from .config import _LIMITS, _LIST_SPLIT
+
+    text = field.description or name.replace("_", " ")
+    annotation = field.annotation
+    args = [a for a in typing.get_args(annotation) if a is not type(None)]
+    base = args[0] if args and typing.get_origin(annotation) is not Literal else annotation
+    default = field.get_default(call_default_factory=True)
+    if base is bool:
+        state = "on" if default else "off"
+        return {"action": argparse.BooleanOptionalAction, "help": f"{text} (default {state})"}
+    shown = "none" if default is None and name in _LIMITS else default
+    kw: dict[str, Any] = {"help": text if shown is None else f"{text} (default {shown})"}
+    if name in _LIST_SPLIT:
+        kw.update(action="append", help=f"{text} (repeatable)")
+    elif name in _LIMITS:
+        kw.update(type=_limit, metavar="N|none")
+    elif typing.get_origin(annotation) is Literal:
+        kw["choices"] = typing.get_args(annotation)
+    elif base is Path:
+        kw["type"] = Path
+        kw["metavar"] = "FILE"
+    elif base in (int, float):
+        kw["type"] = base
+        seconds = name.endswith(("timeout", "delay", "_ttl", "_time"))
+        kw["metavar"] = "S" if seconds and base is float or name.endswith("_time") else "N"
+    kw["metavar"] = _METAVARS.get(name, kw.get("metavar"))
+    if kw["metavar"] is None:
+        del kw["metavar"]
+    return kw
 
 
 def _limit(text: str) -> int | str:
@@ -179,92 +290,40 @@ def _limit(text: str) -> int | str:
         ) from None
 
 
-# trap limits: (flag, setting, help); docs/crawler.md, "Traps"
-_TRAP_FLAGS = (
-    ("--host-budget", "host_budget", "URLs accepted per host at most (default 100000)"),
-    ("--max-path-segments", "max_path_segments", "more path segments: a trap (default 20)"),
-    (
-        "--calendar-years-back",
-        "calendar_years_back",
-        "a date-only URL more years back is a calendar trap (default 30)",
-    ),
-    (
-        "--calendar-years-ahead",
-        "calendar_years_ahead",
-        "a date-only URL more years ahead is a calendar trap (default 5)",
-    ),
-    (
-        "--max-queries-per-path",
-        "max_queries_per_path",
-        "distinct query strings per path, per worker (default 10000)",
-    ),
-    (
-        "--max-query-shapes",
-        "max_query_shapes",
-        "distinct parameter-name sequences per path, per worker (default 50)",
-    ),
-)
-
-
-def _add_trap_flags(p: argparse.ArgumentParser) -> None:
-    g = p.add_argument_group(
-        "trap limits", "Each takes a whole number or none (no limit); docs/crawler.md, Traps."
-    )
-    for flag, _setting, text in _TRAP_FLAGS:
-        g.add_argument(flag, type=_limit, metavar="N|none", help=text)
-
-
-def _trap_flags(args: argparse.Namespace) -> dict[str, Any]:
-    return {setting: getattr(args, setting) for _flag, setting, _text in _TRAP_FLAGS}
+def _usage_error(message: str) -> int:
+    print(f"gossamer: error: {message}", file=sys.stderr)
+    return Exit.USAGE
 
 
 def _run_crawl(args: argparse.Namespace) -> int:
-    from .config import SettingsError, load_settings
+    from .config import CrawlSettings, SettingsError, load_settings, parse_set_options
     from .engine.run import CrawlError, run_crawl
 
     if args.redis:
         if args.resume or args.recrawl:
-            print(
-                "gossamer: error: --resume and --recrawl are for embedded crawls: a cluster "
-                "crawl lives in Redis (start `gossamer worker` again to go on)",
-                file=sys.stderr,
+            return _usage_error(
+                "--resume and --recrawl are for embedded crawls: a cluster "
+                "crawl lives in Redis (start `gossamer worker` again to go on)"
             )
-            return 2
         args.output = args.output or Path("gossamer-worker")
-    flags = {
-        "seeds": args.seeds or None,
-        "output": args.resume or args.output,
-        "max_pages": args.max_pages,
-        "max_depth": args.max_depth,
-        "scope": args.scope,
-        "allow": args.allow,
-        "deny": args.deny,
-        "workers": args.workers,
-        "concurrency": args.concurrency,
-        "per_host": args.per_host,
-        "per_ip": args.per_ip,
-        "delay": args.delay,
-        "low_speed_limit": args.low_speed_limit,
-        "low_speed_time": args.low_speed_time,
-        "lease_order": args.lease_order,
-        "user_agent": args.user_agent,
-        "resolve": args.resolve,
-        "resolve_file": args.resolve_file,
-        "allow_private": args.allow_private,
-        "obey_robots": False if args.ignore_robots else None,
-        "use_sitemaps": True if args.sitemaps else None,
-        "warc": False if args.no_warc else None,
-        "recrawl": args.recrawl,
-        "seen_set": args.seen_set,
-        **_trap_flags(args),
-    }
+    else:
+        given = [flag for dest, flag in _CLUSTER_ONLY.items() if getattr(args, dest) is not None]
+        if given:
+            return _usage_error(
+                f"{given[0]} is for cluster crawls: add --redis URL, or leave {given[0]} out"
+            )
+    flags = {name: getattr(args, name, None) for name in CrawlSettings.model_fields}
+    flags["seeds"] = args.seeds or None
+    flags["output"] = args.resume or args.output
     if args.redis:
         flags["workers"] = None  # local worker processes, not a setting of the crawl
     try:
-        settings = load_settings(flags, config=args.config)
+        overrides = parse_set_options(args.set_options)
+        settings = load_settings(flags, config=args.config, overrides=overrides)
         if settings.seen_set != "exact" and not args.redis:
             raise SettingsError("seen_set: a Bloom seen-set is for cluster crawls (--redis)")
-        if (args.partition == "sized") != (args.site_sizes is not None):
+        partition = args.partition or "dynamic"
+        if (partition == "sized") != (args.site_sizes is not None):
             raise SettingsError("--partition sized and --site-sizes SOURCE go together")
         if args.redis:
             from .cluster.control import run_cluster_crawl
@@ -280,22 +339,21 @@ def _run_crawl(args: argparse.Namespace) -> int:
             return run_cluster_crawl(
                 args.redis,
                 settings,
-                partition=args.partition,
+                partition=partition,
                 epsilon=args.epsilon,
                 period=args.phase_period,
                 phases=args.phases,
                 weights=weights,
-                heartbeat_ttl=args.heartbeat_ttl,
+                heartbeat_ttl=5.0 if args.heartbeat_ttl is None else args.heartbeat_ttl,
                 workers=args.workers,
-                detach=args.detach,
+                detach=bool(args.detach),
                 progress=None if args.quiet else sys.stderr,
             )
         return run_crawl(
             settings, resume=args.resume is not None, progress=None if args.quiet else sys.stderr
         )
     except (SettingsError, CrawlError) as exc:
-        print(f"gossamer: error: {exc}", file=sys.stderr)
-        return 2
+        return _usage_error(str(exc))
 
 
 def _run_demo(args: argparse.Namespace) -> int:
@@ -305,7 +363,9 @@ def _run_demo(args: argparse.Namespace) -> int:
 
 
 def _add_worker(sub: Any) -> None:
-    p = sub.add_parser("crawl-worker", help=argparse.SUPPRESS)
+    # internal (a pool's worker process): no help= keyword, so `gossamer --help` does not list
+    # it (help=argparse.SUPPRESS still printed "crawl-worker ==SUPPRESS==")
+    p = sub.add_parser("crawl-worker")
     p.add_argument("dir", type=Path)
     p.add_argument("--part", required=True)
     p.set_defaults(func=_run_worker)
@@ -465,13 +525,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     command = next((a for a in argv if not a.startswith("-")), None)
     parser = build_parser(with_testweb=command not in _LIGHT_COMMANDS)
-    args = parser.parse_args(argv)
     try:
+        args = parser.parse_args(argv)
         result: int = args.func(args)
+        sys.stdout.flush()  # a closed pipe shows here, inside the try, not at interpreter exit
+    except BrokenPipeError:
+        # the reader went away (`gossamer testweb info | head`): stop quietly. Python's recipe
+        # (docs of the signal module, "Note on SIGPIPE"): point stdout at devnull so the flush
+        # at exit does not raise again. Exit 0: the output was cut short on purpose.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return Exit.OK
     except ValueError as exc:
-        parser.exit(2, f"gossamer: error: {exc}\n")
+        parser.exit(Exit.USAGE, f"gossamer: error: {exc}\n")
     except KeyboardInterrupt:
-        return 130
+        return Exit.INTERRUPTED
     return result
 
 

@@ -1,4 +1,4 @@
-"""Typed crawl settings: flags > `GOSSAMER_*` environment > TOML file > defaults.
+"""Typed crawl settings: flags > `-s KEY=VALUE` > `GOSSAMER_*` environment > TOML > defaults.
 
 One composition root: `load_settings()` validates everything at start and raises
 `SettingsError` with every problem in one readable message.
@@ -6,15 +6,18 @@ One composition root: `load_settings()` validates everything at start and raises
 
 from __future__ import annotations
 
+import json
 import os
 import re
+import sys
 import tomllib
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import Field, ValidationError, field_validator, model_validator
+from pydantic import Field, ValidationError, ValidationInfo, field_validator, model_validator
 from pydantic_settings import (
     BaseSettings,
+    NoDecode,
     PydanticBaseSettingsSource,
     SettingsConfigDict,
 )
@@ -38,20 +41,86 @@ class SettingsError(ValueError):
     """Invalid settings; the message lists every problem, one per line."""
 
 
+class SeedsFileError(Exception):
+    """A seeds file cannot be read or holds a bad line. Not a ValueError, so pydantic does not
+    wrap it: load_settings turns it into one SettingsError line naming FILE:LINE."""
+
+
+# A list setting given as text (a GOSSAMER_* variable, `-s KEY=VALUE`): a JSON list, or items
+# split by whitespace and by commas that start a new item. pydantic-settings would otherwise
+# demand JSON (`GOSSAMER_SEEDS=http://a/` was a JSON parse error).
+_URL_SPLIT = re.compile(r"\s+|,\s*(?=[A-Za-z][A-Za-z0-9+.-]*://)")  # a comma before a scheme
+
+
+def _text_to_list(value: Any, split: str) -> Any:
+    if not isinstance(value, str):
+        return value
+    text = value.strip()
+    if text.startswith("["):
+        try:
+            return json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"not a valid JSON list: {exc}") from None
+    if not text:
+        return []
+    if split == "one":  # a regex may hold spaces and commas: the whole text is one item
+        return [text]
+    pattern = _URL_SPLIT if split == "urls" else re.compile(r"[\s,]+")
+    return [item for item in pattern.split(text) if item]
+
+
+# list settings: how a text value splits (see _text_to_list)
+_LIST_SPLIT = {"seeds": "urls", "allow": "one", "deny": "one", "resolve": "words"}
+TextList = Annotated[list[str], NoDecode]
+
+
+def read_seeds_file(path: Path) -> list[str]:
+    """The seed URLs of a seeds file (`-` is standard input): one URL a line; blank lines and
+    lines starting with `#` are skipped. The first bad line raises SeedsFileError naming
+    FILE:LINE and the URL."""
+    from .urls import URLError, canonicalize
+
+    name = "<stdin>" if str(path) == "-" else str(path)
+    try:
+        text = sys.stdin.read() if str(path) == "-" else path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise SeedsFileError(f"cannot read seeds file {name}: {reason}") from None
+    seeds = []
+    for number, line in enumerate(text.splitlines(), 1):
+        url = line.strip()
+        if not url or url.startswith("#"):
+            continue
+        try:
+            seeds.append(canonicalize(url))
+        except URLError as exc:
+            raise SeedsFileError(
+                f"{name}:{number}: invalid seed URL {url!r}: {exc}; fix or remove that line"
+            ) from None
+    return seeds
+
+
 class CrawlSettings(BaseSettings):
     """Everything a crawl needs. Field names are the TOML keys; env vars are GOSSAMER_<NAME>."""
 
     model_config = SettingsConfigDict(env_prefix="GOSSAMER_", extra="forbid", validate_default=True)
 
-    seeds: list[str] = Field(default_factory=list, description="start URLs")
+    seeds: TextList = Field(default_factory=list, description="start URLs")
+    seeds_file: Path | None = Field(
+        None,
+        description="more start URLs from FILE, one a line (# comments; - is stdin); read at "
+        "start into seeds (crawl.json keeps the list)",
+    )
     output: Path = Field(Path("crawl"), description="crawl directory")
     max_pages: int | None = Field(None, ge=1, description="stop after this many pages")
     max_depth: int | None = Field(
         20, ge=0, description="link hops from the seeds (seeds are depth 0; none: no limit)"
     )
-    scope: Literal["host", "domain", "all"] = "host"
-    allow: list[str] = Field(default_factory=list, description="regexes; one must match")
-    deny: list[str] = Field(default_factory=list, description="regexes; none may match")
+    scope: Literal["host", "domain", "all"] = Field(
+        "host", description="host: the seeds' hosts; domain: their registrable domains; all"
+    )
+    allow: TextList = Field(default_factory=list, description="regexes; one must match")
+    deny: TextList = Field(default_factory=list, description="regexes; none may match")
     workers: int = Field(0, ge=0, le=256, description="worker processes; 0 = one per core")
     concurrency: int = Field(64, ge=1, le=10_000, description="hosts fetched at once per worker")
     per_host: int = Field(20, ge=1, le=1000, description="URLs per host per lease (KSpider bucket)")
@@ -61,13 +130,17 @@ class CrawlSettings(BaseSettings):
     adaptive_delay: float = Field(
         0.0, ge=0, le=1000, description="rest a host N times its mean response time (0: off)"
     )
-    user_agent: str = DEFAULT_USER_AGENT
-    resolve: list[str] = Field(default_factory=list, description="HOST:IP or HOST:PORT:IP:PORT")
-    resolve_file: Path | None = None
+    user_agent: str = Field(DEFAULT_USER_AGENT, description="User-Agent header")
+    resolve: TextList = Field(
+        default_factory=list, description="HOST:IP, HOST:PORT:IP:PORT or *.domain:IP"
+    )
+    resolve_file: Path | None = Field(None, description="a file of --resolve entries, one a line")
     allow_private: bool = Field(False, description="allow loopback/private addresses")
-    connect_timeout: float = Field(10.0, gt=0)
-    first_byte_timeout: float = Field(30.0, gt=0)
-    total_timeout: float = Field(120.0, gt=0)
+    connect_timeout: float = Field(10.0, gt=0, description="seconds to connect")
+    first_byte_timeout: float = Field(
+        30.0, gt=0, description="seconds from the request to the response's first byte"
+    )
+    total_timeout: float = Field(120.0, gt=0, description="seconds a whole fetch may take")
     low_speed_limit: int = Field(
         100, ge=0, le=1 << 30, description="bytes/s under which a transfer is too slow (0: off)"
     )
@@ -75,15 +148,19 @@ class CrawlSettings(BaseSettings):
         30, ge=1, le=3600, description="seconds under low_speed_limit before the cut"
     )
     max_body: int = Field(10 * 1024 * 1024, ge=1024, description="bytes kept per response")
-    obey_robots: bool = True
+    obey_robots: bool = Field(True, description="obey robots.txt")
     robots_ttl: float = Field(
         86400.0, gt=0, le=86400, description="seconds a robots.txt is kept (RFC 9309: ≤ a day)"
     )
-    follow_nofollow: bool = False
-    html_only: bool = True
-    strip_session_ids: bool = True
-    follow_canonical: bool = True
-    use_sitemaps: bool = False
+    follow_nofollow: bool = Field(False, description="follow rel=nofollow links too")
+    html_only: bool = Field(True, description="parse only HTML responses for links")
+    strip_session_ids: bool = Field(
+        True, description="drop session-id query parameters from URLs"
+    )
+    follow_canonical: bool = Field(True, description="also queue a page's rel=canonical URL")
+    use_sitemaps: bool = Field(
+        False, description="also seed each host from the sitemaps robots.txt names"
+    )
     host_budget: int | None = Field(
         100_000, ge=1, description="URLs queued per host at most (none: no limit)"
     )
@@ -104,8 +181,10 @@ class CrawlSettings(BaseSettings):
     max_query_shapes: int | None = Field(
         50, ge=1, description="distinct parameter-name sequences one path may have (per worker)"
     )
-    max_attempts: int = Field(3, ge=1, le=20)
-    lease_ttl: float = Field(120.0, gt=1)
+    max_attempts: int = Field(3, ge=1, le=20, description="fetches of a URL before giving up")
+    lease_ttl: float = Field(
+        120.0, gt=1, description="seconds a worker holds a host's URLs before they go back"
+    )
     lease_order: Literal["largest-first", "ready"] = Field(
         "largest-first",
         description="which ready host is leased first: the one with most URLs queued "
@@ -114,8 +193,8 @@ class CrawlSettings(BaseSettings):
     seen_set: Literal["exact", "bloom"] = Field(
         "exact", description="cluster mode: the Redis frontier's seen-set (docs/cluster.md)"
     )
-    warc: bool = True
-    warc_max_bytes: int = Field(1024**3, ge=1024 * 1024)
+    warc: bool = Field(True, description="write WARC files")
+    warc_max_bytes: int = Field(1024**3, ge=1024 * 1024, description="bytes per WARC file")
     recrawl: Path | None = Field(
         None, description="re-crawl this finished crawl directory with conditional GETs"
     )
@@ -150,6 +229,11 @@ class CrawlSettings(BaseSettings):
             except ValueError:
                 raise ValueError(f"expected a whole number or {NO_LIMIT}, got {value!r}") from None
         return value
+
+    @field_validator(*_LIST_SPLIT, mode="before")
+    @classmethod
+    def _list_from_text(cls, value: Any, info: ValidationInfo) -> Any:
+        return _text_to_list(value, _LIST_SPLIT[str(info.field_name)])
 
     @field_validator("seeds")
     @classmethod
@@ -190,6 +274,15 @@ class CrawlSettings(BaseSettings):
 
     @model_validator(mode="after")
     def _consistent(self) -> CrawlSettings:
+        if self.seeds_file is not None:
+            # read once: crawl.json stores the resolved seeds and no file, so a resume (or a
+            # pool worker loading crawl.json) never reads it again
+            known = set(self.seeds)
+            for url in read_seeds_file(self.seeds_file):
+                if url not in known:
+                    known.add(url)
+                    self.seeds.append(url)
+            self.seeds_file = None
         if self.recrawl is not None:
             from .engine.recrawl import check_recrawl_dir, old_seeds
 
@@ -213,7 +306,7 @@ class CrawlSettings(BaseSettings):
         dotenv_settings: PydanticBaseSettingsSource,
         file_secret_settings: PydanticBaseSettingsSource,
     ) -> tuple[PydanticBaseSettingsSource, ...]:
-        # flags (init) > environment > TOML (passed as init defaults by load_settings)
+        # flags and -s (init) > environment > TOML (passed as init defaults by load_settings)
         return (init_settings, env_settings)
 
     def effective_workers(self) -> int:
@@ -238,10 +331,33 @@ def _read_toml(path: Path) -> dict[str, Any]:
     return crawl
 
 
+def parse_set_options(items: list[str]) -> dict[str, str]:
+    """`-s KEY=VALUE` options as {KEY: VALUE}. KEY is a setting (its TOML key; `-` may stand
+    for `_`); VALUE is text, parsed as its GOSSAMER_* variable would be. A later one wins."""
+    import difflib
+
+    out: dict[str, str] = {}
+    for item in items:
+        key, eq, value = item.partition("=")
+        key = key.strip().replace("-", "_")
+        if not eq or not key:
+            raise SettingsError(f"-s {item!r}: expected KEY=VALUE, e.g. -s max_body=1048576")
+        if key not in CrawlSettings.model_fields:
+            close = difflib.get_close_matches(key, CrawlSettings.model_fields, n=3, cutoff=0.6)
+            hint = f"did you mean {', '.join(close)}?" if close else "see docs/cli.md, Settings"
+            raise SettingsError(f"-s {item!r}: no setting {key!r}; {hint}")
+        out[key] = value
+    return out
+
+
 def load_settings(
-    flags: dict[str, Any] | None = None, *, config: Path | None = None
+    flags: dict[str, Any] | None = None,
+    *,
+    config: Path | None = None,
+    overrides: dict[str, Any] | None = None,
 ) -> CrawlSettings:
-    """Settings from flags (None values ignored), `GOSSAMER_*` env vars and a TOML file.
+    """Settings from flags (None values ignored), `-s` overrides, `GOSSAMER_*` env vars and a
+    TOML file, in that order of precedence.
 
     The TOML file may hold the keys at top level or under `[crawl]`."""
     values: dict[str, Any] = {}
@@ -254,11 +370,14 @@ def load_settings(
     }
     for k in env_keys:
         values.pop(k, None)  # the environment beats the file
+    values.update(overrides or {})  # -s KEY=VALUE beats the environment
     values.update({k: v for k, v in (flags or {}).items() if v is not None})
     try:
         return CrawlSettings(**values)
     except ValidationError as exc:
         raise SettingsError(_format_errors(exc)) from None
+    except SeedsFileError as exc:
+        raise SettingsError(str(exc)) from None
 
 
 def _format_errors(exc: ValidationError) -> str:
