@@ -7,10 +7,13 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from . import __version__
 from .exitcodes import Exit
+
+if TYPE_CHECKING:
+    from .config import CrawlSettings
 
 
 def build_parser(with_testweb: bool = True) -> argparse.ArgumentParser:
@@ -79,9 +82,16 @@ _CRAWL_GROUPS: tuple[tuple[str, str | None, tuple[str, ...]], ...] = (
     (
         "politeness",
         None,
-        ("delay", "max_crawl_delay", "adaptive_delay", "per_ip", "obey_robots", "robots_ttl",
-         "user_agent"),
-    ),  # fmt: skip
+        (
+            "delay",
+            "max_crawl_delay",
+            "adaptive_delay",
+            "per_ip",
+            "obey_robots",
+            "robots_ttl",
+            "user_agent",
+        ),
+    ),
     (
         "fetching",
         None,
@@ -268,7 +278,7 @@ def _flag_kind(name: str, field: Any) -> dict[str, Any]:
     elif base in (int, float):
         kw["type"] = base
         seconds = name.endswith(("timeout", "delay", "_ttl", "_time"))
-        kw["metavar"] = "S" if seconds and base is float or name.endswith("_time") else "N"
+        kw["metavar"] = "S" if seconds else "N"
     kw["metavar"] = _METAVARS.get(name, kw.get("metavar"))
     if kw["metavar"] is None:
         del kw["metavar"]
@@ -295,8 +305,22 @@ def _usage_error(message: str) -> int:
     return Exit.USAGE
 
 
+def crawl_settings(args: argparse.Namespace) -> CrawlSettings:
+    """The settings of a parsed `gossamer crawl` command line: its flags (None: not given)
+    over its -s KEY=VALUE over GOSSAMER_* over --config FILE. Raises SettingsError."""
+    from .config import CrawlSettings, load_settings, parse_set_options
+
+    flags = {name: getattr(args, name, None) for name in CrawlSettings.model_fields}
+    flags["seeds"] = args.seeds or None
+    flags["output"] = args.resume or args.output
+    if args.redis:
+        flags["workers"] = None  # local worker processes, not a setting of the crawl
+    overrides = parse_set_options(args.set_options)
+    return load_settings(flags, config=args.config, overrides=overrides)
+
+
 def _run_crawl(args: argparse.Namespace) -> int:
-    from .config import CrawlSettings, SettingsError, load_settings, parse_set_options
+    from .config import SettingsError
     from .engine.run import CrawlError, run_crawl
 
     if args.redis:
@@ -312,14 +336,8 @@ def _run_crawl(args: argparse.Namespace) -> int:
             return _usage_error(
                 f"{given[0]} is for cluster crawls: add --redis URL, or leave {given[0]} out"
             )
-    flags = {name: getattr(args, name, None) for name in CrawlSettings.model_fields}
-    flags["seeds"] = args.seeds or None
-    flags["output"] = args.resume or args.output
-    if args.redis:
-        flags["workers"] = None  # local worker processes, not a setting of the crawl
     try:
-        overrides = parse_set_options(args.set_options)
-        settings = load_settings(flags, config=args.config, overrides=overrides)
+        settings = crawl_settings(args)
         if settings.seen_set != "exact" and not args.redis:
             raise SettingsError("seen_set: a Bloom seen-set is for cluster crawls (--redis)")
         partition = args.partition or "dynamic"

@@ -1,0 +1,191 @@
+"""The command line's parsing: seeds files, -s KEY=VALUE, a flag for every setting, list
+settings as text (issue 16). The real CLI in a subprocess: tests/e2e/test_cli_e2e.py."""
+
+from __future__ import annotations
+
+import argparse
+import io
+from pathlib import Path
+
+import pytest
+
+from gossamer.cli import _CRAWL_GROUPS, build_parser, crawl_settings
+from gossamer.config import (
+    CrawlSettings,
+    SeedsFileError,
+    SettingsError,
+    load_settings,
+    parse_set_options,
+    read_seeds_file,
+)
+
+
+def crawl_parser() -> argparse.ArgumentParser:
+    parser = build_parser(with_testweb=False)
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    crawl: argparse.ArgumentParser = sub.choices["crawl"]
+    return crawl
+
+
+def settings_of(*argv: str) -> CrawlSettings:
+    return crawl_settings(build_parser(with_testweb=False).parse_args(["crawl", *argv]))
+
+
+def test_seeds_file_comments_blanks_and_canonical_urls(tmp_path: Path) -> None:
+    f = tmp_path / "seeds.txt"
+    f.write_text("# my seeds\n\nHTTP://A.example/x/../y\n  http://b.example/  \n#http://c/\n")
+    assert read_seeds_file(f) == ["http://a.example/y", "http://b.example/"]
+
+
+def test_seeds_file_bad_line_names_file_line_and_url(tmp_path: Path) -> None:
+    f = tmp_path / "seeds.txt"
+    f.write_text("http://a.example/\n# fine\nftp://b.example/\n")
+    with pytest.raises(SeedsFileError, match=r"seeds\.txt:3: invalid seed URL 'ftp://b\.example/'"):
+        read_seeds_file(f)
+    with pytest.raises(SeedsFileError, match="cannot read seeds file .*missing"):
+        read_seeds_file(tmp_path / "missing")
+
+
+def test_seeds_file_dash_is_stdin(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("sys.stdin", io.StringIO("http://a.example/\n# c\nhttp://b.example/\n"))
+    s = settings_of("http://z.example/", "-i", "-")
+    assert s.seeds == ["http://z.example/", "http://a.example/", "http://b.example/"]
+
+
+def test_seeds_file_joins_seed_arguments_once_and_is_not_read_again(tmp_path: Path) -> None:
+    f = tmp_path / "seeds.txt"
+    f.write_text("http://b.example/\nhttp://a.example/\n")
+    s = settings_of("http://a.example/", "--seeds-file", str(f))
+    assert s.seeds == ["http://a.example/", "http://b.example/"]  # a duplicate is dropped
+    manifest = s.manifest()
+    assert manifest["seeds_file"] is None and manifest["seeds"] == s.seeds
+    f.unlink()  # crawl.json round-trips (a resume, a pool worker) without the file
+    assert CrawlSettings(**manifest).seeds == s.seeds
+
+
+def test_seeds_file_as_setting_env_and_toml(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    f = tmp_path / "seeds.txt"
+    f.write_text("http://a.example/\n")
+    cfg = tmp_path / "c.toml"
+    cfg.write_text(f'seeds_file = "{f}"\n')
+    assert load_settings({}, config=cfg).seeds == ["http://a.example/"]
+    monkeypatch.setenv("GOSSAMER_SEEDS_FILE", str(f))
+    assert load_settings({}).seeds == ["http://a.example/"]
+    f.write_text("mailto:x@example.org\n")
+    with pytest.raises(SettingsError, match=r"seeds\.txt:1: invalid seed URL 'mailto"):
+        load_settings({})
+
+
+@pytest.mark.parametrize(
+    ("text", "seeds"),
+    [
+        ("http://a.example/", ["http://a.example/"]),
+        ("http://a.example/ http://b.example/", ["http://a.example/", "http://b.example/"]),
+        ("http://a.example/,http://b.example/", ["http://a.example/", "http://b.example/"]),
+        ("http://a.example/a,b\nhttp://b.example/", ["http://a.example/a,b", "http://b.example/"]),
+        ('["http://a.example/"]', ["http://a.example/"]),
+    ],
+)
+def test_gossamer_seeds_env_takes_urls_or_json(
+    monkeypatch: pytest.MonkeyPatch, text: str, seeds: list[str]
+) -> None:
+    monkeypatch.setenv("GOSSAMER_SEEDS", text)
+    assert load_settings({}).seeds == seeds
+
+
+def test_list_settings_as_text(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("GOSSAMER_ALLOW", r"/a{1,3}/ b")  # one regex: commas and spaces are its own
+    monkeypatch.setenv("GOSSAMER_RESOLVE", "a.example:127.0.0.1, b.example:127.0.0.2")
+    s = load_settings({})
+    assert s.allow == [r"/a{1,3}/ b"]
+    assert s.resolve == ["a.example:127.0.0.1", "b.example:127.0.0.2"]
+    monkeypatch.setenv("GOSSAMER_DENY", '["x", "y"]')
+    assert load_settings({}).deny == ["x", "y"]
+    monkeypatch.setenv("GOSSAMER_DENY", '["x", ')
+    with pytest.raises(SettingsError, match="deny: not a valid JSON list"):
+        load_settings({})
+
+
+def test_set_option_parses_like_the_environment() -> None:
+    s = settings_of(
+        "http://a.example/",
+        "-s", "max_body=4096",
+        "--set", "obey-robots=false",
+        "-s", "max_depth=none",
+        "-s", "seeds=http://b.example/ http://c.example/",
+        "-s", "per_ip=3",
+        "-s", "per_ip=4",  # the later one wins
+    )  # fmt: skip
+    assert (s.max_body, s.obey_robots, s.max_depth, s.per_ip) == (4096, False, None, 4)
+    assert s.seeds == ["http://a.example/"]  # the SEED argument beats -s seeds=
+
+
+def test_set_option_errors_name_close_matches() -> None:
+    with pytest.raises(SettingsError, match="no setting 'max_bdy'; did you mean max_body"):
+        parse_set_options(["max_bdy=1"])
+    with pytest.raises(SettingsError, match="no setting 'zzz'; see docs/cli.md"):
+        parse_set_options(["zzz=1"])
+    with pytest.raises(SettingsError, match="expected KEY=VALUE"):
+        parse_set_options(["max_body"])
+    with pytest.raises(SettingsError, match="max_body"):
+        settings_of("http://a.example/", "-s", "max_body=12")  # below its minimum
+
+
+def test_precedence_flag_over_set_over_env_over_toml(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cfg = tmp_path / "c.toml"
+    cfg.write_text("[crawl]\ndelay = 1.5\nper_ip = 2\nmax_attempts = 5\nmax_body = 2048\n")
+    base = ("http://a.example/", "--config", str(cfg))
+    monkeypatch.setenv("GOSSAMER_PER_IP", "3")
+    monkeypatch.setenv("GOSSAMER_MAX_ATTEMPTS", "6")
+    monkeypatch.setenv("GOSSAMER_MAX_BODY", "4096")
+    s = settings_of(*base, "-s", "max_attempts=7", "-s", "max_body=8192", "--max-body", "16384")
+    assert s.delay == 1.5  # TOML
+    assert s.per_ip == 3  # env over TOML
+    assert s.max_attempts == 7  # -s over env
+    assert s.max_body == 16384  # flag over -s
+
+
+def test_every_setting_has_a_flag_in_a_named_group() -> None:
+    crawl = crawl_parser()
+    dests = {a.dest for a in crawl._actions}
+    assert not [n for n in CrawlSettings.model_fields if n not in dests]
+    grouped = {n for _title, _text, names in _CRAWL_GROUPS for n in names}
+    handwritten = {"seeds", "output", "recrawl"}
+    loose = [n for n in CrawlSettings.model_fields if n not in grouped | handwritten]
+    assert not loose, f"add {loose} to a group of gossamer.cli._CRAWL_GROUPS"
+
+
+def test_dedicated_flags_reach_the_settings() -> None:
+    s = settings_of(
+        "http://a.example/",
+        "--connect-timeout", "2", "--first-byte-timeout", "3", "--total-timeout", "4",
+        "--max-crawl-delay", "5", "--max-body", "4096", "--max-attempts", "2",
+        "--robots-ttl", "60", "--lease-ttl", "30", "--warc-max-bytes", "2097152",
+        "--max-path-repeat", "4", "--adaptive-delay", "1.5",
+        "--no-obey-robots", "--follow-nofollow", "--no-html-only", "--no-strip-session-ids",
+        "--no-follow-canonical", "--no-warc", "--sitemaps", "--max-pages", "none",
+    )  # fmt: skip
+    assert (s.connect_timeout, s.first_byte_timeout, s.total_timeout) == (2, 3, 4)
+    assert (s.max_crawl_delay, s.max_body, s.max_attempts, s.robots_ttl) == (5, 4096, 2, 60)
+    assert (s.lease_ttl, s.warc_max_bytes, s.max_path_repeat) == (30, 2097152, 4)
+    assert s.adaptive_delay == 1.5 and s.max_pages is None
+    assert not (s.obey_robots or s.html_only or s.strip_session_ids or s.follow_canonical)
+    assert s.follow_nofollow and s.use_sitemaps and not s.warc
+    assert not settings_of("http://a.example/", "--ignore-robots").obey_robots
+    defaults = settings_of("http://a.example/")
+    assert defaults.obey_robots and defaults.warc and defaults.max_body == 10 * 1024 * 1024
+
+
+def test_crawl_help_groups_its_flags() -> None:
+    text = crawl_parser().format_help()
+    positions = [text.index(f"\n{title}:") for title, _text, _names in _CRAWL_GROUPS]
+    assert positions == sorted(positions)
+    assert "--connect-timeout S" in text and "--max-crawl-delay S" in text
+    assert "other settings:" not in text
+
+
+def test_partition_default_is_applied_later() -> None:
+    args = build_parser(with_testweb=False).parse_args(["crawl", "http://a.example/"])
+    assert args.partition is None and args.heartbeat_ttl is None and args.detach is None
