@@ -42,7 +42,7 @@ def test_seeds_file_bad_line_names_file_line_and_url(tmp_path: Path) -> None:
     f.write_text("http://a.example/\n# fine\nftp://b.example/\n")
     with pytest.raises(SeedsFileError, match=r"seeds\.txt:3: invalid seed URL 'ftp://b\.example/'"):
         read_seeds_file(f)
-    with pytest.raises(SeedsFileError, match="cannot read seeds file .*missing"):
+    with pytest.raises(SeedsFileError, match=r"cannot read seeds file .*missing"):
         read_seeds_file(tmp_path / "missing")
 
 
@@ -63,7 +63,9 @@ def test_seeds_file_joins_seed_arguments_once_and_is_not_read_again(tmp_path: Pa
     assert CrawlSettings(**manifest).seeds == s.seeds
 
 
-def test_seeds_file_as_setting_env_and_toml(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_seeds_file_as_setting_env_and_toml(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     f = tmp_path / "seeds.txt"
     f.write_text("http://a.example/\n")
     cfg = tmp_path / "c.toml"
@@ -123,7 +125,7 @@ def test_set_option_parses_like_the_environment() -> None:
 def test_set_option_errors_name_close_matches() -> None:
     with pytest.raises(SettingsError, match="no setting 'max_bdy'; did you mean max_body"):
         parse_set_options(["max_bdy=1"])
-    with pytest.raises(SettingsError, match="no setting 'zzz'; see docs/cli.md"):
+    with pytest.raises(SettingsError, match=r"no setting 'zzz'; see docs/cli\.md"):
         parse_set_options(["zzz=1"])
     with pytest.raises(SettingsError, match="expected KEY=VALUE"):
         parse_set_options(["max_body"])

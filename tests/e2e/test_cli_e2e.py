@@ -130,7 +130,8 @@ def test_seeds_from_env_stdin_and_flags_for_every_kind_of_setting(tmp_path: Path
             "--connect-timeout", "2", "--first-byte-timeout", "3", "--total-timeout", "4",
             "--max-crawl-delay", "0", "--max-body", "65536", "--max-attempts", "2",
             "-s", "per_ip=2", "-s", "low_speed_time=7", "--no-follow-canonical",
-            cwd=tmp_path, stdin=f"# from stdin\n{web.url(2, 0)}\n", env={"GOSSAMER_SEEDS": env_seeds},
+            cwd=tmp_path, stdin=f"# from stdin\n{web.url(2, 0)}\n",
+            env={"GOSSAMER_SEEDS": env_seeds},
         )  # fmt: skip
     assert r.returncode == Exit.OK, r.stderr
     manifest = json.loads((tmp_path / "out" / "crawl.json").read_text())
