@@ -70,6 +70,16 @@ def test_unknown_set_key_names_close_matches_and_changes_nothing(tmp_path: Path)
     assert snapshot(tmp_path) == before and not (tmp_path / "out").exists()
 
 
+def test_gossamer_seeds_is_a_list_of_urls_not_json(tmp_path: Path) -> None:
+    """GOSSAMER_SEEDS=URL… is read as URLs (it was a pydantic JSON parse error): the second of
+    two is checked, and named, as a seed URL."""
+    env = {"GOSSAMER_SEEDS": "http://a.example/ ftp://b.example/"}
+    r = gossamer("crawl", "-o", "out", cwd=tmp_path, env=env)
+    assert r.returncode == Exit.USAGE
+    assert "invalid seed URL 'ftp://b.example/'" in r.stderr and "JSON" not in r.stderr
+    assert not (tmp_path / "out").exists()
+
+
 @pytest.mark.parametrize(
     "flag",
     [
