@@ -191,3 +191,20 @@ def test_crawl_help_groups_its_flags() -> None:
 def test_partition_default_is_applied_later() -> None:
     args = build_parser(with_testweb=False).parse_args(["crawl", "http://a.example/"])
     assert args.partition is None and args.heartbeat_ttl is None and args.detach is None
+
+
+def test_a_broken_pipe_other_than_stdout_is_not_hidden(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Only a closed standard output ends quietly (tests/e2e/test_cli_e2e.py); a broken pipe
+    elsewhere (a worker's, a socket) is a real failure and propagates."""
+    import gossamer.cli
+
+    def broken(_args: argparse.Namespace) -> int:
+        raise BrokenPipeError("a worker's pipe")
+
+    monkeypatch.setattr(gossamer.cli, "_run_report", broken)
+    with (tmp_path / "out").open("w") as out:  # a file: poll never reports an error on it
+        monkeypatch.setattr("sys.stdout", out)
+        with pytest.raises(BrokenPipeError, match="a worker's pipe"):
+            gossamer.cli.main(["report", str(tmp_path)])

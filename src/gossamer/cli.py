@@ -539,6 +539,18 @@ _LIGHT_COMMANDS = frozenset(
 )
 
 
+def _stdout_is_closed() -> bool:
+    """Whether standard output is a pipe whose reader has gone (poll says POLLERR)."""
+    import select
+
+    try:
+        poller = select.poll()
+        poller.register(sys.stdout.fileno(), select.POLLOUT)
+        return any(events & select.POLLERR for _fd, events in poller.poll(0))
+    except (OSError, ValueError):  # no stdout, or one without a file descriptor
+        return False
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     command = next((a for a in argv if not a.startswith("-")), None)
@@ -548,6 +560,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         result: int = args.func(args)
         sys.stdout.flush()  # a closed pipe shows here, inside the try, not at interpreter exit
     except BrokenPipeError:
+        if not _stdout_is_closed():
+            raise  # another pipe or socket (a worker's, Redis's): a real failure, not `| head`
         # the reader went away (`gossamer testweb info | head`): stop quietly. Python's recipe
         # (docs of the signal module, "Note on SIGPIPE"): point stdout at devnull so the flush
         # at exit does not raise again. Exit 0: the output was cut short on purpose.
