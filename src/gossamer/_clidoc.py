@@ -130,7 +130,10 @@ def render() -> str:
     """docs/cli.md's text."""
     parser = build_parser()
     lines = [_PREAMBLE.rstrip(), "", "## Exit codes", ""]
-    lines.append("The same table for every subcommand (src/gossamer/exitcodes.py).")
+    lines.append(
+        "The same table for every subcommand (src/gossamer/exitcodes.py). Output into a pipe "
+        "whose reader has gone (`gossamer testweb info | head`) ends quietly, status 0."
+    )
     lines += ["", "| status | name | meaning |", "|---|---|---|"]
     for code in sorted(MEANINGS):
         lines.append(f"| {code} | `{Exit(code).name}` | {_cell(MEANINGS[code])} |")
