@@ -381,9 +381,11 @@ def load_settings(
 
 
 def _format_errors(exc: ValidationError) -> str:
-    lines = ["invalid settings:"]
+    problems = []
     for err in exc.errors():
         where = ".".join(str(p) for p in err["loc"]) or "settings"
         msg = err["msg"].removeprefix("Value error, ")
-        lines.append(f"  {where}: {msg}")
-    return "\n".join(lines)
+        problems.append(f"{where}: {msg}")
+    if len(problems) == 1:  # the usual case: one line, `gossamer: error: invalid settings: …`
+        return f"invalid settings: {problems[0]}"
+    return "\n  ".join(["invalid settings:", *problems])
