@@ -266,7 +266,7 @@ def _flag_kind(name: str, field: Any) -> dict[str, Any]:
         return {"action": argparse.BooleanOptionalAction, "help": f"{text} (default {state})"}
     shown = "none" if default is None and name in _LIMITS else default
     kw: dict[str, Any] = {"help": text if shown is None else f"{text} (default {shown})"}
-    if name in _LIST_SPLIT:
+    if name in _LIST_SPLIT or typing.get_origin(annotation) is list:
         kw.update(action="append", help=f"{text} (repeatable)")
     elif name in _LIMITS:
         kw.update(type=_limit, metavar="N|none")
