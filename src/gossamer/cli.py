@@ -105,6 +105,7 @@ def _add_crawl(sub: Any) -> None:
         help="HOST:IP, HOST:PORT:IP:PORT or *.domain:IP (repeatable)",
     )  # fmt: skip
     p.add_argument("--resolve-file", type=Path, metavar="FILE", help="one --resolve per line")
+    _add_fetch_option_flags(p)
     p.add_argument(
         "--allow-private",
         action="store_true",
@@ -162,6 +163,39 @@ def _add_crawl(sub: Any) -> None:
         help="start the local workers in the background and return at once",
     )
     p.set_defaults(func=_run_crawl)
+
+
+def _add_fetch_option_flags(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "-H", "--header", action="append", dest="headers", metavar="'NAME: VALUE'",
+        help="send this header with every request, robots.txt and sitemaps included "
+        "(repeatable; docs/crawler/fetch.md)",
+    )  # fmt: skip
+    p.add_argument(
+        "--proxy",
+        metavar="URL|env|none",
+        help="fetch through this HTTP proxy, http://[USER:PASSWORD@]HOST:PORT; env: the one "
+        "http_proxy/https_proxy name; none (default): no proxy, the variables ignored",
+    )
+
+
+def _check_proxy(settings: Any) -> int | None:
+    """Exit.UNAVAILABLE, said on stderr, when the crawl's proxy accepts no connection
+    (checked once at start: a dead proxy would otherwise fail every fetch of the crawl)."""
+    from .exitcodes import Exit
+    from .fetch.options import PROXY_FROM_ENV, PROXY_NONE, probe_proxy, redact_proxy
+
+    if settings.proxy in (PROXY_NONE, PROXY_FROM_ENV):
+        return None
+    problem = probe_proxy(settings.proxy, settings.connect_timeout)
+    if problem is None:
+        return None
+    print(
+        f"gossamer: error: the proxy {redact_proxy(settings.proxy)} cannot be reached: "
+        f"{problem}; check --proxy (or run without it)",
+        file=sys.stderr,
+    )
+    return Exit.UNAVAILABLE
 
 
 def _limit(text: str) -> int | str:
@@ -250,6 +284,8 @@ def _run_crawl(args: argparse.Namespace) -> int:
         "user_agent": args.user_agent,
         "resolve": args.resolve,
         "resolve_file": args.resolve_file,
+        "headers": args.headers,
+        "proxy": args.proxy,
         "allow_private": args.allow_private,
         "obey_robots": False if args.ignore_robots else None,
         "use_sitemaps": True if args.sitemaps else None,
@@ -266,6 +302,8 @@ def _run_crawl(args: argparse.Namespace) -> int:
             raise SettingsError("seen_set: a Bloom seen-set is for cluster crawls (--redis)")
         if (args.partition == "sized") != (args.site_sizes is not None):
             raise SettingsError("--partition sized and --site-sizes SOURCE go together")
+        if (proxy_status := _check_proxy(settings)) is not None:
+            return proxy_status
         if args.redis:
             from .cluster.control import run_cluster_crawl
 
