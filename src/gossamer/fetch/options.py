@@ -127,6 +127,8 @@ def check_proxy(text: str) -> str:
     if text.lower() in (PROXY_FROM_ENV, PROXY_NONE):
         return text.lower()
     shown = redact_proxy(text)
+    if any(c in text for c in "\r\n\t\0 "):
+        raise ValueError(f"proxy {shown} holds a space or a control character")
     try:
         parts = urlsplit(text)
         port = parts.port
@@ -147,24 +149,20 @@ def check_proxy(text: str) -> str:
                          "http://HOST:PORT")  # fmt: skip
     if port == 0:
         raise ValueError(f"proxy {shown}: port 0 is not a port")
-    if any(c in text for c in "\r\n\t\0 "):
-        raise ValueError(f"proxy {shown} holds a space or a control character")
     return text
 
 
 def redact_proxy(url: str | None) -> str | None:
-    """`url` with its password (if any) replaced by `****`: what may be printed or logged."""
+    """`url` with its password (if any) replaced by `****`: what may be printed or logged.
+    Anything before the last `@` counts as user:password, even in a malformed URL."""
     if url is None:
         return None
-    scheme, sep, rest = url.partition("://")
-    if not sep:
-        return url
-    authority, slash, tail = rest.partition("/")
-    userinfo, at, hostport = authority.rpartition("@")
+    scheme, sep, rest = url.rpartition("://")
+    userinfo, at, hostport = rest.rpartition("@")
     if not at:
         return url
     user, colon, _password = userinfo.partition(":")
-    return f"{scheme}://{user}{':****' if colon else ''}@{hostport}{slash}{tail}"
+    return f"{scheme}{sep}{user}{':****' if colon else ''}@{hostport}"
 
 
 def proxy_address(url: str) -> tuple[str, int]:
