@@ -179,19 +179,38 @@ def _add_fetch_option_flags(p: argparse.ArgumentParser) -> None:
     )
 
 
-def _check_proxy(settings: Any) -> int | None:
+def _check_proxy(settings: Any, resume: Path | None) -> int | None:
     """Exit.UNAVAILABLE, said on stderr, when the crawl's proxy accepts no connection
-    (checked once at start: a dead proxy would otherwise fail every fetch of the crawl)."""
-    from .exitcodes import Exit
-    from .fetch.options import PROXY_FROM_ENV, PROXY_NONE, probe_proxy, redact_proxy
+    (checked once at start: a dead proxy would otherwise fail every fetch of the crawl). A
+    resumed crawl's proxy is the one in its crawl.json."""
+    import json
 
-    if settings.proxy in (PROXY_NONE, PROXY_FROM_ENV):
+    from .exitcodes import Exit
+    from .fetch.options import (
+        PROXY_FROM_ENV,
+        PROXY_NONE,
+        check_proxy,
+        probe_proxy,
+        redact_proxy,
+    )
+
+    proxy = settings.proxy
+    if resume is not None:
+        try:
+            proxy = json.loads((resume / "crawl.json").read_text()).get("proxy", PROXY_NONE)
+        except (OSError, ValueError, AttributeError):
+            return None  # not a crawl directory: run_crawl says so
+    try:
+        proxy = check_proxy(proxy)
+    except (ValueError, AttributeError):
+        return None  # an edited crawl.json: its validation says what is wrong
+    if proxy in (PROXY_NONE, PROXY_FROM_ENV):
         return None
-    problem = probe_proxy(settings.proxy, settings.connect_timeout)
+    problem = probe_proxy(proxy, settings.connect_timeout)
     if problem is None:
         return None
     print(
-        f"gossamer: error: the proxy {redact_proxy(settings.proxy)} cannot be reached: "
+        f"gossamer: error: the proxy {redact_proxy(proxy)} cannot be reached: "
         f"{problem}; check --proxy (or run without it)",
         file=sys.stderr,
     )
@@ -302,7 +321,7 @@ def _run_crawl(args: argparse.Namespace) -> int:
             raise SettingsError("seen_set: a Bloom seen-set is for cluster crawls (--redis)")
         if (args.partition == "sized") != (args.site_sizes is not None):
             raise SettingsError("--partition sized and --site-sizes SOURCE go together")
-        if (proxy_status := _check_proxy(settings)) is not None:
+        if (proxy_status := _check_proxy(settings, args.resume)) is not None:
             return proxy_status
         if args.redis:
             from .cluster.control import run_cluster_crawl

@@ -311,3 +311,20 @@ def test_a_dead_proxy_fails_at_start(tmp_path: Path) -> None:
     assert r.stderr.count("\n") == 1 and "cannot be reached" in r.stderr
     assert f"{PROXY_USER}:****@127.0.0.1" in r.stderr and PROXY_PASSWORD not in r.stderr
     assert not out.exists()
+
+
+def test_resuming_a_crawl_whose_proxy_is_dead_fails_at_start(tmp_path: Path) -> None:
+    """--resume takes the proxy in crawl.json; dead, the resume stops before touching the
+    directory."""
+    from gossamer.config import load_settings
+
+    out = tmp_path / "crawl"
+    out.mkdir()
+    dead = f"http://{PROXY_USER}:{PROXY_PASSWORD}@127.0.0.1:{free_port()}"
+    settings = load_settings({"seeds": ["http://www.example.org/"], "output": out, "proxy": dead})
+    (out / "crawl.json").write_text(json.dumps(settings.manifest()))
+    before = {p: p.stat().st_mtime_ns for p in out.rglob("*")}
+    r = gossamer("crawl", "--resume", str(out), env=clean_env())
+    assert r.returncode == 69, r.stderr
+    assert "cannot be reached" in r.stderr and PROXY_PASSWORD not in r.stderr
+    assert {p: p.stat().st_mtime_ns for p in out.rglob("*")} == before
