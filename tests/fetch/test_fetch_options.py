@@ -337,3 +337,18 @@ def test_the_private_address_guard_holds_through_a_proxy() -> None:
 
     error, proxied = run(go())
     assert error == ERROR_BLOCKED_ADDRESS and proxied == []
+
+
+def test_cluster_workers_get_the_headers_and_the_proxy() -> None:
+    """Cluster mode stores the settings in Redis for `gossamer worker` (on any machine): the
+    headers and the proxy go with them, as --resume takes them from crawl.json."""
+    from gossamer.cluster.registry import stored_settings
+    from gossamer.config import CrawlSettings
+
+    s = load_settings({"headers": ["From: a@b.org"], "proxy": "http://u:p@proxy.corp:3128"})
+    again = CrawlSettings(**stored_settings(s))
+    assert again.fetch_options() == s.fetch_options() == {
+        "headers": [("From", "a@b.org")],
+        "proxy": "http://u:p@proxy.corp:3128",
+    }
+    assert CrawlSettings(**s.manifest()).fetch_options() == s.fetch_options()
