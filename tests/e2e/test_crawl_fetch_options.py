@@ -77,6 +77,20 @@ def warc_request_heads(out: Path) -> dict[str, bytes]:
     return heads
 
 
+def warc_response_heads(out: Path) -> list[bytes]:
+    """The HTTP head of every WARC response record, as stored."""
+    from warcio.archiveiterator import ArchiveIterator
+
+    heads = []
+    for path in sorted((out / "warc").glob("*.warc.gz")):
+        with path.open("rb") as f:
+            for rec in ArchiveIterator(f, no_record_parse=True):
+                if rec.rec_type == "response":
+                    block = rec.raw_stream.read()
+                    heads.append(block[: block.find(b"\r\n\r\n") + 4])
+    return heads
+
+
 def clean_env(**extra: str) -> dict[str, str]:
     """This environment without any proxy variable (and GOSSAMER_*), plus `extra`."""
     proxy_vars = {"http_proxy", "https_proxy", "all_proxy", "no_proxy"}
@@ -190,6 +204,7 @@ def test_crawl_through_a_real_proxy_reaches_every_page(tmp_path: Path) -> None:
     assert {pinned[h] for h in fetched_hosts} == set(connects)
     # the requests inside the tunnels are recorded as sent, custom headers included
     assert heads and all(b"\r\nFrom: crawler-ops@example.org\r\n" in h for h in heads.values())
+    assert all(h.startswith(b"HTTP/1.1 ") for h in warc_response_heads(out))  # the pages' own
     # the password is never printed, nor written anywhere but crawl.json (to resume with)
     assert PROXY_PASSWORD not in r.stdout + r.stderr
     no_file_has(out, PROXY_PASSWORD, except_names=("crawl.json",))
@@ -219,6 +234,10 @@ def test_the_environment_proxy_only_with_proxy_env(tmp_path: Path) -> None:
                 assert through_proxy == 0
             else:
                 assert through_proxy > 0
+                # the proxy's "200 Connection established" is not taken for a page's head
+                heads = warc_response_heads(out)
+                assert heads and all(h.startswith(b"HTTP/1.1 ") for h in heads), heads[:3]
+                assert not any(b"Connection established" in h for h in heads)
 
 
 def _h(headers: tuple[str, ...]) -> list[str]:

@@ -747,6 +747,9 @@ class CurlFetcher:
             # a shell that has them would silently go through that proxy
             curl.setopt(pycurl.PROXY, "")
             return
+        # the proxy's answer to CONNECT ("HTTP/1.0 200 Connection established") is not the
+        # page's response: kept out of the header callback, as a 1xx would be
+        curl.setopt(_SUPPRESS_CONNECT_HEADERS, 1)
         if proxy == PROXY_FROM_ENV:
             return  # libcurl reads the variables itself, per URL (no_proxy included)
         credentials = proxy_credentials(proxy)
@@ -759,9 +762,6 @@ class CurlFetcher:
         # CONNECT_TO makes libcurl tunnel anyway (it cannot send a pinned address as a
         # proxy's absolute-form request); said here so that it does not depend on that
         curl.setopt(pycurl.HTTPPROXYTUNNEL, 1)
-        # the proxy's answer to CONNECT ("HTTP/1.0 200 Connection established") is not the
-        # page's response: kept out of the header callback, as a 1xx would be
-        curl.setopt(_SUPPRESS_CONNECT_HEADERS, 1)
 
     def _failed(
         self, url: str, key: str, detail: str, started_at: float, started: float
