@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
-DEB_PACKAGES="redis-server nginx-light wrk"
+DEB_PACKAGES="redis-server nginx-light wrk tinyproxy"
 missing=""
 for p in $DEB_PACKAGES; do
   dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"
@@ -16,7 +16,7 @@ if [ -n "$missing" ]; then
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends $missing >/dev/null
   # The packages may start system services; gossamer never uses them (tests start their own).
-  for svc in redis-server nginx; do
+  for svc in redis-server nginx tinyproxy; do
     $SUDO systemctl disable --now "$svc" >/dev/null 2>&1 || $SUDO service "$svc" stop >/dev/null 2>&1 || true
   done
 fi

@@ -106,6 +106,8 @@ _CRAWL_GROUPS: tuple[tuple[str, str | None, tuple[str, ...]], ...] = (
             "resolve",
             "resolve_file",
             "allow_private",
+            "headers",
+            "proxy",
         ),
     ),
     ("workers", None, ("workers", "concurrency", "per_host", "lease_ttl", "lease_order")),
@@ -221,6 +223,7 @@ def _add_crawl(sub: Any) -> None:
         default=None,
         help="start the local workers in the background and return at once",
     )
+    _add_fetch_option_flags(groups["fetching"])
     _setting_flags(p, groups)
     groups["politeness"].add_argument(
         "--ignore-robots",
@@ -285,6 +288,58 @@ def _flag_kind(name: str, field: Any) -> dict[str, Any]:
     return kw
 
 
+def _add_fetch_option_flags(p: Any) -> None:
+    p.add_argument(
+        "-H", "--header", action="append", dest="headers", metavar="'NAME: VALUE'",
+        help="send this header with every request, robots.txt and sitemaps included "
+        "(repeatable; docs/crawler/fetch.md)",
+    )  # fmt: skip
+    p.add_argument(
+        "--proxy",
+        metavar="URL|env|none",
+        help="fetch through this HTTP proxy, http://[USER:PASSWORD@]HOST:PORT; env: the one "
+        "http_proxy/https_proxy name; none (default): no proxy, the variables ignored",
+    )
+
+
+def _check_proxy(settings: Any, resume: Path | None) -> int | None:
+    """Exit.UNAVAILABLE, said on stderr, when the crawl's proxy accepts no connection
+    (checked once at start: a dead proxy would otherwise fail every fetch of the crawl). A
+    resumed crawl's proxy is the one in its crawl.json."""
+    import json
+
+    from .exitcodes import Exit
+    from .fetch.options import (
+        PROXY_FROM_ENV,
+        PROXY_NONE,
+        check_proxy,
+        probe_proxy,
+        redact_proxy,
+    )
+
+    proxy = settings.proxy
+    if resume is not None:
+        try:
+            proxy = json.loads((resume / "crawl.json").read_text()).get("proxy", PROXY_NONE)
+        except (OSError, ValueError, AttributeError):
+            return None  # not a crawl directory: run_crawl says so
+    try:
+        proxy = check_proxy(proxy)
+    except (ValueError, AttributeError):
+        return None  # an edited crawl.json: its validation says what is wrong
+    if proxy in (PROXY_NONE, PROXY_FROM_ENV):
+        return None
+    problem = probe_proxy(proxy, settings.connect_timeout)
+    if problem is None:
+        return None
+    print(
+        f"gossamer: error: the proxy {redact_proxy(proxy)} cannot be reached: "
+        f"{problem}; check --proxy (or run without it)",
+        file=sys.stderr,
+    )
+    return Exit.UNAVAILABLE
+
+
 def _limit(text: str) -> int | str:
     """A limit flag's value: a whole number, or `none` (no limit; the settings turn it into
     None, as they do for GOSSAMER_* variables and TOML values)."""
@@ -343,6 +398,8 @@ def _run_crawl(args: argparse.Namespace) -> int:
         partition = args.partition or "dynamic"
         if (partition == "sized") != (args.site_sizes is not None):
             raise SettingsError("--partition sized and --site-sizes SOURCE go together")
+        if (proxy_status := _check_proxy(settings, args.resume)) is not None:
+            return proxy_status
         if args.redis:
             from .cluster.control import run_cluster_crawl
 

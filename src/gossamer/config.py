@@ -131,6 +131,16 @@ class CrawlSettings(BaseSettings):
         0.0, ge=0, le=1000, description="rest a host N times its mean response time (0: off)"
     )
     user_agent: str = Field(DEFAULT_USER_AGENT, description="User-Agent header")
+    # NoDecode: GOSSAMER_HEADERS is one header a line (or a JSON list), see _headers_valid
+    headers: Annotated[list[str], NoDecode] = Field(
+        default_factory=list,
+        description="'Name: value' request headers sent with every request (docs/crawler/fetch.md)",
+    )
+    proxy: str = Field(
+        "none",
+        description="http(s)://[USER:PASSWORD@]HOST:PORT, env (http_proxy/https_proxy/no_proxy) "
+        "or none",
+    )
     resolve: TextList = Field(
         default_factory=list, description="HOST:IP, HOST:PORT:IP:PORT or *.domain:IP"
     )
@@ -265,6 +275,45 @@ class CrawlSettings(BaseSettings):
             if e.count(":") not in (1, 3) or "" in e.split(":"):
                 raise ValueError(f"--resolve expects HOST:IP or HOST:PORT:IP:PORT, got {e!r}")
         return entries
+
+    @field_validator("headers", mode="before")
+    @classmethod
+    def _headers_text(cls, value: Any) -> Any:
+        # GOSSAMER_HEADERS: a JSON list, or one header a line (a single header as it is)
+        if isinstance(value, str):
+            text = value.strip()
+            if text.startswith("["):
+                import json
+
+                try:
+                    return json.loads(text)
+                except ValueError as exc:
+                    raise ValueError(f"not a JSON list of 'Name: value' strings: {exc}") from None
+            return [line for line in text.splitlines() if line.strip()]
+        return value
+
+    @field_validator("headers")
+    @classmethod
+    def _headers_valid(cls, entries: list[str]) -> list[str]:
+        from .fetch.options import check_headers
+
+        return [f"{n}: {v}" for n, v in check_headers(entries)]
+
+    @field_validator("proxy")
+    @classmethod
+    def _proxy_valid(cls, value: str) -> str:
+        from .fetch.options import check_proxy
+
+        return check_proxy(value)
+
+    def fetch_options(self) -> dict[str, Any]:
+        """The CurlFetcher keywords for the crawl-wide headers and the proxy."""
+        from .fetch.options import PROXY_NONE, check_headers
+
+        return {
+            "headers": check_headers(self.headers),
+            "proxy": None if self.proxy == PROXY_NONE else self.proxy,
+        }
 
     @field_validator("recrawl")
     @classmethod

@@ -69,6 +69,10 @@ def crawl_report(out: Path) -> dict[str, Any]:
         raise ValueError(f"{out} is not a crawl directory (no crawl.json)")
     report: dict[str, Any] = {"directory": str(out)}
     report["settings"] = json.loads(manifest.read_text())
+    if isinstance(report["settings"].get("proxy"), str):  # crawl.json keeps its password
+        from ..fetch.options import redact_proxy
+
+        report["settings"]["proxy"] = redact_proxy(report["settings"]["proxy"])
     stats = out / "stats.json"
     last_stats = json.loads(stats.read_text()) if stats.is_file() else None
     report["stats"] = last_stats  # the last run's own statistics, as it wrote them

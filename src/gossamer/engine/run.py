@@ -457,6 +457,7 @@ async def run_engine(
         max_connections=max(1024, settings.concurrency * 4),
         low_speed_limit=settings.low_speed_limit,
         low_speed_time=settings.low_speed_time,
+        **settings.fetch_options(),  # -H headers, --proxy
     )
     recorder = Recorder(out, settings, version=__version__, part=part, recrawl=revalidate)
     crawler = Crawler(

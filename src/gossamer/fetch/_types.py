@@ -31,6 +31,7 @@ ERROR_PROTOCOL = "fetch/error/protocol"  # not HTTP/1.x, malformed response
 ERROR_TLS = "fetch/error/tls"  # TLS handshake or certificate failure
 ERROR_BAD_URL = "fetch/error/bad-url"  # not an absolute http(s) URL
 ERROR_CANCELLED = "fetch/error/cancelled"  # the fetcher was closed while fetching
+ERROR_PROXY = "fetch/error/proxy"  # the proxy cannot be reached or refused the tunnel
 ERROR_OTHER = "fetch/error/other"  # anything else (error_detail names the curl code)
 
 ERROR_KEYS = (
@@ -50,6 +51,7 @@ ERROR_KEYS = (
     ERROR_TLS,
     ERROR_BAD_URL,
     ERROR_CANCELLED,
+    ERROR_PROXY,
     ERROR_OTHER,
 )
 

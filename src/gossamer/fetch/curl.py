@@ -34,6 +34,7 @@ import select
 import threading
 import time
 from collections import Counter
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 import pycurl
@@ -50,6 +51,7 @@ from ._types import (
     ERROR_OTHER,
     ERROR_PARTIAL,
     ERROR_PROTOCOL,
+    ERROR_PROXY,
     ERROR_RESET,
     ERROR_TIMEOUT,
     ERROR_TLS,
@@ -63,6 +65,7 @@ from ._types import (
     parse_headers,
     parse_status,
 )
+from .options import PROXY_FROM_ENV, check_header_pairs, check_proxy, proxy_credentials
 from .resolve import Address, ResolveError, Resolver
 
 DEFAULT_USER_AGENT = "gossamer/0.1"
@@ -87,6 +90,8 @@ _CurlError = pycurl.error
 _PREREQ_OK: int = pycurl.PREREQFUNC_OK
 _PREREQ_ABORT: int = pycurl.PREREQFUNC_ABORT
 _E_ABORTED_BY_CALLBACK = pycurl.E_ABORTED_BY_CALLBACK
+# CURLOPT_SUPPRESS_CONNECT_HEADERS (libcurl 7.54): pycurl 7.45 has no name for it
+_SUPPRESS_CONNECT_HEADERS = getattr(pycurl, "SUPPRESS_CONNECT_HEADERS", 265)
 
 # libcurl result codes → error keys (anything not listed is ERROR_OTHER)
 _CURL_ERRORS: dict[int, str] = {
@@ -109,6 +114,7 @@ _CURL_ERRORS: dict[int, str] = {
     pycurl.E_SSL_CERTPROBLEM: ERROR_TLS,
     pycurl.E_SSL_CIPHER: ERROR_TLS,
     100: ERROR_PROTOCOL,  # CURLE_TOO_LARGE (8.6+): a header or header block too large
+    pycurl.E_COULDNT_RESOLVE_PROXY: ERROR_PROXY,
 }
 
 
@@ -314,6 +320,15 @@ class CurlFetcher:
     (libcurl's low-speed limit; 0 turns it off). `max_connections` idle
     connections are kept for reuse. `resolver` maps hosts to addresses (default: a DNS cache
     refusing private addresses unless `allow_private`).
+
+    `headers` are sent with every request, after the defaults (an Accept or Accept-Encoding
+    among them replaces the default one); `check_header_pairs` says which are refused.
+    `proxy`: None, no proxy (and the http_proxy / https_proxy / no_proxy environment
+    variables ignored); "env", the proxy those variables name, as curl takes them; or a
+    proxy URL http(s)://[USER:PASSWORD@]HOST[:PORT], every request through it. Through a
+    proxy each connection is a CONNECT tunnel to the address the resolver gave (the DNS
+    pinning, the private-address guard and per-IP politeness hold as without a proxy), and
+    the request sent inside it is the one in `request_head` (docs/crawler/fetch.md, "Proxy").
     """
 
     def __init__(
@@ -335,6 +350,8 @@ class CurlFetcher:
         allow_private: bool = False,
         verify_tls: bool = True,
         buffer_size: int = 64 * 1024,
+        headers: Sequence[tuple[str, str]] = (),
+        proxy: str | None = None,
     ) -> None:
         for name, value in (
             ("connect_timeout", connect_timeout),
@@ -353,6 +370,10 @@ class CurlFetcher:
             )
         if too_large not in ("truncate", "error"):
             raise ValueError(f"too_large must be 'truncate' or 'error', got {too_large!r}")
+        crawl_headers = check_header_pairs(headers)
+        self.proxy = None if proxy is None else check_proxy(proxy)
+        if self.proxy == "none":
+            self.proxy = None
         self._own_resolver = resolver is None
         self.resolver = resolver or Resolver(allow_private=allow_private)
         self.connect_timeout = connect_timeout
@@ -375,6 +396,15 @@ class CurlFetcher:
             base.append(("Accept", accept))
         if accept_encoding:
             base.append(("Accept-Encoding", accept_encoding))
+        for header in crawl_headers:  # an Accept / Accept-Encoding takes its place
+            lower = header[0].lower()
+            at = next((i for i, (n, _) in enumerate(base) if n.lower() == lower), None)
+            if at is None:
+                base.append(header)
+            else:
+                base[at] = header
+        accept = next((v for n, v in base if n.lower() == "accept"), "")
+        accept_encoding = next((v for n, v in base if n.lower() == "accept-encoding"), "")
         self._base = base
         suppress = [] if accept else ["Accept:"]  # an empty value removes a libcurl header
         if not accept_encoding:
@@ -695,6 +725,7 @@ class CurlFetcher:
         curl.setopt(pycurl.DNS_CACHE_TIMEOUT, 0)
         curl.setopt(pycurl.SSL_VERIFYPEER, 1 if self.verify_tls else 0)
         curl.setopt(pycurl.SSL_VERIFYHOST, 2 if self.verify_tls else 0)
+        self._set_proxy(curl)
         if self.too_large == "error":
             curl.setopt(pycurl.MAXFILESIZE_LARGE, self.max_body)
         if self.low_speed_limit:
@@ -706,6 +737,31 @@ class CurlFetcher:
         slot = _Slot(curl, self.max_body)
         self._all.append(slot)
         return slot
+
+    def _set_proxy(self, curl: Any) -> None:
+        """The proxy options of a new handle (see the class docstring)."""
+        proxy = self.proxy
+        if proxy is None:
+            # "" is libcurl's "no proxy, whatever the environment says": without it libcurl
+            # takes http_proxy / https_proxy / ALL_PROXY by itself, and a crawl started from
+            # a shell that has them would silently go through that proxy
+            curl.setopt(pycurl.PROXY, "")
+            return
+        # the proxy's answer to CONNECT ("HTTP/1.0 200 Connection established") is not the
+        # page's response: kept out of the header callback, as a 1xx would be
+        curl.setopt(_SUPPRESS_CONNECT_HEADERS, 1)
+        if proxy == PROXY_FROM_ENV:
+            return  # libcurl reads the variables itself, per URL (no_proxy included)
+        credentials = proxy_credentials(proxy)
+        scheme, _, rest = proxy.partition("://")
+        curl.setopt(pycurl.PROXY, f"{scheme}://{rest.rpartition('@')[2]}")
+        if credentials is not None:  # given apart: libcurl need not decode them from the URL
+            curl.setopt(pycurl.PROXYUSERNAME, credentials[0])
+            curl.setopt(pycurl.PROXYPASSWORD, credentials[1])
+        curl.setopt(pycurl.NOPROXY, "")  # an explicit proxy takes every URL (no_proxy ignored)
+        # CONNECT_TO makes libcurl tunnel anyway (it cannot send a pinned address as a
+        # proxy's absolute-form request); said here so that it does not depend on that
+        curl.setopt(pycurl.HTTPPROXYTUNNEL, 1)
 
     def _failed(
         self, url: str, key: str, detail: str, started_at: float, started: float
@@ -817,11 +873,25 @@ class CurlFetcher:
                 self._finish_slot(slot, ERROR_TOO_LARGE, f"body over {self.max_body} bytes")
         else:
             key = _classify(code, message)
+            if self.proxy is not None and key is ERROR_CONNECT:
+                key = self._proxy_failure(slot, message)
             if key is ERROR_TOO_SLOW and not slot.hlines:
                 # libcurl's rate counts from the request: no response head at all within
                 # low_speed_time is a first-byte time-out (just sooner than first_byte_timeout)
                 key = ERROR_TIMEOUT
             self._finish_slot(slot, key, f"curl {code}: {message}")
+
+    def _proxy_failure(self, slot: _Slot, message: str) -> str:
+        """The error key of a failed connect through the proxy: the proxy unreachable or
+        refusing the tunnel (403, 407 …) is ERROR_PROXY; the proxy answering CONNECT with a
+        5xx (it could not reach the site) is the site's ERROR_CONNECT; a connect that did not
+        go through a proxy (--proxy env and no_proxy) stays ERROR_CONNECT."""
+        connect_code = slot.getinfo(pycurl.HTTP_CONNECTCODE)
+        if connect_code >= 500:
+            return ERROR_CONNECT
+        if connect_code or " over proxy " in message:  # libcurl's words for the proxy's
+            return ERROR_PROXY
+        return ERROR_CONNECT
 
     def _collect(self) -> None:
         """Finish the transfers libcurl reports done (successes without `_on_done`)."""
