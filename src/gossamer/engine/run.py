@@ -6,6 +6,7 @@ Crawl directory layout (docs/crawler/outputs.md):
     frontier.sqlite     queues, dedupe, leases, host state (WAL)
     robots.sqlite       robots.txt answers, shared by the workers (WAL)
     warc/               WARC 1.1 files, per-record gzip, rotated by size
+    warc/index.cdxj     their CDXJ index (pywb), written as each run ends (warc/cdx/: per file)
     crawl.log.jsonl     one line per fetch
     graph/              nodes.tsv + edges.tsv (a pool: nodes-w0.tsv + edges-w0.tsv, …)
     stats.json          final statistics (of the last run)
