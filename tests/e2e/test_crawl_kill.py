@@ -95,6 +95,9 @@ def test_sigkill_five_times_then_resume(tmp_path: Path) -> None:
             for rec in ArchiveIterator(f):  # raises on a corrupt record
                 responses += rec.rec_type == "response"
     assert responses >= len(truth.required)
+    # the CDX index of the last run covers every run's WARC files, the recovered ones too
+    index = (out / "warc" / "index.cdxj").read_text().splitlines()
+    assert len(index) == responses
 
 
 @pytest.mark.slow
