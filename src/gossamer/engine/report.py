@@ -394,7 +394,6 @@ def _kv(d: dict[str, Any]) -> str:
     return ", ".join(f"{k} {v}" for k, v in d.items()) or "-"
 
 
-
 # ------------------------------------------------------------------ the CDX index
 
 

@@ -9,9 +9,10 @@ warcinfo records are not indexed, pywb needs neither to replay a GET). Files are
 line (Python string order, duplicates dropped), as `cdxj-indexer --sort` does.
 
 Where the lines come from. Re-reading the WARCs with cdxj-indexer at the end of a crawl costs
-~165 µs a record here (3.4 s for the 20,788 pages of a crawl that took 7.9 s:
-bench/bench_cdx.py), while the writer already knows every field: building the line as the
-record is written costs ~15 µs (the SURT key is 10 of them). So `WarcWriter(cdx=True)` writes
+170-175 µs a record here, on one core while the crawl's end waits (3.4-3.7 s for the 21,188
+responses of a 2-worker crawl that took 7.9-19 s: bench/bench_cdx.py), while the writer
+already knows every field: building and writing the line as the record is written costs ~23 µs
+(the SURT key is 10 of them), spread over the crawl's workers. So `WarcWriter(cdx=True)` writes
 each file's lines as it goes (`CdxPart`: appended to `cdx/<warc>.cdxj.open`, sorted into
 `cdx/<warc>.cdxj` once the WARC is closed), and `write_crawl_index` merges these per-file
 indexes into `index.cdxj`. A WARC without its per-file index — recovered from `.open` after a

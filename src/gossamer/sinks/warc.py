@@ -264,7 +264,7 @@ class WarcWriter:
       conformsTo are added).
     - `compresslevel`: zlib level, 1 by default (ISA-L level 1: about zlib 1's ratio).
     - `cdx`: also write each file's CDXJ index, `cdx/<file>.cdxj`, sorted once the file is
-      closed (`gossamer.sinks.cdx`: ~15 µs a record, where re-reading the file costs ~165).
+      closed (`gossamer.sinks.cdx`: ~23 µs a record, where re-reading the file costs ~170).
 
     Not thread-safe: use it from one thread at a time (it may be a worker thread: compression
     and hashing release the GIL).
