@@ -136,12 +136,13 @@ def test_pool_killed_and_resumed_index_equals_cdxj_indexer_and_pywb_replays_it(
         )  # fmt: skip
         try:
             log = out / "crawl.log.jsonl"
-            wait_for(
-                lambda: log.exists() and log.read_bytes().count(b"\n") >= 30,
+            wait_for(  # both workers writing, some way into the crawl
+                lambda: log.exists()
+                and log.read_bytes().count(b"\n") >= 30
+                and len(list(warc_dir.glob("*.warc.gz.open"))) == 2,
                 proc,
-                "30 fetches",
+                "30 fetches and two WARC files being written",
             )
-            assert len(list(warc_dir.glob("*.warc.gz.open"))) == 2  # both workers write
             proc.send_signal(signal.SIGKILL)  # its workers die with it
         finally:
             proc.kill()
