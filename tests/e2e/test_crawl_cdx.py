@@ -19,6 +19,8 @@ import pytest
 from _pywb import get, pywb_serving
 from warcio.archiveiterator import ArchiveIterator
 
+from gossamer.engine.run import write_cdx_index
+from gossamer.sinks import WarcWriter
 from gossamer.testing import WebSpec, serve_in_thread
 
 BIN = Path(sys.executable).parent
@@ -263,3 +265,33 @@ def test_report_cdx_bad_input(tmp_path: Path) -> None:
     assert res.returncode == 2
     assert "a crawler is running in" in res.stderr and res.stderr.startswith("gossamer: error:")
     assert not (running / "warc" / "index.cdxj").exists()
+
+
+def test_an_index_that_cannot_be_written_is_a_clear_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The end of a crawl and `report --cdx`: exit 74 (IOERR) with one error line that says
+    how to go on; the WARC files are untouched. (`warc/cdx` is a file here, so the index's
+    directory cannot be made: as root, permissions would not stop the write.)"""
+    out = tmp_path / "crawl"
+    warc_dir = out / "warc"
+    with WarcWriter(warc_dir, prefix="w") as w:
+        w.write_exchange("http://a.example/", None, b"GET / HTTP/1.1\r\n\r\n",
+                         b"HTTP/1.1 200 OK\r\n\r\n", b"hello", time.time())  # fmt: skip
+    (out / "crawl.json").write_text("{}")
+    (warc_dir / "cdx").write_text("in the way")
+    warcs = {p.name: p.read_bytes() for p in warc_dir.iterdir()}
+
+    assert write_cdx_index(out, 0) == 74
+    err = capsys.readouterr().err
+    assert err.startswith(f"gossamer: error: cannot write the CDX index in {warc_dir}")
+    assert f"`gossamer report {out} --cdx` once that is fixed" in err
+    assert len(err.strip().splitlines()) == 1
+    assert write_cdx_index(out, 130) == 130  # a stopped crawl keeps its own status
+    capsys.readouterr()
+
+    res = gossamer("report", str(out), "--cdx", timeout=60)
+    assert res.returncode == 74
+    assert res.stderr.startswith(f"gossamer: error: cannot write the CDX index in {warc_dir}")
+    assert len(res.stderr.strip().splitlines()) == 1
+    assert {p.name: p.read_bytes() for p in warc_dir.iterdir()} == warcs
