@@ -25,6 +25,13 @@ if [ ! -x .venv/bin/python ]; then
 fi
 .venv/bin/python -m pip install -q --upgrade pip
 .venv/bin/python -m pip install -q -e '.[dev]'
+# pywb, the replay tool the CDX index tests serve crawls with (tests/e2e/_pywb.py), in its own
+# virtualenv: pywb 2.10 pins redis==2.10.6, which gossamer's redis>=5 excludes.
+if [ ! -x .venv-pywb/bin/wayback ]; then
+  "$PY" -m venv .venv-pywb
+  .venv-pywb/bin/python -m pip install -q --upgrade pip
+  .venv-pywb/bin/python -m pip install -q 'pywb==2.10.0'
+fi
 # An editable install leaves gossamer's own modules uncompiled, and with PYTHONDONTWRITEBYTECODE
 # (set on some machines) every process would compile them again at start (~60 ms each).
 .venv/bin/python -m compileall -q src/gossamer >/dev/null

@@ -14,6 +14,7 @@ import time
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import redis
@@ -408,3 +409,31 @@ def test_two_crawlers_sharing_a_store_fetch_each_robots_txt_once(tmp_path: Path)
     assert not [u for u in log if "/private/" in u]
     hits = sum(c.robots.statistics().store_hits for c in crawlers)
     assert hits > 0  # the other worker's answers were read from the store
+
+
+def _open_store_at_once(path: str, barrier: Any) -> None:
+    barrier.wait()
+    try:
+        SqliteRobotsStore(path).close()
+    except OSError:
+        os._exit(1)
+    os._exit(0)
+
+
+def test_processes_creating_the_store_at_once_all_open_it(tmp_path: Path) -> None:
+    """A pool's workers open robots.sqlite at the same moment: the switch to WAL answered
+    SQLITE_BUSY at once to some of them (about 1 opener in 25 here), which failed the pool."""
+    ctx = multiprocessing.get_context("fork")
+    failed = 0
+    for k in range(100):
+        barrier = ctx.Barrier(3)
+        procs = [
+            ctx.Process(target=_open_store_at_once, args=(str(tmp_path / f"{k}.sqlite"), barrier))
+            for _ in range(3)
+        ]
+        for p in procs:
+            p.start()
+        for p in procs:
+            p.join(timeout=60)
+        failed += sum(p.exitcode != 0 for p in procs)
+    assert failed == 0

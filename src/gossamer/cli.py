@@ -540,12 +540,19 @@ def _add_report(sub: Any) -> None:
     p = sub.add_parser("report", help="summarise a crawl directory")
     p.add_argument("dir", type=Path, metavar="DIR")
     p.add_argument("--json", action="store_true", help="print the statistics as JSON")
+    p.add_argument(
+        "--cdx",
+        action="store_true",
+        help="first (re)write DIR/warc/index.cdxj, the CDXJ index of every WARC file (for pywb)",
+    )
     p.set_defaults(func=_run_report)
 
 
 def _run_report(args: argparse.Namespace) -> int:
-    from .engine.report import print_report
+    from .engine.report import print_report, write_report_cdx
 
+    if args.cdx and (code := write_report_cdx(args.dir)):
+        return code
     return print_report(args.dir, as_json=args.json)
 
 

@@ -89,12 +89,15 @@ def test_sigkill_five_times_then_resume(tmp_path: Path) -> None:
     from warcio.archiveiterator import ArchiveIterator
 
     responses = 0
-    for path in sorted((out / "warc").glob("*")):
+    for path in sorted((out / "warc").glob("*.warc*")):  # not index.cdxj and cdx/
         assert path.name.endswith(".warc.gz"), f"unrecovered file {path.name}"
         with path.open("rb") as f:
             for rec in ArchiveIterator(f):  # raises on a corrupt record
                 responses += rec.rec_type == "response"
     assert responses >= len(truth.required)
+    # the CDX index of the last run covers every run's WARC files, the recovered ones too
+    index = (out / "warc" / "index.cdxj").read_text().splitlines()
+    assert len(index) == responses
 
 
 @pytest.mark.slow

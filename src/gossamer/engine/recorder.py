@@ -50,6 +50,7 @@ class Recorder:
                     "robots": "obey" if settings.obey_robots else "ignore",
                     "seeds": " ".join(settings.seeds),
                 },
+                cdx=True,  # each file's CDXJ index as it is written: `write_crawl_index`
             )
         self.crawl_log = CrawlLog(out / "crawl.log.jsonl")
         self.graph = GraphWriter(out, part=part)

@@ -397,3 +397,50 @@ def _clock(ts: float | None) -> str:
 def _kv(d: dict[str, Any]) -> str:
     return ", ".join(f"{k} {v}" for k, v in d.items()) or "-"
 
+
+# ------------------------------------------------------------------ the CDX index
+
+
+def write_report_cdx(out: Path) -> int:
+    """`gossamer report DIR --cdx`: write `DIR/warc/index.cdxj` (`write_crawl_index`) and say
+    so on stderr (stdout stays the report's). The exit status: USAGE when DIR is not a crawl
+    directory or a crawler is running in it (it writes the index when it ends), IOERR when
+    the index cannot be written."""
+    from ..exitcodes import Exit
+    from ..sinks.cdx import write_crawl_index
+    from .run import CrawlError, _dir_lock
+
+    if not (out / "crawl.json").is_file():
+        print(
+            f"gossamer: error: {out} is not a crawl directory (no crawl.json); "
+            "give the -o directory of a crawl",
+            file=sys.stderr,
+        )
+        return Exit.USAGE
+    try:
+        with _dir_lock(out):
+            index = write_crawl_index(out / "warc")
+    except CrawlError:
+        print(
+            f"gossamer: error: a crawler is running in {out}; it writes the CDX index when it "
+            "ends (run `gossamer report --cdx` after it)",
+            file=sys.stderr,
+        )
+        return Exit.USAGE
+    except OSError as exc:
+        print(
+            f"gossamer: error: cannot write the CDX index in {out / 'warc'}: "
+            f"{exc.strerror or exc}; free space or fix permissions and run it again",
+            file=sys.stderr,
+        )
+        return Exit.IOERR
+    if index.path is None:
+        print(f"cdx: no WARC file in {out / 'warc'}: no index written", file=sys.stderr)
+    else:
+        again = len(index.indexed_by_library)
+        library = f", {again} indexed by cdxj-indexer" if again else ""
+        print(
+            f"cdx: {index.path}: {index.lines:,} records of {index.warcs} WARC files{library}",
+            file=sys.stderr,
+        )
+    return Exit.OK

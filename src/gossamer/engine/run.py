@@ -6,6 +6,7 @@ Crawl directory layout (docs/crawler/outputs.md):
     frontier.sqlite     queues, dedupe, leases, host state (WAL)
     robots.sqlite       robots.txt answers, shared by the workers (WAL)
     warc/               WARC 1.1 files, per-record gzip, rotated by size
+    warc/index.cdxj     their CDXJ index (pywb), written as each run ends (warc/cdx/: per file)
     crawl.log.jsonl     one line per fetch
     graph/              nodes.tsv + edges.tsv (a pool: nodes-w0.tsv + edges-w0.tsv, …)
     stats.json          final statistics (of the last run)
@@ -37,10 +38,12 @@ from typing import IO, Any, Protocol, TypeVar
 
 from .. import __version__
 from ..config import CrawlSettings, SettingsError
+from ..exitcodes import Exit
 from ..fetch import CurlFetcher, Resolver
 from ..frontier import Frontier, SqliteFrontier
 from ..robots_store import RobotsStore, SqliteRobotsStore
 from ..sinks import recover, write_stats
+from ..sinks.cdx import write_crawl_index
 from .crawler import Crawler, seed_frontier
 from .ipgate import FileIpGate, LocalIpGate
 from .recorder import Recorder
@@ -160,9 +163,28 @@ def run_crawl(
             else:
                 with asyncio.Runner(loop_factory=loop_factory()) as runner:
                     code = runner.run(_run(settings, resume=resume, progress=progress))
+            code = write_cdx_index(out, code) if settings.warc else code
             with contextlib.suppress(OSError):  # the crawl's own exit status says more
                 end_run(out, run, started, code)
             return code
+
+
+def write_cdx_index(out: Path, code: int) -> int:
+    """Write `out/warc/index.cdxj` once every writer of the run is closed (also after a stop:
+    it covers every WARC of the crawl, all runs and workers, the recovered ones too). The
+    exit status: `code`, or IOERR when the index cannot be written (the WARCs are whole; a
+    resume or `gossamer report --cdx` writes it)."""
+    try:
+        write_crawl_index(out / "warc")
+    except OSError as exc:
+        print(
+            f"gossamer: error: cannot write the CDX index in {out / 'warc'}: "
+            f"{exc.strerror or exc}; the WARC files are whole: run "
+            f"`gossamer report {out} --cdx` once that is fixed",
+            file=sys.stderr,
+        )
+        return code or Exit.IOERR
+    return code
 
 
 def run_worker(out: Path, part: str) -> int:

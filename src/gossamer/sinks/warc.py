@@ -47,6 +47,7 @@ from pathlib import Path
 from typing import Final, NamedTuple
 
 from ._isotime import iso_time
+from .cdx import CDX_DIR, CdxPart, cdxj_line, http_status_and_mime
 
 __all__ = [
     "OPEN_SUFFIX",
@@ -262,6 +263,8 @@ class WarcWriter:
     - `warcinfo`: fields for the warcinfo record that starts every file (software, format and
       conformsTo are added).
     - `compresslevel`: zlib level, 1 by default (ISA-L level 1: about zlib 1's ratio).
+    - `cdx`: also write each file's CDXJ index, `cdx/<file>.cdxj`, sorted once the file is
+      closed (`gossamer.sinks.cdx`: ~23 µs a record, where re-reading the file costs ~170).
 
     Not thread-safe: use it from one thread at a time (it may be a worker thread: compression
     and hashing release the GIL).
@@ -277,6 +280,7 @@ class WarcWriter:
         warcinfo: Mapping[str, str] | None = None,
         compresslevel: int = 1,
         software: str = "gossamer",
+        cdx: bool = False,
     ) -> None:
         if max_bytes <= 0:
             raise ValueError("max_bytes must be positive")
@@ -299,6 +303,8 @@ class WarcWriter:
         self._ids: list[bytes] = []
         self._files = self._records = self._exchanges = self._bytes = 0
         self._closed = False
+        self._cdx = cdx
+        self._cdx_part: CdxPart | None = None
 
     # ------------------------------------------------------------------ files
     def _next_seq(self) -> int:
@@ -327,6 +333,11 @@ class WarcWriter:
         path = self.directory / (name + OPEN_SUFFIX)
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND, 0o644)
         self._fd, self._path, self._name, self._size = fd, path, name, 0
+        if self._cdx:
+            try:
+                self._cdx_part = CdxPart(self.directory / CDX_DIR, name)
+            except OSError:  # no per-file index: the crawl's index re-reads this file
+                self._cdx_part = None
         self._warcinfo_id = self._record_id()
         fields = {
             "software": self._software,
@@ -352,6 +363,10 @@ class WarcWriter:
         except BaseException:
             # no file without its warcinfo: the next exchange starts a new one
             self._fd = self._path = None
+            if self._cdx_part is not None:
+                self._cdx_part.broken = True
+                self._cdx_part.finish()
+                self._cdx_part = None
             with contextlib.suppress(OSError):
                 os.close(fd)
             with contextlib.suppress(OSError):
@@ -370,6 +385,9 @@ class WarcWriter:
         finally:
             os.close(fd)
         os.replace(path, path.with_name(path.name[: -len(OPEN_SUFFIX)]))
+        part, self._cdx_part = self._cdx_part, None
+        if part is not None:  # after the rename: an index is only ever of a closed file
+            part.finish()
 
     def _write(self, data: bytes) -> int:
         """Append `data` to the open file; on failure, cut the file back to where it was."""
@@ -459,7 +477,8 @@ class WarcWriter:
             resp_head = _rewrite_decoded(resp_head, len(body))
         req_head = _normalise_head(request_head)
         resp_id, req_id = self._record_id(), self._record_id()
-        common = _COMMON % (_warc_date(fetched_at), self._warcinfo_id, target, ip_line)
+        warc_date = _warc_date(fetched_at)
+        common = _COMMON % (warc_date, self._warcinfo_id, target, ip_line)
         block = hashlib.sha1(resp_head)
         block.update(body)
         if revisit:
@@ -474,11 +493,12 @@ class WarcWriter:
                 len(resp_head) + len(body),
             )
         else:
+            payload_b32 = _b32(hashlib.sha1(body).digest())
             head = _RESPONSE_HEAD % (
                 resp_id,
                 common,
                 req_id,
-                _b32(hashlib.sha1(body).digest()),
+                payload_b32,
                 trunc_line,
                 _b32(block.digest()),
                 len(resp_head) + len(body),
@@ -494,6 +514,27 @@ class WarcWriter:
         if compress is not None:
             response, request = compress(response), compress(request)
         start = self._write(response + request)
+        part = self._cdx_part
+        if part is not None:
+            status, mime = http_status_and_mime(resp_head)
+            digest = None
+            if revisit:  # cdxj-indexer: this mime, and no digest (the record has no payload)
+                mime = "warc/revisit"
+            else:
+                digest = "sha1:" + payload_b32.decode("ascii")
+            part.add(
+                cdxj_line(
+                    target.decode("utf-8"),
+                    warc_date.decode("ascii"),
+                    mime,
+                    status,
+                    digest,
+                    # warcio's length of a plain record leaves out its closing CRLFCRLF
+                    len(response) if compress is not None else len(response) - len(_END),
+                    start,
+                    self._name,
+                )
+            )
         self._records += 2
         self._exchanges += 1
         location = RecordLocation(self._name, start, len(response))
