@@ -68,7 +68,12 @@ def _add_crawl(sub: Any) -> None:
         "(If-None-Match / If-Modified-Since); seeds default to OLD_DIR's",
     )
     p.add_argument("--config", type=Path, metavar="FILE", help="TOML settings file")
-    p.add_argument("--max-pages", type=int, help="stop after N pages")
+    p.add_argument(
+        "--max-pages",
+        type=_limit,
+        metavar="N|none",
+        help="stop after N pages (default none; with --resume: raise it to go on)",
+    )
     p.add_argument(
         "--max-depth",
         type=_limit,
@@ -231,6 +236,13 @@ def _run_crawl(args: argparse.Namespace) -> int:
             )
             return 2
         args.output = args.output or Path("gossamer-worker")
+    elif args.resume is not None and args.output is not None and args.output != args.resume:
+        print(
+            f"gossamer: error: --resume {args.resume} goes on in that directory; "
+            f"-o {args.output} names another: leave -o out",
+            file=sys.stderr,
+        )
+        return 2
     flags = {
         "seeds": args.seeds or None,
         "output": args.resume or args.output,

@@ -116,7 +116,9 @@ def test_runs_are_told_apart_and_summed(tmp_path: Path) -> None:
     assert (one["log_lines"], one["fetches"], two["log_lines"], two["fetches"]) == (3, 2, 2, 2)
     assert one["ended_by"] == "killed or crashed (no end recorded)"
     assert one["duration_s"] == 9.5 and one["duration_estimated"]  # its last fetch's end
-    assert two["ended_by"] == "finished" and two["duration_s"] == 20.0
+    # statistics from before `ended` existed: `finished` (no frontier counts) was complete
+    assert two["end_reason"] == "complete" and two["ended_by"] == "complete: frontier exhausted"
+    assert two["duration_s"] == 20.0
     totals = report["totals"]
     assert totals["runs"] == 2
     assert (totals["pages"], totals["fetches"], totals["requests"]) == (3, 4, 5)
@@ -151,7 +153,7 @@ def test_a_directory_without_history_is_one_run_with_its_statistics(tmp_path: Pa
     (out / "worker.json").write_text(json.dumps({"crawl": "c1", "worker": "w3"}))
     report = crawl_report(out)
     (run,) = report["runs"]
-    assert run["cluster_worker"] == "w3" and run["ended_by"] == "finished"
+    assert run["cluster_worker"] == "w3" and run["end_reason"] == "complete"
     assert run["duration_s"] == 7.25 and not run["duration_estimated"]
     assert report["totals"]["dropped"] == {"d": 1} and report["totals"]["pages"] == 2
     # without worker.json (a crawl older than run histories, perhaps resumed): stats.json may
