@@ -274,3 +274,43 @@ def test_max_pages_stop_then_resumes_that_raise_the_limit(tmp_path: Path) -> Non
     assert [run["end_reason"] for run in report["runs"]] == ["max-pages", "max-pages", "complete"]
     assert report["end_reason"] == "complete"
     assert report["totals"]["pages"] == frontier_done(out) == truth.unique
+
+
+# ------------------------------------------------------------------ cluster outputs
+
+
+def test_cluster_outputs_never_overwrite_another_crawls(
+    tmp_path: Path, web: tuple[RunningWeb, Path], redis_url: str
+) -> None:
+    """Worker ids start at w1 in every cluster crawl: `-o DIR` of a second crawl in a
+    directory holding a first one's DIR/w1/ once overwrote its crawl.json and stats.json."""
+    running, resolve = web
+    out = tmp_path / "out"
+    old = foreign_directory(out / "w1")  # another crawl's first worker, say
+    before, old_before = snapshot(out), snapshot(old)
+    common = [
+        running.url(0, 0), "--redis", redis_url, "--scope", "all", "--resolve-file",
+        str(resolve), "--allow-private", "--delay", "0", "--user-agent", UA,
+    ]  # fmt: skip
+    # a crawl with local workers: refused before it is created
+    r = gossamer("crawl", *common, "-o", str(out), "--workers", "1", "-q")
+    assert r.returncode == USAGE, r.stdout + r.stderr
+    assert r.stdout == ""  # no crawl id: no crawl was created
+    line = one_error_line(r)
+    assert f"-o {out}: the directory holds other files (w1)" in line
+    assert snapshot(out) == before
+    # a crawl without local workers writes nothing here; a worker joining it gets id w1
+    created = gossamer("crawl", *common, "--workers", "0", "-o", str(out))
+    assert created.returncode == 0, created.stderr
+    crawl_id = created.stdout.strip()
+    r = gossamer("worker", "--redis", redis_url, "--crawl", crawl_id, "-o", str(out), "-q")
+    assert r.returncode == USAGE, r.stderr
+    line = one_error_line(r)
+    assert f"-o {out}: this worker's directory {old}: the directory holds other files" in line
+    assert line.endswith("give another -o DIR")
+    assert snapshot(out) == before
+    # the next worker (w2) has a directory of its own and crawls to the end
+    r = gossamer("worker", "--redis", redis_url, "--crawl", crawl_id, "-o", str(out), "-q")
+    assert r.returncode == 0, r.stderr
+    assert stats(out / "w2")["ended"] == "complete"
+    assert snapshot(old) == old_before  # the other crawl's files, untouched throughout
