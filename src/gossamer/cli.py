@@ -236,7 +236,7 @@ def _run_crawl(args: argparse.Namespace) -> int:
             )
             return 2
         args.output = args.output or Path("gossamer-worker")
-    elif args.resume is not None and args.output is not None and args.output != args.resume:
+    elif args.resume and args.output and args.output.resolve() != args.resume.resolve():
         print(
             f"gossamer: error: --resume {args.resume} goes on in that directory; "
             f"-o {args.output} names another: leave -o out",

@@ -163,7 +163,7 @@ def run_crawl(
     changed: dict[str, Any] = {}
     with hold_stop_signals():
         if resume:
-            from .resume import plan_resume
+            from .resume import plan_resume  # here: engine.resume imports this module
 
             plan = plan_resume(settings)  # reads only: a refusal changes nothing
             if plan.nothing_to_do is not None:
