@@ -391,6 +391,11 @@ def _run_crawl(args: argparse.Namespace) -> int:
             return _usage_error(
                 f"{given[0]} is for cluster crawls: add --redis URL, or leave {given[0]} out"
             )
+        if args.resume and args.output and args.output.resolve() != args.resume.resolve():
+            return _usage_error(
+                f"--resume {args.resume} goes on in that directory; "
+                f"-o {args.output} names another: leave -o out"
+            )
     try:
         settings = crawl_settings(args)
         if settings.seen_set != "exact" and not args.redis:

@@ -112,7 +112,9 @@ class CrawlSettings(BaseSettings):
         "start into seeds (crawl.json keeps the list)",
     )
     output: Path = Field(Path("crawl"), description="crawl directory")
-    max_pages: int | None = Field(None, ge=1, description="stop after this many pages")
+    max_pages: int | None = Field(
+        None, ge=1, description="stop after this many pages (with --resume: raise it to go on)"
+    )
     max_depth: int | None = Field(
         20, ge=0, description="link hops from the seeds (seeds are depth 0; none: no limit)"
     )

@@ -160,7 +160,7 @@ def test_three_workers_crawl_completely_without_overlap_and_politely(
     for wid, n in pages.items():  # each worker's own outputs
         wdir = out / wid
         stats = json.loads((wdir / "stats.json").read_text())
-        assert stats["pages"] == n and stats["finished"]
+        assert stats["pages"] == n and stats["finished"] and stats["ended"] == "complete"
         assert json.loads((wdir / "worker.json").read_text())["crawl"] == crawl_id
         ok = [json.loads(x) for x in (wdir / "crawl.log.jsonl").read_text().splitlines()]
         assert sum(1 for r in ok if r["outcome"] == "ok") == n
@@ -198,6 +198,9 @@ def test_stop_ends_every_worker_cleanly(tmp_path: Path, redis_url: str) -> None:
     assert st["crawl"]["state"] == "stopped"
     assert st["frontier"]["leased"] == 0 and st["frontier"]["queued"] > 0  # batches completed
     assert [w["state"] for w in st["workers"]] == ["stopped", "stopped"]
+    for wid in ("w1", "w2"):  # asked to stop (no signal) with work left
+        stats = json.loads((out / wid / "stats.json").read_text())
+        assert (stats["ended"], stats["finished"], stats["stopped_by"]) == ("stopped", False, None)
     assert report.overlap == 0.0 and report.politeness_violations == 0, report.format_table()
     again = subprocess.run(
         gossamer("worker", "--redis", redis_url, "--crawl", crawl_id, "-o", str(out)),

@@ -71,6 +71,8 @@ def test_full_disk_stops_cleanly_and_resume_loses_nothing(tmp_path: Path) -> Non
         assert full.returncode == 74, full.stderr
         assert "error" in full.stderr and "Traceback" not in full.stderr
         assert "--resume" in full.stderr
+        stats = json.loads((out / "stats.json").read_text())  # small: written under the limit
+        assert (stats["ended"], stats["stopped_by"], stats["finished"]) == ("error", "error", False)
         again = gossamer("crawl", "--resume", str(out), "-q")
         assert again.returncode == 0, again.stderr
         web.flush_log()

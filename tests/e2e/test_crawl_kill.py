@@ -123,7 +123,7 @@ def test_sigterm_finishes_in_flight_work_and_flushes(tmp_path: Path, after: floa
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=60) == 143
         stats = json.loads((out / "stats.json").read_text())
-        assert stats["stopped_by"] == "SIGTERM" and not stats["finished"]
+        assert stats["stopped_by"] == stats["ended"] == "SIGTERM" and not stats["finished"]
         # every worker handled the signal and wrote its statistics (none was killed by it)
         assert len(list(out.glob("stats-w*.json"))) == stats["workers"]
         assert leased_now(out) == 0  # every batch was completed or handed back
@@ -170,7 +170,7 @@ def test_sigterm_while_a_worker_writes_its_outputs_changes_nothing(tmp_path: Pat
         )
     assert run.returncode == 0, run.stderr  # the crawl had ended: the late signal is moot
     stats = json.loads((out / "stats.json").read_text())
-    assert stats["finished"] and stats["pages"] > 0
+    assert stats["finished"] and stats["ended"] == "complete" and stats["pages"] > 0
     assert sorted(p.name for p in out.glob("stats-w*.json")) == ["stats-w0.json", "stats-w1.json"]
     assert list((out / "warc").glob("*.warc.gz"))
     assert not list((out / "warc").glob("*.open"))

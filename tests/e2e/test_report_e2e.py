@@ -92,7 +92,7 @@ def test_report_of_a_pool_crawl_counts_every_part(
     totals = report["totals"]
     assert totals["requests"] == log_lines(out / "crawl.log.jsonl")
     assert totals["pages"] == report["stats"]["pages"]  # one run: its statistics agree
-    assert report["runs"][0]["ended_by"] == "finished"
+    assert report["runs"][0]["end_reason"] == "complete"
 
 
 def crawl_cmd(out: Path, resolve: Path | None = None, seed: str | None = None) -> list[str]:
@@ -167,7 +167,7 @@ def test_report_sums_the_runs_of_a_killed_and_resumed_crawl(
     report = crawl_report(out)
     runs = report["runs"]
     assert [r["ended_by"] for r in runs] == ["killed or crashed (no end recorded)"] * 2 + [
-        "finished"
+        "complete: frontier exhausted"
     ]
     assert [r["resume"] for r in runs] == [False, True, True]
     assert all(r["log_lines"] >= 60 for r in runs[:2]), runs
@@ -212,7 +212,7 @@ def test_report_of_cluster_worker_directories(
         assert (numbers["nodes"], numbers["edges"]) == (len(graph.nodes), len(graph.edges)), text
         assert numbers["runs"] == 1, text
         (run,) = crawl_report(wdir)["runs"]
-        assert run["cluster_worker"] == wdir.name and run["ended_by"] == "finished", run
+        assert run["cluster_worker"] == wdir.name and run["end_reason"] == "complete", run
         assert numbers["pages"] is not None
         pages += numbers["pages"]
     assert pages == truth.unique

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import time
+from datetime import datetime
 from pathlib import Path
 
 import pytest
@@ -116,7 +117,9 @@ def test_runs_are_told_apart_and_summed(tmp_path: Path) -> None:
     assert (one["log_lines"], one["fetches"], two["log_lines"], two["fetches"]) == (3, 2, 2, 2)
     assert one["ended_by"] == "killed or crashed (no end recorded)"
     assert one["duration_s"] == 9.5 and one["duration_estimated"]  # its last fetch's end
-    assert two["ended_by"] == "finished" and two["duration_s"] == 20.0
+    # statistics from before `ended` existed: `finished` (no frontier counts) was complete
+    assert two["end_reason"] == "complete" and two["ended_by"] == "complete: frontier exhausted"
+    assert two["duration_s"] == 20.0
     totals = report["totals"]
     assert totals["runs"] == 2
     assert (totals["pages"], totals["fetches"], totals["requests"]) == (3, 4, 5)
@@ -151,7 +154,7 @@ def test_a_directory_without_history_is_one_run_with_its_statistics(tmp_path: Pa
     (out / "worker.json").write_text(json.dumps({"crawl": "c1", "worker": "w3"}))
     report = crawl_report(out)
     (run,) = report["runs"]
-    assert run["cluster_worker"] == "w3" and run["ended_by"] == "finished"
+    assert run["cluster_worker"] == "w3" and run["end_reason"] == "complete"
     assert run["duration_s"] == 7.25 and not run["duration_estimated"]
     assert report["totals"]["dropped"] == {"d": 1} and report["totals"]["pages"] == 2
     # without worker.json (a crawl older than run histories, perhaps resumed): stats.json may
@@ -212,3 +215,48 @@ def test_report_of_a_directory_that_is_no_crawl(
     assert print_report(tmp_path) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "is not a crawl directory" in err
+
+
+def test_the_report_says_why_and_when_the_crawl_ended(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = crawl_dir(tmp_path)
+    runs = out / RUNS_FILE
+    frontier = {"queued": 3, "leased": 0, "done": 2, "next_ready_at": T0 + 130}
+    limited = {"ended": "max-pages", "elapsed_s": 9.0, "frontier": frontier}
+    append_run_record(runs, {"event": "start", "run": 1, "time": T0, "resume": False})
+    append_run_record(runs, {"event": "end", "run": 1, "time": T0 + 10, "stats": limited})
+    append_run_record(
+        runs, {"event": "start", "run": 2, "time": T0 + 100, "changed": {"max_pages": None}}
+    )
+    write_stats(out / "stats.json", limited)
+    log_fetches(out, (T0 + 1, "http://a.example/", 200, "ok"))
+    report = crawl_report(out)
+    one, two = report["runs"]
+    assert (one["end_reason"], two["end_reason"]) == ("max-pages", None)
+    assert one["ended_iso"] == datetime.fromtimestamp(T0 + 10).astimezone().isoformat()
+    assert two["changed"] == {"max_pages": None} and two["ended_iso"] is None
+    assert report["end_reason"] is None  # the last run: killed
+    assert report["stats"]["frontier"]["next_ready_at_iso"].startswith("2027-01-15T")
+
+    assert print_report(out) == 0
+    text = capsys.readouterr().out
+    started = time.strftime("%Y-%m-%d %H:%M:%S %Z", time.localtime(T0))
+    assert f"    run 1  {started}  10.0 s  1 page fetches  max-pages: page limit reached\n" in text
+    assert "killed or crashed (no end recorded)  (resumed with --max-pages none)\n" in text
+    assert (
+        f"  ended        killed or crashed (no end recorded) (last run); "
+        f"to go on: gossamer crawl --resume {out}\n"
+    ) in text
+    ready = time.strftime("%Y-%m-%d %H:%M:%S %Z", time.localtime(T0 + 130))
+    assert f"next_ready_at {ready}\n" in text and str(T0 + 130) not in text
+
+    # the last run ended at the page limit: when, and how to go on
+    append_run_record(runs, {"event": "end", "run": 2, "time": T0 + 110, "stats": limited})
+    assert print_report(out) == 0
+    text = capsys.readouterr().out
+    at = time.strftime("%Y-%m-%d %H:%M:%S %Z", time.localtime(T0 + 110))
+    assert (
+        f"  ended        max-pages: page limit reached at {at} (last run); to go on: "
+        f"gossamer crawl --resume {out} --max-pages N (N > 2)\n"
+    ) in text

@@ -23,6 +23,7 @@ from typing import IO, Any, cast
 from ..config import CrawlSettings
 from ..engine.run import STOP_SIGNALS, CrawlError, ask_to_stop, hold_stop_signals
 from ..frontier import FrontierStats
+from ..outdir import new_directory_problem
 from ..partition import PartitionError
 from ._redis import Keys, RedisClient, server_time, text
 from .members import Membership, WorkerStatus
@@ -89,6 +90,12 @@ def run_cluster_crawl(
     except CrawlError as exc:
         return _fail(exc)
     try:
+        if ((os.cpu_count() or 1) if workers is None else workers) > 0:
+            # the local workers write DIR/w1/, DIR/w2/, …: in a directory that holds files
+            # (another crawl's w1/, …) they would overwrite them; refused before the crawl
+            problem = new_directory_problem(settings.output)
+            if problem is not None:
+                return _fail(CrawlError(problem))
         crawl_id = create_crawl(
             client,
             settings.seeds,

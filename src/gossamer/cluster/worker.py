@@ -40,7 +40,9 @@ import redis.exceptions
 from ..config import CrawlSettings
 from ..engine.crawler import Crawler
 from ..engine.run import CrawlError, loop_factory, run_engine
+from ..exitcodes import Exit
 from ..frontier import Discovered, Frontier, FrontierStats, HostBatch, Outcome, Outlinks
+from ..outdir import new_directory_problem
 from ..robots_store import RedisRobotsStore, RobotsRecord, RobotsStore
 from ._redis import RedisClient, retrying
 from .ipgate import RedisIpGate
@@ -423,6 +425,17 @@ def run_worker(
     membership = Membership(client, record.id, ttl=record.heartbeat_ttl)
     worker_id = retrying(membership.new_id, what="registry")
     wdir = out.absolute() / worker_id
+    # worker ids start at w1 in every crawl: DIR/w1/ may hold another crawl's worker's
+    # outputs, which this worker would overwrite (crawl.json, stats.json) or mix with
+    problem = new_directory_problem(
+        wdir,
+        what=f"-o {out}: this worker's directory {wdir}",
+        holds=", another crawl's worker's outputs perhaps",
+        fix="give another -o DIR",
+    )
+    if problem is not None:
+        print(f"gossamer: error: {problem}", file=sys.stderr)
+        return int(Exit.USAGE)
     try:
         wdir.mkdir(parents=True, exist_ok=True)
         resolve_file = None

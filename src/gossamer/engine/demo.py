@@ -7,6 +7,8 @@ import tempfile
 from pathlib import Path
 
 from ..config import load_settings
+from ..exitcodes import Exit
+from ..outdir import new_directory_problem
 from ..testing import TruthRules, WebSpec, audit, compute_truth, read_logs, serve_subprocess
 from ..testing.cli_demo import DEMO_OVERRIDES
 from .report import print_report
@@ -21,6 +23,12 @@ def run_demo(
     out: Path | None = None,
     workers: int | None = None,
 ) -> int:
+    if out is not None:
+        # the demo writes web.log, resolve.txt and crawl/ into `out`: never over someone's
+        problem = new_directory_problem(out)
+        if problem is not None:
+            print(f"gossamer: error: {problem}", file=sys.stderr)
+            return int(Exit.USAGE)
     out = out or Path(tempfile.mkdtemp(prefix="gossamer-demo-"))
     out.mkdir(parents=True, exist_ok=True)
     spec = WebSpec(seed=seed, hosts=hosts, pages_mean=pages_mean, overrides=DEMO_OVERRIDES)

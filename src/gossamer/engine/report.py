@@ -26,19 +26,118 @@ from .crawler import RETRY_STATUSES
 
 RUNS_FILE = "runs.jsonl"
 
+# ------------------------------------------------------------------ why a crawl ended
+
+#: What ended a run: `stats.json`'s `ended` (docs/crawler/outputs.md, "Statistics").
+#: "complete": the frontier has nothing left; "max-pages": the page limit was reached (a resume
+#: with a higher --max-pages goes on); "SIGINT", "SIGTERM": stopped by that signal (resumable);
+#: "error": the outputs could not be written or a worker process failed (resumable once fixed);
+#: "stopped": a cluster worker asked to stop without a signal (`gossamer stop`, `workers
+#: --scale` down) while the crawl had work left.
+ENDED = ("complete", "max-pages", "SIGINT", "SIGTERM", "error", "stopped")
+
+_ENDED_TEXT = {
+    "complete": "complete: frontier exhausted",
+    "max-pages": "max-pages: page limit reached",
+    "SIGINT": "SIGINT: interrupted",
+    "SIGTERM": "SIGTERM: terminated",
+    "error": "error",
+    "stopped": "stopped: asked to stop",
+}
+
+
+def end_reason(
+    *,
+    signal_name: str | None,
+    failed: bool,
+    queued: int,
+    leased: int,
+    done: int,
+    max_pages: int | None,
+    otherwise: str = "stopped",
+) -> str:
+    """Why a run ended (one of `ENDED`), from what stopped it and its frontier's counts at
+    the end: a signal first, then a failure, then the frontier (nothing queued or leased:
+    complete, even when the page limit was reached with it), else `otherwise` (the crawl
+    ended with work left and no limit reached: a cluster worker asked to stop)."""
+    if signal_name is not None:
+        return signal_name
+    if failed:
+        return "error"
+    if queued == 0 and leased == 0:
+        return "complete"
+    if max_pages is not None and done >= max_pages:
+        return "max-pages"
+    return otherwise
+
+
+def stats_end_reason(stats: dict[str, Any] | None, max_pages: int | None) -> str | None:
+    """The `ended` of a run's statistics; for statistics written before that key existed,
+    derived from `finished`, `stopped_by` and the frontier's counts. None: unknown."""
+    if not stats:
+        return None
+    ended = stats.get("ended")
+    if ended in ENDED:
+        return str(ended)
+    stopped_by = stats.get("stopped_by")
+    if stopped_by in ("SIGINT", "SIGTERM", "error"):
+        return str(stopped_by)
+    if not stats.get("finished"):
+        return None
+    # an old `finished: true` meant the run ended by itself: its frontier was exhausted, or
+    # the page limit was reached with URLs left
+    frontier = stats.get("frontier") or {}
+    queued = int(frontier.get("queued") or 0)
+    leased = int(frontier.get("leased") or 0)
+    done = int(frontier.get("done") or 0)
+    return end_reason(
+        signal_name=None,
+        failed=False,
+        queued=queued,
+        leased=leased,
+        done=done,
+        max_pages=max_pages,
+        otherwise="max-pages" if max_pages is not None else "complete",
+    )
+
+
+def iso_date(ts: float | None) -> str | None:
+    """`ts` (Unix time) as an ISO 8601 date in local time with its UTC offset, to the second
+    (`2026-11-25T22:14:03+00:00`); None for None."""
+    if ts is None:
+        return None
+    return datetime.fromtimestamp(ts).astimezone().isoformat(timespec="seconds")
+
+
+def human_date(ts: float | None) -> str:
+    """`ts` (Unix time) as a local date a person reads: `2026-11-25 22:14:03 UTC`."""
+    if ts is None:
+        return "-"
+    return time.strftime("%Y-%m-%d %H:%M:%S %Z", time.localtime(ts))
+
 
 # ------------------------------------------------------------------ the run history
 
 
-def start_run(out: Path, *, resume: bool, workers: int) -> tuple[int, float]:
-    """Append the start of a run to `out/runs.jsonl`: (its number, from 1; its start time)."""
+def start_run(
+    out: Path, *, resume: bool, workers: int, changed: dict[str, Any] | None = None
+) -> tuple[int, float]:
+    """Append the start of a run to `out/runs.jsonl`: (its number, from 1; its start time).
+    `changed`: the settings a resumed run took from its command line (docs/crawler.md,
+    "Resuming"), recorded with their new values."""
     path = out / RUNS_FILE
     number = 1 + sum(1 for r in read_run_records(path) if r.get("event") == "start")
     started = time.time()
-    append_run_record(
-        path,
-        {"event": "start", "run": number, "time": started, "resume": resume, "workers": workers},
-    )
+    record: dict[str, Any] = {
+        "event": "start",
+        "run": number,
+        "time": started,
+        "resume": resume,
+        "workers": workers,
+    }
+    if changed:
+        record["changed"] = changed
+    append_run_record(path, record)
     return number, started
 
 
@@ -85,8 +184,17 @@ def crawl_report(out: Path) -> dict[str, Any]:
         worker = _cluster_worker(out) if not runs else None
         runs.insert(0, _unrecorded_run(log, last_stats if worker else None, worker))
         per_run = [log["before_history"] or (0, 0, None), *per_run]
-    _finish_runs(runs, per_run)
+    _finish_runs(runs, per_run, report["settings"].get("max_pages"))
     report["runs"] = runs
+    last = runs[-1] if runs else None
+    # why the crawl stopped (its last run), and when: stats.json's `ended` and `ended_at`
+    report["end_reason"] = last["end_reason"] if last else None
+    report["ended_at"] = last["ended_iso"] if last else None
+    if last_stats is not None and isinstance(last_stats.get("frontier"), dict):
+        # the report's copy of stats.json: the frontier's next ready time as a date too
+        frontier = last_stats["frontier"]
+        if isinstance(frontier.get("next_ready_at"), int | float):
+            frontier["next_ready_at_iso"] = iso_date(frontier["next_ready_at"])
     report["totals"] = _totals(runs, log)
     report["log"] = {
         "lines": log["lines"],
@@ -113,6 +221,7 @@ def _runs(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 "started": float(r["time"]),
                 "resume": bool(r.get("resume")),
                 "workers": r.get("workers"),
+                "changed": r.get("changed") or {},
                 "ended": float(end["time"]) if end else None,
                 "exit": end.get("exit") if end else None,
                 "stats": end.get("stats") if end else None,
@@ -146,6 +255,7 @@ def _unrecorded_run(
         "started": log["first_time"],
         "resume": None,
         "workers": (stats or {}).get("workers"),
+        "changed": {},
         "ended": None,
         "exit": None,
         "stats": stats,
@@ -224,10 +334,13 @@ def _timestamp(value: Any) -> float | None:
 
 
 def _finish_runs(
-    runs: list[dict[str, Any]], per_run: list[tuple[int, int, float | None]]
+    runs: list[dict[str, Any]],
+    per_run: list[tuple[int, int, float | None]],
+    max_pages: int | None,
 ) -> None:
     """Each run's log facts, duration (from its end record, else estimated from its last
-    logged fetch) and how it ended."""
+    logged fetch), how it ended (`end_reason`: one of ENDED or None, `ended_by`: in words)
+    and its times as ISO 8601 dates (`started_iso`, `ended_iso`)."""
     for run, (lines, fetches, last) in zip(runs, per_run, strict=True):
         run["log_lines"], run["fetches"] = lines, fetches
         stats = run["stats"] or {}
@@ -240,7 +353,13 @@ def _finish_runs(
             span = (last - start) if last is not None and start is not None else 0.0
             run["duration_s"], run["duration_estimated"] = max(span, 0.0), True
         run["duration_s"] = round(run["duration_s"], 3)
+        run["end_reason"] = stats_end_reason(run["stats"], max_pages)
         run["ended_by"] = _ended_by(run)
+        run["started_iso"] = iso_date(run["started"])
+        ended = run["ended"]
+        if ended is None and not run["recorded"] and "ended_at" in stats:
+            ended = _timestamp(stats["ended_at"])  # a cluster worker's: its stats.json's
+        run["ended_iso"] = iso_date(ended)
 
 
 def _ended_by(run: dict[str, Any]) -> str:
@@ -251,11 +370,12 @@ def _ended_by(run: dict[str, Any]) -> str:
         if run["cluster_worker"]:
             return "killed or crashed (no statistics)"
         return "unrecorded (no run history)"
-    if stats.get("finished"):
-        return "finished"
-    if stats.get("stopped_by"):
-        return f"stopped ({stats['stopped_by']})"
-    return f"exit {run['exit']}" if run["exit"] is not None else "ended (not finished)"
+    reason = run["end_reason"]
+    if reason == "error" and run["exit"] is not None:
+        return f"error (exit {run['exit']})"
+    if reason is not None:
+        return _ENDED_TEXT[reason]
+    return f"exit {run['exit']}" if run["exit"] is not None else "ended (reason unknown)"
 
 
 def _totals(runs: list[dict[str, Any]], log: dict[str, Any]) -> dict[str, Any]:
@@ -349,14 +469,19 @@ def print_report(out: Path, *, as_json: bool = False) -> int:
     runs = report["runs"]
     print(f"crawl {out}")
     print(f"  seeds        {', '.join(settings.get('seeds', []))}")
-    print(f"  finished     {s.get('finished', 'unknown (no stats.json: interrupted?)')} (last run)")
+    print(f"  ended        {_last_ending(out, runs, settings)}")
     print(f"  runs         {t['runs']}")
     for run in runs:
-        when = _clock(run["started"])
+        when = human_date(run["started"])
         approx = "~" if run["duration_estimated"] else ""
+        changed = "".join(
+            f", --{k.replace('_', '-')} {'none' if v is None else v}"
+            for k, v in run["changed"].items()
+        )
         print(
             f"    run {run['run']}  {when}  {approx}{run['duration_s']} s  "
             f"{run['fetches']:,} page fetches  {run['ended_by']}"
+            + (f"  (resumed with {changed[2:]})" if changed else "")
         )
     print(
         f"  pages        {t['pages']:,} (distinct URLs; {t['fetches']:,} page fetches)   "
@@ -370,7 +495,7 @@ def print_report(out: Path, *, as_json: bool = False) -> int:
     print(f"  statuses     {_kv(t['statuses'])}")
     print(f"  errors       {_kv(t['errors'])}")
     print(f"  dropped      {_kv(t['dropped'])}{_of_runs(t['dropped_runs'], t['runs'])}")
-    print(f"  frontier     {_kv(s.get('frontier', {}))}")
+    print(f"  frontier     {_kv(_dated(s.get('frontier') or {}))}")
     log = report["log"]
     print(f"  crawl log    {log['lines']} lines; outcomes {_kv(log['outcomes'])}")
     print(f"  warc         {report['warc']['files']} files, {report['warc']['bytes']:,} bytes")
@@ -388,10 +513,32 @@ def _of_runs(with_stats: int, runs: int) -> str:
     return f"   (from the {with_stats} of {runs} runs that wrote statistics)"
 
 
-def _clock(ts: float | None) -> str:
-    if ts is None:
-        return "-"
-    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(ts))
+def _last_ending(out: Path, runs: list[dict[str, Any]], settings: dict[str, Any]) -> str:
+    """Why and when the crawl's last run ended, and what to do to go on."""
+    if not runs:
+        return "unknown (no run recorded)"
+    last = runs[-1]
+    reason = last["end_reason"]
+    when = human_date(_timestamp(last["ended_iso"])) if last["ended_iso"] else None
+    text = f"{last['ended_by']}{f' at {when}' if when else ''} (last run)"
+    if last["cluster_worker"]:
+        return text  # a cluster worker's directory: the crawl lives in Redis
+    resume = f"gossamer crawl --resume {out}"
+    if reason == "max-pages":
+        frontier = (last["stats"] or {}).get("frontier") or {}
+        done = frontier.get("done", settings.get("max_pages"))
+        return f"{text}; to go on: {resume} --max-pages N (N > {done})"
+    if reason != "complete":
+        return f"{text}; to go on: {resume}"
+    return text
+
+
+def _dated(values: dict[str, Any]) -> dict[str, Any]:
+    """`values` (a frontier's counts) with its Unix times as dates, for a person."""
+    shown = {k: v for k, v in values.items() if not k.endswith("_iso")}
+    if isinstance(shown.get("next_ready_at"), int | float):
+        shown["next_ready_at"] = human_date(shown["next_ready_at"])
+    return shown
 
 
 def _kv(d: dict[str, Any]) -> str:

@@ -41,6 +41,7 @@ from ..config import CrawlSettings, SettingsError
 from ..exitcodes import Exit
 from ..fetch import CurlFetcher, Resolver
 from ..frontier import Frontier, SqliteFrontier
+from ..outdir import new_directory_problem
 from ..robots_store import RobotsStore, SqliteRobotsStore
 from ..sinks import recover, write_stats
 from ..sinks.cdx import write_crawl_index
@@ -48,7 +49,7 @@ from .crawler import Crawler, seed_frontier
 from .ipgate import FileIpGate, LocalIpGate
 from .recorder import Recorder
 from .recrawl import Recrawl, seed_recrawl
-from .report import end_run, start_run
+from .report import end_reason, end_run, iso_date, start_run
 
 MANIFEST = "crawl.json"
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
@@ -110,6 +111,8 @@ def load_manifest(out: Path) -> CrawlSettings:
         stored = json.loads(manifest.read_text())
     except (OSError, ValueError) as exc:
         raise CrawlError(f"cannot read {manifest}: {exc}") from exc
+    if not isinstance(stored, dict):
+        raise CrawlError(f"cannot read {manifest}: not a JSON object")
     stored["output"] = str(out)
     try:
         return CrawlSettings(**stored)
@@ -118,7 +121,9 @@ def load_manifest(out: Path) -> CrawlSettings:
 
 
 def prepare_directory(settings: CrawlSettings, *, resume: bool) -> CrawlSettings:
-    """Create or reopen the crawl directory; on resume the stored settings win."""
+    """Create the crawl directory of a new crawl (it must not exist or be empty) and write its
+    crawl.json; on resume, the stored settings (see `engine.resume` for those a resume takes
+    from its command line)."""
     out = settings.output
     manifest = out / MANIFEST
     if resume:
@@ -129,14 +134,24 @@ def prepare_directory(settings: CrawlSettings, *, resume: bool) -> CrawlSettings
         raise CrawlError(
             f"{out} already holds a crawl: use `gossamer crawl --resume {out}` or a new -o DIR"
         )
+    problem = new_directory_problem(out, holds=", not a gossamer crawl")
+    if problem is not None:
+        raise CrawlError(problem)
     try:
         out.mkdir(parents=True, exist_ok=True)
-        tmp = out / (MANIFEST + ".tmp")
-        tmp.write_text(json.dumps(settings.manifest(), indent=2) + "\n")
-        tmp.replace(manifest)
+        write_manifest(settings)
     except OSError as exc:
         raise CrawlError(f"cannot write to {out}: {exc.strerror or exc}") from exc
     return settings
+
+
+def write_manifest(settings: CrawlSettings) -> None:
+    """Write `settings` as the crawl's crawl.json, atomically (a reader sees the old file or
+    the new one)."""
+    manifest = settings.output / MANIFEST
+    tmp = manifest.with_name(MANIFEST + ".tmp")
+    tmp.write_text(json.dumps(settings.manifest(), indent=2) + "\n")
+    tmp.replace(manifest)
 
 
 def run_crawl(
@@ -147,15 +162,27 @@ def run_crawl(
     A SIGINT/SIGTERM at any moment from here on stops the crawl cleanly (exit 130/143,
     `stats.json`, no lease left, WARC files closed): one that arrives while the crawl starts
     is held until its handlers are in place."""
+    changed: dict[str, Any] = {}
     with hold_stop_signals():
-        settings = prepare_directory(settings, resume=resume)
+        if resume:
+            from .resume import plan_resume  # here: engine.resume imports this module
+
+            plan = plan_resume(settings)  # reads only: a refusal changes nothing
+            if plan.nothing_to_do is not None:
+                print(f"gossamer: {plan.nothing_to_do}", file=sys.stderr)
+                return int(Exit.OK)
+            settings, changed = plan.settings, plan.changed
+        else:
+            settings = prepare_directory(settings, resume=False)
         out = settings.output
         workers = settings.effective_workers()
         with _dir_lock(out):
             # runs.jsonl: one line as each run starts and ends, so `gossamer report` can sum
             # the runs of a resumed crawl (stats.json holds the last run's alone)
             try:
-                run, started = start_run(out, resume=resume, workers=workers)
+                if changed:  # the settings a resume took: for this run and the next ones
+                    write_manifest(settings)
+                run, started = start_run(out, resume=resume, workers=workers, changed=changed)
             except OSError as exc:
                 raise CrawlError(f"cannot write to {out}: {exc.strerror or exc}") from exc
             if workers > 1:
@@ -266,10 +293,9 @@ def _supervise(
             code = p.exitcode
             assert code is not None  # set once joined
             codes.append(128 - code if code < 0 else code)  # killed by signal N: 128 + N
-        summary = _merge_stats(out, workers, started, stopped)
-        summary["frontier"] = _as_dict(frontier.statistics())
-        if any(c == 74 for c in codes):
-            summary["finished"] = False
+        summary = _merge_stats(
+            out, workers, started, stopped, frontier.statistics(), settings.max_pages, codes
+        )
         write_stats(out / "stats.json", summary)
     finally:
         for sig, handler in previous.items():
@@ -370,17 +396,46 @@ def _watch(
         )
 
 
-def _merge_stats(out: Path, workers: int, started: float, stopped: list[int]) -> dict[str, Any]:
+def _merge_stats(
+    out: Path,
+    workers: int,
+    started: float,
+    stopped: list[int],
+    frontier: Any,
+    max_pages: int | None,
+    codes: Sequence[int],
+) -> dict[str, Any]:
+    """A pool's stats.json: its workers' parts (`stats-wK.json`) added up, with why the crawl
+    ended from the parent's view: a signal it received, else a worker that failed (a non-zero
+    exit: 74, killed, …; its part may be missing), else the shared frontier's counts."""
     parts = []
     for path in sorted(out.glob("stats-w*.json")):
         try:
             parts.append(json.loads(path.read_text()))
         except (OSError, ValueError):
             continue
-    elapsed = max(time.time() - started, 1e-9)
+    now = time.time()
+    elapsed = max(now - started, 1e-9)
+    signal_name = signal.Signals(stopped[0]).name if stopped else None
+    failed = any(code not in (0, 130, 143) for code in codes) or len(parts) != workers
+    if signal_name is None and not failed:  # a worker stopped by a signal sent to it alone
+        signal_name = next(
+            (p["ended"] for p in parts if p.get("ended") in ("SIGINT", "SIGTERM")), None
+        )
+    ended = end_reason(
+        signal_name=signal_name,
+        failed=failed,
+        queued=frontier.queued,
+        leased=frontier.leased,
+        done=frontier.done,
+        max_pages=max_pages,
+        otherwise="error",  # no signal, no failure, work left below the limit: a lost worker
+    )
     merged: dict[str, Any] = {
-        "finished": bool(parts) and len(parts) == workers and all(p.get("finished") for p in parts),
-        "stopped_by": signal.Signals(stopped[0]).name if stopped else None,
+        "ended": ended,
+        "ended_at": iso_date(now),
+        "finished": ended == "complete",
+        "stopped_by": signal_name or ("error" if ended == "error" else None),
         "elapsed_s": round(elapsed, 3),
         "workers": workers,
         "pages_per_worker": [p.get("pages", 0) for p in parts],
@@ -394,6 +449,7 @@ def _merge_stats(out: Path, workers: int, started: float, stopped: list[int]) ->
             for k, v in p.get(key, {}).items():
                 total[k] = total.get(k, 0) + int(v)
         merged[key] = dict(sorted(total.items()))
+    merged["frontier"] = _as_dict(frontier)
     return merged
 
 
@@ -575,10 +631,24 @@ def _load_recrawl(settings: CrawlSettings) -> Recrawl | None:
 def _summary(
     crawler: Crawler, stats: Any, started: float, stopped: list[int], *, failed: bool = False
 ) -> dict[str, Any]:
+    """A worker's statistics (stats.json). `ended` says why it ended (report.ENDED);
+    `finished` is true when the crawl is complete (its frontier has nothing left), not after
+    a --max-pages stop; `stopped_by` is the signal or "error" that stopped it, else None."""
     c = crawler.counters
-    elapsed = max(time.time() - started, 1e-9)
+    now = time.time()
+    elapsed = max(now - started, 1e-9)
+    ended = end_reason(
+        signal_name=signal.Signals(stopped[0]).name if stopped else None,
+        failed=failed,
+        queued=stats.queued,
+        leased=stats.leased,
+        done=stats.done,
+        max_pages=crawler.settings.max_pages,
+    )
     return {
-        "finished": not stopped and not failed,
+        "ended": ended,
+        "ended_at": iso_date(now),
+        "finished": ended == "complete",
         "stopped_by": signal.Signals(stopped[0]).name if stopped else ("error" if failed else None),
         "elapsed_s": round(elapsed, 3),
         "pages": c.pages,

@@ -13,6 +13,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from ..exitcodes import Exit
+from ..outdir import new_directory_problem
 from ._api import serve_subprocess
 from ._audit import audit
 from ._logread import read_logs
@@ -70,6 +72,12 @@ def run_demo(args: argparse.Namespace) -> int:
     spec = WebSpec(
         seed=args.seed, hosts=args.hosts, pages_mean=args.pages_mean, overrides=DEMO_OVERRIDES
     )
+    if args.out is not None:
+        # web.log, web.json, resolve.txt and audit.json go there: never over someone's files
+        problem = new_directory_problem(args.out)
+        if problem is not None:
+            print(f"gossamer: error: {problem}", file=sys.stderr)
+            return int(Exit.USAGE)
     out = args.out or Path(tempfile.mkdtemp(prefix="gossamer-demo-"))
     out.mkdir(parents=True, exist_ok=True)
     log = out / "web.log"
