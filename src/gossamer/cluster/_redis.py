@@ -8,6 +8,7 @@ used alone. (The frontier's keys are `gs:<crawl>:{<shard>}:…` and `gs:<crawl>:
 
 from __future__ import annotations
 
+import re
 import sys
 import time
 import urllib.parse
@@ -111,31 +112,34 @@ def url_username(url: str) -> str | None:
 
 def redact(url: str) -> str:
     """`url` fit to print, log or store: its password replaced by *** (the userinfo's and a
-    `password=` query parameter's): redis://:***@host:6379/0, rediss://user:***@host/0."""
+    `password=` query parameter's): redis://:***@host:6379/0, rediss://user:***@host/0.
+    The userinfo ends at the last "@", so that an unquoted "/", "#" or "@" in the password
+    (which redis-py cannot parse either) does not show it."""
     scheme, sep, rest = url.partition("://")
     if not sep:
         return scrub(url, url)
-    rest, hashmark, fragment = rest.partition("#")
-    rest, qmark, query = rest.partition("?")
-    userinfo, at, hostpath = rest.rpartition("@")
-    if at:
-        user, colon, _password = userinfo.partition(":")
-        userinfo = f"{user}:{_HIDDEN}" if colon else user
-        rest = f"{userinfo}@{hostpath}"
-    if query:
+    userinfo, at, after = rest.rpartition("@")
+    if at and ":" in userinfo:
+        rest = f"{userinfo.split(':', 1)[0]}:{_HIDDEN}@{after}"
+    head, qmark, query = rest.partition("?")
+    if qmark:
         query = "&".join(
             f"password={_HIDDEN}" if pair.partition("=")[0] == "password" else pair
             for pair in query.split("&")
         )
-    out = f"{scheme}{sep}{rest}{qmark}{query}{hashmark}{fragment}"
-    return scrub(out, url)
+    return scrub(f"{scheme}{sep}{head}{qmark}{query}", url)
 
 
-def scrub(message: str, url: str) -> str:
+def scrub(message: str, url: str, *, pieces: bool = False) -> str:
     """`message` with every copy of `url`'s password (as written, and unquoted) replaced by
-    ***: for texts from elsewhere (an exception's) that may quote the URL."""
-    secrets = {url_password(url), _raw_password(url)}
-    for secret in sorted((s for s in secrets if s), key=len, reverse=True):
+    ***: for texts from elsewhere (an exception's) that may quote the URL. With `pieces`,
+    also the pieces an unquoted password is cut into by URL delimiters, which a parser's
+    error may quote ("Port could not be cast to integer value as 'pw'")."""
+    secrets = {s for s in (url_password(url), _raw_password(url)) if s}
+    if pieces:
+        for secret in list(secrets):
+            secrets.update(p for p in re.split(r"[/#?@:&=]", secret) if len(p) >= 3)
+    for secret in sorted(secrets, key=len, reverse=True):
         message = message.replace(secret, _HIDDEN)
     return message
 
@@ -148,6 +152,12 @@ class RedisConnectError(Exception):
     holds the password."""
 
     exit: int = Exit.FAILURE
+
+
+class RedisBadURL(RedisConnectError):
+    """The --redis URL does not parse."""
+
+    exit = Exit.USAGE
 
 
 class RedisUnavailable(RedisConnectError):
@@ -165,7 +175,7 @@ class RedisRefused(RedisConnectError):
 def error_text(exc: BaseException, url: str) -> str:
     """What Redis (or redis-py) said, for a message: the wrapped error's text, without the
     password of `url` or a trailing full stop."""
-    return scrub(str(_cause(exc)), url).strip().rstrip(".")
+    return scrub(str(_cause(exc)), url, pieces=True).strip().rstrip(".")
 
 
 def refusal(url: str, exc: BaseException) -> RedisRefused:

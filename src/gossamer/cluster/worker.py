@@ -46,6 +46,7 @@ from ..exitcodes import Exit
 from ..frontier import Discovered, Frontier, FrontierStats, HostBatch, Outcome, Outlinks
 from ..robots_store import RedisRobotsStore, RobotsRecord, RobotsStore
 from ._redis import (
+    RedisBadURL,
     RedisClient,
     RedisConnectError,
     RedisUnavailable,
@@ -98,6 +99,12 @@ def connect_redis(
             why = error_text(exc, url)
             if is_auth_error(exc):
                 raise refusal(url, exc) from None
+            if isinstance(exc, ValueError):  # from redis-py's URL parser
+                raise RedisBadURL(
+                    f"--redis {safe}: not a Redis URL ({why}); it reads "
+                    "redis://[[USER]:PASSWORD@]HOST[:PORT][/DB] (rediss:// for TLS), with a "
+                    "/ # ? @ : or % in the password written %2F %23 %3F %40 %3A %25"
+                ) from None
             if not is_transient(exc):
                 raise RedisConnectError(f"cannot use Redis at {safe}: {why}") from None
             if time.monotonic() >= deadline:
