@@ -78,7 +78,7 @@ def redis_cluster_url(redis_cluster: RedisClusterServers) -> str:
 
 
 #: ACL users of `redis_password_server`, name -> password (random: a test can look for it in
-#: outputs): "crawler" may do everything, "reader" only PING and INFO (a NOPERM after connecting)
+#: outputs): "crawler" may do everything on the gs:* keys, "reader" only PING and INFO (a NOPERM after connecting)
 PASSWORD_SERVER_USERS = {
     "crawler": f"crawler-{secrets.token_hex(8)}",
     "reader": f"reader-{secrets.token_hex(8)}",
@@ -93,7 +93,7 @@ def redis_password_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[
     _require_redis()
     crawler, reader = PASSWORD_SERVER_USERS["crawler"], PASSWORD_SERVER_USERS["reader"]
     users = (
-        f"user crawler on >{crawler} ~* &* +@all",
+        f"user crawler on >{crawler} ~gs:* +@all",  # as docs/cluster.md advises
         f"user reader on >{reader} ~* &* -@all +ping +info +hello +auth +client",
     )
     with RedisServer(
