@@ -78,7 +78,8 @@ def redis_cluster_url(redis_cluster: RedisClusterServers) -> str:
 
 
 #: ACL users of `redis_password_server`, name -> password (random: a test can look for it in
-#: outputs): "crawler" may do everything on the gs:* keys, "reader" only PING and INFO (a NOPERM after connecting)
+#: outputs): "crawler" may do everything on the gs:* keys, "reader" only PING and INFO (a
+#: NOPERM after connecting)
 PASSWORD_SERVER_USERS = {
     "crawler": f"crawler-{secrets.token_hex(8)}",
     "reader": f"reader-{secrets.token_hex(8)}",

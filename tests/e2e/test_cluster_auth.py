@@ -345,3 +345,51 @@ def test_detached_workers_get_the_password_outside_their_command_line(
     assert len(logs) == 2 and all("joins crawl" in text for text in logs), logs
     assert_hidden(server.password, *cmdlines, *logs, done.stderr, *files_under(out).values())
 
+
+
+def test_a_password_changed_under_a_running_worker_ends_it_with_77(tmp_path: Path) -> None:
+    """Redis's password changes while a worker crawls (CONFIG SET requirepass, its
+    connections closed): the worker's reconnections are refused; it stops (its batches'
+    outcomes may be lost: their leases expire and the URLs are leased again) and exits 77
+    saying why, instead of waiting for Redis forever."""
+    old, new = "old-pw-under-worker", "new-pw-under-worker"
+    spec = WebSpec(seed=9, hosts=40, pages_mean=100, profile="clean")  # outlasts the test
+    out = tmp_path / "out"
+    out.mkdir()
+    with (
+        RedisServer(tmp_path / "redis", password=old) as server,
+        serve_in_thread(spec, log_path=tmp_path / "web.log") as web,
+    ):
+        resolve = web.write_resolve_file(tmp_path / "resolve.txt")
+        done, _ = run(["crawl", "--redis", server.url, web.url(0, 0), "--workers", "0",
+                       "--scope", "all", "--resolve-file", str(resolve), "--allow-private",
+                       "--delay", "0.2", "--user-agent", UA])  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        err_path = tmp_path / "worker.err"
+        with err_path.open("wb") as err:
+            worker = subprocess.Popen(
+                gossamer("worker", "--redis", server.url, "-o", str(out), "-q"),
+                stdout=subprocess.DEVNULL, stderr=err,
+            )  # fmt: skip
+        try:
+            log = out / "w1" / "crawl.log.jsonl"
+            wait_for("the worker's first pages", lambda: log.exists() and log.stat().st_size > 0,
+                     30)  # fmt: skip
+            with server.client() as client:
+                client.config_set("requirepass", new)
+                client.client_kill_filter(_type="normal", skipme=True)
+            t0 = time.monotonic()
+            code = worker.wait(timeout=60)
+            took = time.monotonic() - t0
+        finally:
+            if worker.poll() is None:
+                worker.kill()
+                worker.wait()
+    stderr = err_path.read_text()
+    assert code == 77, stderr
+    assert re.search(r"gossamer: error: Redis at redis://:\*\*\*@127\.0\.0\.1:\d+/0 refused the "
+                     r"password \(invalid username-password pair", stderr), stderr  # fmt: skip
+    assert "Traceback" not in stderr
+    assert took < 30, took
+    for secret in (old, new):
+        assert_hidden(secret, stderr, *files_under(out).values())

@@ -511,6 +511,11 @@ def run_worker(
     )
     with asyncio.Runner(loop_factory=loop_factory()) as runner:
         code = runner.run(_work(worker, progress))
+    if code == Exit.IOERR and (refused := _refused(url, client)) is not None:
+        # the engine saw a storage error: Redis refusing the password (changed while the
+        # worker ran) is one, but waiting or resuming as it is will not help
+        print(f"gossamer: error: {refused}", file=sys.stderr)
+        code = Exit.NOPERM
     pages = worker.crawler.counters.pages if worker.crawler is not None else 0
     why = worker.stop_reason or f"the crawl is {worker.crawl_state}"
     print(f"gossamer: worker {worker_id}: {pages} pages; {why}", file=sys.stderr)
@@ -524,6 +529,16 @@ def run_worker(
             file=sys.stderr,
         )
     return code
+
+
+def _refused(url: str, client: RedisClient) -> RedisConnectError | None:
+    """Whether Redis refuses `client`'s credentials now (a PING, on a new connection when
+    the old ones were closed): the refusal to report, or None."""
+    try:
+        client.ping()
+    except Exception as exc:
+        return refusal(url, exc) if is_auth_error(exc) else None
+    return None
 
 
 async def _work(worker: _Worker, progress: IO[str] | None) -> int:
