@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import shutil
 import signal
 import subprocess
 import time
@@ -393,3 +394,39 @@ def test_a_password_changed_under_a_running_worker_ends_it_with_77(tmp_path: Pat
     assert took < 30, took
     for secret in (old, new):
         assert_hidden(secret, stderr, *files_under(out).values())
+
+
+def test_rediss_tls_with_a_wrong_then_the_right_password(tmp_path: Path) -> None:
+    """`rediss://` (TLS; a self-signed certificate made with openssl): a wrong password
+    fails at once with 77, the right one creates a crawl and `status` reads it; the
+    password shows nowhere."""
+    openssl = shutil.which("openssl")
+    assert openssl, "this test needs the openssl command (Debian package openssl)"
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subprocess.run(
+        [openssl, "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key),
+         "-out", str(cert), "-days", "1", "-subj", "/CN=127.0.0.1"],
+        check=True, capture_output=True, timeout=60,
+    )  # fmt: skip
+    password = "tls-pw-secret"
+    tls_port = _free_ports(1)[0]
+    tls = (f"tls-port {tls_port}", f"tls-cert-file {cert}", f"tls-key-file {key}",
+           f"tls-ca-cert-file {cert}", "tls-auth-clients no")  # fmt: skip
+    with RedisServer(tmp_path / "redis", password=password, extra=tls) as server:
+        base = f"127.0.0.1:{tls_port}/0?ssl_cert_reqs=none"
+        out = tmp_path / "out"
+        wrong, took = run(["crawl", "--redis", f"rediss://:not-{password}@{base}",
+                           "http://127.0.0.1:9/", "--workers", "0", "-o", str(out)])  # fmt: skip
+        assert wrong.returncode == 77, wrong.stderr
+        assert f"Redis at rediss://:***@{base} refused the password" in wrong.stderr
+        assert took < FAST and not out.exists()
+        url = f"rediss://:{password}@{base}"
+        done, _ = run(["crawl", "--redis", url, "http://127.0.0.1:9/", "--workers", "0",
+                       "-o", str(out)])  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        assert f"gossamer worker --redis rediss://:***@{base}" in done.stderr
+        st, _ = run(["status", "--crawl", done.stdout.strip()], env={"GOSSAMER_REDIS": url})
+        assert st.returncode == 0 and "running" in st.stdout, st.stderr
+        with server.client() as client:
+            stored = stored_in_redis(client)
+    assert_hidden(password, wrong.stderr, done.stderr, st.stdout, st.stderr, stored)

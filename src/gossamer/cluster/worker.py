@@ -84,8 +84,8 @@ def connect_redis(
 
     An unreachable Redis is waited for up to `patience` seconds (0: one attempt), saying so
     on stderr, then RedisUnavailable; credentials Redis refuses raise RedisRefused at once
-    (waiting cannot help); a malformed URL or another Redis error RedisConnectError. No
-    message holds the password."""
+    (waiting cannot help); a malformed URL RedisBadURL; another Redis error (a bug, or a
+    server gossamer cannot use) RedisConnectError. No message holds the password."""
     from ..frontier.redis import connect
 
     safe = redact(url)
