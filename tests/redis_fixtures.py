@@ -4,6 +4,9 @@
 - `redis_url` (function): its URL, after FLUSHALL (started again first if a test stopped it).
 - `redis_cluster` (session): a 3-master `RedisClusterServers`.
 - `redis_cluster_url` (function): its URL, after FLUSHALL on every master.
+- `redis_password_server` (session): a `RedisServer` with `requirepass` (a random password,
+  `PASSWORD_SERVER_USERS` has its ACL users); `redis_password_url` (function): its URL
+  with the password, after FLUSHALL.
 
 The servers are started only by the tests that ask for them and stopped at the end of the
 session (and die with the test process). When redis-server is not installed these fixtures
@@ -12,6 +15,7 @@ fail (they do not skip: CI installs it with scripts/setup.sh).
 
 from __future__ import annotations
 
+import secrets
 from collections.abc import Iterator
 
 import pytest
@@ -71,3 +75,41 @@ def redis_cluster_url(redis_cluster: RedisClusterServers) -> str:
         with node.client() as client:
             client.flushall()
     return redis_cluster.url
+
+
+#: ACL users of `redis_password_server`, name -> password (random: a test can look for it in
+#: outputs): "crawler" may do everything on the gs:* keys, "reader" only PING and INFO (a
+#: NOPERM after connecting)
+PASSWORD_SERVER_USERS = {
+    "crawler": f"crawler-{secrets.token_hex(8)}",
+    "reader": f"reader-{secrets.token_hex(8)}",
+}
+
+
+@pytest.fixture(scope="session")
+def redis_password_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:
+    """One redis-server for the session that asks for a password (`requirepass`, a random
+    one with a "/" and a "#", which must be quoted in a URL) and has the ACL users of
+    PASSWORD_SERVER_USERS."""
+    _require_redis()
+    crawler, reader = PASSWORD_SERVER_USERS["crawler"], PASSWORD_SERVER_USERS["reader"]
+    users = (
+        f"user crawler on >{crawler} ~gs:* +@all",  # as docs/cluster.md advises
+        f"user reader on >{reader} ~* &* -@all +ping +info +hello +auth +client",
+    )
+    with RedisServer(
+        tmp_path_factory.mktemp("redis-password"),
+        password=f"pw/{secrets.token_hex(8)}#",
+        extra=users,
+    ) as server:
+        yield server
+
+
+@pytest.fixture
+def redis_password_url(redis_password_server: RedisServer) -> str:
+    """The password server's URL with its password (redis://:PW@127.0.0.1:PORT/0), emptied."""
+    if not redis_password_server.running:
+        redis_password_server.restart()
+    with redis_password_server.client() as client:
+        client.flushall()
+    return redis_password_server.url

@@ -8,8 +8,10 @@ used alone. (The frontier's keys are `gs:<crawl>:{<shard>}:…` and `gs:<crawl>:
 
 from __future__ import annotations
 
+import re
 import sys
 import time
+import urllib.parse
 from collections.abc import Callable
 from typing import Any, Final, TypeVar
 
@@ -17,6 +19,7 @@ import redis
 import redis.cluster
 import redis.exceptions
 
+from ..exitcodes import Exit
 from ..frontier import FrontierStorageError
 
 RedisClient = redis.Redis | redis.cluster.RedisCluster
@@ -37,12 +40,169 @@ TRANSIENT: Final = (
 _T = TypeVar("_T")
 
 
+#: errors that say "Redis refuses these credentials": a wrong password or user (WRONGPASS),
+#: none given where one is needed (NOAUTH, "HELLO must be called with the client already
+#: authenticated"), an ACL user not allowed a command (NOPERM). redis-py makes the first
+#: ones ConnectionErrors: they are told apart from TRANSIENT ones, as waiting cannot help.
+AUTH_ERRORS: Final = (
+    redis.exceptions.AuthenticationError,
+    redis.exceptions.AuthorizationError,
+    redis.exceptions.AuthenticationWrongNumberOfArgsError,
+    redis.exceptions.NoPermissionError,
+)
+
+_HIDDEN: Final = "***"
+
+
+def _cause(exc: BaseException) -> BaseException:
+    """The Redis error under a FrontierStorageError raised `from` one."""
+    if isinstance(exc, FrontierStorageError) and exc.__cause__ is not None:
+        return exc.__cause__
+    return exc
+
+
+def is_auth_error(exc: BaseException) -> bool:
+    """Redis refused the credentials (or a command to this ACL user), also when the
+    frontier wrapped the error."""
+    return isinstance(_cause(exc), AUTH_ERRORS)
+
+
 def is_transient(exc: BaseException) -> bool:
     """A transient Redis error, also when the frontier wrapped it (FrontierStorageError
-    raised `from` one after its own retries ran out)."""
-    if isinstance(exc, TRANSIENT):
-        return True
-    return isinstance(exc, FrontierStorageError) and isinstance(exc.__cause__, TRANSIENT)
+    raised `from` one after its own retries ran out). Never an authentication error."""
+    cause = _cause(exc)
+    return isinstance(cause, TRANSIENT) and not isinstance(cause, AUTH_ERRORS)
+
+
+# ---------------------------------------------------------------------------- secrets
+
+
+def url_password(url: str) -> str | None:
+    """The password a Redis URL carries (in its userinfo or a `password=` query
+    parameter), as redis-py reads it (unquoted); None when it has none."""
+    try:
+        parts = urllib.parse.urlsplit(url)
+        password = parts.password
+    except ValueError:  # a malformed URL: whatever follows "user:" in its userinfo
+        password = _raw_password(url)
+    if password:
+        return urllib.parse.unquote(password)
+    for name, value in urllib.parse.parse_qsl(url.partition("?")[2]):
+        if name == "password" and value:
+            return value
+    return None
+
+
+def _raw_password(url: str) -> str | None:
+    rest = url.partition("://")[2]
+    userinfo, at, _host = rest.rpartition("@")
+    if not at or ":" not in userinfo:
+        return None
+    return userinfo.split(":", 1)[1] or None
+
+
+def url_username(url: str) -> str | None:
+    """The user name of a Redis URL (an ACL user), None for the default user."""
+    try:
+        name = urllib.parse.urlsplit(url).username
+    except ValueError:
+        return None
+    return urllib.parse.unquote(name) if name else None
+
+
+def redact(url: str) -> str:
+    """`url` fit to print, log or store: its password replaced by *** (the userinfo's and a
+    `password=` query parameter's): redis://:***@host:6379/0, rediss://user:***@host/0.
+    The userinfo ends at the last "@", so that an unquoted "/", "#" or "@" in the password
+    (which redis-py cannot parse either) does not show it."""
+    scheme, sep, rest = url.partition("://")
+    if not sep:
+        return scrub(url, url)
+    userinfo, at, after = rest.rpartition("@")
+    if at and ":" in userinfo:
+        rest = f"{userinfo.split(':', 1)[0]}:{_HIDDEN}@{after}"
+    head, qmark, query = rest.partition("?")
+    if qmark:
+        query = "&".join(
+            f"password={_HIDDEN}" if pair.partition("=")[0] == "password" else pair
+            for pair in query.split("&")
+        )
+    return scrub(f"{scheme}{sep}{head}{qmark}{query}", url)
+
+
+def scrub(message: str, url: str, *, pieces: bool = False) -> str:
+    """`message` with every copy of `url`'s password (as written, and unquoted) replaced by
+    ***: for texts from elsewhere (an exception's) that may quote the URL. With `pieces`,
+    also the pieces an unquoted password is cut into by URL delimiters, which a parser's
+    error may quote ("Port could not be cast to integer value as 'pw'")."""
+    secrets = {s for s in (url_password(url), _raw_password(url)) if s}
+    if pieces:
+        for secret in list(secrets):
+            secrets.update(p for p in re.split(r"[/#?@:&=]", secret) if len(p) >= 3)
+    for secret in sorted(secrets, key=len, reverse=True):
+        message = message.replace(secret, _HIDDEN)
+    return message
+
+
+# ---------------------------------------------------------------------------- connect errors
+
+
+class RedisConnectError(Exception):
+    """A `gossamer` command cannot use Redis; `exit` is its exit status. The message never
+    holds the password."""
+
+    exit: int = Exit.FAILURE
+
+
+class RedisBadURL(RedisConnectError):
+    """The --redis URL does not parse."""
+
+    exit = Exit.USAGE
+
+
+class RedisUnavailable(RedisConnectError):
+    """Redis does not answer (refused, timed out, loading, a cluster down)."""
+
+    exit = Exit.UNAVAILABLE
+
+
+class RedisRefused(RedisConnectError):
+    """Redis refuses the credentials of the URL, or asks for a password it does not hold."""
+
+    exit = Exit.NOPERM
+
+
+def error_text(exc: BaseException, url: str) -> str:
+    """What Redis (or redis-py) said, for a message: the wrapped error's text, without the
+    password of `url` or a trailing full stop."""
+    return scrub(str(_cause(exc)), url, pieces=True).strip().rstrip(".")
+
+
+def refusal(url: str, exc: BaseException) -> RedisRefused:
+    """The error to show for an authentication error `exc` at `url`."""
+    cause = _cause(exc)
+    why = error_text(exc, url)
+    safe = redact(url)
+    user = url_username(url)
+    if isinstance(cause, redis.exceptions.NoPermissionError):
+        who = f"user {user!r}" if user else "the default user"
+        return RedisRefused(
+            f"Redis at {safe} does not allow {who} what gossamer needs ({why}); give that "
+            "user every command on the gs:* keys (ACL SETUSER … ~gs:* +@all), or use another"
+        )
+    if url_password(url) is None:
+        if user:
+            how = f"redis://{user}:PASSWORD@host:port/db"
+        else:
+            how = "redis://:PASSWORD@host:port/db, or redis://USER:PASSWORD@host:port/db " \
+                "for an ACL user"  # fmt: skip
+        return RedisRefused(
+            f"Redis at {safe} asks for a password: put it in the URL ({how})"
+        )
+    return RedisRefused(
+        f"Redis at {safe} refused the {'user and ' if user else ''}password ({why}); "
+        "check them in the URL"
+    )
 
 
 class Keys:

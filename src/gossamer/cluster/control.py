@@ -3,7 +3,13 @@
 Local workers are `gossamer worker` processes: attached ones (`crawl --redis --workers N`)
 are children the command waits for; detached ones (`--detach`, `workers --scale`) run in
 their own session with their output in `DIR/logs/worker-<pid>.log`, their pids recorded in
-Redis under this machine's name (`gs:<crawl>:{m}:spawned:<machine>`).
+Redis under this machine's name (`gs:<crawl>:{m}:spawned:<machine>`). Workers get the Redis
+URL in their environment (GOSSAMER_REDIS), not on their command line, where `ps` would show
+its password to every user of the machine.
+
+These commands try Redis once (CONTROL_PATIENCE): a person or script waits for their answer,
+which is "it cannot be reached" (exit 69) or "it refuses the password" (77) at once; only
+`gossamer worker` waits for Redis to come up. gossamer.exitcodes has the table.
 """
 
 from __future__ import annotations
@@ -16,16 +22,29 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import IO, Any, cast
 
 from ..config import CrawlSettings
-from ..engine.run import STOP_SIGNALS, CrawlError, ask_to_stop, hold_stop_signals
+from ..engine.run import STOP_SIGNALS, ask_to_stop, hold_stop_signals
+from ..exitcodes import Exit
 from ..frontier import FrontierStats
 from ..outdir import new_directory_problem
 from ..partition import PartitionError
-from ._redis import Keys, RedisClient, server_time, text
+from ._redis import (
+    Keys,
+    RedisClient,
+    RedisConnectError,
+    RedisUnavailable,
+    error_text,
+    is_auth_error,
+    is_transient,
+    redact,
+    refusal,
+    server_time,
+    text,
+)
 from .members import Membership, WorkerStatus
 from .registry import (
     CrawlRecord,
@@ -49,21 +68,45 @@ __all__ = [
 ]
 
 
+#: seconds `crawl --redis`, `status`, `stop` and `workers` wait for an unreachable Redis: none
+#: (one attempt; opening the connection is bounded by worker.CONNECT_TIMEOUT)
+CONTROL_PATIENCE = 0.0
+
+
 def _client(url: str) -> RedisClient:
-    return connect_redis(url, patience=5.0)
+    return connect_redis(url, patience=CONTROL_PATIENCE)
 
 
 def _fail(exc: BaseException) -> int:
+    """Print `exc` as the command's error; its exit status (RedisConnectError's own, else
+    Exit.USAGE: no such crawl, a crawl in the wrong state, a bad argument)."""
     print(f"gossamer: error: {exc}", file=sys.stderr)
-    return 2
+    return exc.exit if isinstance(exc, RedisConnectError) else Exit.USAGE
+
+
+def _redis_failure(url: str, exc: BaseException) -> RedisConnectError | None:
+    """The error to report for a Redis error met after connecting (None: not one of
+    those): an ACL user refused a command, or Redis gone meanwhile."""
+    if is_auth_error(exc):
+        return refusal(url, exc)
+    if is_transient(exc):
+        return RedisUnavailable(f"lost Redis at {redact(url)}: {error_text(exc, url)}")
+    return None
 
 
 def worker_command(
     url: str, crawl_id: str, out: Path, *, quiet: bool = True, extra: Sequence[str] = ()
 ) -> list[str]:
-    cmd = [sys.executable, "-m", "gossamer", "worker", "--redis", url, "--crawl", crawl_id]
+    """The command of a local worker; its Redis URL goes in `worker_env(url)`."""
+    cmd = [sys.executable, "-m", "gossamer", "worker", "--crawl", crawl_id]
     cmd += ["-o", str(out), *extra]
     return [*cmd, "-q"] if quiet else cmd
+
+
+def worker_env(url: str) -> dict[str, str]:
+    """The environment of a local worker: ours, with GOSSAMER_REDIS = `url` (the worker's
+    --redis default: a password there is not on any command line)."""
+    return {**os.environ, "GOSSAMER_REDIS": url}
 
 
 # ---------------------------------------------------------------------------- crawl --redis
@@ -87,7 +130,7 @@ def run_cluster_crawl(
     (None: one per core; 0: none) and wait for them, or leave them running (`detach`)."""
     try:
         client = _client(url)
-    except CrawlError as exc:
+    except RedisConnectError as exc:
         return _fail(exc)
     try:
         if ((os.cpu_count() or 1) if workers is None else workers) > 0:
@@ -95,7 +138,7 @@ def run_cluster_crawl(
             # (another crawl's w1/, …) they would overwrite them; refused before the crawl
             problem = new_directory_problem(settings.output)
             if problem is not None:
-                return _fail(CrawlError(problem))
+                return _fail(ValueError(problem))
         crawl_id = create_crawl(
             client,
             settings.seeds,
@@ -112,7 +155,7 @@ def run_cluster_crawl(
         if n <= 0:
             print(
                 f"gossamer: crawl {crawl_id} created; join it with "
-                f"`gossamer worker --redis {url} --crawl {crawl_id}`",
+                f"`gossamer worker --redis {redact(url)} --crawl {crawl_id}`",
                 file=sys.stderr,
             )
             return 0
@@ -129,6 +172,11 @@ def run_cluster_crawl(
         return _run_attached(client, url, record, out, n, progress)
     except (RegistryError, PartitionError) as exc:
         return _fail(exc)
+    except Exception as exc:
+        failure = _redis_failure(url, exc)
+        if failure is None:
+            raise
+        return _fail(failure)
     finally:
         client.close()
 
@@ -164,7 +212,9 @@ def _run_attached(
             try:
                 for _ in range(n):
                     cmd = worker_command(url, record.id, out)
-                    procs.append(subprocess.Popen(cmd, stdin=subprocess.DEVNULL))
+                    procs.append(
+                        subprocess.Popen(cmd, stdin=subprocess.DEVNULL, env=worker_env(url))
+                    )
             except BaseException:
                 ask_to_stop(procs, asked, _attached_alive)  # no worker left crawling unattended
                 raise
@@ -175,8 +225,8 @@ def _run_attached(
                 signal.signal(sig, handler)
     codes = [p.wait() for p in procs]
     if stopped:
-        return 130 if stopped[0] == signal.SIGINT else 143
-    return next((c if c >= 0 else 128 - c for c in codes if c != 0), 0)
+        return Exit.INTERRUPTED if stopped[0] == signal.SIGINT else Exit.TERMINATED
+    return next((c if c >= 0 else 128 - c for c in codes if c != 0), Exit.OK)
 
 
 def _attached_alive(p: subprocess.Popen[bytes]) -> bool:
@@ -242,6 +292,7 @@ def spawn_detached(
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
+                env=worker_env(url),
             )
         tmp.rename(logs / f"worker-{proc.pid}.log")
         pids.append(proc.pid)
@@ -319,25 +370,36 @@ def crawl_status(client: RedisClient, record: CrawlRecord) -> dict[str, Any]:
     }
 
 
-def status_main(url: str, crawl_id: str | None, *, as_json: bool = False) -> int:
+def _with_client(url: str, command: Callable[[RedisClient], int]) -> int:
+    """Connect (once: CONTROL_PATIENCE), run `command`, close; Redis and registry errors as
+    one error line and their exit status."""
     try:
         client = _client(url)
-    except CrawlError as exc:
+    except RedisConnectError as exc:
         return _fail(exc)
     try:
+        return command(client)
+    except RegistryError as exc:
+        return _fail(exc)
+    except Exception as exc:
+        failure = _redis_failure(url, exc)
+        if failure is None:
+            raise
+        return _fail(failure)
+    finally:
+        client.close()
+
+
+def status_main(url: str, crawl_id: str | None, *, as_json: bool = False) -> int:
+    def status(client: RedisClient) -> int:
         record = load_crawl(client, crawl_id)
         if record.state == "stopping" and settle_stopped(client, record):  # its workers died
             record = load_crawl(client, record.id)
         data = crawl_status(client, record)
-    except RegistryError as exc:
-        return _fail(exc)
-    finally:
-        client.close()
-    if as_json:
-        print(json.dumps(data, indent=2))
-    else:
-        print(format_status(data))
-    return 0
+        print(json.dumps(data, indent=2) if as_json else format_status(data))
+        return Exit.OK
+
+    return _with_client(url, status)
 
 
 def _ago(seconds: float) -> str:
@@ -417,35 +479,30 @@ def format_status(data: dict[str, Any]) -> str:
 
 def stop_main(url: str, crawl_id: str | None, *, wait: float | None = None) -> int:
     """Set the crawl stopping (workers finish their batches and exit); with `wait`, wait
-    that many seconds at most for every worker to be gone."""
-    try:
-        client = _client(url)
-    except CrawlError as exc:
-        return _fail(exc)
-    try:
+    that many seconds at most for every worker to be gone (else Exit.FAILURE)."""
+
+    def stop(client: RedisClient) -> int:
         record = load_crawl(client, crawl_id)
         if record.state in ("stopped", "finished"):
             print(f"gossamer: crawl {record.id} is {record.state} already", file=sys.stderr)
-            return 0
+            return Exit.OK
         state = request_stop(client, record) if record.state == "running" else record.state
         print(f"gossamer: crawl {record.id}: {state}", file=sys.stderr)
         if wait is None or state != "stopping":
-            return 0
+            return Exit.OK
         deadline = time.monotonic() + wait
         membership = Membership(client, record.id, ttl=record.heartbeat_ttl)
         while time.monotonic() < deadline:
             if not membership.members():
                 settle_stopped(client, record)
                 print(f"gossamer: crawl {record.id}: stopped", file=sys.stderr)
-                return 0
+                return Exit.OK
             time.sleep(0.2)
         print(f"gossamer: crawl {record.id}: workers still running after {wait:g}s",
               file=sys.stderr)  # fmt: skip
-        return 1
-    except RegistryError as exc:
-        return _fail(exc)
-    finally:
-        client.close()
+        return Exit.FAILURE
+
+    return _with_client(url, stop)
 
 
 # ---------------------------------------------------------------------------- scale
@@ -526,19 +583,18 @@ def workers_main(
 ) -> int:
     if target < 0:
         return _fail(ValueError(f"--scale must be >= 0, not {target}"))
-    try:
-        client = _client(url)
-    except CrawlError as exc:
-        return _fail(exc)
-    try:
+
+    def scale(client: RedisClient) -> int:
         record = load_crawl(client, crawl_id)
         if record.state != "running":
             return _fail(RegistryError(f"crawl {record.id} is {record.state}"))
-        r = scale_workers(client, url, record, target, out)
-    except RegistryError as exc:
-        return _fail(exc)
-    finally:
-        client.close()
+        _report_scale(record, target, scale_workers(client, url, record, target, out))
+        return Exit.OK
+
+    return _with_client(url, scale)
+
+
+def _report_scale(record: CrawlRecord, target: int, r: dict[str, Any]) -> None:
     parts = []
     if r["started"]:
         parts.append(f"started {len(r['started'])} (pids {', '.join(map(str, r['started']))})")
@@ -551,4 +607,3 @@ def workers_main(
         + (f"; {'; '.join(parts)}" if parts else "; nothing to do"),
         file=sys.stderr,
     )
-    return 0

@@ -40,7 +40,7 @@ from types import TracebackType
 from typing import Any, cast
 
 from ..engine.ipgate import LocalIpGate
-from ._redis import TRANSIENT, Keys, RedisClient
+from ._redis import TRANSIENT, Keys, RedisClient, is_auth_error
 
 __all__ = ["GatedFetcher", "IpGateStats", "RedisIpGate"]
 
@@ -247,7 +247,9 @@ class RedisIpGate:
                 sent = _clock()
                 try:
                     k = int(cast(int, self._acquire_s(keys=keys, args=args)))
-                except TRANSIENT:
+                except TRANSIENT as exc:
+                    if is_auth_error(exc):  # a password changed: waiting cannot help
+                        raise
                     self._errors += 1
                     await asyncio.sleep(pause)
                     pause = min(pause * 2, 1.0)

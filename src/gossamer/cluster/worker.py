@@ -17,7 +17,9 @@ The worker exits 0 when the crawl finishes (its frontier is exhausted: it marks 
 `finished`) or when it is asked to stop (`gossamer stop`, `workers --scale` down); 130/143
 on SIGINT/SIGTERM (after completing its batches, as embedded workers do); 74 when its own
 outputs cannot be written; 2 when there is no such crawl; 69 when Redis cannot be reached
-at start. Once joined, Redis outages are waited out: nothing is fatal about the network.
+at start (after waiting CONNECT_PATIENCE seconds for it, saying so); 77 at once when Redis
+refuses the URL's credentials or asks for a password. Once joined, Redis outages are waited
+out: nothing is fatal about the network. (gossamer.exitcodes has the table.)
 """
 
 from __future__ import annotations
@@ -39,12 +41,23 @@ import redis.exceptions
 
 from ..config import CrawlSettings
 from ..engine.crawler import Crawler
-from ..engine.run import CrawlError, loop_factory, run_engine
+from ..engine.run import loop_factory, run_engine
 from ..exitcodes import Exit
 from ..frontier import Discovered, Frontier, FrontierStats, HostBatch, Outcome, Outlinks
 from ..outdir import new_directory_problem
 from ..robots_store import RedisRobotsStore, RobotsRecord, RobotsStore
-from ._redis import RedisClient, retrying
+from ._redis import (
+    RedisBadURL,
+    RedisClient,
+    RedisConnectError,
+    RedisUnavailable,
+    error_text,
+    is_auth_error,
+    is_transient,
+    redact,
+    refusal,
+    retrying,
+)
 from .ipgate import RedisIpGate
 from .members import Beat, Membership, PartitionView, WorkerStatus
 from .registry import (
@@ -58,28 +71,63 @@ from .registry import (
 
 __all__ = ["ClusterFrontier", "Heartbeat", "connect_redis", "run_worker", "worker_main"]
 
-EX_UNAVAILABLE = 69
 CONNECT_PATIENCE = 30.0  # seconds a starting worker waits for Redis before giving up
+#: seconds to open a TCP connection to Redis (redis-py waits forever by default: a host that
+#: drops packets would hang a command; a loopback or LAN connect takes under a millisecond)
+CONNECT_TIMEOUT = 5.0
 STATS_MAX_AGE = 0.1  # seconds ClusterFrontier.statistics() answers from its last snapshot
 
 
-def connect_redis(url: str, *, patience: float = CONNECT_PATIENCE) -> RedisClient:
-    """A client for `url` (a Redis Cluster client when the server is a cluster node),
-    waiting up to `patience` seconds for Redis to answer. Raises CrawlError."""
+def connect_redis(
+    url: str, *, patience: float = CONNECT_PATIENCE, sleep: Callable[[float], object] = time.sleep
+) -> RedisClient:
+    """A client for `url` (a Redis Cluster client when the server is a cluster node).
+
+    An unreachable Redis is waited for up to `patience` seconds (0: one attempt), saying so
+    on stderr, then RedisUnavailable; credentials Redis refuses raise RedisRefused at once
+    (waiting cannot help); a malformed URL RedisBadURL; another Redis error (a bug, or a
+    server gossamer cannot use) RedisConnectError. No message holds the password."""
     from ..frontier.redis import connect
 
-    try:
-        return retrying(lambda: connect(url), what=url, deadline=time.monotonic() + patience)
-    except Exception as exc:
-        raise CrawlError(f"cannot reach Redis at {_safe(url)}: {exc}") from exc
-
-
-def _safe(url: str) -> str:
-    """`url` without a password."""
-    scheme, sep, rest = url.partition("://")
-    if sep and "@" in rest:
-        rest = rest.split("@", 1)[1]
-    return f"{scheme}{sep}{rest}"
+    safe = redact(url)
+    deadline = time.monotonic() + patience
+    pause = 0.05
+    told = False
+    while True:
+        try:
+            client = connect(url, socket_connect_timeout=CONNECT_TIMEOUT)
+        except Exception as exc:
+            why = error_text(exc, url)
+            if is_auth_error(exc):
+                raise refusal(url, exc) from None
+            if isinstance(exc, ValueError):  # from redis-py's URL parser
+                raise RedisBadURL(
+                    f"--redis {safe}: not a Redis URL ({why}); it reads "
+                    "redis://[[USER]:PASSWORD@]HOST[:PORT][/DB] (rediss:// for TLS), with a "
+                    "/ # ? @ : or % in the password written %2F %23 %3F %40 %3A %25"
+                ) from None
+            if not is_transient(exc):
+                raise RedisConnectError(f"cannot use Redis at {safe}: {why}") from None
+            if time.monotonic() >= deadline:
+                waited = f" (waited {patience:g} s)" if patience > 0 else ""
+                raise RedisUnavailable(
+                    f"cannot reach Redis at {safe}{waited}: {why}; is it running, and are "
+                    "the host and port right?"
+                ) from None
+            if not told:
+                print(
+                    f"gossamer: Redis at {safe} does not answer ({why}); waiting up to "
+                    f"{patience:g} s for it",
+                    file=sys.stderr,
+                    flush=True,
+                )
+                told = True
+            sleep(min(pause, max(0.0, deadline - time.monotonic())))
+            pause = min(pause * 2, 2.0)
+            continue
+        if told:
+            print(f"gossamer: Redis at {safe} answers", file=sys.stderr, flush=True)
+        return client
 
 
 class ClusterFrontier:
@@ -383,9 +431,9 @@ def worker_main(
     """`gossamer worker`: join the crawl and run until it finishes or stops; exit status."""
     try:
         client = connect_redis(url)
-    except CrawlError as exc:
+    except RedisConnectError as exc:
         print(f"gossamer: error: {exc}", file=sys.stderr)
-        return EX_UNAVAILABLE
+        return exc.exit
     try:
         return run_worker(
             url,
@@ -396,6 +444,11 @@ def worker_main(
             concurrency=concurrency,
             progress=progress,
         )
+    except Exception as exc:
+        if not is_auth_error(exc):  # e.g. an ACL user refused a command (NOPERM) on joining
+            raise
+        print(f"gossamer: error: {refusal(url, exc)}", file=sys.stderr)
+        return Exit.NOPERM
     finally:
         client.close()
 
@@ -413,15 +466,15 @@ def run_worker(
     """Join the crawl (`crawl_id`, or the only running one) as a new worker."""
     if not capacity > 0:
         print(f"gossamer: error: --capacity must be > 0, not {capacity}", file=sys.stderr)
-        return 2
+        return Exit.USAGE
     try:
         record = retrying(lambda: load_crawl(client, crawl_id), what="registry")
     except RegistryError as exc:
         print(f"gossamer: error: {exc}", file=sys.stderr)
-        return 2
+        return Exit.USAGE
     if record.state != "running":
         print(f"gossamer: crawl {record.id} is {record.state}: nothing to do", file=sys.stderr)
-        return 0
+        return Exit.OK
     membership = Membership(client, record.id, ttl=record.heartbeat_ttl)
     worker_id = retrying(membership.new_id, what="registry")
     wdir = out.absolute() / worker_id
@@ -450,7 +503,7 @@ def run_worker(
                 {
                     "crawl": record.id,
                     "worker": worker_id,
-                    "redis": _safe(url),
+                    "redis": redact(url),
                     "machine": machine,
                     "pid": os.getpid(),
                     "capacity": capacity,
@@ -461,7 +514,7 @@ def run_worker(
         )
     except (OSError, RegistryError) as exc:
         print(f"gossamer: error: cannot prepare {wdir}: {exc}", file=sys.stderr)
-        return 74 if isinstance(exc, OSError) else 2
+        return Exit.IOERR if isinstance(exc, OSError) else Exit.USAGE
     worker = _Worker(url, client, record, worker_id, settings, capacity=capacity, machine=machine)
     print(
         f"gossamer: worker {worker_id} ({machine}, pid {os.getpid()}) joins crawl {record.id}; "
@@ -470,6 +523,11 @@ def run_worker(
     )
     with asyncio.Runner(loop_factory=loop_factory()) as runner:
         code = runner.run(_work(worker, progress))
+    if code == Exit.IOERR and (refused := _refused(url, client)) is not None:
+        # the engine saw a storage error: Redis refusing the password (changed while the
+        # worker ran) is one, but waiting or resuming as it is will not help
+        print(f"gossamer: error: {refused}", file=sys.stderr)
+        code = Exit.NOPERM
     pages = worker.crawler.counters.pages if worker.crawler is not None else 0
     why = worker.stop_reason or f"the crawl is {worker.crawl_state}"
     print(f"gossamer: worker {worker_id}: {pages} pages; {why}", file=sys.stderr)
@@ -483,6 +541,16 @@ def run_worker(
             file=sys.stderr,
         )
     return code
+
+
+def _refused(url: str, client: RedisClient) -> RedisConnectError | None:
+    """Whether Redis refuses `client`'s credentials now (a PING, on a new connection when
+    the old ones were closed): the refusal to report, or None."""
+    try:
+        client.ping()
+    except Exception as exc:
+        return refusal(url, exc) if is_auth_error(exc) else None
+    return None
 
 
 async def _work(worker: _Worker, progress: IO[str] | None) -> int:

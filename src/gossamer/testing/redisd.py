@@ -6,6 +6,7 @@
         srv.restart()                          # ... then the same port and dir: the AOF comes back
     with RedisClusterServers(tmp_dir, masters=3) as cluster:
         rc = cluster.client()                  # a redis.cluster.RedisCluster
+    with RedisServer(tmp_dir, password="pw") as srv:  # requirepass: srv.url has the password
 
 Each server is `redis-server` in the foreground (`daemonize no`), in its own session (a Ctrl-C
 in the terminal is for the caller, who then stops it), with its config file, log and data in
@@ -32,6 +33,7 @@ import socket
 import subprocess
 import threading
 import time
+import urllib.parse
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import TracebackType
@@ -121,19 +123,32 @@ def _free_ports(n: int) -> list[int]:
             s.close()
 
 
-def _ping(port: int, timeout: float = 0.5) -> bytes | None:
-    """The first line of the server's answer to PING (b"+PONG", b"-LOADING …"), or None
-    when nothing answers."""
+def _command(*args: str) -> bytes:
+    """A command in RESP (any bytes in its arguments, unlike an inline command)."""
+    out = [f"*{len(args)}\r\n".encode()]
+    for arg in args:
+        raw = arg.encode()
+        out.append(b"$%d\r\n%s\r\n" % (len(raw), raw))
+    return b"".join(out)
+
+
+def _ping(port: int, timeout: float = 0.5, password: str | None = None) -> bytes | None:
+    """The first line of the server's answer to PING (b"+PONG", b"-LOADING …"), after AUTH
+    with `password` when given, or None when nothing answers. (A server with requirepass
+    answers an unauthenticated PING with NOAUTH even while it loads its data.)"""
     try:
         with socket.create_connection((HOST, port), timeout=timeout) as s:
-            s.sendall(b"PING\r\n")
+            s.sendall((_command("AUTH", password) if password else b"") + _command("PING"))
             data = b""
-            while b"\r\n" not in data:
+            while data.count(b"\r\n") < (2 if password else 1):
                 chunk = s.recv(256)
                 if not chunk:
                     return None
                 data += chunk
-            return data.split(b"\r\n", 1)[0]
+            lines = data.split(b"\r\n")
+            if password and lines[0] != b"+OK":
+                return lines[0]
+            return lines[1 if password else 0]
     except OSError:
         return None
 
@@ -159,8 +174,10 @@ class RedisServer:
 
     `port` None picks a free port (kept across `restart`). `aof` turns on the append-only file
     (`appendfsync everysec`); RDB snapshots are off (`save ""`). `maxmemory` is a redis size
-    ("256mb"). `extra` are more redis.conf lines, applied last (so they override):
-    `("appendfsync always",)`; a leading "--" is accepted ("--appendfsync always").
+    ("256mb"). `password` sets `requirepass` (the default user's password: `url` and
+    `client()` carry it). `extra` are more redis.conf lines, applied last (so they override):
+    `("appendfsync always",)`, `("user alice on >pw ~* &* +@all",)` for an ACL user; a
+    leading "--" is accepted ("--appendfsync always").
 
     Use as a context manager or call `stop()`. `kill()` simulates a crash; `restart()` starts
     it again on the same port and directory and returns once the data is loaded.
@@ -173,6 +190,7 @@ class RedisServer:
         port: int | None = None,
         aof: bool = True,
         maxmemory: str | None = None,
+        password: str | None = None,
         extra: Sequence[str] = (),
         start_timeout: float = 10.0,
         stop_timeout: float = 10.0,
@@ -180,6 +198,7 @@ class RedisServer:
         self.directory = Path(directory).resolve()
         self.aof = aof
         self.maxmemory = maxmemory
+        self.password = password
         self.extra = tuple(line.removeprefix("--").strip() for line in extra)
         self.start_timeout = start_timeout
         self.stop_timeout = stop_timeout
@@ -199,6 +218,13 @@ class RedisServer:
 
     @property
     def url(self) -> str:
+        """redis://127.0.0.1:PORT/0, or redis://:PASSWORD@127.0.0.1:PORT/0 (quoted)"""
+        if self.password is None:
+            return f"redis://{HOST}:{self.port}/0"
+        return f"redis://:{urllib.parse.quote(self.password, safe='')}@{HOST}:{self.port}/0"
+
+    @property
+    def url_without_password(self) -> str:
         """redis://127.0.0.1:PORT/0"""
         return f"redis://{HOST}:{self.port}/0"
 
@@ -226,7 +252,9 @@ class RedisServer:
         return self.directory / "redis.out"
 
     def client(self, **kwargs: Any) -> redis.Redis:
-        """A new `redis.Redis` for db 0 (keyword arguments go to its constructor)."""
+        """A new `redis.Redis` for db 0, with the password if any (keyword arguments go to
+        its constructor)."""
+        kwargs.setdefault("password", self.password)
         return redis.Redis(host=HOST, port=self.port, db=0, **kwargs)
 
     def info_memory(self) -> int:
@@ -287,6 +315,8 @@ class RedisServer:
         ]
         if self.maxmemory is not None:
             lines.append(f"maxmemory {self.maxmemory}")
+        if self.password is not None:
+            lines.append(f"requirepass {_quote(self.password)}")
         return lines + list(self.extra)
 
     def _start(self) -> None:
@@ -347,7 +377,7 @@ class RedisServer:
                     f"redis-server exited with status {proc.returncode} "
                     f"(config {self.config_path}):\n{log}\n{_tail(self.output_path, 1000)}"
                 )
-            answer = _ping(port)
+            answer = _ping(port, password=self.password)
             if answer == b"+PONG":
                 return
             if time.monotonic() > deadline:

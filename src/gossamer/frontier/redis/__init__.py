@@ -85,6 +85,8 @@ _PUT_PART: Final = 250  # URLs at most in one put call on one Redis (see _put_st
 #: (11 bytes: as text, with the child's host, an edge took ~45 and a page's edges ~930 B)
 _EDGE: Final = struct.Struct("<QHB")
 _T = TypeVar("_T")
+#: a wrong or missing password (WRONGPASS, NOAUTH), not an outage
+_AUTH_ERRORS: Final = (redis.exceptions.AuthenticationError, redis.exceptions.AuthorizationError)
 #: the frontier's key layout; 3: a shard's counters packed in one string, no queued count a
 #: host (2: a hash of counters; 1: one sorted set a host, not lists per priority)
 _LAYOUT: Final = "3"
@@ -102,7 +104,9 @@ return redis.call('GET', g .. 'layout')
 
 def connect(url: str, **kw: Any) -> RedisClient:
     """A client for `url` (redis://host:port/db): a RedisCluster client when the server is
-    a Redis Cluster node, else a plain one. Connection errors raise FrontierStorageError."""
+    a Redis Cluster node, else a plain one. Connection errors raise FrontierStorageError,
+    whose message does not quote `url` (it may hold a password; redis-py's own messages
+    name the host and port)."""
     try:
         client = redis.Redis.from_url(url, **kw)
         info = client.info("cluster")
@@ -111,7 +115,7 @@ def connect(url: str, **kw: Any) -> RedisClient:
             return redis.cluster.RedisCluster.from_url(url, **kw)
         return client
     except redis.exceptions.RedisError as exc:
-        raise FrontierStorageError(0, f"cannot use Redis at {url}: {exc}") from exc
+        raise FrontierStorageError(0, f"cannot use Redis: {exc}") from exc
 
 
 def disconnect(client: RedisClient) -> None:
@@ -298,6 +302,8 @@ class RedisFrontier:
                 return fn()
             except redis.exceptions.NoScriptError:
                 self._load_scripts()
+            except _AUTH_ERRORS as exc:  # ConnectionErrors to redis-py, but waiting cannot help
+                raise FrontierStorageError(0, f"Redis refused the credentials: {exc}") from exc
             except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError) as exc:
                 if time.monotonic() >= deadline:
                     raise FrontierStorageError(
