@@ -17,6 +17,7 @@ class Exit(IntEnum):
     NOTHING_FETCHED = 3  # the crawl ran but no page was fetched (every fetch failed)
     UNAVAILABLE = 69  # EX_UNAVAILABLE: a service the command needs (Redis) cannot be reached
     IOERR = 74  # EX_IOERR: the outputs cannot be written (disk full, …); nothing is lost
+    TEMPFAIL = 75  # EX_TEMPFAIL: not done yet, try again (`stop --wait S`: workers still running)
     NOPERM = 77  # EX_NOPERM: Redis refused the password (or asks for one)
     INTERRUPTED = 130  # stopped by SIGINT (Ctrl-C); resumable
     TERMINATED = 143  # stopped by SIGTERM; resumable
@@ -29,6 +30,7 @@ MEANINGS: dict[int, str] = {
     Exit.NOTHING_FETCHED: "the crawl ran but fetched no page (every fetch failed)",
     Exit.UNAVAILABLE: "Redis (or another needed service) cannot be reached",
     Exit.IOERR: "the outputs cannot be written (disk full, …); nothing is lost, resume later",
+    Exit.TEMPFAIL: "not done yet: `gossamer stop --wait S` found workers still running after S s",
     Exit.NOPERM: "Redis refused the password, or asks for one that was not given",
     Exit.INTERRUPTED: "stopped by SIGINT (Ctrl-C); resume to go on",
     Exit.TERMINATED: "stopped by SIGTERM; resume to go on",

@@ -355,3 +355,29 @@ def test_crawl_with_local_workers_on_redis_cluster(tmp_path: Path, redis_cluster
     assert st["crawl"]["partition"] == {"name": "consistent"}
     assert sum(w["pages"] for w in st["workers"]) == len(truth.required)
     assert sorted(p.name for p in out.iterdir()) == ["w1", "w2"]
+
+
+def test_stop_wait_says_workers_are_still_running(redis_url: str, tmp_path: Path) -> None:
+    """`gossamer stop --wait S` with a worker that does not leave within S seconds: exit 75
+    (Exit.TEMPFAIL, "not done yet"), not 1 (the table's "a bug")."""
+    import redis
+
+    from gossamer.cluster.members import Membership, WorkerStatus
+    from gossamer.exitcodes import Exit
+
+    resolve = tmp_path / "resolve.txt"
+    resolve.write_text("")
+    crawl_id = create_crawl(redis_url, "http://127.0.0.1:9/", resolve)
+    client = redis.Redis.from_url(redis_url)
+    try:
+        # a live member that never answers the stop request: its heartbeat lasts a minute
+        members = Membership(client, crawl_id, ttl=60.0)
+        members.beat(WorkerStatus(id=members.new_id(), machine="test", pid=1, state="crawling"))
+        stop = subprocess.run(
+            gossamer("stop", "--redis", redis_url, "--crawl", crawl_id, "--wait", "0.5"),
+            capture_output=True, text=True, timeout=60, check=False,
+        )  # fmt: skip
+    finally:
+        client.close()
+    assert stop.returncode == Exit.TEMPFAIL, stop.stderr
+    assert "workers still running after 0.5s" in stop.stderr

@@ -479,7 +479,7 @@ def format_status(data: dict[str, Any]) -> str:
 
 def stop_main(url: str, crawl_id: str | None, *, wait: float | None = None) -> int:
     """Set the crawl stopping (workers finish their batches and exit); with `wait`, wait
-    that many seconds at most for every worker to be gone (else Exit.FAILURE)."""
+    that many seconds at most for every worker to be gone (else Exit.TEMPFAIL)."""
 
     def stop(client: RedisClient) -> int:
         record = load_crawl(client, crawl_id)
@@ -500,7 +500,7 @@ def stop_main(url: str, crawl_id: str | None, *, wait: float | None = None) -> i
             time.sleep(0.2)
         print(f"gossamer: crawl {record.id}: workers still running after {wait:g}s",
               file=sys.stderr)  # fmt: skip
-        return Exit.FAILURE
+        return Exit.TEMPFAIL
 
     return _with_client(url, stop)
 
