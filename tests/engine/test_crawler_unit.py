@@ -629,8 +629,7 @@ def test_a_stop_during_the_hosts_delay_sends_no_more_requests() -> None:
         crawler, fetcher, _, frontier = _setup(pages, ["http://a.example/p0"], delay=20.0)
         loop = asyncio.get_running_loop()
         run = asyncio.create_task(crawler.run())
-        while not fetcher.log or crawler.in_flight() == 0:  # robots.txt; p0 waits 20 s
-            await asyncio.sleep(0.01)
+        await _until(lambda: bool(fetcher.log) and crawler.in_flight() > 0)  # p0 waits 20 s
         started = loop.time()
         crawler.request_stop()
         await asyncio.wait_for(run, 30)
@@ -641,6 +640,15 @@ def test_a_stop_during_the_hosts_delay_sends_no_more_requests() -> None:
         return took
 
     assert asyncio.run(main()) < 2.0
+
+
+async def _until(state: Any, polls: int = 2000) -> None:
+    """Wait until `state()` holds (polled: it is a state of the crawler, not an event)."""
+    for _ in range(polls):  # 20 s
+        if state():
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError("the state was not reached")
 
 
 class HangingFetcher(FakeFetcher):
@@ -690,8 +698,8 @@ def test_abandon_in_flight_cancels_requests_and_keeps_their_urls(hang_robots: bo
 
     async def main() -> None:
         run = asyncio.create_task(crawler.run())
-        while crawler.in_flight() == 0 or frontier.statistics().done < 3:
-            await asyncio.sleep(0.01)  # a.example crawled; the dead host's request hangs
+        # a.example crawled; the dead host's request hangs
+        await _until(lambda: crawler.in_flight() > 0 and frontier.statistics().done == 3)
         crawler.request_stop()
         await asyncio.sleep(0.05)
         assert not run.done()  # a first stop waits for the request in flight

@@ -188,6 +188,11 @@ class Crawler:
         """A stop was requested."""
         return self._stop.is_set()
 
+    @property
+    def abandoned(self) -> bool:
+        """`abandon_in_flight()` was called."""
+        return self._abandoned
+
     def in_flight(self) -> int:
         """Requests in flight (or waiting for their host's delay) now."""
         busy = sum(1 for k in self._keepers if k.current is not None and not k.current.done())
@@ -211,7 +216,7 @@ class Crawler:
     async def _fetch_aux(self, request: FetchRequest) -> FetchResult:
         """fetch(request) for robots.txt or a sitemap, cancelled by `abandon_in_flight`
         (then `_Abandoned`: nothing of it is recorded, the batch's URLs go back)."""
-        fut = asyncio.ensure_future(self.fetcher.fetch(request))
+        fut: asyncio.Future[FetchResult] = asyncio.ensure_future(self.fetcher.fetch(request))
         self._aux_fetches.add(fut)
         try:
             return await fut
@@ -643,11 +648,11 @@ class Crawler:
         body: bytes | None = None
         final = url
         for hop in range(MAX_ROBOTS_REDIRECTS + 1):
-            if hop and self.settings.delay > 0:
-                # a redirect hop is a request like any other: the crawl's delay before it (the
-                # host's Crawl-delay is in the file at the end of the chain, not known yet)
-                if not await self._pause(self.settings.delay):
-                    raise _Abandoned  # stopped: no answer stored, the batch's URLs go back
+            # a redirect hop is a request like any other: the crawl's delay before it (the
+            # host's Crawl-delay is in the file at the end of the chain, not known yet); a
+            # stop meanwhile stores no answer and the batch's URLs go back
+            if hop and self.settings.delay > 0 and not await self._pause(self.settings.delay):
+                raise _Abandoned
             result = await self._fetch_aux(FetchRequest(final))
             self._record_aux(result, "robots")
             status, body = result.status, result.body
