@@ -358,8 +358,11 @@ def diagnose(stats: Mapping[str, Any]) -> Diagnosis | None:
 
 
 def nothing_fetched(stats: Mapping[str, Any]) -> bool:
-    """The crawl tried and fetched no page: every fetch failed or was forbidden."""
-    if int(stats.get("pages", 0)):
+    """The crawl tried and fetched no page: every fetch failed or was forbidden. A resumed
+    crawl counts the pages of its earlier runs (the frontier's `done`): one whose last URLs
+    all fail (a dead host) has still fetched pages."""
+    done = (stats.get("frontier") or {}).get("done")
+    if int(stats.get("pages", 0)) or (isinstance(done, int) and done):
         return False
     return bool(int(stats.get("requests", 0)) or stats.get("errors") or stats.get("dropped"))
 
