@@ -86,7 +86,7 @@ class ProgressDisplay:
         self._start = clock()
         self._samples: deque[tuple[float, int]] = deque([(self._start, 0)])
         self._state = ""  # "" while crawling, else what a stop waits for
-        self._last: ProgressSample | None = None
+        self._drawn: tuple[ProgressSample, int, float, float | None, float] | None = None
         self._live: Any = None
         if self.terminal:
             from rich.console import Console
@@ -129,10 +129,10 @@ class ProgressDisplay:
         now = self._clock()
         done = sample.pages if sample.done is None else sample.done
         rate, eta = self._rates(now, done)
-        self._last = sample
         elapsed = now - self._start
         if self._live is not None:
-            self._live.update(self._render(sample, done, rate, eta, elapsed), refresh=True)
+            self._drawn = (sample, done, rate, eta, elapsed)
+            self._live.update(self._render(*self._drawn), refresh=True)
             return
         record: dict[str, Any] = {
             "event": "progress",
@@ -156,15 +156,16 @@ class ProgressDisplay:
             record["stopping"] = True
         self._write(record)
 
-    def note(self, event: str, message: str, **fields: Any) -> None:
+    def note(self, event: str, message: str, *, state: str | None = None, **fields: Any) -> None:
         """An event worth saying at once (a stop): above the live display, or a JSON line
-        `{"event": event, "ts", "elapsed_s", "message", **fields}`."""
+        `{"event": event, "ts", "elapsed_s", "message", **fields}`. A "stopping" event
+        turns the display's state to `state` (default: the message)."""
         if event == "stopping":
-            self._state = message
+            self._state = state or message
         if self._live is not None:
             self._live.console.print(f"gossamer: {message}", markup=False, highlight=False)
-            if self._last is not None:  # the state line changes with it
-                self.update(self._last)
+            if self._drawn is not None:  # the state line changes with it
+                self._live.update(self._render(*self._drawn), refresh=True)
             return
         record = {
             "event": event,
@@ -200,38 +201,32 @@ class ProgressDisplay:
         from rich.table import Table
         from rich.text import Text
 
-        head = Table.grid(padding=(0, 2))
-        cells: list[Any] = [
+        state = ("stopping", "bold yellow") if self._state else ("crawling", "bold cyan")
+        lines: list[Any] = [
             Text.assemble(
-                ("stopping" if self._state else "crawling", "bold yellow" if self._state else
-                 "bold cyan"),
-                "  ",
-                (f"{s.pages:,}", "bold"),
-                " pages  ",
-                (f"{rate:,.0f}", "bold"),
-                " pages/s",
+                state, "  ", (f"{s.pages:,}", "bold"), " pages  ", (f"{rate:,.0f}", "bold"),
+                " pages/s  ", f"elapsed {_clock_text(elapsed)}",
             )
         ]  # fmt: skip
-        if self.max_pages:
-            cells.append(ProgressBar(total=self.max_pages, completed=min(done, self.max_pages),
-                                     width=30))  # fmt: skip
-            pct = 100.0 * min(done, self.max_pages) / self.max_pages
-            cells.append(
-                Text(
-                    f"{done:,}/{self.max_pages:,}  {pct:3.0f}%  ETA "
-                    + ("-:--:--" if eta is None else _clock_text(eta))
-                )
-            )
-        head.add_row(*cells)
         parts = [f"queue {s.queued:,}", f"active hosts {s.active_hosts:,}"]
         if s.errors is not None:
             parts.append(f"errors {s.errors:,}")
         if s.failed is not None:
             parts.append(f"failed URLs {s.failed:,}")
-        parts.append(f"elapsed {_clock_text(elapsed)}")
         if s.workers is not None:
             parts.append(f"workers {s.workers}")
-        lines: list[Any] = [head, Text("   ".join(parts), style="dim")]
+        lines.append(Text("  ".join(parts), style="dim"))
+        if self.max_pages:
+            bar = Table.grid(padding=(0, 2))
+            pct = 100.0 * min(done, self.max_pages) / self.max_pages
+            bar.add_row(
+                ProgressBar(total=self.max_pages, completed=min(done, self.max_pages), width=30),
+                Text(
+                    f"{done:,}/{self.max_pages:,}  {pct:.0f}%  ETA "
+                    + ("-:--:--" if eta is None else _clock_text(eta))
+                ),
+            )
+            lines.append(bar)
         if self._state:
             lines.append(Text(self._state, style="yellow"))
         return Group(*lines)
@@ -264,6 +259,13 @@ def stop_note(
         f"{key if key == 'Ctrl-C' else 'Ctrl-C'} again stops sooner (the requests in "
         "flight are abandoned, their URLs kept for --resume)"
     )
+
+
+def stop_state(*, grace_s: float, second: bool) -> str:
+    """The live display's state line while a stop goes on."""
+    if second:
+        return "abandoning the requests in flight; writing the outputs"
+    return f"waiting up to {grace_s:g} s for the requests in flight · Ctrl-C again stops now"
 
 
 # ---------------------------------------------------------------------------- the end

@@ -44,7 +44,7 @@ from ..robots_store import RobotsStore, SqliteRobotsStore
 from ..sinks import recover, write_stats
 from .crawler import Crawler, seed_frontier
 from .ipgate import FileIpGate, LocalIpGate
-from .progress import ProgressDisplay, ProgressSample, print_summary, stop_note
+from .progress import ProgressDisplay, ProgressSample, print_summary, stop_note, stop_state
 from .recorder import Recorder
 from .recrawl import Recrawl, seed_recrawl
 from .report import end_run, start_run
@@ -283,6 +283,7 @@ def _supervise(
                     "stopping",
                     stop_note(name, in_flight=None, grace_s=STOP_GRACE_S, second=second,
                               pool=True),
+                    state=stop_state(grace_s=STOP_GRACE_S, second=second),
                     signal=name,
                 )  # fmt: skip
                 said += 1
@@ -556,12 +557,14 @@ async def run_engine(
             grace.append(loop.call_later(STOP_GRACE_S, crawler.abandon_in_flight))
             if display is not None:
                 note = stop_note(name, in_flight=in_flight, grace_s=STOP_GRACE_S, second=False)
-                display.note("stopping", note, signal=name, in_flight=in_flight)
+                state = stop_state(grace_s=STOP_GRACE_S, second=False)
+                display.note("stopping", note, state=state, signal=name, in_flight=in_flight)
         elif repeated and not crawler.abandoned:
             cancelled = crawler.abandon_in_flight()
             if display is not None:
                 note = stop_note(name, in_flight=cancelled, grace_s=STOP_GRACE_S, second=True)
-                display.note("stopping", note, signal=name, abandoned=cancelled)
+                state = stop_state(grace_s=STOP_GRACE_S, second=True)
+                display.note("stopping", note, state=state, signal=name, abandoned=cancelled)
 
     for sig in STOP_SIGNALS:
         loop.add_signal_handler(sig, on_signal, sig)
