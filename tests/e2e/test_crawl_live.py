@@ -61,7 +61,7 @@ def test_end_summary(tmp_path: Path) -> None:
     text = [line for line in run.stderr.splitlines() if not line.startswith("{")]
     head = f"gossamer: crawl complete (nothing left to fetch): {stats['pages']:,} pages in "
     assert text[0].startswith(head), text
-    assert "pages/s" in text[0] and "requests" in text[0]
+    assert "pages/s" in text[0] and "requests" in text[1]
     outputs = next(line for line in text if line.startswith("  outputs: "))
     for path in ("warc/", "crawl.log.jsonl", "graph/", "stats.json"):
         assert f"{out}/{path}" in outputs, outputs

@@ -255,9 +255,8 @@ def stop_note(
     who = "the workers send" if pool else "sending"
     return (
         f"stopping ({key}): {who} no new request; waiting up to {grace_s:g} s for {waits}, "
-        "then writing the WARC files, the crawl log and stats.json. "
-        f"{key if key == 'Ctrl-C' else 'Ctrl-C'} again stops sooner (the requests in "
-        "flight are abandoned, their URLs kept for --resume)"
+        "then writing the outputs (WARC, crawl log, stats.json). Ctrl-C again stops sooner "
+        "(the requests in flight abandoned, their URLs kept for --resume)"
     )
 
 
@@ -420,8 +419,8 @@ def end_summary(
     rate = pages / elapsed if elapsed > 0 else 0.0
     lines = [
         f"gossamer: {ENDED_TEXT.get(why, f'crawl ended ({why})')}: {pages:,} pages in "
-        f"{_clock_text(elapsed)} ({rate:,.1f} pages/s), {requests:,} requests, "
-        f"{_size(int(stats.get('bytes', 0)))}"
+        f"{_clock_text(elapsed)} ({rate:,.1f} pages/s)",
+        f"  {requests:,} requests, {_size(int(stats.get('bytes', 0)))} received",
     ]
     errors = {k: v for k, v in failure_kinds(stats).items() if v}
     if errors:
