@@ -227,7 +227,7 @@ def test_print_summary_when_nothing_was_fetched(
     out = io.StringIO()
     assert print_summary(out, stats, tmp_path)
     text = out.getvalue()
-    assert text.endswith("\n") and text.startswith("gossamer: crawl complete")
+    assert text.endswith("\n") and text.startswith("gossamer: crawl ended with no page fetched")
     assert text.splitlines()[-1].startswith(
         "gossamer: error: no page fetched: the seeds resolve to loopback/private addresses"
     )

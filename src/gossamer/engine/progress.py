@@ -417,10 +417,14 @@ def end_summary(
     pages, requests = int(stats.get("pages", 0)), int(stats.get("requests", 0))
     elapsed = float(stats.get("elapsed_s", 0.0))
     rate = pages / elapsed if elapsed > 0 else 0.0
+    headline = ENDED_TEXT.get(why, f"crawl ended ({why})")
+    if why in ("complete", "max-pages") and nothing_fetched(stats):
+        headline = "crawl ended with no page fetched"
     lines = [
-        f"gossamer: {ENDED_TEXT.get(why, f'crawl ended ({why})')}: {pages:,} pages in "
+        f"gossamer: {headline}: {pages:,} pages in "
         f"{_clock_text(elapsed)} ({rate:,.1f} pages/s)",
-        f"  {requests:,} requests, {_size(int(stats.get('bytes', 0)))} received",
+        f"  {requests:,} request{'' if requests == 1 else 's'}, "
+        f"{_size(int(stats.get('bytes', 0)))} received",
     ]
     errors = {k: v for k, v in failure_kinds(stats).items() if v}
     if errors:
@@ -432,7 +436,8 @@ def end_summary(
         lines.append(f"  HTTP errors: {sum(http.values()):,} ({_top(http, 3)})")
     dropped = {str(k): int(v) for k, v in (stats.get("dropped") or {}).items() if v}
     if dropped:
-        lines.append(f"  not fetched: {sum(dropped.values()):,} URLs ({_top(dropped, 3)})")
+        n = sum(dropped.values())
+        lines.append(f"  not fetched: {n:,} URL{'' if n == 1 else 's'} ({_top(dropped, 3)})")
     if pages and errors and sum(errors.values()) * 2 >= requests:
         problem = diagnose(stats)
         if problem is not None:
