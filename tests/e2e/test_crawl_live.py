@@ -237,14 +237,27 @@ def _crawl_until_only_dead_hosts_left(
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True,
     )  # fmt: skip
     err = _Stderr(proc)
-    # every required page done, and hosts still leased: the dead hosts' requests in flight
-    _wait_until(
-        lambda: (lambda d, leased: d >= required and leased > 0)(*_frontier_state(out))
-        or proc.poll() is not None,
-        "the live hosts crawled",
-    )
-    assert proc.poll() is None, err.text()
+    try:
+        # every required page done, and hosts still leased: the dead hosts' requests in flight
+        _wait_until(
+            lambda: (lambda d, leased: d >= required and leased > 0)(*_frontier_state(out))
+            or proc.poll() is not None,
+            "the live hosts crawled",
+        )
+        assert proc.poll() is None, err.text()
+    except BaseException:
+        _kill(proc)
+        raise
     return proc, err, out, required
+
+
+def _kill(proc: subprocess.Popen[str]) -> None:
+    """A crawl a failed test left running: killed with its workers."""
+    if proc.poll() is None:
+        os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=30)
+    if proc.stderr is not None:
+        proc.stderr.close()
 
 
 def _resume_to_full_coverage(out: Path, web: object, log: Path, seed: str) -> None:
@@ -278,13 +291,16 @@ def test_ctrl_c_says_what_it_waits_for_and_stops_promptly(tmp_path: Path) -> Non
     with serve_in_thread(DEAD_WEB, log_path=log) as web:
         resolve = web.write_resolve_file(tmp_path / "resolve.txt")
         proc, err, out, _ = _crawl_until_only_dead_hosts_left(tmp_path, web, resolve, 1)
-        sent = time.monotonic()
-        os.killpg(proc.pid, signal.SIGINT)  # as a terminal's Ctrl-C
-        note = json.loads(err.wait_for(r'"event": "stopping"', timeout=10))
-        said = time.monotonic() - sent
-        rc = proc.wait(timeout=60)
-        took = time.monotonic() - sent
-        text = err.text()
+        try:
+            sent = time.monotonic()
+            os.killpg(proc.pid, signal.SIGINT)  # as a terminal's Ctrl-C
+            note = json.loads(err.wait_for(r'"event": "stopping"', timeout=10))
+            said = time.monotonic() - sent
+            rc = proc.wait(timeout=60)
+            took = time.monotonic() - sent
+            text = err.text()
+        finally:
+            _kill(proc)
         assert rc == Exit.INTERRUPTED, text
         # said at once, with what it waits for; the requests to dead hosts (30 s each) were
         # not waited out: 3 s of grace, then abandoned with their URLs kept
@@ -306,15 +322,18 @@ def test_second_ctrl_c_abandons_the_requests_in_flight_in_a_pool(tmp_path: Path)
     with serve_in_thread(DEAD_WEB, log_path=log) as web:
         resolve = web.write_resolve_file(tmp_path / "resolve.txt")
         proc, err, out, _ = _crawl_until_only_dead_hosts_left(tmp_path, web, resolve, 2)
-        os.killpg(proc.pid, signal.SIGINT)
-        first = json.loads(err.wait_for(r'"event": "stopping"', timeout=10))
-        assert "the workers send no new request" in first["message"]  # the parent speaks
-        sent = time.monotonic()
-        os.killpg(proc.pid, signal.SIGINT)
-        second = json.loads(err.wait_for(r"stopping now", timeout=10))
-        rc = proc.wait(timeout=60)
-        took = time.monotonic() - sent
-        text = err.text()
+        try:
+            os.killpg(proc.pid, signal.SIGINT)
+            first = json.loads(err.wait_for(r'"event": "stopping"', timeout=10))
+            assert "the workers send no new request" in first["message"]  # the parent speaks
+            sent = time.monotonic()
+            os.killpg(proc.pid, signal.SIGINT)
+            second = json.loads(err.wait_for(r"stopping now", timeout=10))
+            rc = proc.wait(timeout=60)
+            took = time.monotonic() - sent
+            text = err.text()
+        finally:
+            _kill(proc)
         assert rc == Exit.INTERRUPTED, text
         assert "abandoned" in second["message"] and "--resume" in second["message"]
         assert took < 10.0, f"the second stop took {took:.1f} s"
