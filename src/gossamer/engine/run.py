@@ -161,22 +161,28 @@ def run_crawl(
                 run, started = start_run(out, resume=resume, workers=workers)
             except OSError as exc:
                 raise CrawlError(f"cannot write to {out}: {exc.strerror or exc}") from exc
+            began = time.time()
             if workers > 1:
                 code = _run_pool(settings, workers, resume=resume, progress=progress)
             else:
                 with asyncio.Runner(loop_factory=loop_factory()) as runner:
                     code = runner.run(_run(settings, resume=resume, progress=progress))
-            code = _end_summary(settings, code, progress)
+            code = _end_summary(settings, code, progress, began)
             with contextlib.suppress(OSError):  # the crawl's own exit status says more
                 end_run(out, run, started, code)
             return code
 
 
-def _end_summary(settings: CrawlSettings, code: int, stream: IO[str] | None) -> int:
+def _end_summary(
+    settings: CrawlSettings, code: int, stream: IO[str] | None, began: float
+) -> int:
     """Print the end summary (unless quiet), and the main failure when no page was fetched:
     then the exit status is Exit.NOTHING_FETCHED rather than OK."""
+    path = settings.output / "stats.json"
     try:
-        stats = json.loads((settings.output / "stats.json").read_text())
+        if path.stat().st_mtime < began - 1.0:  # (a coarse file-system clock)
+            return code  # an earlier run's: this one could not write its own, and said so
+        stats = json.loads(path.read_text())
     except (OSError, ValueError):
         return code  # not written: the crawl said why already
     failed = print_summary(stream, stats, settings.output, max_pages=settings.max_pages)
