@@ -190,7 +190,14 @@ def _watch(
 ) -> None:
     """Wait for the workers, showing the crawl's progress (engine.progress) and saying at
     once (within 0.1 s) what a stop in `stopped` (the signal handler's list) waits for."""
-    display = None if progress is None else ProgressDisplay(progress, fields={"crawl": record.id})
+    display = None
+    if progress is not None:
+        max_pages = record.settings.get("max_pages")
+        display = ProgressDisplay(
+            progress,
+            max_pages=max_pages if isinstance(max_pages, int) else None,
+            fields={"crawl": record.id},
+        )
     interval = display.interval if display is not None else 10.0
     frontier = None
     said = 0
@@ -206,7 +213,7 @@ def _watch(
                         display.note(
                             "stopping",
                             stop_note(name, in_flight=None, grace_s=STOP_GRACE_S, second=second,
-                                      pool=True),
+                                      pool=True, kept="their URLs stay queued in Redis"),
                             state=stop_state(grace_s=STOP_GRACE_S, second=second),
                             signal=name,
                         )  # fmt: skip

@@ -236,17 +236,24 @@ class ProgressDisplay:
 
 
 def stop_note(
-    signame: str, *, in_flight: int | None, grace_s: float, second: bool, pool: bool = False
+    signame: str,
+    *,
+    in_flight: int | None,
+    grace_s: float,
+    second: bool,
+    pool: bool = False,
+    kept: str = "their URLs kept for --resume",
 ) -> str:
     """What a stop says at once: what the crawl now waits for, and what a second Ctrl-C
-    does. `in_flight`: requests in flight (None: not known here, as in a pool's parent)."""
+    does. `in_flight`: requests in flight (None: not known here, as in a pool's parent);
+    `kept`: where the abandoned requests' URLs go."""
     key = "Ctrl-C" if signame == "SIGINT" else signame
     if second:
         what = "the requests in flight" if in_flight is None else (
             f"{in_flight} request{'' if in_flight == 1 else 's'} in flight")  # fmt: skip
         return (
-            f"stopping now ({key} again): {what} abandoned (their URLs stay queued for "
-            "--resume); writing the WARC files, the crawl log and stats.json"
+            f"stopping now ({key} again): {what} abandoned ({kept}); writing the WARC "
+            "files, the crawl log and stats.json"
         )
     if in_flight is None:
         waits = "the requests in flight"
@@ -256,7 +263,7 @@ def stop_note(
     return (
         f"stopping ({key}): {who} no new request; waiting up to {grace_s:g} s for {waits}, "
         "then writing the outputs (WARC, crawl log, stats.json). Ctrl-C again stops sooner "
-        "(the requests in flight abandoned, their URLs kept for --resume)"
+        f"(the requests in flight abandoned, {kept})"
     )
 
 

@@ -549,6 +549,9 @@ async def run_engine(
     if progress is not None:
         display = ProgressDisplay(progress, max_pages=settings.max_pages)
     grace: list[asyncio.TimerHandle] = []
+    # where an abandoned request's URL goes (a cluster worker: `resume_hint` says how to go on)
+    kept = "their URLs kept for --resume" if resume_hint is None else (
+        "their URLs stay queued in the crawl's frontier")  # fmt: skip
 
     def on_signal(signum: int) -> None:
         # The first stop sends no new request and waits up to STOP_GRACE_S for the requests
@@ -562,13 +565,17 @@ async def run_engine(
             crawler.request_stop()
             grace.append(loop.call_later(STOP_GRACE_S, crawler.abandon_in_flight))
             if display is not None:
-                note = stop_note(name, in_flight=in_flight, grace_s=STOP_GRACE_S, second=False)
+                note = stop_note(
+                    name, in_flight=in_flight, grace_s=STOP_GRACE_S, second=False, kept=kept
+                )
                 state = stop_state(grace_s=STOP_GRACE_S, second=False)
                 display.note("stopping", note, state=state, signal=name, in_flight=in_flight)
         elif repeated and not crawler.abandoned:
             cancelled = crawler.abandon_in_flight()
             if display is not None:
-                note = stop_note(name, in_flight=cancelled, grace_s=STOP_GRACE_S, second=True)
+                note = stop_note(
+                    name, in_flight=cancelled, grace_s=STOP_GRACE_S, second=True, kept=kept
+                )
                 state = stop_state(grace_s=STOP_GRACE_S, second=True)
                 display.note("stopping", note, state=state, signal=name, abandoned=cancelled)
 
