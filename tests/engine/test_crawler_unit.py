@@ -618,3 +618,97 @@ def test_robots_redirect_hops_are_spaced_by_the_crawls_delay() -> None:
     assert min(gaps[:2]) >= 0.1 - 0.002, gaps  # the hops: the crawl's delay
     assert min(gaps[2:]) >= 0.3 - 0.002, gaps  # then the Crawl-delay
     assert sorted(urls[3:]) == sorted(pages)[:3]
+
+
+def test_a_stop_during_the_hosts_delay_sends_no_more_requests() -> None:
+    # the next request of a batch waited out the host's delay and was then sent, stop or
+    # not: a stop took up to max_crawl_delay (30 s) and made one more request per host
+    pages = _site(5)
+
+    async def main() -> float:
+        crawler, fetcher, _, frontier = _setup(pages, ["http://a.example/p0"], delay=20.0)
+        loop = asyncio.get_running_loop()
+        run = asyncio.create_task(crawler.run())
+        await _until(lambda: bool(fetcher.log) and crawler.in_flight() > 0)  # p0 waits 20 s
+        started = loop.time()
+        crawler.request_stop()
+        await asyncio.wait_for(run, 30)
+        took = loop.time() - started
+        assert [u for u, _, _ in fetcher.log] == ["http://a.example/robots.txt"]
+        s = frontier.statistics()
+        assert (s.leased, s.done, s.queued) == (0, 0, 1)  # the seed went back unfetched
+        return took
+
+    assert asyncio.run(main()) < 2.0
+
+
+async def _until(state: Any, polls: int = 2000) -> None:
+    """Wait until `state()` holds (polled: it is a state of the crawler, not an event)."""
+    for _ in range(polls):  # 20 s
+        if state():
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError("the state was not reached")
+
+
+class HangingFetcher(FakeFetcher):
+    """FakeFetcher whose requests for `hang` never answer (a dead host: accepts, never
+    replies), until cancelled."""
+
+    def __init__(self, pages: dict[str, Any], hang: set[str]) -> None:
+        super().__init__(pages)
+        self.hang = hang
+        self.cancelled: list[str] = []
+
+    async def fetch(self, req: FetchRequest) -> FetchResult:
+        if req.url in self.hang:
+            try:
+                await asyncio.sleep(3600)
+            except asyncio.CancelledError:
+                self.cancelled.append(req.url)
+                raise
+        return await super().fetch(req)
+
+
+def _setup(
+    pages: dict[str, Any], seeds: list[str], fetcher: FakeFetcher | None = None, **over: Any
+) -> tuple[Crawler, FakeFetcher, FakeSinks, MemoryFrontier]:
+    settings = CrawlSettings(seeds=seeds, scope="all", output="/tmp/unused", **{"delay": 0, **over})
+    frontier = MemoryFrontier()
+    fetcher = FakeFetcher(pages) if fetcher is None else fetcher
+    sinks = FakeSinks()
+    crawler = Crawler(
+        settings, frontier=frontier, fetcher=fetcher, ip_of=lambda h: None, sinks=sinks
+    )
+    crawler.seed(seeds)
+    return crawler, fetcher, sinks, frontier
+
+
+@pytest.mark.parametrize("hang_robots", [False, True])
+def test_abandon_in_flight_cancels_requests_and_keeps_their_urls(hang_robots: bool) -> None:
+    # a request to a dead host held a stop for first_byte_timeout (30 s): abandoning it
+    # cancels it, records nothing of it and leaves its URL queued for a resume, while the
+    # other hosts' batches complete with what they fetched
+    pages = {**_site(3, "a.example"), **_site(3, "dead.example")}
+    dead = "http://dead.example/robots.txt" if hang_robots else "http://dead.example/p0"
+    fetcher = HangingFetcher(pages, {dead})
+    crawler, _, sinks, frontier = _setup(
+        pages, ["http://a.example/p0", "http://dead.example/p0"], fetcher
+    )
+
+    async def main() -> None:
+        run = asyncio.create_task(crawler.run())
+        # a.example crawled; the dead host's request hangs
+        await _until(lambda: crawler.in_flight() > 0 and frontier.statistics().done == 3)
+        crawler.request_stop()
+        await asyncio.sleep(0.05)
+        assert not run.done()  # a first stop waits for the request in flight
+        assert crawler.abandon_in_flight() == 1
+        await asyncio.wait_for(run, 5)
+
+    asyncio.run(main())
+    assert fetcher.cancelled == [dead]
+    assert dead not in [u for u, _ in sinks.logged] and dead not in sinks.exchanges
+    s = frontier.statistics()
+    assert (s.leased, s.done, s.queued) == (0, 3, 1)  # dead.example/p0 stays queued
+    assert not crawler.counters.errors

@@ -8,6 +8,7 @@ import multiprocessing
 import time
 from pathlib import Path
 
+from gossamer.engine.progress import ProgressDisplay
 from gossamer.engine.run import _watch
 from gossamer.frontier import SqliteFrontier
 
@@ -23,7 +24,8 @@ def _watch_cpu(tmp_path: Path, progress: io.StringIO | None) -> tuple[float, flo
     with SqliteFrontier(tmp_path / "frontier.sqlite") as frontier:
         proc.start()
         wall, cpu = time.monotonic(), time.process_time()
-        _watch([proc], frontier, progress, interval=0.05)
+        display = None if progress is None else ProgressDisplay(progress, terminal=False)
+        _watch([proc], frontier, display, interval=0.05)
         wall, cpu = time.monotonic() - wall, time.process_time() - cpu
     assert proc.exitcode == 0
     return wall, cpu
@@ -42,6 +44,10 @@ def test_progress_lines_while_waiting(tmp_path: Path) -> None:
     wall, cpu = _watch_cpu(tmp_path, out)
     lines = [json.loads(line) for line in out.getvalue().splitlines()]
     assert len(lines) >= 5 and all(r["event"] == "progress" for r in lines)
+    # each line has its time (ISO 8601 UTC) and the time since the start
+    assert all(r["ts"].endswith("Z") and "T" in r["ts"] for r in lines)
+    assert [r["elapsed_s"] for r in lines] == sorted(r["elapsed_s"] for r in lines)
+    assert {"pages", "pages_per_s", "queued", "active_hosts", "failed", "workers"} <= set(lines[0])
     assert cpu < 0.5, f"the parent used {cpu:.2f} s of CPU waiting {wall:.2f} s"
 
 

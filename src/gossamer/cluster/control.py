@@ -27,7 +27,8 @@ from pathlib import Path
 from typing import IO, Any, cast
 
 from ..config import CrawlSettings
-from ..engine.run import STOP_SIGNALS, ask_to_stop, hold_stop_signals
+from ..engine.progress import ProgressDisplay, ProgressSample, stop_note, stop_state
+from ..engine.run import STOP_GRACE_S, STOP_SIGNALS, ask_to_stop, hold_stop_signals
 from ..exitcodes import Exit
 from ..frontier import FrontierStats
 from ..outdir import new_directory_problem
@@ -201,10 +202,14 @@ def _run_attached(
     procs: list[subprocess.Popen[bytes]] = []
     stopped: list[int] = []
     asked: set[int] = set()  # the workers sent SIGTERM: each is asked once
+    hurried: set[int] = set()  # … and once more: they abandon their requests in flight
 
     def forward(signum: int, _frame: object) -> None:
+        # as a pool's parent (engine.run._supervise): the same signal again is forwarded
+        # again, and a worker that gets its SIGTERM twice abandons its requests in flight
+        repeated = signum in stopped
         stopped.append(signum)
-        ask_to_stop(procs, asked, _attached_alive)
+        ask_to_stop(procs, hurried if repeated else asked, _attached_alive)
 
     with hold_stop_signals():
         previous = {sig: signal.signal(sig, forward) for sig in STOP_SIGNALS}
@@ -219,7 +224,7 @@ def _run_attached(
                 ask_to_stop(procs, asked, _attached_alive)  # no worker left crawling unattended
                 raise
             signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)  # a held stop: forward it
-            _watch(client, record, procs, progress)
+            _watch(client, record, procs, progress, stopped)
         finally:
             for sig, handler in previous.items():
                 signal.signal(sig, handler)
@@ -238,39 +243,60 @@ def _watch(
     record: CrawlRecord,
     procs: Sequence[subprocess.Popen[bytes]],
     progress: IO[str] | None,
+    stopped: Sequence[int] = (),
 ) -> None:
-    interval = 0.5 if progress is not None and progress.isatty() else 10.0
+    """Wait for the workers, showing the crawl's progress (engine.progress) and saying at
+    once (within 0.1 s) what a stop in `stopped` (the signal handler's list) waits for."""
+    display = None
+    if progress is not None:
+        max_pages = record.settings.get("max_pages")
+        display = ProgressDisplay(
+            progress,
+            max_pages=max_pages if isinstance(max_pages, int) else None,
+            fields={"crawl": record.id},
+        )
+    interval = display.interval if display is not None else 10.0
     frontier = None
-    last = (time.monotonic(), 0)
-    while any(p.poll() is None for p in procs):
-        deadline = time.monotonic() + interval
-        while time.monotonic() < deadline and any(p.poll() is None for p in procs):
-            time.sleep(min(0.1, max(0.0, deadline - time.monotonic())))
-        if progress is None or not any(p.poll() is None for p in procs):
-            continue
-        try:
-            if frontier is None:
-                frontier = open_frontier(client, record.id, record.worker_settings(Path(".")))
-            st = frontier.statistics()
-        except Exception:  # progress is best effort; the workers report their own errors
-            continue
-        now = time.monotonic()
-        rate = (st.done - last[1]) / max(now - last[0], 1e-9)
-        last = (now, st.done)
-        alive = sum(1 for p in procs if p.poll() is None)
-        line = {"event": "progress", "crawl": record.id, "pages": st.done,
-                "pages_per_s": round(rate, 1), "queued": st.queued,
-                "leased_hosts": st.leased_hosts, "workers": alive}  # fmt: skip
-        if progress.isatty():
-            progress.write(
-                f"\r{st.done:>9,} pages {rate:>7,.0f}/s  queued {st.queued:>9,}  "
-                f"hosts {st.leased_hosts:>4}  workers {alive} "
+    said = 0
+    try:
+        while any(p.poll() is None for p in procs):
+            deadline = time.monotonic() + interval
+            while time.monotonic() < deadline and any(p.poll() is None for p in procs):
+                time.sleep(min(0.1, max(0.0, deadline - time.monotonic())))
+                while display is not None and said < len(stopped) and said < 2:
+                    second = said > 0 and stopped[said] in stopped[:said]
+                    if not said or second:
+                        name = signal.Signals(stopped[said]).name
+                        display.note(
+                            "stopping",
+                            stop_note(name, in_flight=None, grace_s=STOP_GRACE_S, second=second,
+                                      pool=True, kept="their URLs stay queued in Redis"),
+                            state=stop_state(grace_s=STOP_GRACE_S, second=second),
+                            signal=name,
+                        )  # fmt: skip
+                    said += 1
+            if display is None or not any(p.poll() is None for p in procs):
+                continue
+            try:
+                if frontier is None:
+                    frontier = open_frontier(client, record.id, record.worker_settings(Path(".")))
+                st = frontier.statistics()
+            except Exception:  # progress is best effort; the workers report their own errors
+                continue
+            display.update(
+                ProgressSample(
+                    pages=st.done,
+                    queued=st.queued,
+                    active_hosts=st.leased_hosts,
+                    failed=st.failed,
+                    workers=sum(1 for p in procs if p.poll() is None),
+                )
             )
-        else:
-            progress.write(json.dumps(line) + "\n")
-        progress.flush()
-    if frontier is not None:
-        frontier.close()
+    finally:
+        if display is not None:
+            display.close()
+        if frontier is not None:
+            frontier.close()
 
 
 def spawn_detached(

@@ -139,15 +139,23 @@ class Crawler:
             frontier
         ) == settings.max_depth
         self._stop = asyncio.Event()
+        # abandon_in_flight(): requests in flight are cancelled, their URLs go back unfetched
+        self._abandoned = False
+        self._keepers: set[_LeaseKeeper] = set()  # the batches fetching (their request)
+        self._aux_fetches: set[asyncio.Future[FetchResult]] = set()  # robots.txt, sitemaps
+        self._pauses: set[asyncio.Future[None]] = set()  # host delays being waited out
         self._ip_waits: set[asyncio.Timeout] = set()  # batches waiting for their IP's slot
         # stop fetching this long before a lease ends (a quarter of a short TTL)
         self._safety = min(LEASE_SAFETY_S, settings.lease_ttl / 4)
 
     # ------------------------------------------------------------------ control
     def request_stop(self) -> None:
-        """Finish the current request of every batch, complete the batches, then return.
-        Batches still waiting for their IP's slot give their URLs back at once (they could
-        wait for seconds behind other hosts of that IP). Call it on the crawl's event loop."""
+        """Send no new request: finish the request in flight of every batch, complete the
+        batches, then return. Batches still waiting for their IP's slot give their URLs back
+        at once (they could wait for seconds behind other hosts of that IP), and so do
+        requests waiting out their host's delay (up to max_crawl_delay, 30 s: the next
+        request of a batch was sent once its delay had passed, stop or not). Call it on the
+        crawl's event loop."""
         if self._stop.is_set():  # (a wait cut off already may not be rescheduled again)
             return
         self._stop.set()
@@ -155,6 +163,69 @@ class Crawler:
             now = asyncio.get_running_loop().time()
             for wait in self._ip_waits:
                 wait.reschedule(now)
+        for pause in self._pauses:  # none begins after the stop: `_pause` checks it first
+            if not pause.done():
+                pause.set_result(None)
+
+    def abandon_in_flight(self) -> int:
+        """Stop now: `request_stop()`, and cancel every request in flight (a dead host keeps
+        one for first_byte_timeout, 30 s). Nothing of a cancelled request is recorded and its
+        URL gets no outcome, so the frontier keeps it queued for a resume; the batches are
+        completed as usual with what was fetched. The number of requests cancelled."""
+        self.request_stop()
+        self._abandoned = True
+        cancelled = 0
+        for keeper in self._keepers:
+            current = keeper.current
+            if current is not None and current.cancel():
+                cancelled += 1
+        for fut in self._aux_fetches:
+            cancelled += fut.cancel()
+        return cancelled
+
+    @property
+    def stopping(self) -> bool:
+        """A stop was requested."""
+        return self._stop.is_set()
+
+    @property
+    def abandoned(self) -> bool:
+        """`abandon_in_flight()` was called."""
+        return self._abandoned
+
+    def in_flight(self) -> int:
+        """Requests in flight (or waiting for their host's delay) now."""
+        busy = sum(1 for k in self._keepers if k.current is not None and not k.current.done())
+        return busy + sum(1 for f in self._aux_fetches if not f.done())
+
+    async def _pause(self, seconds: float) -> bool:
+        """Wait `seconds` (a host's delay) unless a stop comes first: then False at once."""
+        if self._stop.is_set():
+            return False
+        loop = asyncio.get_running_loop()
+        pause: asyncio.Future[None] = loop.create_future()
+        timer = loop.call_later(seconds, _wake, pause)
+        self._pauses.add(pause)
+        try:
+            await pause
+        finally:
+            timer.cancel()
+            self._pauses.discard(pause)
+        return not self._stop.is_set()
+
+    async def _fetch_aux(self, request: FetchRequest) -> FetchResult:
+        """fetch(request) for robots.txt or a sitemap, cancelled by `abandon_in_flight`
+        (then `_Abandoned`: nothing of it is recorded, the batch's URLs go back)."""
+        fut: asyncio.Future[FetchResult] = asyncio.ensure_future(self.fetcher.fetch(request))
+        self._aux_fetches.add(fut)
+        try:
+            return await fut
+        except asyncio.CancelledError:
+            if _abandoned_here(self, fut):
+                raise _Abandoned from None
+            raise
+        finally:
+            self._aux_fetches.discard(fut)
 
     @contextlib.asynccontextmanager
     async def _ip_turn(self, ip: str) -> AsyncIterator[bool]:
@@ -254,16 +325,20 @@ class Crawler:
                 # task resumed leaves `held` True, hence the second test.)
                 self._settle(batch, [], [], None, 0)
                 return
-            policy, fetched_robots = await self._robots_policy(host, batch)
-            delay = self._delay(policy)
             discovered: list[Discovered | Outlinks] = []
-            last_end = 0.0
-            if fetched_robots and policy is not None:
-                last_end = self.clock()
-                if policy.sitemaps and self.settings.use_sitemaps:
-                    last_end = await self._sitemaps(
-                        host, policy, batch, delay, last_end, discovered
-                    )
+            try:
+                policy, fetched_robots = await self._robots_policy(host, batch)
+                delay = self._delay(policy)
+                last_end = 0.0
+                if fetched_robots and policy is not None:
+                    last_end = self.clock()
+                    if policy.sitemaps and self.settings.use_sitemaps:
+                        last_end = await self._sitemaps(
+                            host, policy, batch, delay, last_end, discovered
+                        )
+            except _Abandoned:  # robots.txt or a sitemap in flight when the crawl stopped
+                self._settle(batch, [], discovered, None, 0)
+                return
             current: HostBatch | None = batch
             while current is not None:
                 outcomes: list[Outcome] = []
@@ -344,6 +419,7 @@ class Crawler:
         # next request goes out (after the host's delay) before this response is
         # processed, so the connection works while the page is parsed and recorded.
         lease = _LeaseKeeper(self, batch, self._lease_end(batch, batch.expires_at))
+        self._keepers.add(lease)
         nxt: asyncio.Future[FetchResult] | None = None
         kept = 0  # pages processed in a row on one turn (see below)
         resent = -1  # the URL last sent again after a lost connection
@@ -355,6 +431,11 @@ class Crawler:
                     result = await nxt
                 except _LeaseLost:  # during the host's delay: the URLs left go back
                     nxt = None
+                    break
+                except asyncio.CancelledError:
+                    if not _abandoned_here(self, nxt):
+                        raise
+                    nxt = None  # abandon_in_flight(): this URL and the rest go back
                     break
                 last_end = self.clock()
                 leased = todo[k]
@@ -416,6 +497,7 @@ class Crawler:
                         self.turns.release()
         finally:
             lease.cancel()
+            self._keepers.discard(lease)
             if kept:  # an error between two pages of a kept turn: give the turn back
                 self.turns.release()
             if nxt is not None:  # an error while recording: no request left behind
@@ -457,6 +539,7 @@ class Crawler:
         the batch is over (all fetched, a stop, or too close to the lease's end). The future
         raises _LeaseLost when the lease was lost (or is about to end) during the delay."""
         if k >= len(todo) or self._stop.is_set() or self.clock() > lease.end - self._safety:
+            lease.current = None
             return None
         leased = todo[k]
         revalidate = self.revalidate
@@ -466,16 +549,19 @@ class Crawler:
             # the request goes on the wire now and the future is awaited directly: a task
             # around `fetch()` would start it one loop iteration later and wake the batch one
             # iteration after the response, and a busy loop's iterations are milliseconds
-            return self._start(request)
+            started = lease.current = self._start(request)
+            return started
         fut: asyncio.Future[FetchResult] = asyncio.ensure_future(
             self._fetch_at(request, wait, lease) if wait > 0 else self.fetcher.fetch(request)
         )
+        lease.current = fut  # (abandon_in_flight cancels it)
         return fut
 
     async def _fetch_at(
         self, request: FetchRequest, wait: float, lease: _LeaseKeeper
     ) -> FetchResult:
-        await asyncio.sleep(wait)
+        if not await self._pause(wait):  # a stop during the delay: the request is not sent
+            raise _LeaseLost
         if self.clock() > lease.end - self._safety:  # (-inf: the frontier refused to extend)
             raise _LeaseLost
         result: FetchResult = await self.fetcher.fetch(request)
@@ -511,11 +597,11 @@ class Crawler:
                 self.counters.dropped["sitemap/other-host"] += 1
                 continue
             wait = last_end + delay - self.clock()
-            if wait > 0:
-                await asyncio.sleep(wait)
+            if wait > 0 and not await self._pause(wait):
+                break
             if self._stop.is_set() or self.clock() > batch.expires_at - self._safety:
                 break
-            result = await self.fetcher.fetch(FetchRequest(url))
+            result = await self._fetch_aux(FetchRequest(url))
             last_end = self.clock()
             fetched += 1
             self._record_aux(result, "sitemap")
@@ -562,11 +648,12 @@ class Crawler:
         body: bytes | None = None
         final = url
         for hop in range(MAX_ROBOTS_REDIRECTS + 1):
-            if hop and self.settings.delay > 0:
-                # a redirect hop is a request like any other: the crawl's delay before it (the
-                # host's Crawl-delay is in the file at the end of the chain, not known yet)
-                await asyncio.sleep(self.settings.delay)
-            result = await self.fetcher.fetch(FetchRequest(final))
+            # a redirect hop is a request like any other: the crawl's delay before it (the
+            # host's Crawl-delay is in the file at the end of the chain, not known yet); a
+            # stop meanwhile stores no answer and the batch's URLs go back
+            if hop and self.settings.delay > 0 and not await self._pause(self.settings.delay):
+                raise _Abandoned
+            result = await self._fetch_aux(FetchRequest(final))
             self._record_aux(result, "robots")
             status, body = result.status, result.body
             if status in REDIRECTS and result.header("location"):
@@ -757,8 +844,25 @@ class Crawler:
 
 
 class _LeaseLost(Exception):
-    """A batch's lease ended (or was refused an extension) while a request waited for the
-    host's delay: the request is not sent."""
+    """A batch's lease ended (or was refused an extension), or a stop came, while a request
+    waited for the host's delay: the request is not sent."""
+
+
+class _Abandoned(Exception):
+    """A stop came while robots.txt or a sitemap was being fetched (or waited for): nothing
+    of it is stored, and the batch's URLs go back unfetched."""
+
+
+def _wake(pause: asyncio.Future[None]) -> None:
+    if not pause.done():
+        pause.set_result(None)
+
+
+def _abandoned_here(crawler: Crawler, fut: asyncio.Future[FetchResult]) -> bool:
+    """Whether a CancelledError met awaiting `fut` is `abandon_in_flight()` cancelling the
+    request (to be handled), not the awaiting task being cancelled (to be propagated)."""
+    task = asyncio.current_task()
+    return crawler._abandoned and fut.cancelled() and (task is None or not task.cancelling())
 
 
 class _LeaseKeeper:
@@ -768,12 +872,14 @@ class _LeaseKeeper:
     a trickling page was fetched 120 s at a time, again and again, without end. The timer
     fires when `Crawler._lease_end` would extend (one timer per batch, not per request)."""
 
-    __slots__ = ("_batch", "_crawler", "_timer", "end")
+    __slots__ = ("_batch", "_crawler", "_timer", "current", "end")
 
     def __init__(self, crawler: Crawler, batch: HostBatch, end: float) -> None:
         self._crawler = crawler
         self._batch = batch
         self.end = end
+        # the batch's request in flight (or waiting for its delay): abandon_in_flight cancels it
+        self.current: asyncio.Future[FetchResult] | None = None
         self._timer: asyncio.TimerHandle | None = None
         self._arm()
 

@@ -47,12 +47,17 @@ from ..sinks import recover, write_stats
 from ..sinks.cdx import write_crawl_index
 from .crawler import Crawler, seed_frontier
 from .ipgate import FileIpGate, LocalIpGate
+from .progress import ProgressDisplay, ProgressSample, print_summary, stop_note, stop_state
 from .recorder import Recorder
 from .recrawl import Recrawl, seed_recrawl
 from .report import end_reason, end_run, iso_date, start_run
 
 MANIFEST = "crawl.json"
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+# A stop waits this long for the requests in flight, then abandons them (their URLs stay
+# queued): a dead host (accepts, never answers) held a Ctrl-C for first_byte_timeout, 30 s,
+# while a live one answers in well under a second. The same signal again abandons them now.
+STOP_GRACE_S = 3.0
 
 
 class _Process(Protocol):
@@ -185,12 +190,14 @@ def run_crawl(
                 run, started = start_run(out, resume=resume, workers=workers, changed=changed)
             except OSError as exc:
                 raise CrawlError(f"cannot write to {out}: {exc.strerror or exc}") from exc
+            began = time.time()
             if workers > 1:
                 code = _run_pool(settings, workers, resume=resume, progress=progress)
             else:
                 with asyncio.Runner(loop_factory=loop_factory()) as runner:
                     code = runner.run(_run(settings, resume=resume, progress=progress))
             code = write_cdx_index(out, code) if settings.warc else code
+            code = _end_summary(settings, code, progress, began)
             with contextlib.suppress(OSError):  # the crawl's own exit status says more
                 end_run(out, run, started, code)
             return code
@@ -212,6 +219,22 @@ def write_cdx_index(out: Path, code: int) -> int:
         )
         return code or Exit.IOERR
     return code
+
+
+def _end_summary(
+    settings: CrawlSettings, code: int, stream: IO[str] | None, began: float
+) -> int:
+    """Print the end summary (unless quiet), and the main failure when no page was fetched:
+    then the exit status is Exit.NOTHING_FETCHED rather than OK."""
+    path = settings.output / "stats.json"
+    try:
+        if path.stat().st_mtime < began - 1.0:  # (a coarse file-system clock)
+            return code  # an earlier run's: this one could not write its own, and said so
+        stats = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return code  # not written: the crawl said why already
+    failed = print_summary(stream, stats, settings.output, max_pages=settings.max_pages)
+    return Exit.NOTHING_FETCHED if failed and code == Exit.OK else code
 
 
 def run_worker(out: Path, part: str) -> int:
@@ -272,10 +295,19 @@ def _supervise(
     ]
     stopped: list[int] = []
     asked: set[int] = set()  # the workers sent SIGTERM: each is asked once
+    hurried: set[int] = set()  # … and a second one: they abandon their requests in flight
+    wake_r, wake_w = os.pipe()  # the handler wakes _watch, which says what the stop waits for
+    os.set_blocking(wake_w, False)
 
     def forward(signum: int, _frame: object) -> None:
+        # A worker stops when it gets its first SIGTERM and abandons its requests in flight
+        # when it gets the same signal again (run_engine): so the parent asks once, and
+        # once more when the user repeats the signal (a Ctrl-C reaches the workers too).
+        repeated = signum in stopped
         stopped.append(signum)
-        ask_to_stop(procs, asked, _forked_alive)
+        ask_to_stop(procs, hurried if repeated else asked, _forked_alive)
+        with contextlib.suppress(OSError):
+            os.write(wake_w, b"!")
 
     # SIGINT/SIGTERM are held (run_crawl): a worker is forked with them blocked and takes
     # them once its handlers are installed (run_engine), so a stop forwarded while it starts
@@ -286,7 +318,37 @@ def _supervise(
         for proc in procs:
             proc.start()
         signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)  # a held stop: forward it
-        _watch(procs, frontier, progress, asked=asked)
+        display = None
+        if progress is not None:
+            display = ProgressDisplay(progress, max_pages=settings.max_pages)
+        said = 0  # the stops said so far
+
+        def say_stops() -> None:
+            nonlocal said
+            if display is None:
+                return
+            while said < len(stopped) and said < 2:
+                second = said > 0 and stopped[said] in stopped[:said]
+                if said and not second:
+                    said += 1  # another signal than the first: nothing new to say
+                    continue
+                name = signal.Signals(stopped[said]).name
+                display.note(
+                    "stopping",
+                    stop_note(name, in_flight=None, grace_s=STOP_GRACE_S, second=second,
+                              pool=True),
+                    state=stop_state(grace_s=STOP_GRACE_S, second=second),
+                    signal=name,
+                )  # fmt: skip
+                said += 1
+
+        try:
+            _watch(procs, frontier, display, asked=asked, wakeup=wake_r, on_wake=say_stops)
+        finally:
+            if display is not None:
+                display.close()
+            os.close(wake_r)
+            os.close(wake_w)
         codes = []
         for p in procs:
             p.join()
@@ -351,22 +413,25 @@ def _forked_alive(p: multiprocessing.process.BaseProcess) -> bool:
 def _watch(
     procs: Sequence[multiprocessing.process.BaseProcess],
     frontier: SqliteFrontier,
-    progress: IO[str] | None,
+    display: ProgressDisplay | None,
     interval: float | None = None,
     *,
     asked: set[int] | None = None,
+    wakeup: int | None = None,
+    on_wake: Callable[[], None] | None = None,
 ) -> None:
-    """Wait for the workers, showing the frontier's progress every `interval` seconds (by
-    default 0.5 on a TTY, 10 otherwise). Returns as soon as the last worker exits. When a
-    worker fails (a non-zero exit), the others are asked to stop (SIGTERM), except those
-    already asked (`asked`, the pids shared with the parent's signal handler)."""
+    """Wait for the workers, showing the frontier's progress on `display` every `interval`
+    seconds (by default the display's: 0.5 on a terminal, 10 otherwise). Returns as soon as
+    the last worker exits. When a worker fails (a non-zero exit), the others are asked to
+    stop (SIGTERM), except those already asked (`asked`, the pids shared with the parent's
+    signal handler). A byte on the file descriptor `wakeup` (a signal handler's) wakes the
+    wait at once and calls `on_wake()` (a handler may not write to the display itself: it
+    could interrupt a write to the same stream)."""
     if asked is None:
         asked = set()
-    tty = progress is not None and progress.isatty()
-    start = last_t = time.monotonic()
-    last_done = 0
     if interval is None:
-        interval = 0.5 if tty else 10.0
+        interval = display.interval if display is not None else 10.0
+    last_t = time.monotonic()
     stopping = False
     while alive := [p for p in procs if p.exitcode is None]:
         if not stopping and any(p.exitcode not in (None, 0) for p in procs):
@@ -375,24 +440,30 @@ def _watch(
             stopping = True
             ask_to_stop(alive, asked, _forked_alive)
         # wake when any worker exits (signal handlers still run while waiting)
-        timeout = None if progress is None else max(0.0, last_t + interval - time.monotonic())
-        multiprocessing.connection.wait([p.sentinel for p in alive], timeout)
+        timeout = None if display is None else max(0.0, last_t + interval - time.monotonic())
+        waited: list[Any] = [p.sentinel for p in alive]
+        if wakeup is not None:
+            waited.append(wakeup)
+        ready = multiprocessing.connection.wait(waited, timeout)
+        if wakeup is not None and wakeup in ready:
+            with contextlib.suppress(BlockingIOError, OSError):
+                os.read(wakeup, 64)
+            if on_wake is not None:
+                on_wake()
         for p in alive:
             p.join(timeout=0)  # reap, so exitcode is set
-        if progress is None or time.monotonic() - last_t < interval:
+        if display is None or time.monotonic() - last_t < interval:
             continue
         st = frontier.statistics()
-        now = time.monotonic()
-        rate = (st.done - last_done) / max(now - last_t, 1e-9)
-        last_done, last_t = st.done, now
-        _write_progress(
-            progress,
-            pages=st.done,
-            rate=rate,
-            queued=st.queued,
-            hosts=st.leased_hosts,
-            elapsed=now - start,
-            workers=len(procs),
+        last_t = time.monotonic()
+        display.update(
+            ProgressSample(
+                pages=st.done,
+                queued=st.queued,
+                active_hosts=st.leased_hosts,
+                failed=st.failed,
+                workers=sum(1 for p in procs if p.exitcode is None),
+            )
         )
 
 
@@ -551,11 +622,40 @@ async def run_engine(
         robots_store=robots_store,
     )
     loop = asyncio.get_running_loop()
-    stopped = []
+    stopped: list[int] = []
+    display = None
+    if progress is not None:
+        display = ProgressDisplay(progress, max_pages=settings.max_pages)
+    grace: list[asyncio.TimerHandle] = []
+    # where an abandoned request's URL goes (a cluster worker: `resume_hint` says how to go on)
+    kept = "their URLs kept for --resume" if resume_hint is None else (
+        "their URLs stay queued in the crawl's frontier")  # fmt: skip
 
     def on_signal(signum: int) -> None:
+        # The first stop sends no new request and waits up to STOP_GRACE_S for the requests
+        # in flight; the same signal again (a second Ctrl-C; a pool's parent forwarding it)
+        # abandons them at once. Either way the batches complete and the outputs are written.
+        repeated = signum in stopped
         stopped.append(signum)
-        crawler.request_stop()
+        name = signal.Signals(signum).name
+        if len(stopped) == 1:
+            in_flight = crawler.in_flight()
+            crawler.request_stop()
+            grace.append(loop.call_later(STOP_GRACE_S, crawler.abandon_in_flight))
+            if display is not None:
+                note = stop_note(
+                    name, in_flight=in_flight, grace_s=STOP_GRACE_S, second=False, kept=kept
+                )
+                state = stop_state(grace_s=STOP_GRACE_S, second=False)
+                display.note("stopping", note, state=state, signal=name, in_flight=in_flight)
+        elif repeated and not crawler.abandoned:
+            cancelled = crawler.abandon_in_flight()
+            if display is not None:
+                note = stop_note(
+                    name, in_flight=cancelled, grace_s=STOP_GRACE_S, second=True, kept=kept
+                )
+                state = stop_state(grace_s=STOP_GRACE_S, second=True)
+                display.note("stopping", note, state=state, signal=name, abandoned=cancelled)
 
     for sig in STOP_SIGNALS:
         loop.add_signal_handler(sig, on_signal, sig)
@@ -566,7 +666,9 @@ async def run_engine(
     started = time.time()
     exit_code = 0
     errors: tuple[type[Exception], ...] = (OSError, sqlite3.Error, *storage_errors)
-    reporter = asyncio.create_task(_progress(crawler, frontier, progress)) if progress else None
+    reporter = None
+    if display is not None:
+        reporter = asyncio.create_task(_show_progress(crawler, frontier, display))
     try:
         if prepare is not None:
             await prepare()
@@ -589,9 +691,13 @@ async def run_engine(
         # and no statistics written.
         ended_by = stopped[:1]
         try:
+            for timer in grace:
+                timer.cancel()
             if reporter:
                 reporter.cancel()
                 await asyncio.gather(reporter, return_exceptions=True)
+            if display is not None:
+                display.close()
             await fetcher.aclose()
             try:
                 stats = await asyncio.to_thread(frontier.statistics)
@@ -669,57 +775,25 @@ def _as_dict(obj: Any) -> dict[str, Any]:
     return dict(obj) if isinstance(obj, dict) else {"value": str(obj)}
 
 
-async def _progress(crawler: Crawler, frontier: Frontier, stream: IO[str]) -> None:
-    tty = stream.isatty()
-    start = time.monotonic()
-    last_pages, last_t = 0, start
+async def _show_progress(crawler: Crawler, frontier: Frontier, display: ProgressDisplay) -> None:
+    """Show one worker's progress on `display` every `display.interval` seconds."""
+    base: int | None = None  # pages done by earlier runs (a resume)
     while True:
-        await asyncio.sleep(0.5 if tty else 10.0)
+        await asyncio.sleep(display.interval)
         c = crawler.counters
         stats = await asyncio.to_thread(frontier.statistics)
-        now = time.monotonic()
-        rate = (c.pages - last_pages) / max(now - last_t, 1e-9)
-        last_pages, last_t = c.pages, now
-        _write_progress(
-            stream,
-            pages=c.pages,
-            rate=rate,
-            queued=stats.queued,
-            hosts=c.active_hosts,
-            elapsed=now - start,
-            errors=sum(c.errors.values()),
+        # the frontier counts a page done when its batch completes, up to per_host pages
+        # after it was fetched: the bar follows this worker's own count (a max_pages crawl
+        # of one worker showed 484 pages fetched and 261 done)
+        if base is None:
+            base = max(stats.done - c.pages, 0)
+        display.update(
+            ProgressSample(
+                pages=c.pages,
+                queued=stats.queued,
+                active_hosts=c.active_hosts,
+                errors=sum(c.errors.values()),
+                failed=stats.failed,
+                done=max(stats.done, base + c.pages),
+            )
         )
-
-
-def _write_progress(
-    stream: IO[str],
-    *,
-    pages: int,
-    rate: float,
-    queued: int,
-    hosts: int,
-    elapsed: float,
-    errors: int | None = None,
-    workers: int | None = None,
-) -> None:
-    """One progress report: a rewritten line on a TTY, a JSON line otherwise."""
-    if stream.isatty():
-        tail = f"errors {errors:>6,}" if errors is not None else f"workers {workers}"
-        stream.write(
-            f"\r{pages:>9,} pages {rate:>7,.0f}/s  queued {queued:>9,}  "
-            f"hosts {hosts:>4}  {tail}  {elapsed:>6.0f}s "
-        )
-    else:
-        record: dict[str, Any] = {
-            "event": "progress",
-            "pages": pages,
-            "pages_per_s": round(rate, 1),
-            "queued": queued,
-            "active_hosts": hosts,
-        }
-        if errors is not None:
-            record["errors"] = errors
-        if workers is not None:
-            record["workers"] = workers
-        stream.write(json.dumps(record) + "\n")
-    stream.flush()
