@@ -235,7 +235,7 @@ def test_the_truth_applies_the_crawlers_per_url_trap_filters() -> None:
 def test_limits_are_lifted_with_none_in_flags_environment_and_toml(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    from gossamer.cli import _trap_flags, build_parser
+    from gossamer.cli import build_parser, crawl_settings
 
     defaults = load_settings({})
     assert (defaults.max_depth, defaults.host_budget, defaults.max_path_segments) == (
@@ -249,7 +249,7 @@ def test_limits_are_lifted_with_none_in_flags_environment_and_toml(
     argv += " --calendar-years-back 0 --calendar-years-ahead none --max-queries-per-path 9"
     argv += " --max-query-shapes NONE"
     args = build_parser(with_testweb=False).parse_args(argv.split())
-    s = load_settings({"max_depth": args.max_depth, **_trap_flags(args)})
+    s = crawl_settings(args)
     assert (s.max_depth, s.host_budget, s.max_path_segments) == (None, 7, None)
     assert (s.calendar_years_back, s.calendar_years_ahead) == (0, None)
     assert (s.max_queries_per_path, s.max_query_shapes) == (9, None)

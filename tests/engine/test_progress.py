@@ -191,7 +191,7 @@ def test_ended_prefers_the_stats_own_word() -> None:
 def test_end_summary_lines(tmp_path: Path) -> None:
     for name in ("warc", "graph"):
         (tmp_path / name).mkdir()
-    for name in ("crawl.log.jsonl", "stats.json"):
+    for name in ("crawl.log.jsonl", "stats.json", "warc/index.cdxj"):
         (tmp_path / name).write_text("")
     stats = _stats(
         finished=False, stopped_by="SIGINT", pages=1000, requests=1100, bytes=12_345_678,
@@ -206,8 +206,8 @@ def test_end_summary_lines(tmp_path: Path) -> None:
         "  errors: 50 (fetch/error/timeout 40, fetch/error/reset 9, robots/fetch/error/dns 1)",
         "  HTTP errors: 10 (404 8, 500 2)",
         "  not fetched: 30 URLs (scope/non-html 30)",
-        f"  outputs: WARC {tmp_path}/warc/, crawl log {tmp_path}/crawl.log.jsonl, "
-        f"graph {tmp_path}/graph/, statistics {tmp_path}/stats.json",
+        f"  outputs: WARC {tmp_path}/warc/, CDX index {tmp_path}/warc/index.cdxj, "
+        f"crawl log {tmp_path}/crawl.log.jsonl, graph {tmp_path}/graph/, statistics {tmp_path}/stats.json",
         f"  to go on: gossamer crawl --resume {tmp_path}",
     ]
 

@@ -452,6 +452,7 @@ def end_summary(
     if outputs is None:
         outputs = [
             ("WARC", out / "warc"),
+            ("CDX index", out / "warc" / "index.cdxj"),
             ("crawl log", out / "crawl.log.jsonl"),
             ("graph", out / "graph"),
             ("statistics", out / "stats.json"),
