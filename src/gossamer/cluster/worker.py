@@ -195,8 +195,15 @@ class ClusterFrontier:
         cached = self._stats
         if cached is not None and now - cached[0] < STATS_MAX_AGE:
             return cached[1]
-        stats = retrying(self.inner.statistics, what="frontier")
-        self._stats = (now, stats)
+        return self.fresh_statistics()
+
+    def fresh_statistics(self, deadline: float = float("inf")) -> FrontierStats:
+        """The frontier's statistics read now (also the snapshot `statistics()` answers
+        from): what a worker leaving judges the crawl by, and what its stats.json says — a
+        snapshot taken before another worker's last page would call a complete crawl
+        "stopped"."""
+        stats = retrying(self.inner.statistics, what="frontier", deadline=deadline)
+        self._stats = (time.monotonic(), stats)
         return stats
 
     def close(self) -> None:
@@ -405,7 +412,7 @@ class _Worker:
         record stays for `gossamer status`)."""
         assert self.frontier is not None
         deadline = time.monotonic() + 2 * self.membership.ttl
-        stats = retrying(self.frontier.inner.statistics, what="frontier", deadline=deadline)
+        stats = self.frontier.fresh_statistics(deadline)
         if exhausted(stats, self.settings.max_pages):
             retrying(
                 lambda: mark_finished(self.client, self.record), what="registry", deadline=deadline
