@@ -207,7 +207,8 @@ def test_end_summary_lines(tmp_path: Path) -> None:
         "  HTTP errors: 10 (404 8, 500 2)",
         "  not fetched: 30 URLs (scope/non-html 30)",
         f"  outputs: WARC {tmp_path}/warc/, CDX index {tmp_path}/warc/index.cdxj, "
-        f"crawl log {tmp_path}/crawl.log.jsonl, graph {tmp_path}/graph/, statistics {tmp_path}/stats.json",
+        f"crawl log {tmp_path}/crawl.log.jsonl, graph {tmp_path}/graph/, "
+        f"statistics {tmp_path}/stats.json",
         f"  to go on: gossamer crawl --resume {tmp_path}",
     ]
 

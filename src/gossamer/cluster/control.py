@@ -284,13 +284,7 @@ def _watch(
             except Exception:  # progress is best effort; the workers report their own errors
                 continue
             display.update(
-                ProgressSample(
-                    pages=st.done,
-                    queued=st.queued,
-                    active_hosts=st.leased_hosts,
-                    failed=st.failed,
-                    workers=sum(1 for p in procs if p.poll() is None),
-                )
+                ProgressSample.of_frontier(st, workers=sum(1 for p in procs if p.poll() is None))
             )
     finally:
         if display is not None:

@@ -26,6 +26,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Any
 
+from ..frontier import FrontierStats
+
 TTY_INTERVAL_S = 0.5  # a terminal's redraw period
 JSON_INTERVAL_S = 10.0  # a JSON line's period (logs stay small: 360 lines an hour)
 RATE_WINDOW_S = 10.0  # the rate shown is over the last this many seconds
@@ -48,6 +50,18 @@ class ProgressSample:
     done: int | None = None
     workers: int | None = None
     in_flight: int | None = None
+
+    @classmethod
+    def of_frontier(cls, st: FrontierStats, *, workers: int) -> ProgressSample:
+        """What a parent shows of the workers it watches (a pool's, `crawl --redis`'s local
+        ones): the shared frontier's counts, the workers' own counters being theirs."""
+        return cls(
+            pages=st.done,
+            queued=st.queued,
+            active_hosts=st.leased_hosts,
+            failed=st.failed,
+            workers=workers,
+        )
 
 
 def utc_timestamp(epoch: float) -> str:

@@ -457,13 +457,7 @@ def _watch(
         st = frontier.statistics()
         last_t = time.monotonic()
         display.update(
-            ProgressSample(
-                pages=st.done,
-                queued=st.queued,
-                active_hosts=st.leased_hosts,
-                failed=st.failed,
-                workers=sum(1 for p in procs if p.exitcode is None),
-            )
+            ProgressSample.of_frontier(st, workers=sum(1 for p in procs if p.exitcode is None))
         )
 
 
