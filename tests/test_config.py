@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -127,3 +129,21 @@ def test_recrawl_validation(tmp_path: Path, setup: str, message: str) -> None:
     with pytest.raises(SettingsError, match="recrawl") as exc:
         load_settings({"recrawl": old, "output": out, "seeds": ["http://a.example/"]})
     assert message in str(exc.value)
+
+
+def test_config_imports_nothing_from_the_engine(tmp_path: Path) -> None:
+    """Settings, a re-crawl's among them, load without importing gossamer.engine (the engine
+    builds on the settings, never the other way round)."""
+    old = _finished_crawl(tmp_path / "old")
+    code = (
+        "import sys\n"
+        "from gossamer.config import load_settings\n"
+        f"s = load_settings({{'recrawl': {str(old)!r}, 'output': {str(tmp_path / 'new')!r}}})\n"
+        "assert s.seeds == ['http://old.example/'], s.seeds\n"
+        "print(sorted(m for m in sys.modules if m.startswith('gossamer.engine')))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"

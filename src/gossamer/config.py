@@ -12,7 +12,7 @@ import re
 import sys
 import tomllib
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import Field, ValidationError, ValidationInfo, field_validator, model_validator
 from pydantic_settings import (
@@ -21,6 +21,9 @@ from pydantic_settings import (
     PydanticBaseSettingsSource,
     SettingsConfigDict,
 )
+
+if TYPE_CHECKING:
+    from .frontier._options import FrontierKnobs
 
 DEFAULT_USER_AGENT = "gossamer/0.1 (+https://gossamer.invalid/bot)"
 NO_LIMIT = "none"  # the spelling that lifts a limit, in flags, environment and TOML
@@ -211,9 +214,10 @@ class CrawlSettings(BaseSettings):
         None, description="re-crawl this finished crawl directory with conditional GETs"
     )
 
-    def frontier_knobs(self) -> dict[str, Any]:
+    def frontier_knobs(self) -> FrontierKnobs:
         """The frontier's limits and politeness from these settings: the keywords every
-        backend (SqliteFrontier, RedisFrontier) takes, mapped once for both."""
+        backend (SqliteFrontier, RedisFrontier) takes, mapped once for both. The knobs are
+        declared in `FrontierKnobs`; this maps the settings' names onto them."""
         from .frontier._options import DEFAULT_BACKLOG_LEAD
 
         return {
@@ -335,7 +339,7 @@ class CrawlSettings(BaseSettings):
                     self.seeds.append(url)
             self.seeds_file = None
         if self.recrawl is not None:
-            from .engine.recrawl import check_recrawl_dir, old_seeds
+            from .outdir import check_recrawl_dir, old_seeds
 
             problem = check_recrawl_dir(self.recrawl, self.output)
             if problem is not None:

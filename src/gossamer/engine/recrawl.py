@@ -26,7 +26,6 @@ per entry more (the sort permutation). Each worker process holds its own copy.
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 from array import array
@@ -36,6 +35,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from ..frontier import Discovered, Frontier
+from ..outdir import check_recrawl_dir, old_seeds
 from ..urls import fingerprint, host_key
 
 __all__ = [
@@ -54,58 +54,6 @@ _KINDS: Final = ("link", "redirect", "canonical", "sitemap")
 _KIND_CODE: Final = {k: i for i, k in enumerate(_KINDS)}
 _SEP: Final = b"\x00"
 _SEED_CHUNK: Final = 10_000
-
-
-def check_recrawl_dir(old: Path, new: Path | None = None) -> str | None:
-    """Why `old` cannot be re-crawled into `new` (None when it can): it must be a finished or
-    stopped gossamer crawl directory (crawl.json, crawl.log.jsonl and stats.json present, no
-    crawler running in it) and differ from `new`."""
-    if not old.is_dir():
-        return f"{old} is not a directory"
-    for name in ("crawl.json", "crawl.log.jsonl"):
-        if not (old / name).is_file():
-            return f"{old} is not a gossamer crawl directory (no {name})"
-    if not (old / "stats.json").is_file():
-        return (
-            f"{old} holds an unfinished crawl (no stats.json): finish it with "
-            f"`gossamer crawl --resume {old}` first"
-        )
-    if new is not None and _same_place(old, new):
-        return "the new crawl directory (-o) must differ from the one re-crawled"
-    if _locked(old / "lock"):
-        return f"a crawler is running in {old}: wait for it to finish or stop it"
-    return None
-
-
-def old_seeds(old: Path) -> list[str]:
-    """The seeds recorded in OLD_DIR's crawl.json (empty when unreadable)."""
-    try:
-        seeds = json.loads((old / "crawl.json").read_text()).get("seeds", [])
-    except (OSError, ValueError, AttributeError):
-        return []
-    return [s for s in seeds if isinstance(s, str)] if isinstance(seeds, list) else []
-
-
-def _same_place(a: Path, b: Path) -> bool:
-    try:
-        return a.resolve() == b.resolve()
-    except OSError:
-        return False
-
-
-def _locked(path: Path) -> bool:
-    """True when a crawler holds the directory's lock (an exclusive flock)."""
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
-        return False
-    try:
-        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-    except OSError:
-        return True
-    finally:
-        os.close(fd)  # closing drops the shared lock taken, if any
-    return False
 
 
 def _log_records(old: Path) -> Iterator[dict[str, Any]]:

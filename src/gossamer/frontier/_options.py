@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
-from typing import TypedDict
+from dataclasses import dataclass, field, fields
+from typing import Any, TypedDict, Unpack
 
 from ._politeness import PolitenessPolicy
 
@@ -16,7 +16,10 @@ DEFAULT_BACKLOG_LEAD = 0.01
 
 
 class FrontierKnobs(TypedDict, total=False):
-    """The keyword arguments every frontier's constructor takes (`FrontierOptions.of`)."""
+    """The keyword arguments every frontier's constructor takes (`FrontierOptions.of`): the
+    one list of the frontier's knobs. Each is a field of `FrontierOptions` or of its
+    `PolitenessPolicy`, which hold the defaults and the checks (tests/frontier/test_options.py
+    holds the three together)."""
 
     lease_ttl: float
     max_pages: int | None
@@ -31,6 +34,10 @@ class FrontierKnobs(TypedDict, total=False):
     max_host_errors: int | None
     backlog_lead: float
     max_depth: int | None
+
+
+#: The knobs `FrontierOptions.of` hands to `PolitenessPolicy`.
+_POLITENESS_KNOBS = frozenset(f.name for f in fields(PolitenessPolicy))
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,42 +61,14 @@ class FrontierOptions:
     max_depth: int | None = None
 
     @classmethod
-    def of(
-        cls,
-        *,
-        lease_ttl: float = 60.0,
-        max_pages: int | None = None,
-        host_budget: int | None = None,
-        max_attempts: int = 3,
-        default_delay: float = 0.0,
-        max_crawl_delay: float = 30.0,
-        adaptive_factor: float = 0.0,
-        backoff_base: float = 1.0,
-        backoff_max: float = 300.0,
-        max_retry_after: float = 600.0,
-        max_host_errors: int | None = 10,
-        backlog_lead: float = DEFAULT_BACKLOG_LEAD,
-        max_depth: int | None = None,
-    ) -> FrontierOptions:
-        """The options from a frontier constructor's flat keywords (`FrontierKnobs`), with
-        their defaults: one place for all three backends."""
-        return cls(
-            lease_ttl=lease_ttl,
-            max_pages=max_pages,
-            host_budget=host_budget,
-            max_attempts=max_attempts,
-            politeness=PolitenessPolicy(
-                default_delay=default_delay,
-                max_crawl_delay=max_crawl_delay,
-                adaptive_factor=adaptive_factor,
-                backoff_base=backoff_base,
-                backoff_max=backoff_max,
-                max_retry_after=max_retry_after,
-                max_host_errors=max_host_errors,
-            ),
-            backlog_lead=backlog_lead,
-            max_depth=max_depth,
-        )
+    def of(cls, **knobs: Unpack[FrontierKnobs]) -> FrontierOptions:
+        """The options from a frontier constructor's flat keywords (`FrontierKnobs`): the
+        politeness ones go to `PolitenessPolicy`, the rest to these options; a knob not given
+        takes the field's default. One place for every backend, and no list of knobs here:
+        `FrontierKnobs` names them, the two dataclasses hold their defaults."""
+        given: dict[str, Any] = dict(knobs)
+        policy = {k: given.pop(k) for k in _POLITENESS_KNOBS if k in given}
+        return cls(politeness=PolitenessPolicy(**policy), **given)
 
     def lease_order(self, next_fetch_at: float, backlog: int) -> float:
         return next_fetch_at - min(backlog * self.backlog_lead, self.max_backlog_lead)
