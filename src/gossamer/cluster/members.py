@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any, Final, cast
 
-from ..partition import Dynamic, Member, PartitionError, Strategy
+from ..partition import Member, PartitionError, Strategy, capacity_lease_size
 from ._redis import Keys, RedisClient, server_time, text
 
 __all__ = [
@@ -265,7 +265,7 @@ class PartitionView:
         cache = self._cache
         if cache is not None and cache[0] is members and cache[2] <= now < cache[3]:
             return cache[1], cache[3]
-        if isinstance(self.strategy, Dynamic) and self.member_id in {m.id for m in members}:
+        if self.strategy.unrestricted and self.member_id in {m.id for m in members}:
             answer: frozenset[int] | None = None
             start, until = -math.inf, math.inf
         else:
@@ -280,9 +280,10 @@ class PartitionView:
         return answer, until
 
     def lease_size(self, per_host: int) -> int:
-        """URLs to lease per host: for `dynamic`, `per_host` scaled by this worker's
-        capacity against the members' mean (Dynamic.lease_size); else `per_host`."""
+        """URLs to lease per host: for an unrestricted strategy (`dynamic`), `per_host` scaled
+        by this worker's capacity against the members' mean (`capacity_lease_size`); else
+        `per_host`."""
         members = self._members
-        if not isinstance(self.strategy, Dynamic) or self.member_id not in {m.id for m in members}:
+        if not self.strategy.unrestricted or self.member_id not in {m.id for m in members}:
             return per_host
-        return Dynamic.lease_size(per_host, self.member_id, members)
+        return capacity_lease_size(per_host, self.member_id, members)

@@ -26,7 +26,7 @@ from typing import Any, Final, cast
 
 from ..config import CrawlSettings
 from ..frontier import Frontier
-from ..partition import Strategy, strategy_named
+from ..partition import STRATEGY_OPTIONS, Strategy, strategy_named
 from ._redis import REGISTRY, Keys, RedisClient, server_time, text
 
 __all__ = [
@@ -75,11 +75,7 @@ class CrawlRecord:
         """The partition strategy every worker of the crawl uses."""
         p = self.partition
         return strategy_named(
-            str(p.get("name", "dynamic")),
-            epsilon=p.get("epsilon"),
-            period=p.get("period"),
-            phases=p.get("phases"),
-            weights=p.get("weights"),
+            str(p.get("name", "dynamic")), **{k: p[k] for k in STRATEGY_OPTIONS if k in p}
         )
 
     def worker_settings(

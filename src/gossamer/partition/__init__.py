@@ -14,8 +14,19 @@ two members, so no host is leased by two workers at once.
 | `Consistent` | design notes | weighted rendezvous hashing with bounded loads |
 | `Phase` | KSpider | phase (index + ⌊t / T⌋) mod P of P ≥ M phases (shard mod P) |
 | `Sized` | grid crawler, Static-Size | known shard sizes, largest first to the least loaded |
+
+Strategies are found by name (`strategy_named`) in a registry (`register_strategy`): a new
+strategy is a module defining it and one registration; `--partition`'s choices come from it.
 """
 
+from ._registry import (
+    STRATEGY_OPTIONS,
+    StrategyEntry,
+    register_strategy,
+    strategy_entries,
+    strategy_named,
+    strategy_names,
+)
 from ._strategies import (
     ANY,
     SHARDS,
@@ -28,13 +39,14 @@ from ._strategies import (
     Sized,
     Strategy,
     assignment,
+    capacity_lease_size,
     shard_of,
-    strategy_named,
 )
 
 __all__ = [
     "ANY",
     "SHARDS",
+    "STRATEGY_OPTIONS",
     "Consistent",
     "Dynamic",
     "Member",
@@ -43,7 +55,12 @@ __all__ = [
     "Phase",
     "Sized",
     "Strategy",
+    "StrategyEntry",
     "assignment",
+    "capacity_lease_size",
+    "register_strategy",
     "shard_of",
+    "strategy_entries",
     "strategy_named",
+    "strategy_names",
 ]

@@ -7,7 +7,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Final, Protocol
+from typing import ClassVar, Final, Protocol
 
 import xxhash
 
@@ -65,6 +65,13 @@ class Strategy(Protocol):
         """The `--partition` name."""
         ...
 
+    @property
+    def unrestricted(self) -> bool:
+        """True when every live member may lease any host (`shards_for` answers ANY for each
+        of them, at any time): a worker then skips `shards_for` and sizes its leases by its
+        capacity (`capacity_lease_size`)."""
+        ...
+
     def shards_for(
         self, member_id: str, members: Sequence[Member], now: float
     ) -> frozenset[int] | None:
@@ -85,6 +92,7 @@ class Dynamic:
 
     shards: int = SHARDS
     name: str = "dynamic"
+    unrestricted: ClassVar[bool] = True
 
     def shards_for(
         self, member_id: str, members: Sequence[Member], now: float
@@ -97,12 +105,17 @@ class Dynamic:
 
     @staticmethod
     def lease_size(per_host: int, member_id: str, members: Sequence[Member]) -> int:
-        """Hosts to lease at once: `per_host` scaled by the member's capacity against the
-        mean capacity (at least 1)."""
-        ordered = _ordered(members)
-        me = ordered[_index(member_id, ordered)]
-        mean = sum(m.capacity for m in ordered) / len(ordered)
-        return max(1, round(per_host * me.capacity / mean))
+        """See `capacity_lease_size`."""
+        return capacity_lease_size(per_host, member_id, members)
+
+
+def capacity_lease_size(per_host: int, member_id: str, members: Sequence[Member]) -> int:
+    """Hosts to lease at once under an unrestricted strategy: `per_host` scaled by the
+    member's capacity against the mean capacity (at least 1)."""
+    ordered = _ordered(members)
+    me = ordered[_index(member_id, ordered)]
+    mean = sum(m.capacity for m in ordered) / len(ordered)
+    return max(1, round(per_host * me.capacity / mean))
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,6 +125,7 @@ class Modulo:
 
     shards: int = SHARDS
     name: str = "modulo"
+    unrestricted: ClassVar[bool] = False
 
     def shards_for(
         self, member_id: str, members: Sequence[Member], now: float
@@ -135,6 +149,7 @@ class Consistent:
     epsilon: float = 0.25
     shards: int = SHARDS
     name: str = "consistent"
+    unrestricted: ClassVar[bool] = False
 
     def __post_init__(self) -> None:
         if not self.epsilon > 0:
@@ -186,6 +201,7 @@ class Phase:
     phases: int | None = None
     shards: int = SHARDS
     name: str = "phase"
+    unrestricted: ClassVar[bool] = False
 
     def __post_init__(self) -> None:
         if not (self.period > 0 and math.isfinite(self.period)):
@@ -229,6 +245,7 @@ class Sized:
     weights: tuple[tuple[int, float], ...] = ()
     shards: int = SHARDS
     name: str = "sized"
+    unrestricted: ClassVar[bool] = False
 
     def __post_init__(self) -> None:
         seen: set[int] = set()
@@ -282,41 +299,3 @@ def assignment(
 ) -> dict[str, frozenset[int] | None]:
     """Every member's shards at `now` (for status displays and tests)."""
     return {m.id: strategy.shards_for(m.id, members, now) for m in _ordered(members)}
-
-
-def strategy_named(
-    name: str,
-    *,
-    epsilon: float | None = None,
-    period: float | None = None,
-    phases: int | None = None,
-    weights: Sequence[Sequence[float]] | None = None,
-) -> Strategy:
-    """The strategy for `--partition NAME` (dynamic, modulo, consistent, phase, sized) with
-    its options: `epsilon` for consistent, `period` and `phases` for phase, `weights`
-    ((shard, size) pairs, required) for sized (others refused)."""
-    named = (("epsilon", epsilon), ("period", period), ("phases", phases), ("weights", weights))
-    given = {k for k, v in named if v is not None}
-    allowed = {"consistent": {"epsilon"}, "phase": {"period", "phases"}, "sized": {"weights"}}
-    extra = given - allowed.get(name, set())
-    if extra and name in ("dynamic", "modulo", "consistent", "phase", "sized"):
-        raise PartitionError(f"partition {name!r} takes no {', '.join(sorted(extra))}")
-    if name == "dynamic":
-        return Dynamic()
-    if name == "modulo":
-        return Modulo()
-    if name == "consistent":
-        return Consistent() if epsilon is None else Consistent(epsilon=epsilon)
-    if name == "phase":
-        return Phase(period=60.0 if period is None else period, phases=phases)
-    if name == "sized":
-        if weights is None:
-            raise PartitionError("partition 'sized' needs weights: (shard, size) pairs")
-        try:
-            pairs = tuple((int(s), float(w)) for s, w in weights)
-        except (TypeError, ValueError) as exc:
-            raise PartitionError(f"sized: weights must be (shard, size) pairs: {exc}") from None
-        return Sized(weights=pairs)
-    raise PartitionError(
-        f"unknown partition strategy {name!r}: choose dynamic, modulo, consistent, phase or sized"
-    )
