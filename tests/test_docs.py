@@ -59,3 +59,20 @@ def test_every_crawl_flag_and_setting_is_documented() -> None:
     table = (ROOT / "docs" / "crawler.md").read_text()
     rows = [n for n in CrawlSettings.model_fields if f"| `{n}` |" not in table]
     assert not rows, f"docs/crawler.md's settings table lacks {rows}"
+
+
+def test_architecture_layout_names_every_package_and_module() -> None:
+    """docs/architecture.md's layout lists every package of src/gossamer and every module of
+    the top level, engine/ and cluster/ (the data flow's parts), and names no module that
+    does not exist."""
+    text = (ROOT / "docs" / "architecture.md").read_text()
+    layout = text[text.index("## Layout") : text.index("## A crawl's data flow")]
+    src = ROOT / "src" / "gossamer"
+    for pkg in sorted(p for p in src.iterdir() if (p / "__init__.py").is_file()):
+        assert f"  {pkg.name}/" in layout, pkg.name
+    for d in (src, src / "engine", src / "cluster"):
+        for mod in sorted(d.glob("*.py")):
+            if mod.name not in ("__init__.py", "__main__.py"):
+                assert mod.name in layout, mod
+    for name in re.findall(r"^ +(\w+\.py) ", layout, flags=re.MULTILINE):
+        assert list(src.rglob(name)), f"docs/architecture.md names {name}, which is not in src"

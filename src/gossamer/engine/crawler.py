@@ -58,7 +58,7 @@ SENT_SET_MAX = 2_000_000  # fingerprints sent to the frontier that are remembere
 
 @dataclass(slots=True)
 class CrawlCounters:
-    """Live counters of one worker (snapshotted by `Crawler.snapshot()`)."""
+    """Live counters of one worker (`Crawler.counters`; `run` returns them at the end)."""
 
     pages: int = 0  # responses recorded for page URLs (DONE outcomes)
     requests: int = 0  # every HTTP request made, robots.txt included
@@ -72,7 +72,7 @@ class CrawlCounters:
 
 
 class Crawler:
-    """Drives one worker. Every collaborator is injected (see `engine.build`)."""
+    """Drives one worker. Every collaborator is injected (built in `engine.run.run_engine`)."""
 
     def __init__(
         self,
