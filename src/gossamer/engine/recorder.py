@@ -138,3 +138,10 @@ class Recorder:
                 errors.append(exc)
         if errors:
             raise errors[0]
+
+
+if TYPE_CHECKING:
+    from .seams import Sinks
+
+    def _conforms(recorder: Recorder) -> Sinks:  # mypy checks that Recorder is the Sinks
+        return recorder
