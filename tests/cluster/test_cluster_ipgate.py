@@ -130,6 +130,9 @@ class FakeFetcher:
         self.times.append(time.monotonic())
         return request
 
+    def poll(self) -> None:  # (with `start`: the fast path, which the guard passes through)
+        pass
+
     async def aclose(self) -> None:
         pass
 

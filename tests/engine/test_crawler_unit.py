@@ -57,6 +57,9 @@ class FakeFetcher:
             await asyncio.sleep(self.latency)
         finally:
             self.in_flight[host] -= 1
+        return self._respond(req, start)
+
+    def _respond(self, req: FetchRequest, start: float) -> FetchResult:
         self.log.append((req.url, start, time.time()))
         if req.url.endswith("/robots.txt"):
             status, ctype, body, extra = 404, "text/plain", b"", ()
@@ -74,6 +77,62 @@ class FakeFetcher:
             elapsed=time.time() - start, request_head=b"GET / HTTP/1.1\r\n\r\n",
             response_head=head, http_version="1.1",
         )  # fmt: skip
+
+
+class StartingFakeFetcher(FakeFetcher):
+    """`FakeFetcher` with the fast path, as CurlFetcher has it (`StartingFetcher`): `start`
+    puts the request "on the wire" at once and a response is "in" `latency` after; the loop
+    settles it then, or `poll()` earlier if it is called once the response is in."""
+
+    def __init__(
+        self,
+        pages: dict[str, tuple[int, str, bytes, tuple[tuple[str, str], ...]]],
+        latency: float = 0.002,
+    ) -> None:
+        super().__init__(pages, latency)
+        self.started = 0
+        self.polls = 0
+        self.settled_by_poll = 0
+        # future -> (request, start time, loop time its response is in, the loop's timer)
+        self._pending: dict[
+            asyncio.Future[FetchResult],
+            tuple[FetchRequest, float, float, asyncio.TimerHandle],
+        ] = {}
+
+    def start(self, req: FetchRequest) -> asyncio.Future[FetchResult]:
+        loop = asyncio.get_running_loop()
+        host = req.url.split("/")[2]
+        self.in_flight[host] += 1
+        self.max_in_flight[host] = max(self.max_in_flight[host], self.in_flight[host])
+        self.max_total = max(getattr(self, "max_total", 0), sum(self.in_flight.values()))
+        self.started += 1
+        fut: asyncio.Future[FetchResult] = loop.create_future()
+        due = loop.time() + self.latency
+        timer = loop.call_at(due, self._settle, fut)
+        self._pending[fut] = (req, time.time(), due, timer)
+        fut.add_done_callback(self._forget)  # (a cancelled request leaves the wire too)
+        return fut
+
+    def poll(self) -> None:
+        self.polls += 1
+        now = asyncio.get_running_loop().time()
+        for fut, (_, _, due, timer) in list(self._pending.items()):
+            if due <= now:
+                timer.cancel()
+                self.settled_by_poll += 1
+                self._settle(fut)
+
+    def _settle(self, fut: asyncio.Future[FetchResult]) -> None:
+        pending = self._pending.get(fut)
+        if pending is None or fut.done():
+            return
+        req, start, _, _ = pending
+        fut.set_result(self._respond(req, start))
+
+    def _forget(self, fut: asyncio.Future[FetchResult]) -> None:
+        req, _, _, timer = self._pending.pop(fut)
+        timer.cancel()
+        self.in_flight[req.url.split("/")[2]] -= 1
 
 
 class FakeSinks:
@@ -108,7 +167,7 @@ def _crawl(
     MemoryFrontier by default); `over` overrides the settings (delay 0 unless given)."""
     settings = CrawlSettings(seeds=seeds, scope="all", output="/tmp/unused", **{"delay": 0, **over})
     frontier = MemoryFrontier() if frontier is None else frontier
-    fetcher = FakeFetcher(pages, latency)
+    fetcher = StartingFakeFetcher(pages, latency)  # the production fast path
     sinks = FakeSinks()
     crawler = Crawler(
         settings, frontier=frontier, fetcher=fetcher, ip_of=lambda h: None, sinks=sinks
@@ -712,3 +771,16 @@ def test_abandon_in_flight_cancels_requests_and_keeps_their_urls(hang_robots: bo
     s = frontier.statistics()
     assert (s.leased, s.done, s.queued) == (0, 3, 1)  # dead.example/p0 stays queued
     assert not crawler.counters.errors
+
+
+def test_the_fast_path_starts_every_page_request_and_polls_for_big_hosts() -> None:
+    """With a `StartingFetcher`, page requests sent with no delay left go out through
+    `start` (none through `fetch`), and a host with a backlog of KEEP_TURN_BACKLOG or more
+    gets its next response polled in."""
+    pages = _site(150)
+    crawler, fetcher, _, _ = _crawl(pages, ["http://a.example/p0"])
+    assert isinstance(fetcher, StartingFakeFetcher)
+    assert crawler.counters.pages == 150
+    assert fetcher.started == 150 == len(fetcher.log) - 1  # every page (robots.txt: fetch())
+    assert fetcher.polls > 0
+    assert sum(fetcher.in_flight.values()) == 0

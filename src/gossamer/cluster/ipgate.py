@@ -37,12 +37,13 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, Protocol, cast, runtime_checkable
 
 from ..engine.ipgate import LocalIpGate
+from ..fetch import Fetching, FetchRequest, FetchResult, FetchStats, StartingFetcher
 from ._redis import TRANSIENT, Keys, RedisClient, is_auth_error
 
-__all__ = ["GatedFetcher", "IpGateStats", "RedisIpGate"]
+__all__ = ["GatedFetcher", "GatedStartingFetcher", "IpGateStats", "RedisIpGate"]
 
 _ACQUIRE = """
 -- KEYS: slot 0..n-1, want. ARGV: token, TTL (ms), want TTL (ms)
@@ -221,8 +222,11 @@ class RedisIpGate:
                 del self._held[hold.token]
                 self._release(hold)
 
-    def guard(self, fetcher: Any) -> GatedFetcher:
-        """`fetcher` with every request fenced by the current task's hold."""
+    def guard(self, fetcher: Fetching) -> GatedFetcher:
+        """`fetcher` with every request fenced by the current task's hold (with its fast
+        path, when it has one: a `GatedStartingFetcher`)."""
+        if isinstance(fetcher, StartingFetcher):
+            return GatedStartingFetcher(fetcher, self)
         return GatedFetcher(fetcher, self)
 
     def _slot_keys(self, ip: str) -> list[str]:
@@ -319,29 +323,61 @@ class RedisIpGate:
 
 class GatedFetcher:
     """A fetcher whose requests are fenced by the IP hold of the task making them: a request
-    starts at once while the hold's slot is surely valid, and after the slot is confirmed
-    or taken again otherwise. `start`, `fetch`, `poll` and `aclose` as the wrapped fetcher
-    (`start` falls back to a task around `fetch` when it has none)."""
+    goes out at once while the hold's slot is surely valid, and after the slot is confirmed
+    or taken again otherwise. `fetch` and `aclose` as the wrapped fetcher; `guard()` gives
+    a `GatedStartingFetcher` (with `start` and `poll`) for a fetcher with the fast path."""
 
-    def __init__(self, inner: Any, gate: RedisIpGate) -> None:
+    def __init__(self, inner: Fetching, gate: RedisIpGate) -> None:
         self.inner = inner
         self.gate = gate
-        self._inner_start = getattr(inner, "start", None)
 
-    def start(self, request: Any) -> asyncio.Future[Any]:
-        hold = _HOLD.get()
-        if self._inner_start is not None and (hold is None or _clock() < hold.valid_until):
-            return cast(asyncio.Future[Any], self._inner_start(request))
-        return asyncio.ensure_future(self.fetch(request))
-
-    async def fetch(self, request: Any) -> Any:
+    async def fetch(self, request: FetchRequest) -> FetchResult:
         hold = _HOLD.get()
         if hold is not None and _clock() >= hold.valid_until:
             await self.gate.confirm(hold)
         return await self.inner.fetch(request)
 
-    async def aclose(self) -> None:
-        await self.inner.aclose()
+    def statistics(self) -> FetchStats:
+        """The wrapped fetcher's counters (none when it keeps none)."""
+        inner = self.inner
+        return inner.statistics() if isinstance(inner, _Statistics) else FetchStats()
 
-    def __getattr__(self, name: str) -> Any:  # poll(), statistics() and the like
-        return getattr(self.inner, name)
+    async def aclose(self) -> None:
+        inner = self.inner
+        if isinstance(inner, _Closing):
+            await inner.aclose()
+
+
+class GatedStartingFetcher(GatedFetcher):
+    """`GatedFetcher` with the fast path of the wrapped fetcher: `start` goes straight to the
+    wrapped fetcher's while the hold is surely valid (else a task around the fenced
+    `fetch`), `poll` is the wrapped fetcher's."""
+
+    def __init__(self, inner: StartingFetcher, gate: RedisIpGate) -> None:
+        super().__init__(inner, gate)
+        self._inner_start = inner.start
+        self.poll = inner.poll  # (a bound method: no extra call on the hot path)
+
+    def start(self, request: FetchRequest) -> asyncio.Future[FetchResult]:
+        hold = _HOLD.get()
+        if hold is None or _clock() < hold.valid_until:
+            return self._inner_start(request)
+        return asyncio.ensure_future(self.fetch(request))
+
+
+@runtime_checkable
+class _Statistics(Protocol):
+    def statistics(self) -> FetchStats: ...
+
+
+@runtime_checkable
+class _Closing(Protocol):
+    async def aclose(self) -> None: ...
+
+
+if TYPE_CHECKING:
+    from ..engine.seams import IpGate
+
+    def _conforms(gate: RedisIpGate, fetcher: GatedStartingFetcher) -> tuple[IpGate, Any]:
+        fast: StartingFetcher = fetcher  # mypy checks the gate and the fast path's guard
+        return gate, fast

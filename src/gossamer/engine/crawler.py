@@ -17,10 +17,17 @@ import time
 from collections import Counter
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 from ..config import CrawlSettings
-from ..fetch import ERROR_CONNECTION_LOST, ERROR_TOO_SLOW, FetchRequest, FetchResult, ResolveError
+from ..fetch import (
+    ERROR_CONNECTION_LOST,
+    ERROR_TOO_SLOW,
+    Fetching,
+    FetchRequest,
+    FetchResult,
+    ResolveError,
+    StartingFetcher,
+)
 from ..frontier import (
     Discovered,
     Frontier,
@@ -39,6 +46,7 @@ from ..traps import QueryTraps, calendar_window
 from ..urls import LinkResolver, URLError, canonicalize, fingerprint, host_key, split_host_key
 from .ipgate import LocalIpGate
 from .recrawl import NOT_MODIFIED_OUTCOME, Recrawl
+from .seams import IpGate, Sinks
 from .turns import Turns
 
 REDIRECTS = frozenset({301, 302, 303, 307, 308})
@@ -79,10 +87,10 @@ class Crawler:
         settings: CrawlSettings,
         *,
         frontier: Frontier,
-        fetcher: Any,
+        fetcher: Fetching,
         ip_of: Callable[[str], str | None],
-        sinks: Any,
-        ip_gate: Any = None,
+        sinks: Sinks,
+        ip_gate: IpGate | None = None,
         resolve: Callable[[str, int], Awaitable[object]] | None = None,
         clock: Callable[[], float] = time.time,
         revalidate: Recrawl | None = None,
@@ -92,12 +100,14 @@ class Crawler:
         self.revalidate = revalidate  # --recrawl: conditional GETs, old links on a 304
         self.frontier = frontier
         self.fetcher = fetcher
-        # `start(request) -> Future`: begin a request at once (CurlFetcher); else `fetch()`
-        self._start: Callable[[FetchRequest], asyncio.Future[FetchResult]] | None = getattr(
-            fetcher, "start", None
+        # the fast path (CurlFetcher), decided once: `start(request) -> Future` begins a
+        # request at once (else a task around `fetch()`), `poll()` settles transfers whose
+        # responses are in, without a loop iteration
+        fast = fetcher if isinstance(fetcher, StartingFetcher) else None
+        self._start: Callable[[FetchRequest], asyncio.Future[FetchResult]] | None = (
+            fast.start if fast is not None else None
         )
-        # `poll()`: settle transfers whose responses are in, without a loop iteration
-        self._poll: Callable[[], None] | None = getattr(fetcher, "poll", None)
+        self._poll: Callable[[], None] | None = fast.poll if fast is not None else None
         self.ip_of = ip_of
         self.resolve = resolve  # DNS lookup that fills the cache ip_of reads
         self.sinks = sinks
@@ -127,7 +137,7 @@ class Crawler:
             link_rels=frozenset({"canonical"}) if settings.follow_canonical else frozenset(),
         )
         self.counters = CrawlCounters()
-        self.ip_gate = ip_gate or LocalIpGate(settings.per_ip)
+        self.ip_gate: IpGate = ip_gate or LocalIpGate(settings.per_ip)
         self._memo: dict[str, tuple[str, int, str | None]] = {}
         self.turns = Turns()
         self._sent: set[int] = set()

@@ -1,6 +1,8 @@
-"""The engine's one door to the sinks: WARC, crawl log and link graph of a crawl directory.
+"""The engine's one door to the sinks: WARC, crawl log and link graph of a crawl directory,
+and any other sink registered by name (engine/sink_registry.py).
 
-The sinks never call back into the engine; this facade only adapts a `FetchResult` to each.
+The sinks never call back into the engine; the built-in ones here only adapt a
+`FetchResult` to each writer.
 
 WARC records are handed to the OS as they are written; log and graph lines are buffered, and
 `flush()` hands them to the OS: call it before the frontier counts the batch done.
@@ -16,13 +18,17 @@ from ..fetch import FetchResult
 from ..sinks import CrawlLog, GraphWriter, WarcWriter
 from ..sinks.warc import recover
 from ..urls import fingerprint
+from .sink_registry import PageSink, SinkContext, build_sinks, overrides, register_sink
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from .recrawl import Recrawl
 
 
 class Recorder:
-    """`recrawl`: the validators of a re-crawled crawl (`--recrawl`); a 304 answer is then
+    """Every registered sink of a crawl (`build_sinks`), each handed what it implements.
+    `recrawl`: the validators of a re-crawled crawl (`--recrawl`); a 304 answer is then
     stored as a `revisit` record referring to the old capture, and logged with the old
     validators when it carries none itself."""
 
@@ -36,28 +42,81 @@ class Recorder:
         recrawl: Recrawl | None = None,
     ) -> None:
         self.recrawl = recrawl
-        self.warc: WarcWriter | None = None
-        if settings.warc:
-            if not part:  # a pool's parent recovers before its workers start
-                recover(out / "warc")  # a killed run leaves `.open` files: keep whole records
-            self.warc = WarcWriter(
-                out / "warc",
-                prefix=f"gossamer{'-' + part if part else ''}",
-                max_bytes=settings.warc_max_bytes,
-                warcinfo={
-                    "software": f"gossamer/{version}",
-                    "operator": settings.user_agent,
-                    "robots": "obey" if settings.obey_robots else "ignore",
-                    "seeds": " ".join(settings.seeds),
-                },
-                cdx=True,  # each file's CDXJ index as it is written: `write_crawl_index`
-            )
-        self.crawl_log = CrawlLog(out / "crawl.log.jsonl")
-        self.graph = GraphWriter(out, part=part)
+        self.sinks = build_sinks(SinkContext(out, settings, version, part, recrawl))
+        sinks = [sink for _, sink in self.sinks]
+        # bound methods of the sinks that implement each call, gathered once (per page: one
+        # call per sink that wants it, none for the rest)
+        self._exchange = [s.exchange for s in sinks if overrides(s, "exchange")]
+        self._log = [s.log for s in sinks if overrides(s, "log")]
+        self._edges = [s.edges for s in sinks if overrides(s, "edges")]
+        self._flush = [s.flush for s in sinks if overrides(s, "flush")]
+        self._close = [s.close for s in sinks if overrides(s, "close")]
 
     def exchange(self, result: FetchResult) -> None:
-        if self.warc is None:
-            return
+        for exchange in self._exchange:
+            exchange(result)
+
+    def log(self, result: FetchResult, *, depth: int, parent: str | None, outcome: str) -> None:
+        for log in self._log:
+            log(result, depth=depth, parent=parent, outcome=outcome)
+
+    def edges(self, src: str, dsts: list[tuple[str, str]]) -> None:
+        """The graph edges of one page: (dst URL, kind) pairs, kind `link`, `redirect` or
+        `canonical` (self-links and repeated pairs are left out)."""
+        for edges in self._edges:
+            edges(src, dsts)
+
+    def flush(self) -> None:
+        """Hand the buffered log and graph lines to the OS (WARC records already are), so a
+        killed process loses nothing the frontier counts as done. No fsync: that guards
+        against power loss only and would block the event loop once per host batch. Raises
+        the first error met (a full disk), after trying every sink."""
+        _each(self._flush)
+
+    def close(self) -> None:
+        """Write what is pending and close every sink (all of them, even when one fails);
+        raises the first error met."""
+        _each(self._close)
+
+
+def _each(calls: list[Callable[[], None]]) -> None:
+    errors: list[BaseException] = []
+    for call in calls:
+        try:
+            call()
+        except Exception as exc:
+            errors.append(exc)
+    if errors:
+        raise errors[0]
+
+
+# ---------------------------------------------------------------------- the built-in sinks
+class WarcSink(PageSink):
+    """WARC files (--no-warc: none), each with its CDXJ index as it is written."""
+
+    def __init__(self, ctx: SinkContext) -> None:
+        out, settings, part = ctx.out, ctx.settings, ctx.part
+        self.recrawl = ctx.recrawl
+        if not part:  # a pool's parent recovers before its workers start
+            recover(out / "warc")  # a killed run leaves `.open` files: keep whole records
+        self.warc = WarcWriter(
+            out / "warc",
+            prefix=f"gossamer{'-' + part if part else ''}",
+            max_bytes=settings.warc_max_bytes,
+            warcinfo={
+                "software": f"gossamer/{ctx.version}",
+                "operator": settings.user_agent,
+                "robots": "obey" if settings.obey_robots else "ignore",
+                "seeds": " ".join(settings.seeds),
+            },
+            cdx=True,  # each file's CDXJ index as it is written: `write_crawl_index`
+        )
+
+    @classmethod
+    def build(cls, ctx: SinkContext) -> WarcSink | None:
+        return cls(ctx) if ctx.settings.warc else None
+
+    def exchange(self, result: FetchResult) -> None:
         revisit = result.status == 304
         old_date = None
         if revisit and self.recrawl is not None:
@@ -73,6 +132,17 @@ class Recorder:
             revisit=revisit,
             refers_to_date=old_date,
         )
+
+    def close(self) -> None:
+        self.warc.close()
+
+
+class CrawlLogSink(PageSink):
+    """crawl.log.jsonl: one line per fetch."""
+
+    def __init__(self, ctx: SinkContext) -> None:
+        self.recrawl = ctx.recrawl
+        self.crawl_log = CrawlLog(ctx.out / "crawl.log.jsonl")
 
     def log(self, result: FetchResult, *, depth: int, parent: str | None, outcome: str) -> None:
         status = result.status
@@ -98,43 +168,36 @@ class Recorder:
             last_modified=last_modified,
         )
 
-    def edge(self, src: str, dst: str, kind: str) -> None:
-        """One graph edge; `edges` records a page's edges in one call, at half the cost."""
-        self.graph.add_edge(src, dst, kind)
+    def flush(self) -> None:
+        self.crawl_log.flush()
+
+    def close(self) -> None:
+        self.crawl_log.close()
+
+
+class GraphSink(PageSink):
+    """graph/: the link graph's nodes and edges."""
+
+    def __init__(self, ctx: SinkContext) -> None:
+        self.graph = GraphWriter(ctx.out, part=ctx.part)
 
     def edges(self, src: str, dsts: list[tuple[str, str]]) -> None:
-        """The graph edges of one page: (dst URL, kind) pairs, kind `link`, `redirect` or
-        `canonical` (self-links and repeated pairs are left out)."""
         self.graph.add_out_edges(src, dsts)
 
     def flush(self) -> None:
-        """Hand the buffered log and graph lines to the OS (WARC records already are), so a
-        killed process loses nothing the frontier counts as done. No fsync: that guards
-        against power loss only and would block the event loop once per host batch. Raises
-        the first error met (a full disk), after trying both."""
-        errors: list[BaseException] = []
-        for flush in (self.crawl_log.flush, self.graph.flush):
-            try:
-                flush()
-            except Exception as exc:
-                errors.append(exc)
-        if errors:
-            raise errors[0]
+        self.graph.flush()
 
     def close(self) -> None:
-        """Write what is pending and close every sink (all of them, even when one fails);
-        raises the first error met."""
-        errors: list[BaseException] = []
-        for close in (
-            self.warc.close if self.warc is not None else None,
-            self.crawl_log.close,
-            self.graph.close,
-        ):
-            if close is None:
-                continue
-            try:
-                close()
-            except Exception as exc:
-                errors.append(exc)
-        if errors:
-            raise errors[0]
+        self.graph.close()
+
+
+register_sink("warc", WarcSink.build)
+register_sink("crawl-log", CrawlLogSink)
+register_sink("graph", GraphSink)
+
+
+if TYPE_CHECKING:
+    from .seams import Sinks
+
+    def _conforms(recorder: Recorder) -> Sinks:  # mypy checks that Recorder is the Sinks
+        return recorder

@@ -23,9 +23,11 @@ from ._types import (
     ERROR_TOO_LARGE,
     ERROR_TOO_SLOW,
     Fetcher,
+    Fetching,
     FetchRequest,
     FetchResult,
     FetchStats,
+    StartingFetcher,
 )
 from .curl import CurlFetcher, split_url
 from .resolve import (
@@ -65,10 +67,12 @@ __all__ = [
     "FetchResult",
     "FetchStats",
     "Fetcher",
+    "Fetching",
     "Override",
     "ResolveError",
     "Resolver",
     "ResolverStats",
+    "StartingFetcher",
     "is_blocked_ip",
     "parse_override",
     "read_resolve_file",

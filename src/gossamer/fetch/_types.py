@@ -7,9 +7,10 @@ what happened in words. HTTP statuses (404, 503, ...) are not errors.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 # -- error keys (`FetchResult.error`); see docs/crawler/fetch.md for when each is given
 ERROR_TIMEOUT = "fetch/error/timeout"  # connect, first byte, stall or total time-out
@@ -160,12 +161,32 @@ class FetchStats:
     dns_failures: int = 0
 
 
-class Fetcher(Protocol):
-    """An HTTP client the engine drives from asyncio: many fetches at once, one event loop."""
+class Fetching(Protocol):
+    """What the crawler asks of a fetcher: GET one URL (a test's fake provides no more)."""
 
     async def fetch(self, req: FetchRequest) -> FetchResult:
         """GET `req.url` (no redirect following); never raises for network or HTTP errors."""
         ...
+
+
+@runtime_checkable
+class StartingFetcher(Fetching, Protocol):
+    """A fetcher with the fast path: `start` puts a request on the wire at once (a task
+    around `fetch()` would start it one loop iteration later), `poll` settles transfers
+    whose responses are in without waiting for a loop iteration. The crawler checks for it
+    once, when it is built (`isinstance`)."""
+
+    def start(self, req: FetchRequest) -> asyncio.Future[FetchResult]:
+        """Begin fetching `req` now; the future is `fetch(req)`'s result (cancel it to abort)."""
+        ...
+
+    def poll(self) -> None:
+        """Settle the transfers whose responses have arrived (their futures done)."""
+        ...
+
+
+class Fetcher(Fetching, Protocol):
+    """An HTTP client the engine drives from asyncio: many fetches at once, one event loop."""
 
     def statistics(self) -> FetchStats:
         """A snapshot of the counters."""
