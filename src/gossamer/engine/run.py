@@ -39,7 +39,7 @@ from typing import IO, Any, Protocol, TypeVar
 from .. import __version__
 from ..config import CrawlSettings, SettingsError
 from ..exitcodes import Exit
-from ..fetch import CurlFetcher, Resolver
+from ..fetch import CurlFetcher, Fetching, Resolver
 from ..frontier import Frontier, SqliteFrontier
 from ..outdir import new_directory_problem
 from ..robots_store import RobotsStore, SqliteRobotsStore
@@ -51,6 +51,7 @@ from .progress import ProgressDisplay, ProgressSample, print_summary, stop_note,
 from .recorder import Recorder
 from .recrawl import Recrawl, seed_recrawl
 from .report import end_reason, end_run, iso_date, start_run
+from .seams import IpGate
 
 MANIFEST = "crawl.json"
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
@@ -562,13 +563,13 @@ async def _run(
 async def run_engine(
     settings: CrawlSettings,
     frontier: Frontier,
-    ip_gate: Any,
+    ip_gate: IpGate,
     *,
     part: str = "",
     progress: IO[str] | None = None,
     prepare: Callable[[], Awaitable[object]] | None = None,
     session: Callable[[Crawler], AbstractAsyncContextManager[object]] | None = None,
-    guard_fetcher: Callable[[CurlFetcher], Any] | None = None,
+    guard_fetcher: Callable[[CurlFetcher], Fetching] | None = None,
     clock: Callable[[], float] = time.time,
     revalidate: Recrawl | None = None,
     storage_errors: tuple[type[Exception], ...] = (),
