@@ -479,7 +479,8 @@ class Crawler:
                     continue
                 k += 1
                 retry = result.status in RETRY_STATUSES  # the host asked us to back off
-                if not retry and k < len(todo):
+                if not retry and k < len(todo) and self._extend_due(lease.end):
+                    # (tested first: no coroutine a page for the rare extension)
                     lease.end = await self._lease_end(batch, lease.end)
                 nxt = None if retry else self._next_fetch(todo, k, last_end, delay, lease)
                 # The host with the most URLs left is processed first (engine.turns); a host
@@ -533,17 +534,22 @@ class Crawler:
         first, so a long batch (a delay, slow pages) keeps its host. -inf when the frontier
         refuses (the lease was reclaimed: another worker may hold the host now, so nothing
         more is fetched). The frontier may extend less than asked (Redis: a phase's end)."""
-        now = self.clock()
-        ttl = self.settings.lease_ttl
-        if end == -math.inf or now <= end - self._safety - min(EXTEND_BEFORE_S, ttl / 2):
-            return end  # (refused once: not asked again)
+        if not self._extend_due(end):
+            return end
         try:
             return await self._off_loop(
-                self.frontier.extend, batch.token, now + self.settings.lease_ttl
+                self.frontier.extend, batch.token, self.clock() + self.settings.lease_ttl
             )
         except StaleLeaseError:
             self.counters.errors["frontier/stale-lease"] += 1
             return -math.inf
+
+    def _extend_due(self, end: float) -> bool:
+        """Whether a lease ending at `end` is to be extended now (see `_lease_end`)."""
+        if end == -math.inf:
+            return False  # (refused once: not asked again)
+        ttl = self.settings.lease_ttl
+        return self.clock() > end - self._safety - min(EXTEND_BEFORE_S, ttl / 2)
 
     def _next_is_in(self, nxt: asyncio.Future[FetchResult] | None, backlog: int) -> bool:
         """Whether a big or contended host may process its next page on the turn it holds:
