@@ -11,7 +11,6 @@ import signal
 import time
 from datetime import datetime
 from pathlib import Path
-from urllib.parse import urlsplit
 
 import pytest
 from test_cluster import audit_web, create_crawl, logs, status, wait_for, workers
@@ -66,21 +65,23 @@ def test_a_paused_redis_never_blocks_the_workers_event_loop(tmp_path: Path) -> N
                 paused_at, paused_wall = time.monotonic(), time.time()
                 try:
 
-                    def hosts_fetched_in_pause() -> set[str | None]:
-                        # pages fetched a second or more into the pause: a loop blocked by a
-                        # Redis call (made within 50 ms: the next lease) records none of
-                        # them before SIGCONT
-                        return {
-                            urlsplit(str(r["url"])).hostname
+                    def fetched_in_pause() -> list[str]:
+                        # pages fetched a second or more into the pause, and recorded (the
+                        # log is flushed as a batch ends, before its links go to Redis): a
+                        # loop blocked by a Redis call (made within 50 ms: the next lease)
+                        # records none before SIGCONT; a free one goes on with the batches
+                        # it holds (how many hosts still have URLs in hand varies: 2-3 seen)
+                        return [
+                            str(r["url"])
                             for r in recorded(crawl_log)
                             if _epoch(str(r["time"])) >= paused_wall + 1.0
-                        }
+                        ]
 
                     wait_for(
-                        "pages of several hosts fetched and recorded with Redis paused",
-                        lambda: len(hosts_fetched_in_pause()) >= 3,
+                        "pages fetched and recorded with Redis paused",
+                        lambda: len(fetched_in_pause()) >= 3,
                         PAUSE_S - 1.5,
-                        show=hosts_fetched_in_pause,
+                        show=fetched_in_pause,
                     )
                     assert procs[0].poll() is None, logs(out)
                     time.sleep(max(0.0, PAUSE_S - (time.monotonic() - paused_at)))

@@ -471,7 +471,8 @@ class _Worker:
                 yield
         finally:
             await asyncio.to_thread(heartbeat.stop)
-            self._leave()
+            # (Redis round trips, waited out through an outage: not on the loop's thread)
+            await asyncio.to_thread(self._leave)
 
     def _leave(self) -> None:
         """Mark the crawl finished when nothing is left, then deregister (a last status
