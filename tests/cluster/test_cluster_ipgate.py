@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import math
+import threading
 import time
-from collections.abc import Iterator
+from collections import Counter
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
@@ -60,6 +63,43 @@ def test_at_most_limit_holders_across_workers(clients: list[RedisClient], limit:
                 await g.__aexit__(None, None, None)
 
     assert asyncio.run(main()) == limit
+    assert not clients[0].keys(f"{Keys('c1').prefix}ip:*")  # every slot released
+
+
+def test_with_an_io_thread_every_redis_call_is_made_there(clients: list[RedisClient]) -> None:
+    """`io=`: the cluster worker's I/O thread. The gate keeps its exclusion, and its acquire,
+    release and refresh scripts run on that thread, never on the loop's (a paused Redis then
+    holds only the hosts waiting for a slot)."""
+    threads: Counter[tuple[str, str]] = Counter()
+
+    def noting(name: str, script: Callable[..., Any]) -> Callable[..., Any]:
+        def call(*args: Any, **kwargs: Any) -> Any:
+            threads[name, threading.current_thread().name.split("_")[0]] += 1
+            return script(*args, **kwargs)
+
+        return call
+
+    ios = [ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"io{i}") for i in range(2)]
+
+    async def main() -> int:
+        gates = [
+            RedisIpGate(c, "c1", 1, owner=f"w{i}", refresh=0.02, io=io)
+            for i, (c, io) in enumerate(zip(clients, ios, strict=False))
+        ]
+        for i, g in enumerate(gates):
+            g._acquire_s = noting(f"acquire{i}", g._acquire_s)  # type: ignore[method-assign]
+            g._release_s = noting(f"release{i}", g._release_s)  # type: ignore[method-assign]
+            g._refresh_s = noting(f"refresh{i}", g._refresh_s)  # type: ignore[method-assign]
+        async with gates[0], gates[1]:
+            return await crowd(gates, 3, 10)
+
+    try:
+        assert asyncio.run(main()) == 1
+    finally:
+        for io in ios:
+            io.shutdown()
+    assert {name[:-1] for name, _ in threads} == {"acquire", "release", "refresh"}, threads
+    assert all(thread == f"io{name[-1]}" for name, thread in threads), threads
     assert not clients[0].keys(f"{Keys('c1').prefix}ip:*")  # every slot released
 
 

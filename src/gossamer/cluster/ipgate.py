@@ -30,10 +30,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
+import functools
 import itertools
 import math
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
+from concurrent.futures import Executor
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from types import TracebackType
@@ -142,12 +144,16 @@ class RedisIpGate:
         max_poll: float = 0.02,
         refresh: float = 0.25,
         margin: float | None = None,
+        io: Executor | None = None,
     ) -> None:
         if limit < 1:
             raise ValueError(f"limit must be >= 1, not {limit}")
         if not ttl > 0.1:
             raise ValueError(f"ttl must be > 0.1 s, not {ttl}")
         self.client = client
+        # where Redis calls run: the worker's I/O thread (they are awaited: a paused Redis
+        # never blocks the event loop), or inline on the loop's thread when None
+        self.io = io
         self.keys = Keys(crawl)
         self.limit = limit
         self.owner = owner or "gate"
@@ -220,7 +226,7 @@ class RedisIpGate:
             finally:
                 _HOLD.reset(reset)
                 del self._held[hold.token]
-                self._release(hold)
+                await self._release(hold)
 
     def guard(self, fetcher: Fetching) -> GatedFetcher:
         """`fetcher` with every request fenced by the current task's hold (with its fast
@@ -250,7 +256,7 @@ class RedisIpGate:
             while True:
                 sent = _clock()
                 try:
-                    k = int(cast(int, self._acquire_s(keys=keys, args=args)))
+                    k = int(cast(int, await self._redis(self._acquire_s, keys=keys, args=args)))
                 except TRANSIENT as exc:
                     if is_auth_error(exc):  # a password changed: waiting cannot help
                         raise
@@ -276,11 +282,18 @@ class RedisIpGate:
                 else:
                     self._polling[ip] -= 1
 
-    def _release(self, hold: _Hold) -> None:
+    async def _redis(self, call: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        """`call(*args, **kwargs)` on the I/O thread (`io`), or inline without one."""
+        if self.io is None:
+            return call(*args, **kwargs)
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self.io, functools.partial(call, *args, **kwargs))
+
+    async def _release(self, hold: _Hold) -> None:
         if not hold.key:
             return
         try:
-            self._release_s(keys=[hold.key], args=[hold.token])
+            await self._redis(self._release_s, keys=[hold.key], args=[hold.token])
         except TRANSIENT:  # the slot expires by itself within the TTL
             self._errors += 1
 
@@ -295,11 +308,16 @@ class RedisIpGate:
         and learn which of the held IPs other workers want."""
         while True:
             await asyncio.sleep(self.refresh)
-            self.refresh_now()
+            # the held slots are read here, on the loop's thread (which changes them), and
+            # the round trip made on the I/O thread
+            holds = [h for h in self._held.values() if h.key]
+            await self._redis(self._refresh, holds)
 
     def refresh_now(self) -> None:
-        """One refresh round (see `_maintain`)."""
-        holds = [h for h in self._held.values() if h.key]
+        """One refresh round (see `_maintain`), inline."""
+        self._refresh([h for h in self._held.values() if h.key])
+
+    def _refresh(self, holds: list[_Hold]) -> None:
         if not holds:
             self._wanted = frozenset()
             return

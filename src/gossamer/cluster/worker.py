@@ -33,6 +33,7 @@ import sys
 import threading
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import IO, Any
@@ -46,6 +47,7 @@ from ..exitcodes import Exit
 from ..frontier import Discovered, Frontier, FrontierStats, HostBatch, Outcome, Outlinks
 from ..outdir import new_directory_problem
 from ..robots_store import RedisRobotsStore, RobotsRecord, RobotsStore
+from ..sinks.stats import write_stats
 from ._redis import (
     RedisBadURL,
     RedisClient,
@@ -69,7 +71,14 @@ from .registry import (
     refresh_summary,
 )
 
-__all__ = ["ClusterFrontier", "Heartbeat", "connect_redis", "run_worker", "worker_main"]
+__all__ = [
+    "ClusterFrontier",
+    "Heartbeat",
+    "LoopLag",
+    "connect_redis",
+    "run_worker",
+    "worker_main",
+]
 
 CONNECT_PATIENCE = 30.0  # seconds a starting worker waits for Redis before giving up
 #: seconds to open a TCP connection to Redis (redis-py waits forever by default: a host that
@@ -133,11 +142,19 @@ def connect_redis(
 class ClusterFrontier:
     """The worker's `Frontier`: the crawl's RedisFrontier, with every call retried through
     Redis outages (with back-off, however long: the worker's leases and outcomes are worth
-    waiting for), lease sizes from the partition view, and the hosts in hand recorded."""
+    waiting for), lease sizes from the partition view, and the hosts in hand recorded.
+
+    An `OffLoopFrontier`: the engine makes its calls (and the robots store's) on
+    `io_executor`, one dedicated thread, which the worker's IP gate shares; each is a
+    network round trip, and through an outage a wait of seconds, that the event loop does
+    not sit through (docs/cluster.md, "Redis off the event loop")."""
 
     def __init__(self, inner: Frontier, view: PartitionView) -> None:
         self.inner = inner
         self.view = view
+        # one thread: calls keep the order the engine makes them in (links before the
+        # batch's completion), as they did on the loop's thread
+        self.io_executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="redis-io")
         self._hosts: dict[str, str] = {}  # lease token -> host, while held
         self._stats: tuple[float, FrontierStats] | None = None
         self.clock: Callable[[], float] = getattr(inner, "clock", time.time)
@@ -207,6 +224,7 @@ class ClusterFrontier:
         return stats
 
     def close(self) -> None:
+        self.io_executor.shutdown(wait=True)
         self.inner.close()
 
 
@@ -288,6 +306,53 @@ class Heartbeat:
             delay = max(0.0, interval - (time.monotonic() - started))
 
 
+class LoopLag:
+    """How late the event loop runs a timer (its lag): a task sleeps `interval` seconds
+    again and again and measures how much later than asked it wakes. A loop blocked by a
+    call (a Redis round trip waited out on its thread) shows here as lag; a busy one (pages
+    parsed one after another) too, by a few milliseconds. `max_ms` and `p99_ms` go to the
+    worker's stats.json (`loop_lag_max_ms`, `loop_lag_p99_ms`)."""
+
+    def __init__(self, interval: float = 0.01) -> None:
+        self.interval = interval
+        self.lags: list[float] = []  # seconds, one a sample
+        self._task: asyncio.Task[None] | None = None
+
+    async def __aenter__(self) -> LoopLag:
+        self._task = asyncio.create_task(self._sample(), name="loop-lag")
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        task, self._task = self._task, None
+        if task is not None:
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+
+    async def _sample(self) -> None:
+        while True:
+            asked = time.perf_counter()
+            await asyncio.sleep(self.interval)
+            self.lags.append(max(0.0, time.perf_counter() - asked - self.interval))
+
+    @property
+    def max_ms(self) -> float:
+        return round(max(self.lags, default=0.0) * 1000, 1)
+
+    @property
+    def p99_ms(self) -> float:
+        if not self.lags:
+            return 0.0
+        ordered = sorted(self.lags)
+        return round(ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))] * 1000, 1)
+
+    def statistics(self) -> dict[str, float | int]:
+        return {
+            "loop_lag_max_ms": self.max_ms,
+            "loop_lag_p99_ms": self.p99_ms,
+            "loop_lag_samples": len(self.lags),
+        }
+
+
 class _Rate:
     """Pages per second over the last ~5 s, from samples of a counter."""
 
@@ -333,6 +398,7 @@ class _Worker:
         self.frontier: ClusterFrontier | None = None
         self.gate: RedisIpGate | None = None
         self.loop: asyncio.AbstractEventLoop | None = None
+        self.loop_lag = LoopLag()
         self.stop_reason: str | None = None
         self._rate = _Rate()
         self._state = "starting"
@@ -401,11 +467,12 @@ class _Worker:
         )
         heartbeat.start()
         try:
-            async with gate:
+            async with gate, self.loop_lag:
                 yield
         finally:
             await asyncio.to_thread(heartbeat.stop)
-            self._leave()
+            # (Redis round trips, waited out through an outage: not on the loop's thread)
+            await asyncio.to_thread(self._leave)
 
     def _leave(self) -> None:
         """Mark the crawl finished when nothing is left, then deregister (a last status
@@ -535,6 +602,7 @@ def run_worker(
         # worker ran) is one, but waiting or resuming as it is will not help
         print(f"gossamer: error: {refused}", file=sys.stderr)
         code = Exit.NOPERM
+    _add_loop_lag(wdir / "stats.json", worker.loop_lag)
     pages = worker.crawler.counters.pages if worker.crawler is not None else 0
     why = worker.stop_reason or f"the crawl is {worker.crawl_state}"
     print(f"gossamer: worker {worker_id}: {pages} pages; {why}", file=sys.stderr)
@@ -548,6 +616,18 @@ def run_worker(
             file=sys.stderr,
         )
     return code
+
+
+def _add_loop_lag(path: Path, lag: LoopLag) -> None:
+    """Add the run's event-loop lag to the worker's stats.json (written by the engine as
+    the crawl ends, when it could be)."""
+    if not path.exists():
+        return
+    try:
+        stats = json.loads(path.read_text(encoding="utf-8"))
+        write_stats(path, {**stats, **lag.statistics()})
+    except (OSError, ValueError) as exc:
+        print(f"gossamer: cannot add the loop lag to {path}: {exc}", file=sys.stderr)
 
 
 def _refused(url: str, client: RedisClient) -> RedisConnectError | None:
@@ -567,7 +647,12 @@ async def _work(worker: _Worker, progress: IO[str] | None) -> int:
     inner = open_frontier(worker.client, record.id, settings, partition=worker.view.partition)
     frontier = worker.frontier = ClusterFrontier(inner, worker.view)
     gate = worker.gate = RedisIpGate(
-        worker.client, record.id, settings.per_ip, owner=worker.id, ttl=record.heartbeat_ttl
+        worker.client,
+        record.id,
+        settings.per_ip,
+        owner=worker.id,
+        ttl=record.heartbeat_ttl,
+        io=frontier.io_executor,
     )
     # robots.txt answers in the crawl's keys: a host's robots.txt is fetched by one worker
     robots = RedisRobotsStore(worker.client, record.id, max_age=settings.robots_ttl)

@@ -16,7 +16,9 @@ import math
 import time
 from collections import Counter
 from collections.abc import AsyncIterator, Awaitable, Callable
+from concurrent.futures import Executor
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 from ..config import CrawlSettings
 from ..fetch import (
@@ -33,6 +35,7 @@ from ..frontier import (
     Frontier,
     HostBatch,
     LeasedURL,
+    OffLoopFrontier,
     Outcome,
     Outlinks,
     StaleLeaseError,
@@ -58,6 +61,7 @@ RENEW_MAX_S = 2.0  # a host keeps its IP slot through lease renewals at most thi
 CONTENDED = 1 << 30  # the processing-turn backlog of a host whose IP another host waits for
 KEEP_TURN_BACKLOG = 100  # hosts with this many URLs left (or a contended IP) may keep a turn
 KEEP_TURN_PAGES = 4  # … for at most this many more pages in a row
+_T = TypeVar("_T")
 MAX_SITEMAP_FILES = 50  # sitemap files read per host (an index and its children)
 _EDGE_KINDS = frozenset({"redirect", "canonical", "sitemap"})  # the rest are "link"
 ROUTE_MEMO_MAX = 200_000  # URLs whose routing facts are memoised (~40 MB at the cap)
@@ -81,6 +85,10 @@ class CrawlCounters:
 
 class Crawler:
     """Drives one worker. Every collaborator is injected (built in `engine.run.run_engine`)."""
+
+    # where frontier and robots store calls run, set by `run()`: None (inline, on the loop's
+    # thread) or an OffLoopFrontier's I/O thread
+    _io: Executor | None = None
 
     def __init__(
         self,
@@ -263,6 +271,7 @@ class Crawler:
 
     async def run(self) -> CrawlCounters:
         """Crawl until the frontier is exhausted, the page budget is spent or a stop."""
+        self._io = self.frontier.io_executor if isinstance(self.frontier, OffLoopFrontier) else None
         active: set[asyncio.Task[None]] = set()
         wake = asyncio.Event()  # set when a batch ends: a slot is free, lease again
 
@@ -277,7 +286,9 @@ class Crawler:
                     batches: list[HostBatch] = []
                     wake.clear()
                     if free > 0:
-                        batches = self.frontier.lease(free, self.settings.per_host)
+                        batches = await self._off_loop(
+                            self.frontier.lease, free, self.settings.per_host
+                        )
                     failed = False
                     for b in batches:
                         try:
@@ -333,7 +344,7 @@ class Crawler:
                 # even robots.txt; the URLs go back unfetched. (`held` is False for a stop
                 # during the wait; one that came after the slot was granted but before this
                 # task resumed leaves `held` True, hence the second test.)
-                self._settle(batch, [], [], None, 0)
+                await self._settle(batch, [], [], None, 0)
                 return
             discovered: list[Discovered | Outlinks] = []
             try:
@@ -347,7 +358,7 @@ class Crawler:
                             host, policy, batch, delay, last_end, discovered
                         )
             except _Abandoned:  # robots.txt or a sitemap in flight when the crawl stopped
-                self._settle(batch, [], discovered, None, 0)
+                await self._settle(batch, [], discovered, None, 0)
                 return
             current: HostBatch | None = batch
             while current is not None:
@@ -355,7 +366,7 @@ class Crawler:
                 last_end = await self._fetch_batch(
                     current, ip, policy, delay, last_end, outcomes, discovered
                 )
-                current = self._settle(
+                current = await self._settle(
                     current,
                     outcomes,
                     discovered,
@@ -377,7 +388,15 @@ class Crawler:
             return 0
         return self.settings.per_host
 
-    def _settle(
+    async def _off_loop(self, call: Callable[..., _T], *args: object) -> _T:
+        """`call(*args)` on the frontier's I/O thread when it has one (Redis: a round trip,
+        and through an outage a wait), inline otherwise (SQLite: an await of a call made
+        at once costs the loop nothing more than the call)."""
+        if self._io is None:
+            return call(*args)
+        return await asyncio.get_running_loop().run_in_executor(self._io, call, *args)
+
+    async def _settle(
         self,
         batch: HostBatch,
         outcomes: list[Outcome],
@@ -387,17 +406,22 @@ class Crawler:
     ) -> HostBatch | None:
         """Hand a finished batch to the frontier: outputs flushed first, then its links, then
         `complete`. Returns the renewed batch, if any. The frontier is called on the loop's
-        thread, as `lease` is (docs/architecture.md, "Frontier calls on the loop thread")."""
+        thread, as `lease` is (docs/architecture.md, "Frontier calls on the loop thread"),
+        or awaited on its I/O thread (`OffLoopFrontier`: Redis)."""
         self.sinks.flush()  # outputs on disk before the frontier counts the URLs done
         # Links go in before the batch completes: a crash (or a full disk) between the two
         # then re-fetches the pages (dedupe absorbs the rediscovered links) instead of
         # counting them done with their links lost.
         if discovered:
-            self.counters.discovered += self.frontier.put_discovered(discovered)
+            self.counters.discovered += await self._off_loop(
+                self.frontier.put_discovered, discovered
+            )
             if self._relax_depths:
                 self._note_sent(discovered)
         try:
-            return self.frontier.complete(batch.token, outcomes, next_fetch_at, renew)
+            return await self._off_loop(
+                self.frontier.complete, batch.token, outcomes, next_fetch_at, renew
+            )
         except StaleLeaseError:
             self.counters.errors["frontier/stale-lease"] += 1
             return None
@@ -428,7 +452,7 @@ class Crawler:
         # One request in flight on the host's connection, and one page of look-ahead: the
         # next request goes out (after the host's delay) before this response is
         # processed, so the connection works while the page is parsed and recorded.
-        lease = _LeaseKeeper(self, batch, self._lease_end(batch, batch.expires_at))
+        lease = _LeaseKeeper(self, batch, await self._lease_end(batch, batch.expires_at))
         self._keepers.add(lease)
         nxt: asyncio.Future[FetchResult] | None = None
         kept = 0  # pages processed in a row on one turn (see below)
@@ -466,8 +490,9 @@ class Crawler:
                     continue
                 k += 1
                 retry = result.status in RETRY_STATUSES  # the host asked us to back off
-                if not retry and k < len(todo):
-                    lease.end = self._lease_end(batch, lease.end)
+                if not retry and k < len(todo) and self._extend_due(lease.end):
+                    # (tested first: no coroutine a page for the rare extension)
+                    lease.end = await self._lease_end(batch, lease.end)
                 nxt = None if retry else self._next_fetch(todo, k, last_end, delay, lease)
                 # The host with the most URLs left is processed first (engine.turns); a host
                 # whose IP another host waits for, first of all (priority inheritance: a small
@@ -514,21 +539,28 @@ class Crawler:
                 nxt.cancel()
         return last_end
 
-    def _lease_end(self, batch: HostBatch, end: float) -> float:
+    async def _lease_end(self, batch: HostBatch, end: float) -> float:
         """When the batch's lease ends: `end`, or later once extended. A lease that ends
         within the safety margin plus EXTEND_BEFORE_S (at most half the TTL) is extended
         first, so a long batch (a delay, slow pages) keeps its host. -inf when the frontier
         refuses (the lease was reclaimed: another worker may hold the host now, so nothing
         more is fetched). The frontier may extend less than asked (Redis: a phase's end)."""
-        now = self.clock()
-        ttl = self.settings.lease_ttl
-        if end == -math.inf or now <= end - self._safety - min(EXTEND_BEFORE_S, ttl / 2):
-            return end  # (refused once: not asked again)
+        if not self._extend_due(end):
+            return end
         try:
-            return self.frontier.extend(batch.token, now + self.settings.lease_ttl)
+            return await self._off_loop(
+                self.frontier.extend, batch.token, self.clock() + self.settings.lease_ttl
+            )
         except StaleLeaseError:
             self.counters.errors["frontier/stale-lease"] += 1
             return -math.inf
+
+    def _extend_due(self, end: float) -> bool:
+        """Whether a lease ending at `end` is to be extended now (see `_lease_end`)."""
+        if end == -math.inf:
+            return False  # (refused once: not asked again)
+        ttl = self.settings.lease_ttl
+        return self.clock() > end - self._safety - min(EXTEND_BEFORE_S, ttl / 2)
 
     def _next_is_in(self, nxt: asyncio.Future[FetchResult] | None, backlog: int) -> bool:
         """Whether a big or contended host may process its next page on the turn it holds:
@@ -650,7 +682,7 @@ class Crawler:
         if not self.settings.obey_robots:
             return None, False
         now = self.clock()
-        policy = self.robots.get(host, now)
+        policy = await self._off_loop(self.robots.get, host, now)
         if policy is not None:
             return policy, False
         url = robots_url(batch.urls[0].url) if batch.urls else f"http://{host}/robots.txt"
@@ -676,7 +708,8 @@ class Crawler:
             break
         # more than 5 redirects leaves the last 3xx status: "unavailable", allow all (RFC 9309)
         # (stored before the batch completes: the host's next lease, by any worker, reads it)
-        policy = self.robots.put(host, RobotsRecord.of(status, body, final, self.clock()))
+        record = RobotsRecord.of(status, body, final, self.clock())
+        policy = await self._off_loop(self.robots.put, host, record)
         if policy.crawl_delay:
             await asyncio.to_thread(self.frontier.set_host_delay, host, policy.crawl_delay)
         return policy, True
@@ -882,7 +915,7 @@ class _LeaseKeeper:
     a trickling page was fetched 120 s at a time, again and again, without end. The timer
     fires when `Crawler._lease_end` would extend (one timer per batch, not per request)."""
 
-    __slots__ = ("_batch", "_crawler", "_timer", "current", "end")
+    __slots__ = ("_batch", "_cancelled", "_crawler", "_extending", "_timer", "current", "end")
 
     def __init__(self, crawler: Crawler, batch: HostBatch, end: float) -> None:
         self._crawler = crawler
@@ -891,6 +924,10 @@ class _LeaseKeeper:
         # the batch's request in flight (or waiting for its delay): abandon_in_flight cancels it
         self.current: asyncio.Future[FetchResult] | None = None
         self._timer: asyncio.TimerHandle | None = None
+        # the extension under way (a frontier call, awaited on its I/O thread for Redis)
+        # (held here: the loop keeps only a weak reference to a task)
+        self._extending: asyncio.Task[None] | None = None
+        self._cancelled = False
         self._arm()
 
     def _arm(self) -> None:
@@ -903,13 +940,21 @@ class _LeaseKeeper:
         self._timer = asyncio.get_running_loop().call_later(wait, self._extend)
 
     def _extend(self) -> None:
+        self._timer = None
+        self._extending = asyncio.ensure_future(self._extend_now())
+
+    async def _extend_now(self) -> None:
         c = self._crawler
         before = self.end
         due = c.clock() > before - c._safety - min(EXTEND_BEFORE_S, c.settings.lease_ttl / 2)
         try:
-            self.end = c._lease_end(self._batch, before)
+            end = await c._lease_end(self._batch, before)
         except Exception:  # a storage error: the batch's own next call meets it and ends the
-            return  # worker as usual (a timer callback's exception would only be logged)
+            return  # worker as usual (a task's exception would only be logged)
+        if self._cancelled:  # the batch is over
+            return
+        # the batch may have extended the lease itself meanwhile; a refusal (-inf) stands
+        self.end = end if end == -math.inf or self.end == -math.inf else max(self.end, end)
         if self.end > before or not due:  # (the frontier may not extend: then not again)
             self._arm()
 
@@ -917,6 +962,8 @@ class _LeaseKeeper:
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
+        # an extension under way finishes (its frontier call is made) but arms no timer
+        self._cancelled = True
 
 
 def _frontier_max_depth(frontier: object) -> int | None:

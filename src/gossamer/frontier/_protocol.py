@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Sequence
+from concurrent.futures import Executor
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
@@ -51,6 +52,7 @@ __all__ = [
     "FrontierStorageError",
     "HostBatch",
     "LeasedURL",
+    "OffLoopFrontier",
     "Outcome",
     "Outlinks",
     "StaleLeaseError",
@@ -285,3 +287,14 @@ class Frontier(Protocol):
     def close(self) -> None:
         """Flush and release resources; idempotent. Leases stay valid in the store."""
         ...
+
+
+@runtime_checkable
+class OffLoopFrontier(Protocol):
+    """A frontier whose calls are network round trips (the cluster worker's, on Redis): the
+    engine runs them, and the robots store's, in `io_executor` (one dedicated thread: calls
+    keep their order) and awaits them, so that a slow or paused server never blocks the
+    event loop. A frontier without it (SQLite, memory: sub-millisecond calls) is called
+    inline on the loop's thread. Measurements: docs/cluster.md, "Redis off the event loop"."""
+
+    io_executor: Executor

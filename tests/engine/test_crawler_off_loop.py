@@ -1,0 +1,138 @@
+"""Frontier calls off the event loop (`OffLoopFrontier`, the cluster worker's Redis frontier):
+the engine awaits them on the frontier's I/O thread, so a slow call (a Redis round trip, an
+outage waited out) holds only the batch that made it, never the loop; a frontier without
+an I/O thread (SQLite, memory) is still called inline, on the loop's thread."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from test_crawler_unit import FakeFetcher, FakeSinks, _crawl, _site
+
+from gossamer.cluster.worker import LoopLag
+from gossamer.config import CrawlSettings
+from gossamer.engine.crawler import Crawler
+from gossamer.frontier import MemoryFrontier, OffLoopFrontier
+
+
+class _ThreadNoting(MemoryFrontier):
+    """A MemoryFrontier noting the thread of each engine call; `slow` seconds a completion."""
+
+    def __init__(self, slow: float = 0.0, **kw: Any) -> None:
+        super().__init__(**kw)
+        self.slow = slow
+        self.threads: Counter[tuple[str, str]] = Counter()
+
+    def _note(self, call: str) -> None:
+        self.threads[call, threading.current_thread().name.split("_")[0]] += 1
+
+    def lease(self, max_hosts: int, per_host: int, now: float | None = None) -> Any:
+        self._note("lease")
+        return super().lease(max_hosts, per_host, now)
+
+    def put_discovered(self, items: Any) -> int:
+        self._note("put_discovered")
+        return super().put_discovered(items)
+
+    def complete(self, token: str, outcomes: Any, next_fetch_at: Any = None, renew: int = 0) -> Any:
+        self._note("complete")
+        time.sleep(self.slow)  # a round trip to a far or paused Redis
+        return super().complete(token, outcomes, next_fetch_at, renew)
+
+    def extend(self, token: str, until: float) -> float:
+        self._note("extend")
+        return super().extend(token, until)
+
+
+class _OffLoop(_ThreadNoting):
+    def __init__(self, slow: float = 0.0, **kw: Any) -> None:
+        super().__init__(slow, **kw)
+        self.io_executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="frontier-io")
+
+    def close(self) -> None:
+        self.io_executor.shutdown()
+        super().close()
+
+
+def test_an_off_loop_frontier_is_called_on_its_io_thread_only() -> None:
+    frontier = _OffLoop(lease_ttl=2.0, default_delay=0.25)
+    assert isinstance(frontier, OffLoopFrontier)
+    # 8 pages 0.25 s apart on a 2 s lease: the batch extends its lease too
+    _crawl(
+        _site(8), ["http://a.example/p0"], latency=0.0, stop_after=6.0, frontier=frontier,
+        delay=0.25, lease_ttl=2.0, per_host=20,
+    )  # fmt: skip
+    assert frontier.statistics().done == 8
+    frontier.close()
+    # the seeds go in before the crawl, from the caller's thread (`Crawler.seed`)
+    assert frontier.threads.pop(("put_discovered", "MainThread")) == 1
+    calls = {call for call, _ in frontier.threads}
+    assert calls == {"lease", "put_discovered", "complete", "extend"}, frontier.threads
+    assert {thread for _, thread in frontier.threads} == {"frontier-io"}, frontier.threads
+
+
+def test_a_frontier_without_io_thread_is_called_inline() -> None:
+    frontier = _ThreadNoting()
+    assert not isinstance(frontier, OffLoopFrontier)
+    _crawl(_site(10), ["http://a.example/p0"], frontier=frontier)
+    assert frontier.statistics().done == 10
+    assert {thread for _, thread in frontier.threads} == {"MainThread"}, frontier.threads
+
+
+def _lag_of_crawl(frontier: MemoryFrontier) -> LoopLag:
+    """Crawl 6 hosts of 5 pages with `frontier`, measuring the loop's lag meanwhile."""
+    pages: dict[str, Any] = {}
+    for h in range(6):
+        pages.update(_site(5, f"h{h}.example"))
+    lag = LoopLag(interval=0.005)
+    seeds = [f"http://h{h}.example/p0" for h in range(6)]
+    settings = CrawlSettings(seeds=seeds, scope="all", output="/tmp/unused", delay=0)
+    crawler = Crawler(
+        settings, frontier=frontier, fetcher=FakeFetcher(pages, 0.001), ip_of=lambda h: None,
+        sinks=FakeSinks(),
+    )  # fmt: skip
+    crawler.seed(seeds)
+
+    async def main() -> None:
+        async with lag:
+            await asyncio.wait_for(crawler.run(), 30)
+
+    asyncio.run(main())
+    assert frontier.statistics().done == 30
+    return lag
+
+
+def test_a_slow_frontier_call_off_the_loop_does_not_block_it() -> None:
+    # each completion takes 0.3 s (Redis far away, or paused): inline it blocks the loop for
+    # 0.3 s a batch; on the I/O thread the loop goes on (its lag stays at a few ms)
+    off = _OffLoop(slow=0.3)
+    lag = _lag_of_crawl(off)
+    off.close()
+    assert lag.lags and lag.max_ms < 150, lag.statistics()
+    inline = _ThreadNoting(slow=0.3)
+    assert _lag_of_crawl(inline).max_ms >= 290  # what the test would see on the old engine
+
+
+def test_loop_lag_measures_a_blocked_loop() -> None:
+    lag = LoopLag(interval=0.005)
+
+    async def main() -> None:
+        async with lag:
+            await asyncio.sleep(0.05)
+            time.sleep(0.2)  # noqa: ASYNC251 (the loop blocked, on purpose)
+            await asyncio.sleep(0.05)
+
+    asyncio.run(main())
+    assert lag.max_ms >= 190, lag.statistics()
+    assert lag.p99_ms <= lag.max_ms
+    stats = lag.statistics()
+    assert set(stats) == {"loop_lag_max_ms", "loop_lag_p99_ms", "loop_lag_samples"}
+    assert stats["loop_lag_samples"] == len(lag.lags) > 5
+    assert LoopLag().statistics() == {
+        "loop_lag_max_ms": 0.0, "loop_lag_p99_ms": 0.0, "loop_lag_samples": 0,
+    }  # fmt: skip
