@@ -305,41 +305,16 @@ def _add_fetch_option_flags(p: Any) -> None:
     )
 
 
-def _check_proxy(settings: Any, resume: Path | None) -> int | None:
-    """Exit.UNAVAILABLE, said on stderr, when the crawl's proxy accepts no connection
-    (checked once at start: a dead proxy would otherwise fail every fetch of the crawl). A
-    resumed crawl's proxy is the one in its crawl.json."""
-    import json
-
+def _check_proxy(settings: Any) -> int | None:
+    """Exit.UNAVAILABLE, said on stderr, when a cluster crawl's proxy accepts no connection
+    (an embedded crawl's is checked by run_crawl, once its settings are resolved)."""
     from .exitcodes import Exit
-    from .fetch.options import (
-        PROXY_FROM_ENV,
-        PROXY_NONE,
-        check_proxy,
-        probe_proxy,
-        redact_proxy,
-    )
+    from .fetch.options import dead_proxy
 
-    proxy = settings.proxy
-    if resume is not None:
-        try:
-            proxy = json.loads((resume / "crawl.json").read_text()).get("proxy", PROXY_NONE)
-        except (OSError, ValueError, AttributeError):
-            return None  # not a crawl directory: run_crawl says so
-    try:
-        proxy = check_proxy(proxy)
-    except (ValueError, AttributeError):
-        return None  # an edited crawl.json: its validation says what is wrong
-    if proxy in (PROXY_NONE, PROXY_FROM_ENV):
-        return None
-    problem = probe_proxy(proxy, settings.connect_timeout)
+    problem = dead_proxy(settings.proxy, settings.connect_timeout)
     if problem is None:
         return None
-    print(
-        f"gossamer: error: the proxy {redact_proxy(proxy)} cannot be reached: "
-        f"{problem}; check --proxy (or run without it)",
-        file=sys.stderr,
-    )
+    print(f"gossamer: error: {problem}", file=sys.stderr)
     return Exit.UNAVAILABLE
 
 
@@ -406,9 +381,9 @@ def _run_crawl(args: argparse.Namespace) -> int:
         partition = args.partition or "dynamic"
         if (partition == "sized") != (args.site_sizes is not None):
             raise SettingsError("--partition sized and --site-sizes SOURCE go together")
-        if (proxy_status := _check_proxy(settings, args.resume)) is not None:
-            return proxy_status
         if args.redis:
+            if (proxy_status := _check_proxy(settings)) is not None:
+                return proxy_status
             from .cluster.control import run_cluster_crawl
 
             weights = None

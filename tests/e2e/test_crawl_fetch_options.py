@@ -347,3 +347,20 @@ def test_resuming_a_crawl_whose_proxy_is_dead_fails_at_start(tmp_path: Path) -> 
     assert r.returncode == 69, r.stderr
     assert "cannot be reached" in r.stderr and PROXY_PASSWORD not in r.stderr
     assert {p: p.stat().st_mtime_ns for p in out.rglob("*")} == before
+
+
+def test_a_resume_probes_the_new_proxy_it_is_given(tmp_path: Path) -> None:
+    """--proxy is a setting a resume takes: the proxy probed at start is the new one (the
+    stored one, no proxy, is not the one the run would use); dead, nothing is touched."""
+    from gossamer.config import load_settings
+
+    out = tmp_path / "crawl"
+    out.mkdir()
+    settings = load_settings({"seeds": ["http://www.example.org/"], "output": out})
+    (out / "crawl.json").write_text(json.dumps(settings.manifest()))
+    before = {p: p.stat().st_mtime_ns for p in out.rglob("*")}
+    dead = f"http://127.0.0.1:{free_port()}"
+    r = gossamer("crawl", "--resume", str(out), "--proxy", dead, env=clean_env())
+    assert r.returncode == 69, r.stderr
+    assert r.stderr.count("\n") == 1 and "cannot be reached" in r.stderr
+    assert {p: p.stat().st_mtime_ns for p in out.rglob("*")} == before

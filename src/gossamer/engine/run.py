@@ -40,6 +40,7 @@ from .. import __version__
 from ..config import CrawlSettings, SettingsError
 from ..exitcodes import Exit
 from ..fetch import CurlFetcher, Fetching, Resolver
+from ..fetch.options import dead_proxy
 from ..frontier import Frontier, SqliteFrontier
 from ..outdir import new_directory_problem
 from ..robots_store import RobotsStore, SqliteRobotsStore
@@ -178,7 +179,13 @@ def run_crawl(
                 print(f"gossamer: {plan.nothing_to_do}", file=sys.stderr)
                 return int(Exit.OK)
             settings, changed = plan.settings, plan.changed
-        else:
+        # the proxy this run uses (a resume's may be a new one): a dead one stops the crawl
+        # before anything is written
+        problem = dead_proxy(settings.proxy, settings.connect_timeout)
+        if problem is not None:
+            print(f"gossamer: error: {problem}", file=sys.stderr)
+            return int(Exit.UNAVAILABLE)
+        if not resume:
             settings = prepare_directory(settings, resume=False)
         out = settings.output
         workers = settings.effective_workers()

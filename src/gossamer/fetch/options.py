@@ -193,3 +193,18 @@ def probe_proxy(url: str, timeout: float) -> str | None:
         return f"{host}:{port} did not accept a connection within {timeout:g} s"
     except OSError as exc:
         return f"{host}:{port}: {exc.strerror or exc}"
+
+
+def dead_proxy(proxy: str, timeout: float) -> str | None:
+    """The error line to print when the crawl's proxy (a value `check_proxy` accepted)
+    accepts no connection, else None: checked once at start, since a dead proxy would fail
+    every fetch of the crawl. `none` and `env` are not probed."""
+    if proxy in (PROXY_NONE, PROXY_FROM_ENV):
+        return None
+    problem = probe_proxy(proxy, timeout)
+    if problem is None:
+        return None
+    return (
+        f"the proxy {redact_proxy(proxy)} cannot be reached: {problem}; check --proxy "
+        f"(or run without it)"
+    )
