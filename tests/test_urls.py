@@ -430,3 +430,15 @@ def test_has_non_html_extension(url: str, non_html: bool) -> None:
 
 def test_non_html_extensions_are_the_truths() -> None:
     assert urls.NON_HTML_EXTENSIONS == TRUTH_NON_HTML
+
+
+def test_split_userinfo_keeps_delimiters_in_the_password() -> None:
+    from gossamer.urls import split_userinfo
+
+    assert split_userinfo("redis://host:6379/0") is None
+    assert split_userinfo("redis://:pw@host/0") == ("redis://", "", "pw", "host/0")
+    parts = ("http://", "u", "p/w#x@y", "proxy:3128")
+    assert split_userinfo("http://u:p/w#x@y@proxy:3128") == parts
+    assert split_userinfo("http://user@proxy") == ("http://", "user", None, "proxy")
+    assert split_userinfo("u:pw@proxy:3128") == ("", "u", "pw", "proxy:3128")
+    assert split_userinfo("http://u:@h") == ("http://", "u", "", "h")

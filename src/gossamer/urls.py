@@ -425,3 +425,19 @@ def has_non_html_extension(url: str) -> bool:
     slash = url.rfind("/", 0, end)
     dot = url.rfind(".", slash + 1, end)
     return dot >= 0 and url[dot:end].lower() in NON_HTML_EXTENSIONS
+
+
+def split_userinfo(url: str) -> tuple[str, str, str | None, str] | None:
+    """`url` cut around its credentials: (the scheme with its "://", "" when it has none;
+    the user; the password, None without a ":" in the userinfo; what follows the "@"), or
+    None when it has no userinfo. The userinfo ends at the last "@", so that an unquoted
+    "/", "#" or "@" in a password stays in the password: what hiding one needs (a URL parser
+    would cut it there and the error it raises would show the tail)."""
+    scheme, sep, rest = url.partition("://")
+    if not sep:
+        scheme, rest = "", url
+    userinfo, at, after = rest.rpartition("@")
+    if not at:
+        return None
+    user, colon, password = userinfo.partition(":")
+    return scheme + sep, user, password if colon else None, after

@@ -21,6 +21,7 @@ import redis.exceptions
 
 from ..exitcodes import Exit
 from ..frontier import FrontierStorageError
+from ..urls import split_userinfo
 
 RedisClient = redis.Redis | redis.cluster.RedisCluster
 
@@ -94,11 +95,8 @@ def url_password(url: str) -> str | None:
 
 
 def _raw_password(url: str) -> str | None:
-    rest = url.partition("://")[2]
-    userinfo, at, _host = rest.rpartition("@")
-    if not at or ":" not in userinfo:
-        return None
-    return userinfo.split(":", 1)[1] or None
+    parts = split_userinfo(url) if "://" in url else None
+    return (parts[2] or None) if parts is not None else None
 
 
 def url_username(url: str) -> str | None:
@@ -118,9 +116,9 @@ def redact(url: str) -> str:
     scheme, sep, rest = url.partition("://")
     if not sep:
         return scrub(url, url)
-    userinfo, at, after = rest.rpartition("@")
-    if at and ":" in userinfo:
-        rest = f"{userinfo.split(':', 1)[0]}:{_HIDDEN}@{after}"
+    parts = split_userinfo(url)
+    if parts is not None and parts[2] is not None:
+        rest = f"{parts[1]}:{_HIDDEN}@{parts[3]}"
     head, qmark, query = rest.partition("?")
     if qmark:
         query = "&".join(

@@ -12,6 +12,8 @@ import socket
 from collections.abc import Sequence
 from urllib.parse import unquote, urlsplit
 
+from ..urls import split_userinfo
+
 # RFC 9110 §5.6.2: a field name is a token
 _TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+\Z")
 # a field value as sent: visible ASCII, spaces and tabs inside (no CR, LF, NUL, no non-ASCII:
@@ -155,14 +157,11 @@ def check_proxy(text: str) -> str:
 def redact_proxy(url: str | None) -> str | None:
     """`url` with its password (if any) replaced by `****`: what may be printed or logged.
     Anything before the last `@` counts as user:password, even in a malformed URL."""
-    if url is None:
-        return None
-    scheme, sep, rest = url.rpartition("://")
-    userinfo, at, hostport = rest.rpartition("@")
-    if not at:
+    parts = None if url is None else split_userinfo(url)
+    if parts is None:
         return url
-    user, colon, _password = userinfo.partition(":")
-    return f"{scheme}{sep}{user}{':****' if colon else ''}@{hostport}"
+    scheme, user, password, hostport = parts
+    return f"{scheme}{user}{':****' if password is not None else ''}@{hostport}"
 
 
 def proxy_address(url: str) -> tuple[str, int]:
