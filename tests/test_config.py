@@ -29,12 +29,12 @@ def test_precedence_flags_env_toml(tmp_path: Path, monkeypatch: pytest.MonkeyPat
 
 
 def test_lease_order_reaches_the_embedded_frontier(tmp_path: Path) -> None:
-    from gossamer.engine.run import _open_frontier
+    from gossamer.engine.build import open_frontier
 
     for order, lead in (("largest-first", 0.01), ("ready", 0.0)):
         s = load_settings({"output": tmp_path / order, "lease_order": order})
         (tmp_path / order).mkdir()
-        f = _open_frontier(s)
+        f = open_frontier(s)
         try:
             assert f.options.backlog_lead == lead
         finally:

@@ -1,6 +1,7 @@
 """Contract tests of the engine's seams (gossamer.engine.seams), each run on every
 implementation: the fetcher with its fast path (CurlFetcher against a loopback server, the
-same behind the cluster's IP-gate guard on a real Redis, the unit tests' fake), the sinks
+same behind the cluster's IP-gate guard on a real Redis, the same built by the fetcher
+registry, the unit tests' fake), `fetch` on every registered fetcher, the sinks
 (Recorder into a temporary directory, the unit tests' recording fake) and the IP gate
 (LocalIpGate, FileIpGate, RedisIpGate on a real Redis)."""
 
@@ -15,6 +16,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+import _streams_fetcher
 import pytest
 from test_crawler_unit import HTML, FakeSinks, StartingFakeFetcher
 
@@ -23,7 +25,15 @@ from gossamer.config import CrawlSettings
 from gossamer.engine.ipgate import FileIpGate, LocalIpGate
 from gossamer.engine.recorder import Recorder
 from gossamer.engine.seams import IpGate, Sinks
-from gossamer.fetch import CurlFetcher, FetchRequest, FetchResult, Resolver, StartingFetcher
+from gossamer.fetch import (
+    CurlFetcher,
+    Fetcher,
+    FetchRequest,
+    FetchResult,
+    Resolver,
+    StartingFetcher,
+)
+from gossamer.fetch._registry import fetcher_names, open_fetcher, unregister_fetcher
 from gossamer.frontier.redis import connect
 from gossamer.sinks import read_crawl_log, read_graph
 
@@ -92,7 +102,26 @@ async def _fake(_: pytest.FixtureRequest, port: int) -> AsyncIterator[StartingFa
     yield StartingFakeFetcher({PAGE: (200, HTML, BODY, ())}, latency=0.01)
 
 
-FETCHERS: dict[str, FetcherMaker] = {"curl": _curl, "curl-gated": _gated_curl, "fake": _fake}
+@contextlib.asynccontextmanager
+async def _registered_curl(_: pytest.FixtureRequest, port: int) -> AsyncIterator[Fetcher]:
+    """The fetcher a crawl is built with: "curl" from the fetcher registry (engine/build.py)."""
+    settings = CrawlSettings(
+        seeds=[PAGE], resolve=[f"{HOST}:80:127.0.0.1:{port}"], allow_private=True
+    )
+    resolver = Resolver.from_settings(settings.resolve, allow_private=True)
+    f = open_fetcher("curl", settings, resolver)
+    try:
+        yield f
+    finally:
+        await f.aclose()
+
+
+FETCHERS: dict[str, FetcherMaker] = {
+    "curl": _curl,
+    "curl-gated": _gated_curl,
+    "curl-registered": _registered_curl,
+    "fake": _fake,
+}
 
 
 @pytest.fixture(params=sorted(FETCHERS))
@@ -111,6 +140,32 @@ def _run(coro: Any) -> Any:
 def _check_page(result: FetchResult) -> None:
     assert result.error is None and result.status == 200
     assert result.url == PAGE and result.body == BODY
+
+
+@pytest.mark.parametrize("name", [*fetcher_names(), _streams_fetcher.NAME])
+def test_every_registered_fetcher_fetches_a_page(name: str, http_port: int) -> None:
+    """`Fetching.fetch` on every fetcher the registry builds (the built-in ones and the
+    test's "streams", which has no fast path), made as a crawl makes it."""
+    added = name not in fetcher_names()
+    if added:
+        _streams_fetcher.register()
+    settings = CrawlSettings(
+        seeds=[PAGE], resolve=[f"{HOST}:80:127.0.0.1:{http_port}"], allow_private=True
+    )
+
+    async def main() -> FetchResult:
+        resolver = Resolver.from_settings(settings.resolve, allow_private=True)
+        f = open_fetcher(name, settings, resolver)
+        try:
+            return await f.fetch(FetchRequest(PAGE))
+        finally:
+            await f.aclose()
+
+    try:
+        _check_page(_run(main()))
+    finally:
+        if added:
+            unregister_fetcher(name)
 
 
 def test_fetcher_has_the_fast_path(fetcher_maker: Callable[[], Any]) -> None:

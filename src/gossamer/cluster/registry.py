@@ -26,6 +26,8 @@ from typing import Any, Final, cast
 
 from ..config import CrawlSettings
 from ..frontier import Frontier
+from ..frontier._registry import FrontierPlace
+from ..frontier._registry import open_frontier as open_named_frontier
 from ..partition import STRATEGY_OPTIONS, Strategy, strategy_named
 from ._redis import REGISTRY, Keys, RedisClient, server_time, text
 
@@ -124,26 +126,12 @@ def open_frontier(
     *,
     partition: Callable[[float], tuple[frozenset[int] | None, float]] | None = None,
 ) -> Frontier:
-    """The crawl's `RedisFrontier`, configured from its settings like the embedded one."""
-    from ..frontier.redis import RedisFrontier
+    """The crawl's frontier in Redis (the registered "redis" backend), configured from its
+    settings like the embedded one."""
+    from ..engine.build import CLUSTER  # (the engine imports this module's users)
 
-    return RedisFrontier(
-        client,
-        crawl_id,
-        **settings.frontier_knobs(),
-        partition=partition,
-        seen=settings.seen_set,
-        # a worker's last responses may be processed (and its batch completed) a little
-        # after its lease's end, which under `phase` is the phase's end: the next phase's
-        # worker takes the host only then, so those pages are not fetched twice
-        reclaim_grace=reclaim_grace(settings.lease_ttl),
-    )
-
-
-def reclaim_grace(lease_ttl: float) -> float:
-    """How long an expired lease waits before it is reclaimed in a cluster crawl: half the
-    TTL, at most 5 s (a dead worker's host waits that much longer)."""
-    return min(5.0, lease_ttl / 2)
+    place = FrontierPlace(redis=client, crawl_id=crawl_id, partition=partition)
+    return open_named_frontier(CLUSTER.frontier, settings, place)
 
 
 FrontierFactory = Callable[[RedisClient, str, CrawlSettings], Frontier]

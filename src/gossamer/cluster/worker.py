@@ -41,12 +41,13 @@ from typing import IO, Any
 import redis.exceptions
 
 from ..config import CrawlSettings
+from ..engine import build
 from ..engine.crawler import Crawler
 from ..engine.run import loop_factory, run_engine
 from ..exitcodes import Exit
 from ..frontier import Discovered, Frontier, FrontierStats, HostBatch, Outcome, Outlinks
 from ..outdir import new_directory_problem
-from ..robots_store import RedisRobotsStore, RobotsRecord, RobotsStore
+from ..robots_store import RobotsRecord, RobotsStore
 from ..sinks.stats import write_stats
 from ._redis import (
     RedisBadURL,
@@ -67,7 +68,6 @@ from .registry import (
     RegistryError,
     load_crawl,
     mark_finished,
-    open_frontier,
     refresh_summary,
 )
 
@@ -644,18 +644,11 @@ async def _work(worker: _Worker, progress: IO[str] | None) -> int:
     record, settings = worker.record, worker.settings
     beat = retrying(lambda: worker.membership.beat(worker.status()), what="members")
     worker.on_beat(beat)  # registered; the first member list
-    inner = open_frontier(worker.client, record.id, settings, partition=worker.view.partition)
-    frontier = worker.frontier = ClusterFrontier(inner, worker.view)
-    gate = worker.gate = RedisIpGate(
-        worker.client,
-        record.id,
-        settings.per_ip,
-        owner=worker.id,
-        ttl=record.heartbeat_ttl,
-        io=frontier.io_executor,
+    stores = build.cluster_stores(
+        worker.client, record, settings, view=worker.view, worker_id=worker.id
     )
-    # robots.txt answers in the crawl's keys: a host's robots.txt is fetched by one worker
-    robots = RedisRobotsStore(worker.client, record.id, max_age=settings.robots_ttl)
+    frontier = worker.frontier = stores.frontier
+    gate = worker.gate = stores.ip_gate
 
     def session(crawler: Crawler) -> Any:
         return worker.session(crawler, gate)
@@ -668,8 +661,9 @@ async def _work(worker: _Worker, progress: IO[str] | None) -> int:
         session=session,
         guard_fetcher=gate.guard,
         clock=frontier.clock,
+        fetcher=build.CLUSTER.fetcher,
         storage_errors=(redis.exceptions.RedisError,),
-        robots_store=ClusterRobotsStore(robots),
+        robots_store=stores.robots_store,
         resume_hint=f"the crawl's frontier in Redis keeps every unfinished URL; start "
         f"`gossamer worker --crawl {record.id}` again once that is fixed",
     )

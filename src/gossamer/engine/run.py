@@ -36,20 +36,18 @@ from contextlib import AbstractAsyncContextManager, contextmanager
 from pathlib import Path
 from typing import IO, Any, Protocol, TypeVar
 
-from .. import __version__
 from ..config import CrawlSettings, SettingsError
 from ..exitcodes import Exit
-from ..fetch import CurlFetcher, Fetching, Resolver
+from ..fetch import Fetcher, Fetching
 from ..fetch.options import dead_proxy
-from ..frontier import Frontier, SqliteFrontier
+from ..frontier import Frontier
 from ..outdir import new_directory_problem
-from ..robots_store import RobotsStore, SqliteRobotsStore
+from ..robots_store import RobotsStore
 from ..sinks import recover, write_stats
 from ..sinks.cdx import write_crawl_index
+from . import build
 from .crawler import Crawler, seed_frontier
-from .ipgate import FileIpGate, LocalIpGate
 from .progress import ProgressDisplay, ProgressSample, print_summary, stop_note, stop_state
-from .recorder import Recorder
 from .recrawl import Recrawl, seed_recrawl
 from .report import end_reason, end_run, iso_date, start_run
 from .seams import IpGate
@@ -162,13 +160,18 @@ def write_manifest(settings: CrawlSettings) -> None:
 
 
 def run_crawl(
-    settings: CrawlSettings, *, resume: bool = False, progress: IO[str] | None = None
+    settings: CrawlSettings,
+    *,
+    resume: bool = False,
+    progress: IO[str] | None = None,
+    backends: build.Backends = build.EMBEDDED,
 ) -> int:
     """Run (or resume) an embedded crawl to the end or until SIGINT/SIGTERM. Exit status.
 
     A SIGINT/SIGTERM at any moment from here on stops the crawl cleanly (exit 130/143,
     `stats.json`, no lease left, WARC files closed): one that arrives while the crawl starts
-    is held until its handlers are in place."""
+    is held until its handlers are in place. `backends`: the registered frontier backend
+    and fetcher it is built with (engine/build.py)."""
     changed: dict[str, Any] = {}
     with hold_stop_signals():
         if resume:
@@ -200,10 +203,14 @@ def run_crawl(
                 raise CrawlError(f"cannot write to {out}: {exc.strerror or exc}") from exc
             began = time.time()
             if workers > 1:
-                code = _run_pool(settings, workers, resume=resume, progress=progress)
+                code = _run_pool(
+                    settings, workers, resume=resume, progress=progress, backends=backends
+                )
             else:
                 with asyncio.Runner(loop_factory=loop_factory()) as runner:
-                    code = runner.run(_run(settings, resume=resume, progress=progress))
+                    code = runner.run(
+                        _run(settings, resume=resume, progress=progress, backends=backends)
+                    )
             code = write_cdx_index(out, code) if settings.warc else code
             code = _end_summary(settings, code, progress, began)
             with contextlib.suppress(OSError):  # the crawl's own exit status says more
@@ -245,28 +252,33 @@ def _end_summary(
     return Exit.NOTHING_FETCHED if failed and code == Exit.OK else code
 
 
-def run_worker(out: Path, part: str) -> int:
+def run_worker(out: Path, part: str, backends: build.Backends = build.EMBEDDED) -> int:
     """One worker process of a pool (`gossamer crawl-worker`): the parent holds the lock,
     seeded or reclaimed the frontier, and merges the statistics."""
     settings = load_manifest(out)
     with asyncio.Runner(loop_factory=loop_factory()) as runner:
-        return runner.run(_run(settings, resume=False, progress=None, part=part))
-
-
-def _open_frontier(settings: CrawlSettings) -> SqliteFrontier:
-    return SqliteFrontier(settings.output / "frontier.sqlite", **settings.frontier_knobs())
+        return runner.run(
+            _run(settings, resume=False, progress=None, part=part, backends=backends)
+        )
 
 
 def _run_pool(
-    settings: CrawlSettings, workers: int, *, resume: bool, progress: IO[str] | None
+    settings: CrawlSettings,
+    workers: int,
+    *,
+    resume: bool,
+    progress: IO[str] | None,
+    backends: build.Backends,
 ) -> int:
     """N worker processes share the SQLite frontier (each leases its own hosts), the per-IP
     lock files and the crawl log; each writes its own WARC and graph part files."""
     # One connection for the parent's whole life: seeding, progress and the final counts
     # (statistics() reads the shared tables, so it sees the workers' progress).
-    frontier = _open_frontier(settings)
+    frontier = build.open_frontier(settings, backends)
     try:
-        return _supervise(settings, workers, frontier, resume=resume, progress=progress)
+        return _supervise(
+            settings, workers, frontier, resume=resume, progress=progress, backends=backends
+        )
     finally:
         frontier.close()
 
@@ -274,10 +286,11 @@ def _run_pool(
 def _supervise(
     settings: CrawlSettings,
     workers: int,
-    frontier: SqliteFrontier,
+    frontier: Frontier,
     *,
     resume: bool,
     progress: IO[str] | None,
+    backends: build.Backends,
 ) -> int:
     out = settings.output
     if resume:
@@ -298,7 +311,9 @@ def _supervise(
     ctx = multiprocessing.get_context("fork")
     gc.freeze()  # what was imported stays out of the workers' collections (and their pages)
     procs = [
-        ctx.Process(target=_worker_main, args=(out, f"w{k}", os.getpid()), name=f"w{k}")
+        ctx.Process(
+            target=_worker_main, args=(out, f"w{k}", os.getpid(), backends), name=f"w{k}"
+        )
         for k in range(workers)
     ]
     stopped: list[int] = []
@@ -387,7 +402,7 @@ def _die_with_parent() -> None:
         pass
 
 
-def _worker_main(out: Path, part: str, parent: int) -> None:
+def _worker_main(out: Path, part: str, parent: int, backends: build.Backends) -> None:
     """A forked pool worker: die with the parent, then crawl (the exit status is the
     worker's: sys.exit). SIGINT/SIGTERM arrive blocked (the parent holds them over the
     fork) and stay pending until `run_engine` has installed the worker's handlers: a stop at
@@ -397,7 +412,7 @@ def _worker_main(out: Path, part: str, parent: int) -> None:
         os._exit(1)
     signal.signal(signal.SIGINT, signal.default_int_handler)  # the parent's handlers are
     signal.signal(signal.SIGTERM, signal.SIG_DFL)  # not ours
-    sys.exit(run_worker(out, part))
+    sys.exit(run_worker(out, part, backends))
 
 
 def ask_to_stop(procs: Iterable[_P], asked: set[int], alive: Callable[[_P], bool]) -> None:
@@ -420,7 +435,7 @@ def _forked_alive(p: multiprocessing.process.BaseProcess) -> bool:
 
 def _watch(
     procs: Sequence[multiprocessing.process.BaseProcess],
-    frontier: SqliteFrontier,
+    frontier: Frontier,
     display: ProgressDisplay | None,
     interval: float | None = None,
     *,
@@ -536,17 +551,16 @@ def loop_factory() -> Any:
 
 
 async def _run(
-    settings: CrawlSettings, *, resume: bool, progress: IO[str] | None, part: str = ""
+    settings: CrawlSettings,
+    *,
+    resume: bool,
+    progress: IO[str] | None,
+    part: str = "",
+    backends: build.Backends = build.EMBEDDED,
 ) -> int:
-    out = settings.output
     revalidate = _load_recrawl(settings)
-    frontier = _open_frontier(settings)
-    try:  # every process of the crawl (a pool's workers, a resumed run) reads it
-        robots_store = SqliteRobotsStore(out / "robots.sqlite")
-    except BaseException:
-        frontier.close()
-        raise
-    gate = FileIpGate(out / "locks", settings.per_ip) if part else LocalIpGate(settings.per_ip)
+    stores = build.embedded_stores(settings, part=part, backends=backends)
+    frontier = stores.frontier
 
     async def prepare() -> None:
         if resume:
@@ -558,12 +572,13 @@ async def _run(
     return await run_engine(
         settings,
         frontier,
-        gate,
+        stores.ip_gate,
         part=part,
+        fetcher=backends.fetcher,
         progress=progress,
         prepare=None if part else prepare,  # a pool worker: the parent seeded or reclaimed
         revalidate=revalidate,
-        robots_store=robots_store,
+        robots_store=stores.robots_store,
     )
 
 
@@ -576,7 +591,8 @@ async def run_engine(
     progress: IO[str] | None = None,
     prepare: Callable[[], Awaitable[object]] | None = None,
     session: Callable[[Crawler], AbstractAsyncContextManager[object]] | None = None,
-    guard_fetcher: Callable[[CurlFetcher], Fetching] | None = None,
+    fetcher: str = build.EMBEDDED.fetcher,
+    guard_fetcher: Callable[[Fetcher], Fetching] | None = None,
     clock: Callable[[], float] = time.time,
     revalidate: Recrawl | None = None,
     storage_errors: tuple[type[Exception], ...] = (),
@@ -589,40 +605,25 @@ async def run_engine(
 
     `prepare()` runs first (seeding, reclaiming); `session(crawler)` is entered around the
     crawl (cluster mode: heartbeats, the IP gate's refresher); `guard_fetcher` wraps the
-    fetcher (cluster mode: requests fenced by the IP gate); `clock` is the crawler's.
+    fetcher (cluster mode: requests fenced by the IP gate), the one registered as `fetcher`
+    (fetch/_registry.py); `clock` is the crawler's.
     Storage errors (OSError, sqlite3.Error and `storage_errors`) end the worker with 74
     and a message ending in `resume_hint` (how to go on once fixed). `robots_store` is the
     crawl's shared robots.txt store (closed here with the frontier; None: this worker's
     cache only)."""
     out = settings.output
-    resolver = Resolver.from_settings(
-        settings.resolve, settings.resolve_file, allow_private=settings.allow_private
-    )
-    fetcher = CurlFetcher(
-        resolver=resolver,
-        user_agent=settings.user_agent,
-        connect_timeout=settings.connect_timeout,
-        first_byte_timeout=settings.first_byte_timeout,
-        total_timeout=settings.total_timeout,
-        max_body=settings.max_body,
-        max_connections=max(1024, settings.concurrency * 4),
-        low_speed_limit=settings.low_speed_limit,
-        low_speed_time=settings.low_speed_time,
-        **settings.fetch_options(),  # -H headers, --proxy
-    )
-    recorder = Recorder(out, settings, version=__version__, part=part, recrawl=revalidate)
-    crawler = Crawler(
+    parts = build.worker(
         settings,
-        frontier=frontier,
-        fetcher=fetcher if guard_fetcher is None else guard_fetcher(fetcher),
-        ip_of=resolver.ip_of,
-        resolve=resolver.resolve,
-        sinks=recorder,
-        ip_gate=ip_gate,
+        frontier,
+        ip_gate,
+        part=part,
+        fetcher=fetcher,
+        guard_fetcher=guard_fetcher,
         clock=clock,
         revalidate=revalidate,
         robots_store=robots_store,
     )
+    crawler, recorder = parts.crawler, parts.recorder
     loop = asyncio.get_running_loop()
     stopped: list[int] = []
     display = None
@@ -700,7 +701,7 @@ async def run_engine(
                 await asyncio.gather(reporter, return_exceptions=True)
             if display is not None:
                 display.close()
-            await fetcher.aclose()
+            await parts.fetcher.aclose()
             try:
                 stats = await asyncio.to_thread(frontier.statistics)
                 summary = _summary(crawler, stats, started, ended_by, failed=bool(exit_code))

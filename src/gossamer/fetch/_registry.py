@@ -1,0 +1,94 @@
+"""The fetchers by name: the composition root (engine/build.py) builds a crawl's fetcher
+with `open_fetcher(name, settings, resolver)`. The built-in "curl" (`CurlFetcher`, pycurl
+on asyncio, with the fast path) registers at the end of this module. A new fetcher is one
+module implementing `Fetcher` (`fetch`, `statistics`, `aclose`; `start`/`poll` too for the
+crawler's fast path, `StartingFetcher`) plus one `register_fetcher(name, factory)` call
+(tests/engine/_streams_fetcher.py is one).
+
+A factory gets the crawl's settings and its `Resolver` (host overrides, DNS cache, the
+private-address guard: the crawler asks it for a host's IP, so the fetcher must connect
+where it says) and returns the fetcher. In a cluster crawl the composition root wraps it in
+the Redis IP gate's guard."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from .._named import Named
+from ._types import Fetcher
+from .resolve import Resolver
+
+if TYPE_CHECKING:
+    from ..config import CrawlSettings
+
+__all__ = [
+    "FetcherEntry",
+    "FetcherFactory",
+    "fetcher_entries",
+    "fetcher_names",
+    "open_fetcher",
+    "register_fetcher",
+    "unregister_fetcher",
+]
+
+FetcherFactory = Callable[["CrawlSettings", Resolver], Fetcher]
+
+
+@dataclass(frozen=True, slots=True)
+class FetcherEntry:
+    """A registered fetcher: `build(settings, resolver)` makes one; `summary` is its line in
+    docs/architecture.md's list."""
+
+    name: str
+    build: FetcherFactory
+    summary: str
+
+
+_REGISTRY: Named[FetcherEntry] = Named("fetcher", ValueError)
+
+
+def register_fetcher(name: str, factory: FetcherFactory, *, summary: str = "") -> None:
+    """Make `open_fetcher(name, …)` build a fetcher with `factory`. A name is registered
+    once: ValueError otherwise."""
+    _REGISTRY.register(name, FetcherEntry(name, factory, summary))
+
+
+def unregister_fetcher(name: str) -> None:
+    """Remove the fetcher `name` (KeyError when none is registered)."""
+    _REGISTRY.unregister(name)
+
+
+def fetcher_names() -> tuple[str, ...]:
+    """The registered fetchers' names, in registration order (the built-in one first)."""
+    return _REGISTRY.names()
+
+
+def fetcher_entries() -> tuple[FetcherEntry, ...]:
+    return _REGISTRY.entries()
+
+
+def open_fetcher(name: str, settings: CrawlSettings, resolver: Resolver) -> Fetcher:
+    """A new fetcher built by the registered `name` (ValueError when none is)."""
+    return _REGISTRY[name].build(settings, resolver)
+
+
+def _curl(settings: CrawlSettings, resolver: Resolver) -> Fetcher:
+    from .curl import CurlFetcher
+
+    return CurlFetcher(
+        resolver=resolver,
+        user_agent=settings.user_agent,
+        connect_timeout=settings.connect_timeout,
+        first_byte_timeout=settings.first_byte_timeout,
+        total_timeout=settings.total_timeout,
+        max_body=settings.max_body,
+        max_connections=max(1024, settings.concurrency * 4),
+        low_speed_limit=settings.low_speed_limit,
+        low_speed_time=settings.low_speed_time,
+        **settings.fetch_options(),  # -H headers, --proxy
+    )
+
+
+register_fetcher("curl", _curl, summary="pycurl's CurlMulti on asyncio, with the fast path")

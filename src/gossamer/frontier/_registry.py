@@ -1,0 +1,136 @@
+"""The frontier backends by name: the composition root (engine/build.py) opens a crawl's
+frontier with `open_frontier(name, settings, place)`. The built-in ones register at the end
+of this module: "sqlite" (the embedded crawl and its pool: one file in the crawl directory,
+shared by the pool's processes, kept for --resume) and "redis" (a cluster crawl's, shared by
+its workers on any machine). A new backend is one module implementing `Frontier` plus one
+`register_frontier(name, factory)` call (tests/engine/_dict_frontier.py is one).
+
+A factory gets the crawl's settings and the `FrontierPlace` (where the frontier lives) and
+returns an open `Frontier`; a place it cannot use is refused with FrontierError. A backend
+serving a pool must be shared by processes (the pool's parent seeds it, its workers lease
+from it); one serving --resume must keep its state on disk.
+
+`MemoryFrontier` is not registered: it keeps nothing on disk (an embedded crawl is
+resumable, and a stopped one says its URLs are kept for --resume) and lives in one process
+(a pool's workers, one a core by default, share their frontier)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from .._named import Named
+from ._protocol import Frontier, FrontierError
+
+if TYPE_CHECKING:
+    from ..config import CrawlSettings
+    from .redis import Partition, RedisClient
+
+__all__ = [
+    "FrontierBackend",
+    "FrontierFactory",
+    "FrontierPlace",
+    "frontier_backends",
+    "frontier_names",
+    "open_frontier",
+    "register_frontier",
+    "unregister_frontier",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class FrontierPlace:
+    """Where a crawl's frontier lives: its crawl directory (embedded crawl, pool), or a
+    Redis client and the crawl's id (cluster), with the worker's `partition` (the shards it
+    may lease from; None: all, as the cluster's coordinator and `gossamer status` read)."""
+
+    directory: Path | None = None
+    redis: RedisClient | None = None
+    crawl_id: str | None = None
+    partition: Partition | None = None
+
+
+FrontierFactory = Callable[["CrawlSettings", FrontierPlace], Frontier]
+
+
+@dataclass(frozen=True, slots=True)
+class FrontierBackend:
+    """A registered backend: `open(settings, place)` opens it; `summary` is its line in
+    docs/architecture.md's list."""
+
+    name: str
+    open: FrontierFactory
+    summary: str
+
+
+_REGISTRY: Named[FrontierBackend] = Named("frontier backend", FrontierError)
+
+
+def register_frontier(name: str, factory: FrontierFactory, *, summary: str = "") -> None:
+    """Make `open_frontier(name, …)` open a frontier with `factory`. A name is registered
+    once: FrontierError otherwise."""
+    _REGISTRY.register(name, FrontierBackend(name, factory, summary))
+
+
+def unregister_frontier(name: str) -> None:
+    """Remove the backend `name` (KeyError when none is registered)."""
+    _REGISTRY.unregister(name)
+
+
+def frontier_names() -> tuple[str, ...]:
+    """The registered backends' names, in registration order (the built-in ones first)."""
+    return _REGISTRY.names()
+
+
+def frontier_backends() -> tuple[FrontierBackend, ...]:
+    return _REGISTRY.entries()
+
+
+def open_frontier(name: str, settings: CrawlSettings, place: FrontierPlace) -> Frontier:
+    """The crawl's frontier, opened by the backend `name` (FrontierError when no backend
+    of that name is registered, or it cannot use `place`)."""
+    return _REGISTRY[name].open(settings, place)
+
+
+def _sqlite(settings: CrawlSettings, place: FrontierPlace) -> Frontier:
+    from .sqlite import SqliteFrontier
+
+    if place.directory is None:
+        raise FrontierError("the sqlite frontier lives in a crawl directory: none given")
+    return SqliteFrontier(place.directory / "frontier.sqlite", **settings.frontier_knobs())
+
+
+def _redis(settings: CrawlSettings, place: FrontierPlace) -> Frontier:
+    from .redis import RedisFrontier
+
+    if place.redis is None or place.crawl_id is None:
+        raise FrontierError("the redis frontier needs a Redis client and a crawl id")
+    return RedisFrontier(
+        place.redis,
+        place.crawl_id,
+        **settings.frontier_knobs(),
+        partition=place.partition,
+        seen=settings.seen_set,
+        # a worker's last responses may be processed (and its batch completed) a little
+        # after its lease's end, which under `phase` is the phase's end: the next phase's
+        # worker takes the host only then, so those pages are not fetched twice
+        reclaim_grace=reclaim_grace(settings.lease_ttl),
+    )
+
+
+def reclaim_grace(lease_ttl: float) -> float:
+    """How long an expired lease waits before it is reclaimed in a cluster crawl: half the
+    TTL, at most 5 s (a dead worker's host waits that much longer)."""
+    return min(5.0, lease_ttl / 2)
+
+
+def _builtin() -> None:
+    register_frontier(
+        "sqlite", _sqlite, summary="one SQLite file in the crawl directory (embedded, pool)"
+    )
+    register_frontier("redis", _redis, summary="a cluster crawl's keys in Redis (cluster)")
+
+
+_builtin()
