@@ -76,3 +76,34 @@ def test_architecture_layout_names_every_package_and_module() -> None:
                 assert mod.name in layout, mod
     for name in re.findall(r"^ +(\w+\.py) ", layout, flags=re.MULTILINE):
         assert list(src.rglob(name)), f"docs/architecture.md names {name}, which is not in src"
+
+
+def test_architecture_how_to_add_names_files_that_exist_and_calls_that_register() -> None:
+    """docs/architecture.md's "How to add …" section: every file it names exists, every
+    example module calls the registration the section names, and the registration
+    functions it names exist."""
+    import importlib
+
+    text = (ROOT / "docs" / "architecture.md").read_text()
+    start = text.index("## How to add a frontier backend, a fetcher, a sink or a partition")
+    section = text[start : text.index("\n## ", start + 1)]
+    files = set(re.findall(r"`((?:tests|src)/[\w/]+\.py)`", section))
+    assert len(files) >= 8, files
+    for name in files:
+        assert (ROOT / name).is_file(), name
+    calls = re.findall(r"`(gossamer[\w.]*)\.(register_\w+)\(", section)
+    assert {c for _, c in calls} == {
+        "register_frontier",
+        "register_fetcher",
+        "register_sink",
+        "register_strategy",
+    }
+    for module, call in calls:
+        assert callable(getattr(importlib.import_module(module), call)), (module, call)
+    for example, call in (
+        ("tests/engine/_dict_frontier.py", "register_frontier("),
+        ("tests/engine/_streams_fetcher.py", "register_fetcher("),
+        ("tests/engine/_titles_sink.py", "register_sink("),
+        ("tests/e2e/_toy_partition.py", "register_strategy("),
+    ):
+        assert example in files and call in (ROOT / example).read_text(), example

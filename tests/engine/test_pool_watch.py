@@ -5,11 +5,12 @@ from __future__ import annotations
 import io
 import json
 import multiprocessing
+import signal
 import time
 from pathlib import Path
 
-from gossamer.engine.progress import ProgressDisplay
-from gossamer.engine.run import _watch
+from gossamer.engine.pool import _watch
+from gossamer.engine.progress import ProgressDisplay, WorkersProgress
 from gossamer.frontier import SqliteFrontier
 
 
@@ -25,7 +26,7 @@ def _watch_cpu(tmp_path: Path, progress: io.StringIO | None) -> tuple[float, flo
         proc.start()
         wall, cpu = time.monotonic(), time.process_time()
         display = None if progress is None else ProgressDisplay(progress, terminal=False)
-        _watch([proc], frontier, display, interval=0.05)
+        _watch([proc], frontier, WorkersProgress(display, [], grace_s=3.0, interval=0.05))
         wall, cpu = time.monotonic() - wall, time.process_time() - cpu
     assert proc.exitcode == 0
     return wall, cpu
@@ -66,7 +67,7 @@ def test_a_failed_worker_stops_the_others(tmp_path: Path) -> None:
         long.start()
         failing.start()
         wall = time.monotonic()
-        _watch([long, failing], frontier, None)
+        _watch([long, failing], frontier, WorkersProgress(None, [], grace_s=3.0))
         wall = time.monotonic() - wall
     assert failing.exitcode == 74
     assert long.exitcode == -15  # SIGTERM (a real worker completes its batches and exits)
@@ -88,6 +89,31 @@ def test_a_worker_already_asked_to_stop_is_not_signalled_again(tmp_path: Path) -
         slow.start()
         quick.start()
         assert slow.pid is not None and quick.pid is not None
-        _watch([slow, quick], frontier, None, asked={slow.pid, quick.pid})
+        quiet = WorkersProgress(None, [], grace_s=3.0)
+        _watch([slow, quick], frontier, quiet, asked={slow.pid, quick.pid})
     assert quick.exitcode == 143
     assert slow.exitcode == 0  # not signalled again (the default action would end it: -15)
+
+
+def test_the_reporter_says_a_stop_once_and_the_same_signal_again() -> None:
+    """What the parent of worker processes (a pool's, `crawl --redis`'s) says of the stops
+    its handler received: the first, and the same signal again; another signal after the
+    first says nothing new."""
+    for signals, said in (
+        ([signal.SIGINT], ["SIGINT"]),
+        ([signal.SIGINT, signal.SIGINT, signal.SIGINT], ["SIGINT", "SIGINT"]),
+        ([signal.SIGTERM, signal.SIGINT], ["SIGTERM"]),
+    ):
+        out = io.StringIO()
+        stopped: list[int] = []
+        reporter = WorkersProgress(
+            ProgressDisplay(out, terminal=False), stopped, grace_s=3.0, kept="in Redis"
+        )
+        for signum in signals:
+            stopped.append(signum)
+            reporter.say_stops()
+        reporter.say_stops()
+        notes = [json.loads(line) for line in out.getvalue().splitlines()]
+        assert [n["signal"] for n in notes] == said
+        assert all(n["event"] == "stopping" for n in notes)
+        assert "in Redis" in notes[-1]["message"] and "workers" in notes[0]["message"]

@@ -13,7 +13,8 @@ import pytest
 from gossamer.config import CrawlSettings, load_settings
 from gossamer.engine.report import ENDED, end_reason, stats_end_reason
 from gossamer.engine.resume import DEFINITION, RUN_TIME, ResumeRefused, flag_of, plan_resume
-from gossamer.engine.run import CrawlError, _merge_stats, write_manifest
+from gossamer.engine.run import CrawlError, write_manifest
+from gossamer.engine.summary import merge_stats
 from gossamer.frontier import FrontierStats
 from gossamer.outdir import new_directory_problem
 from gossamer.sinks import append_run_record, write_stats
@@ -116,7 +117,7 @@ def test_a_pools_statistics_say_why_it_ended(
 ) -> None:
     for k, p in enumerate(parts):
         write_stats(tmp_path / f"stats-w{k}.json", p)
-    merged = _merge_stats(tmp_path, 2, 0.0, stopped, front, 10, codes)
+    merged = merge_stats(tmp_path, 2, 0.0, stopped, front, 10, codes)
     assert merged["ended"] == expected
     assert merged["finished"] is (expected == "complete")
     assert merged["pages"] == sum(int(str(p["pages"])) for p in parts)

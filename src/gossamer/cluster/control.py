@@ -27,8 +27,8 @@ from pathlib import Path
 from typing import IO, Any, cast
 
 from ..config import CrawlSettings
-from ..engine.progress import ProgressDisplay, ProgressSample, stop_note, stop_state
-from ..engine.run import STOP_GRACE_S, STOP_SIGNALS, ask_to_stop, hold_stop_signals
+from ..engine.progress import ProgressDisplay, WorkersProgress
+from ..engine.stopping import STOP_GRACE_S, STOP_SIGNALS, ask_to_stop, hold_stop_signals
 from ..exitcodes import Exit
 from ..frontier import FrontierStats
 from ..outdir import new_directory_problem
@@ -205,7 +205,7 @@ def _run_attached(
     hurried: set[int] = set()  # … and once more: they abandon their requests in flight
 
     def forward(signum: int, _frame: object) -> None:
-        # as a pool's parent (engine.run._supervise): the same signal again is forwarded
+        # as a pool's parent (engine.pool._supervise): the same signal again is forwarded
         # again, and a worker that gets its SIGTERM twice abandons its requests in flight
         repeated = signum in stopped
         stopped.append(signum)
@@ -255,26 +255,16 @@ def _watch(
             max_pages=max_pages if isinstance(max_pages, int) else None,
             fields={"crawl": record.id},
         )
-    interval = display.interval if display is not None else 10.0
+    reporter = WorkersProgress(
+        display, stopped, grace_s=STOP_GRACE_S, kept="their URLs stay queued in Redis"
+    )
     frontier = None
-    said = 0
     try:
         while any(p.poll() is None for p in procs):
-            deadline = time.monotonic() + interval
+            deadline = time.monotonic() + reporter.interval
             while time.monotonic() < deadline and any(p.poll() is None for p in procs):
                 time.sleep(min(0.1, max(0.0, deadline - time.monotonic())))
-                while display is not None and said < len(stopped) and said < 2:
-                    second = said > 0 and stopped[said] in stopped[:said]
-                    if not said or second:
-                        name = signal.Signals(stopped[said]).name
-                        display.note(
-                            "stopping",
-                            stop_note(name, in_flight=None, grace_s=STOP_GRACE_S, second=second,
-                                      pool=True, kept="their URLs stay queued in Redis"),
-                            state=stop_state(grace_s=STOP_GRACE_S, second=second),
-                            signal=name,
-                        )  # fmt: skip
-                    said += 1
+                reporter.say_stops()
             if display is None or not any(p.poll() is None for p in procs):
                 continue
             try:
@@ -283,12 +273,9 @@ def _watch(
                 st = frontier.statistics()
             except Exception:  # progress is best effort; the workers report their own errors
                 continue
-            display.update(
-                ProgressSample.of_frontier(st, workers=sum(1 for p in procs if p.poll() is None))
-            )
+            reporter.show(st, workers=sum(1 for p in procs if p.poll() is None))
     finally:
-        if display is not None:
-            display.close()
+        reporter.close()
         if frontier is not None:
             frontier.close()
 

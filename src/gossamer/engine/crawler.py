@@ -84,7 +84,7 @@ class CrawlCounters:
 
 
 class Crawler:
-    """Drives one worker. Every collaborator is injected (built in `engine.run.run_engine`)."""
+    """Drives one worker. Every collaborator is injected (built in `engine.build.worker`)."""
 
     # where frontier and robots store calls run, set by `run()`: None (inline, on the loop's
     # thread) or an OffLoopFrontier's I/O thread

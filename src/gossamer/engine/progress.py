@@ -5,6 +5,8 @@
   0.5 s; otherwise one JSON line every 10 s with a timestamp and the elapsed time
   (docs/crawler.md, "Progress"). Notes (a stop) go above the live display, or as JSON lines.
 - `stop_note`: what a first and a second stop say at once.
+- `show_worker_progress` (one worker's counters) and `WorkersProgress` (the parent of worker
+  processes: a pool's, `crawl --redis`'s) feed the display.
 - `end_summary` / `diagnose`: the summary printed at the end of a crawl (pages, rate, errors
   by kind, why it stopped, where the outputs are, how to resume) and, when no page was
   fetched, the main failure and how to fix it.
@@ -16,17 +18,22 @@ cluster command alike.
 
 from __future__ import annotations
 
+import asyncio
 import json
+import signal
 import sys
 import time
 from collections import deque
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
-from ..frontier import FrontierStats
+from ..frontier import Frontier, FrontierStats
+
+if TYPE_CHECKING:
+    from .crawler import Crawler
 
 TTY_INTERVAL_S = 0.5  # a terminal's redraw period
 JSON_INTERVAL_S = 10.0  # a JSON line's period (logs stay small: 360 lines an hour)
@@ -286,6 +293,100 @@ def stop_state(*, grace_s: float, second: bool) -> str:
     if second:
         return "abandoning the requests in flight; writing the outputs"
     return f"waiting up to {grace_s:g} s for the requests in flight · Ctrl-C again stops now"
+
+
+# -------------------------------------------------------------------- the reporters
+async def show_worker_progress(
+    crawler: Crawler, frontier: Frontier, display: ProgressDisplay
+) -> None:
+    """Show one worker's progress on `display` every `display.interval` seconds."""
+    base: int | None = None  # pages done by earlier runs (a resume)
+    while True:
+        await asyncio.sleep(display.interval)
+        c = crawler.counters
+        stats = await asyncio.to_thread(frontier.statistics)
+        # the frontier counts a page done when its batch completes, up to per_host pages
+        # after it was fetched: the bar follows this worker's own count (a max_pages crawl
+        # of one worker showed 484 pages fetched and 261 done)
+        if base is None:
+            base = max(stats.done - c.pages, 0)
+        display.update(
+            ProgressSample(
+                pages=c.pages,
+                queued=stats.queued,
+                active_hosts=c.active_hosts,
+                errors=sum(c.errors.values()),
+                failed=stats.failed,
+                done=max(stats.done, base + c.pages),
+            )
+        )
+
+
+class WorkersProgress:
+    """What the parent of worker processes shows (a pool's parent, `crawl --redis`): the
+    shared frontier's counts every `interval` seconds (the display's: 0.5 on a terminal, 10
+    otherwise), and what each stop in `stopped` (the parent's signal handler's list) waits
+    for, said once (`say_stops`; a handler may not write to the display itself: it could
+    interrupt a write to the same stream). `display` None: nothing is shown."""
+
+    def __init__(
+        self,
+        display: ProgressDisplay | None,
+        stopped: Sequence[int],
+        *,
+        grace_s: float,
+        kept: str | None = None,
+        interval: float | None = None,
+    ) -> None:
+        self.display = display
+        self.stopped = stopped
+        self.grace_s = grace_s
+        self.kept = {} if kept is None else {"kept": kept}
+        if interval is None:
+            interval = display.interval if display is not None else 10.0
+        self.interval = interval
+        self.last_t = time.monotonic()  # when the counts were shown last
+        self.said = 0  # the stops said so far
+
+    def wait_s(self) -> float | None:
+        """How long until the counts are due (None: never, nothing is shown)."""
+        if self.display is None:
+            return None
+        return max(0.0, self.last_t + self.interval - time.monotonic())
+
+    def due(self) -> bool:
+        return self.display is not None and time.monotonic() - self.last_t >= self.interval
+
+    def show(self, stats: FrontierStats, *, workers: int) -> None:
+        """Show the frontier's counts `stats` with `workers` worker processes alive."""
+        self.last_t = time.monotonic()
+        if self.display is not None:
+            self.display.update(ProgressSample.of_frontier(stats, workers=workers))
+
+    def say_stops(self) -> None:
+        """Say what the stops received since the last call wait for: the first one, and the
+        same signal again (another signal says nothing new)."""
+        display, stopped = self.display, self.stopped
+        if display is None:
+            return
+        while self.said < len(stopped) and self.said < 2:
+            said = self.said
+            second = said > 0 and stopped[said] in stopped[:said]
+            self.said += 1
+            if said and not second:
+                continue  # another signal than the first: nothing new to say
+            name = signal.Signals(stopped[said]).name
+            display.note(
+                "stopping",
+                stop_note(name, in_flight=None, grace_s=self.grace_s, second=second, pool=True,
+                          **self.kept),
+                state=stop_state(grace_s=self.grace_s, second=second),
+                signal=name,
+            )  # fmt: skip
+
+    def close(self) -> None:
+        if self.display is not None:
+            self.display.close()
 
 
 # ---------------------------------------------------------------------------- the end
