@@ -3,41 +3,54 @@ registered once; an unknown one is refused with the choices in the message)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Generic, TypeVar
 
-__all__ = ["Named"]
+__all__ = ["Named", "NamedEntry"]
 
-_T = TypeVar("_T")
+_F = TypeVar("_F")
 
 
-class Named(Generic[_T]):
-    """Entries by name, in registration order. `what` names an entry in messages ("fetcher");
+@dataclass(frozen=True, slots=True)
+class NamedEntry(Generic[_F]):
+    """A registered factory, with `summary`: one line saying what it makes."""
+
+    name: str
+    factory: _F
+    summary: str
+
+
+class Named(Generic[_F]):
+    """Factories by name, in registration order. `what` names one in messages ("fetcher");
     `error` is the exception raised for a name registered twice or not registered."""
 
     def __init__(self, what: str, error: type[Exception]) -> None:
         self.what = what
         self.error = error
-        self._entries: dict[str, _T] = {}
+        self._entries: dict[str, NamedEntry[_F]] = {}
 
-    def register(self, name: str, entry: _T) -> None:
+    def register(self, name: str, factory: _F, *, summary: str = "") -> None:
+        """Register `factory` as `name` (the error when the name is taken)."""
         if name in self._entries:
             raise self.error(f"a {self.what} named {name!r} is registered already")
-        self._entries[name] = entry
+        self._entries[name] = NamedEntry(name, factory, summary)
 
     def unregister(self, name: str) -> None:
-        """KeyError when `name` is not registered."""
+        """Remove `name` (KeyError when it is not registered)."""
         del self._entries[name]
 
     def names(self) -> tuple[str, ...]:
+        """The registered names, in registration order (the built-in ones first)."""
         return tuple(self._entries)
 
-    def entries(self) -> tuple[_T, ...]:
+    def entries(self) -> tuple[NamedEntry[_F], ...]:
         return tuple(self._entries.values())
 
-    def __getitem__(self, name: str) -> _T:
+    def factory(self, name: str) -> _F:
+        """The factory registered as `name` (the error, with the choices, when none is)."""
         entry = self._entries.get(name)
         if entry is None:
             names = self.names()
             choices = ", ".join(names[:-1]) + f" or {names[-1]}" if len(names) > 1 else names[0]
             raise self.error(f"unknown {self.what} {name!r}: choose {choices}")
-        return entry
+        return entry.factory

@@ -13,7 +13,6 @@ the Redis IP gate's guard."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from .._named import Named
@@ -24,9 +23,8 @@ if TYPE_CHECKING:
     from ..config import CrawlSettings
 
 __all__ = [
-    "FetcherEntry",
+    "FETCHERS",
     "FetcherFactory",
-    "fetcher_entries",
     "fetcher_names",
     "open_fetcher",
     "register_fetcher",
@@ -36,42 +34,18 @@ __all__ = [
 FetcherFactory = Callable[["CrawlSettings", Resolver], Fetcher]
 
 
-@dataclass(frozen=True, slots=True)
-class FetcherEntry:
-    """A registered fetcher: `build(settings, resolver)` makes one; `summary` is its line in
-    docs/architecture.md's list."""
-
-    name: str
-    build: FetcherFactory
-    summary: str
-
-
-_REGISTRY: Named[FetcherEntry] = Named("fetcher", ValueError)
-
-
-def register_fetcher(name: str, factory: FetcherFactory, *, summary: str = "") -> None:
-    """Make `open_fetcher(name, …)` build a fetcher with `factory`. A name is registered
-    once: ValueError otherwise."""
-    _REGISTRY.register(name, FetcherEntry(name, factory, summary))
-
-
-def unregister_fetcher(name: str) -> None:
-    """Remove the fetcher `name` (KeyError when none is registered)."""
-    _REGISTRY.unregister(name)
-
-
-def fetcher_names() -> tuple[str, ...]:
-    """The registered fetchers' names, in registration order (the built-in one first)."""
-    return _REGISTRY.names()
-
-
-def fetcher_entries() -> tuple[FetcherEntry, ...]:
-    return _REGISTRY.entries()
+#: the registered fetchers: `register_fetcher(name, factory, summary=…)` makes
+#: `open_fetcher(name, …)` build a fetcher with `factory` (a name is registered once:
+#: ValueError otherwise); `unregister_fetcher(name)`, `fetcher_names()`
+FETCHERS: Named[FetcherFactory] = Named("fetcher", ValueError)
+register_fetcher = FETCHERS.register
+unregister_fetcher = FETCHERS.unregister
+fetcher_names = FETCHERS.names
 
 
 def open_fetcher(name: str, settings: CrawlSettings, resolver: Resolver) -> Fetcher:
     """A new fetcher built by the registered `name` (ValueError when none is)."""
-    return _REGISTRY[name].build(settings, resolver)
+    return FETCHERS.factory(name)(settings, resolver)
 
 
 def _curl(settings: CrawlSettings, resolver: Resolver) -> Fetcher:

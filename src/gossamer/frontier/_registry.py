@@ -29,10 +29,9 @@ if TYPE_CHECKING:
     from .redis import Partition, RedisClient
 
 __all__ = [
-    "FrontierBackend",
+    "FRONTIERS",
     "FrontierFactory",
     "FrontierPlace",
-    "frontier_backends",
     "frontier_names",
     "open_frontier",
     "register_frontier",
@@ -55,43 +54,19 @@ class FrontierPlace:
 FrontierFactory = Callable[["CrawlSettings", FrontierPlace], Frontier]
 
 
-@dataclass(frozen=True, slots=True)
-class FrontierBackend:
-    """A registered backend: `open(settings, place)` opens it; `summary` is its line in
-    docs/architecture.md's list."""
-
-    name: str
-    open: FrontierFactory
-    summary: str
-
-
-_REGISTRY: Named[FrontierBackend] = Named("frontier backend", FrontierError)
-
-
-def register_frontier(name: str, factory: FrontierFactory, *, summary: str = "") -> None:
-    """Make `open_frontier(name, …)` open a frontier with `factory`. A name is registered
-    once: FrontierError otherwise."""
-    _REGISTRY.register(name, FrontierBackend(name, factory, summary))
-
-
-def unregister_frontier(name: str) -> None:
-    """Remove the backend `name` (KeyError when none is registered)."""
-    _REGISTRY.unregister(name)
-
-
-def frontier_names() -> tuple[str, ...]:
-    """The registered backends' names, in registration order (the built-in ones first)."""
-    return _REGISTRY.names()
-
-
-def frontier_backends() -> tuple[FrontierBackend, ...]:
-    return _REGISTRY.entries()
+#: the registered backends: `register_frontier(name, factory, summary=…)` makes
+#: `open_frontier(name, …)` open a frontier with `factory` (a name is registered once:
+#: FrontierError otherwise); `unregister_frontier(name)`, `frontier_names()`
+FRONTIERS: Named[FrontierFactory] = Named("frontier backend", FrontierError)
+register_frontier = FRONTIERS.register
+unregister_frontier = FRONTIERS.unregister
+frontier_names = FRONTIERS.names
 
 
 def open_frontier(name: str, settings: CrawlSettings, place: FrontierPlace) -> Frontier:
     """The crawl's frontier, opened by the backend `name` (FrontierError when no backend
     of that name is registered, or it cannot use `place`)."""
-    return _REGISTRY[name].open(settings, place)
+    return FRONTIERS.factory(name)(settings, place)
 
 
 def _sqlite(settings: CrawlSettings, place: FrontierPlace) -> Frontier:
