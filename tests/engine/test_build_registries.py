@@ -16,8 +16,13 @@ import _dict_frontier
 import _streams_fetcher
 import pytest
 
+from gossamer.cluster.ipgate import RedisIpGate
+from gossamer.cluster.members import PartitionView
+from gossamer.cluster.registry import create_crawl, load_crawl
+from gossamer.cluster.worker import ClusterFrontier, ClusterRobotsStore
 from gossamer.config import CrawlSettings
 from gossamer.engine import build
+from gossamer.engine.ipgate import FileIpGate, LocalIpGate
 from gossamer.engine.run import run_crawl
 from gossamer.fetch import CurlFetcher, Resolver
 from gossamer.fetch._registry import (
@@ -34,6 +39,8 @@ from gossamer.frontier._registry import (
     register_frontier,
     unregister_frontier,
 )
+from gossamer.frontier.redis import RedisFrontier, connect
+from gossamer.robots_store import RedisRobotsStore, SqliteRobotsStore
 from gossamer.sinks import read_crawl_log
 from gossamer.testing import WebSpec, serve_in_thread
 
@@ -156,3 +163,47 @@ def test_a_pool_s_workers_use_the_registered_fetcher(tmp_path: Path, added: None
     warc = _warc_requests(out)
     assert warc.count(b" HTTP/1.0\r\nHost: ") == len(fetched)
     assert warc.count(b" HTTP/1.1\r\nHost: ") == 0
+
+
+def test_the_embedded_stores_of_a_crawl_and_of_a_pool_worker(tmp_path: Path) -> None:
+    """The embedded crawl gets a LocalIpGate, a pool's worker a FileIpGate on the crawl's
+    lock files; both the crawl directory's SQLite frontier and robots store."""
+    settings = CrawlSettings(seeds=["http://a.example/"], output=tmp_path, per_ip=2)
+    for part, gate in (("", LocalIpGate), ("w0", FileIpGate)):
+        stores = build.embedded_stores(settings, part=part)
+        try:
+            assert isinstance(stores.frontier, SqliteFrontier)
+            assert isinstance(stores.robots_store, SqliteRobotsStore)
+            assert type(stores.ip_gate) is gate
+        finally:
+            stores.frontier.close()
+            stores.robots_store.close()
+    assert (tmp_path / "frontier.sqlite").is_file() and (tmp_path / "robots.sqlite").is_file()
+
+
+def test_a_cluster_worker_s_stores_on_a_real_redis(tmp_path: Path, redis_url: str) -> None:
+    """A cluster worker's frontier is the registered "redis" backend (the crawl's seeded
+    RedisFrontier, leasing from its partition) inside a ClusterFrontier, whose one I/O
+    thread its RedisIpGate shares; robots.txt answers in the crawl's Redis keys."""
+    client = connect(redis_url)
+    try:
+        (tmp_path / "resolve.txt").write_text("www.h0.example:80:127.1.0.1:8080\n")
+        settings = crawl_settings(tmp_path, tmp_path / "out", "http://www.h0.example/")
+        crawl_id = create_crawl(client, settings.seeds, settings, "dynamic")
+        record = load_crawl(client, crawl_id)
+        view = PartitionView(record.strategy(), "w1")
+        ws = record.worker_settings(tmp_path / "w1")
+        stores = build.cluster_stores(client, record, ws, view=view, worker_id="w1")
+        try:
+            assert isinstance(stores.frontier, ClusterFrontier)
+            assert isinstance(stores.frontier.inner, RedisFrontier)
+            assert stores.frontier.statistics().queued == 1  # the seed create_crawl put
+            assert isinstance(stores.ip_gate, RedisIpGate)
+            assert stores.ip_gate.owner == "w1"
+            assert isinstance(stores.robots_store, ClusterRobotsStore)
+            assert isinstance(stores.robots_store.inner, RedisRobotsStore)
+        finally:
+            stores.frontier.close()
+            stores.robots_store.close()
+    finally:
+        client.close()
