@@ -17,7 +17,7 @@ cluster command alike.
 from __future__ import annotations
 
 import json
-import sys
+import logging
 import time
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping
@@ -27,6 +27,8 @@ from pathlib import Path
 from typing import IO, Any
 
 from ..frontier import FrontierStats
+
+_log = logging.getLogger(__name__)
 
 TTY_INTERVAL_S = 0.5  # a terminal's redraw period
 JSON_INTERVAL_S = 10.0  # a JSON line's period (logs stay small: 360 lines an hour)
@@ -499,8 +501,10 @@ def print_summary(
     if failed:
         problem = diagnose(stats)
         reason = problem.line() if problem is not None else "see crawl.log.jsonl"
-        err = stream if stream is not None else sys.stderr
-        err.write(f"gossamer: error: no page fetched: {reason}\n")
+        if stream is not None:  # the summary's last line
+            stream.write(f"gossamer: error: no page fetched: {reason}\n")
+        else:  # quiet: the error is a diagnostic like any other
+            _log.error(f"no page fetched: {reason}", extra={"path": str(out)})
     if stream is not None:
         stream.flush()
     return failed
