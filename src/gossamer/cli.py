@@ -39,7 +39,6 @@ def build_parser(with_testweb: bool = True) -> argparse.ArgumentParser:
     demo.add_argument("--hosts", type=int, default=200, help="hosts (default 200)")
     demo.add_argument("--pages-mean", type=float, default=25.0, help="mean pages per host")
     demo.add_argument("-o", "--out", type=Path, help="keep everything here")
-    _log_flags(demo)
     demo.set_defaults(func=_run_demo)
     testweb = sub.add_parser(
         "testweb",

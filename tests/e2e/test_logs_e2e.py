@@ -5,12 +5,15 @@ Every stderr line is then a JSON object; the exit statuses are those of the huma
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
+import signal
 import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -53,6 +56,15 @@ def _free_port() -> int:
         s.bind(("127.0.0.1", 0))
         port: int = s.getsockname()[1]
         return port
+
+
+def _alive(pid: int) -> bool:
+    """Whether `pid` runs (a zombie does not: an orphan's reaper may be slow, or none)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
 
 
 def test_an_embedded_crawl_logs_json_lines(tmp_path: Path) -> None:
@@ -141,3 +153,39 @@ def test_a_cluster_worker_logs_as_its_parent_was_told(tmp_path: Path, redis_url:
     assert join["message"].startswith(f"worker w1 ({join['machine']}, pid {join['pid']}) joins")
     ends = [r for r in worker if r["message"].startswith("worker w1: ") and "pages" in r]
     assert len(ends) == 1 and ends[0]["pages"] > 0 and ends[0]["crawl_id"] == crawl_id, records
+
+
+def test_workers_scale_hands_json_to_its_detached_workers(tmp_path: Path, redis_url: str) -> None:
+    """`workers --scale 1 --log-format json`: its own line is JSON, and the detached worker it
+    starts (in its own session, logging to DIR/logs/worker-PID.log) logs JSON too."""
+    spec = WebSpec(seed=7, hosts=5, pages_mean=6, profile="clean")
+    out = tmp_path / "out"
+    with serve_in_thread(spec) as web:
+        resolve = web.write_resolve_file(tmp_path / "resolve.txt")
+        create = gossamer(
+            "crawl", "--redis", redis_url, web.url(0, 0), "--workers", "0", *web_args(resolve)
+        )  # fmt: skip
+        assert create.returncode == Exit.OK, create.stderr
+        crawl_id = create.stdout.strip()
+        scale = gossamer(
+            "workers", "--redis", redis_url, "--crawl", crawl_id, "--scale", "1", "-o", str(out),
+            "--log-format", "json",
+        )  # fmt: skip
+        assert scale.returncode == Exit.OK, scale.stderr
+        (said,) = json_lines(scale.stderr)
+        assert said["crawl_id"] == crawl_id and said["workers"] == 1
+        (pid,) = (int(p) for p in re.findall(r"started 1 \(pids (\d+)\)", said["message"]))
+        log = out / "logs" / f"worker-{pid}.log"
+        deadline = time.monotonic() + 60
+        try:
+            # the worker leaves once the (small) crawl is finished; init reaps it
+            while _alive(pid):
+                assert time.monotonic() < deadline, log.read_text() if log.exists() else "no log"
+                time.sleep(0.1)
+        finally:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+    records = json_lines(log.read_text())
+    assert any(r["message"].endswith("pages; the crawl is finished") for r in records), records
+    join = next(r for r in records if "joins crawl" in r["message"])
+    assert join["pid"] == pid and join["crawl_id"] == crawl_id and join["worker_id"] == "w1"
