@@ -638,9 +638,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             args.log_format, args.log_level = logs.check(
                 getattr(args, "log_format", None), getattr(args, "log_level", None), os.environ
             )
-        except ValueError as exc:  # a bad GOSSAMER_LOG_*: said in the default format
+        except ValueError:  # a bad GOSSAMER_LOG_*: said in the default format (below)
             logs.configure()
-            raise ValueError(f"${logs.FORMAT_ENV} or ${logs.LEVEL_ENV}: {exc}") from None
+            raise
         logs.configure(args.log_format, args.log_level)
         result: int = args.func(args)
         sys.stdout.flush()  # a closed pipe shows here, inside the try, not at interpreter exit

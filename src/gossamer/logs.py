@@ -25,6 +25,7 @@ import logging
 import sys
 import time
 from collections.abc import Mapping
+from typing import TextIO
 
 FORMATS = ("human", "json")
 LEVELS = ("debug", "info", "warning", "error")
@@ -74,10 +75,12 @@ class JsonFormatter(logging.Formatter):
                 entry[key] = value
         if record.exc_info:
             entry["exception"] = self.formatException(record.exc_info)
+        if record.stack_info:
+            entry["stack"] = self.formatStack(record.stack_info)
         return json.dumps(entry, default=str, ensure_ascii=False)
 
 
-class _StderrHandler(logging.StreamHandler):  # type: ignore[type-arg]
+class _StderrHandler(logging.StreamHandler[TextIO]):
     """Writes to `sys.stderr` as it is when a record comes (a test's capture, a stream the
     program swapped in), not the one there was when the handler was made."""
 
@@ -95,14 +98,15 @@ _chosen: tuple[str, str] | None = None
 
 def check(format: str | None, level: str | None, environ: Mapping[str, str]) -> tuple[str, str]:
     """(format, level): the flags' values, else GOSSAMER_LOG_FORMAT / GOSSAMER_LOG_LEVEL, else
-    human / info. Raises ValueError naming the bad value."""
-    fmt = (format or environ.get(FORMAT_ENV) or "human").strip().lower()
-    lvl = (level or environ.get(LEVEL_ENV) or "info").strip().lower()
-    if fmt not in FORMATS:
-        raise ValueError(f"log format {fmt!r}: expected one of {', '.join(FORMATS)}")
-    if lvl not in LEVELS:
-        raise ValueError(f"log level {lvl!r}: expected one of {', '.join(LEVELS)}")
-    return fmt, lvl
+    human / info. Raises ValueError naming the bad value and where it came from."""
+
+    def pick(given: str | None, var: str, default: str, allowed: tuple[str, ...]) -> str:
+        source, value = ("", given) if given else (f"${var}: ", environ.get(var) or default)
+        if value.strip().lower() not in allowed:
+            raise ValueError(f"{source}{value!r} is not one of {', '.join(allowed)}")
+        return value.strip().lower()
+
+    return pick(format, FORMAT_ENV, "human", FORMATS), pick(level, LEVEL_ENV, "info", LEVELS)
 
 
 def configure(format: str = "human", level: str = "info") -> None:
