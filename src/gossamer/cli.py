@@ -3,17 +3,20 @@
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from . import __version__
+from . import __version__, logs
 from .exitcodes import Exit
 
 if TYPE_CHECKING:
     from .config import CrawlSettings
+
+_log = logging.getLogger(__name__)
 
 
 def build_parser(with_testweb: bool = True) -> argparse.ArgumentParser:
@@ -197,6 +200,7 @@ def _add_crawl(sub: Any) -> None:
         "(repeatable; a flag for the same setting wins)",
     )
     g.add_argument("-q", "--quiet", action="store_true", help="no progress output")
+    _log_flags(g)
     c = groups["cluster mode"]
     c.add_argument("--redis", metavar="URL", help="redis://host:port/db: create a cluster crawl")
     c.add_argument(
@@ -314,7 +318,7 @@ def _check_proxy(settings: Any) -> int | None:
     problem = dead_proxy(settings.proxy, settings.connect_timeout)
     if problem is None:
         return None
-    print(f"gossamer: error: {problem}", file=sys.stderr)
+    _log.error(problem)
     return Exit.UNAVAILABLE
 
 
@@ -334,8 +338,30 @@ def _limit(text: str) -> int | str:
 
 
 def _usage_error(message: str) -> int:
-    print(f"gossamer: error: {message}", file=sys.stderr)
+    _log.error(message)
     return Exit.USAGE
+
+
+def _log_flags(p: Any) -> None:
+    """--log-format and --log-level, on each command that says things on stderr."""
+    p.add_argument(
+        "--log-format",
+        choices=logs.FORMATS,
+        help=f"diagnostics on stderr: human lines (default) or one JSON object a line, with "
+        f"no progress display (default: ${logs.FORMAT_ENV})",
+    )
+    p.add_argument(
+        "--log-level",
+        choices=logs.LEVELS,
+        help=f"the least severe diagnostics shown (default info, or ${logs.LEVEL_ENV})",
+    )
+
+
+def _progress(args: argparse.Namespace) -> Any:
+    """Where a crawl shows its progress: stderr, unless -q or JSON logs (stderr is then the
+    log records' alone, one JSON object a line)."""
+    quiet = args.quiet or getattr(args, "log_format", None) == "json"
+    return None if quiet else sys.stderr
 
 
 def crawl_settings(args: argparse.Namespace) -> CrawlSettings:
@@ -405,11 +431,9 @@ def _run_crawl(args: argparse.Namespace) -> int:
                 heartbeat_ttl=5.0 if args.heartbeat_ttl is None else args.heartbeat_ttl,
                 workers=args.workers,
                 detach=bool(args.detach),
-                progress=None if args.quiet else sys.stderr,
+                progress=_progress(args),
             )
-        return run_crawl(
-            settings, resume=args.resume is not None, progress=None if args.quiet else sys.stderr
-        )
+        return run_crawl(settings, resume=args.resume is not None, progress=_progress(args))
     except (SettingsError, CrawlError) as exc:
         return _usage_error(str(exc))
 
@@ -462,11 +486,13 @@ def _add_cluster(sub: Any) -> None:
     )  # fmt: skip
     p.add_argument("--concurrency", type=int, help="hosts fetched at once (default: the crawl's)")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress output")
+    _log_flags(p)
     p.set_defaults(func=_run_cluster_worker)
 
     p = sub.add_parser("status", help="a cluster crawl's workers and totals")
     _redis_arguments(p)
     p.add_argument("--json", action="store_true", help="print JSON")
+    _log_flags(p)
     p.set_defaults(func=_run_status)
 
     p = sub.add_parser(
@@ -474,6 +500,7 @@ def _add_cluster(sub: Any) -> None:
     )
     _redis_arguments(p)
     p.add_argument("--wait", type=float, metavar="S", help="wait up to S seconds for the workers")
+    _log_flags(p)
     p.set_defaults(func=_run_stop)
 
     p = sub.add_parser(
@@ -485,6 +512,7 @@ def _add_cluster(sub: Any) -> None:
         "-o", "--output", type=Path, default=Path("gossamer-worker"), metavar="DIR",
         help="outputs of started workers (default ./gossamer-worker)",
     )  # fmt: skip
+    _log_flags(p)
     p.set_defaults(func=_run_scale)
 
 
@@ -497,7 +525,7 @@ def _run_cluster_worker(args: argparse.Namespace) -> int:
         capacity=args.capacity,
         out=args.output,
         concurrency=args.concurrency,
-        progress=None if args.quiet else sys.stderr,
+        progress=_progress(args),
     )
 
 
@@ -528,6 +556,7 @@ def _add_report(sub: Any) -> None:
         action="store_true",
         help="first (re)write DIR/warc/index.cdxj, the CDXJ index of every WARC file (for pywb)",
     )
+    _log_flags(p)
     p.set_defaults(func=_run_report)
 
 
@@ -602,8 +631,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     command = next((a for a in argv if not a.startswith("-")), None)
     parser = build_parser(with_testweb=command not in _LIGHT_COMMANDS)
+    logs.configure()  # until the flags are read: an error meanwhile still says "gossamer: error:"
     try:
         args = parser.parse_args(argv)
+        try:
+            args.log_format, args.log_level = logs.check(
+                getattr(args, "log_format", None), getattr(args, "log_level", None), os.environ
+            )
+        except ValueError:  # a bad GOSSAMER_LOG_*: said in the default format (below)
+            logs.configure()
+            raise
+        logs.configure(args.log_format, args.log_level)
         result: int = args.func(args)
         sys.stdout.flush()  # a closed pipe shows here, inside the try, not at interpreter exit
     except BrokenPipeError:
@@ -616,7 +654,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         os.dup2(devnull, sys.stdout.fileno())
         return Exit.OK
     except ValueError as exc:
-        parser.exit(Exit.USAGE, f"gossamer: error: {exc}\n")
+        _log.error(f"{exc}")
+        parser.exit(Exit.USAGE)
     except KeyboardInterrupt:
         return Exit.INTERRUPTED
     return result

@@ -101,7 +101,7 @@ def test_connect_tells_refused_missing_and_unreachable_apart(
 
 
 def test_connect_waits_its_patience_for_an_unreachable_redis(
-    capsys: pytest.CaptureFixture[str],
+    capsys: pytest.CaptureFixture[str], human_logs: None
 ) -> None:
     from gossamer.testing.redisd import _free_ports
 

@@ -268,7 +268,7 @@ def test_report_cdx_bad_input(tmp_path: Path) -> None:
 
 
 def test_an_index_that_cannot_be_written_is_a_clear_error(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], human_logs: None
 ) -> None:
     """The end of a crawl and `report --cdx`: exit 74 (IOERR) with one error line that says
     how to go on; the WARC files are untouched. (`warc/cdx` is a file here, so the index's

@@ -221,7 +221,7 @@ def test_end_summary_when_most_requests_fail(tmp_path: Path) -> None:
 
 
 def test_print_summary_when_nothing_was_fetched(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], human_logs: None
 ) -> None:
     stats = _stats(requests=1, errors={"robots/fetch/error/blocked-address": 1},
                    dropped={"robots/disallowed": 1})  # fmt: skip

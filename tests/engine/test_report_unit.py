@@ -210,7 +210,7 @@ def test_a_torn_history_line_is_skipped_and_the_next_starts_afresh(tmp_path: Pat
 
 
 def test_report_of_a_directory_that_is_no_crawl(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], human_logs: None
 ) -> None:
     assert print_report(tmp_path) == 2
     err = capsys.readouterr().err

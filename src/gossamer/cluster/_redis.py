@@ -8,8 +8,8 @@ used alone. (The frontier's keys are `gs:<crawl>:{<shard>}:…` and `gs:<crawl>:
 
 from __future__ import annotations
 
+import logging
 import re
-import sys
 import time
 import urllib.parse
 from collections.abc import Callable
@@ -39,6 +39,7 @@ TRANSIENT: Final = (
 )
 
 _T = TypeVar("_T")
+_log = logging.getLogger(__name__)
 
 
 #: errors that say "Redis refuses these credentials": a wrong password or user (WRONGPASS),
@@ -293,11 +294,11 @@ def retrying(
             if not is_transient(exc) or time.monotonic() >= deadline:
                 raise
             if not told:
-                print(f"gossamer: Redis unreachable ({what}): {exc}; retrying", file=sys.stderr)
+                _log.warning(f"Redis unreachable ({what}): {exc}; retrying")
                 told = True
             sleep(pause)
             pause = min(pause * 2, 2.0)
             continue
         if told:
-            print(f"gossamer: Redis reachable again ({what})", file=sys.stderr)
+            _log.info(f"Redis reachable again ({what})")
         return result

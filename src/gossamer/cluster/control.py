@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
 import signal
 import socket
@@ -31,6 +32,7 @@ from ..engine.progress import ProgressDisplay, WorkersProgress
 from ..engine.stopping import STOP_GRACE_S, STOP_SIGNALS, ask_to_stop, hold_stop_signals
 from ..exitcodes import Exit
 from ..frontier import FrontierStats
+from ..logs import child_env
 from ..outdir import new_directory_problem
 from ..partition import PartitionError
 from ._redis import (
@@ -58,6 +60,8 @@ from .registry import (
 )
 from .worker import connect_redis
 
+_log = logging.getLogger(__name__)
+
 __all__ = [
     "crawl_status",
     "run_cluster_crawl",
@@ -81,7 +85,7 @@ def _client(url: str) -> RedisClient:
 def _fail(exc: BaseException) -> int:
     """Print `exc` as the command's error; its exit status (RedisConnectError's own, else
     Exit.USAGE: no such crawl, a crawl in the wrong state, a bad argument)."""
-    print(f"gossamer: error: {exc}", file=sys.stderr)
+    _log.error(f"{exc}")
     return exc.exit if isinstance(exc, RedisConnectError) else Exit.USAGE
 
 
@@ -106,8 +110,9 @@ def worker_command(
 
 def worker_env(url: str) -> dict[str, str]:
     """The environment of a local worker: ours, with GOSSAMER_REDIS = `url` (the worker's
-    --redis default: a password there is not on any command line)."""
-    return {**os.environ, "GOSSAMER_REDIS": url}
+    --redis default: a password there is not on any command line) and this command's log
+    format and level (GOSSAMER_LOG_FORMAT/LEVEL), so its lines look like ours."""
+    return {**os.environ, "GOSSAMER_REDIS": url, **child_env()}
 
 
 # ---------------------------------------------------------------------------- crawl --redis
@@ -154,19 +159,19 @@ def run_cluster_crawl(
         print(crawl_id, flush=True)
         n = (os.cpu_count() or 1) if workers is None else workers
         if n <= 0:
-            print(
-                f"gossamer: crawl {crawl_id} created; join it with "
+            _log.info(
+                f"crawl {crawl_id} created; join it with "
                 f"`gossamer worker --redis {redact(url)} --crawl {crawl_id}`",
-                file=sys.stderr,
+                extra={"crawl_id": crawl_id},
             )
             return 0
         out = settings.output
         if detach:
             pids = spawn_detached(client, url, crawl_id, out, n)
-            print(
-                f"gossamer: crawl {crawl_id}: {n} detached workers (pids "
+            _log.info(
+                f"crawl {crawl_id}: {n} detached workers (pids "
                 f"{', '.join(map(str, pids))}), outputs under {out}/",
-                file=sys.stderr,
+                extra={"crawl_id": crawl_id, "pids": pids, "path": str(out)},
             )
             return 0
         record = load_crawl(client, crawl_id)
@@ -491,10 +496,10 @@ def stop_main(url: str, crawl_id: str | None, *, wait: float | None = None) -> i
     def stop(client: RedisClient) -> int:
         record = load_crawl(client, crawl_id)
         if record.state in ("stopped", "finished"):
-            print(f"gossamer: crawl {record.id} is {record.state} already", file=sys.stderr)
+            _log.info(f"crawl {record.id} is {record.state} already", extra={"crawl_id": record.id})
             return Exit.OK
         state = request_stop(client, record) if record.state == "running" else record.state
-        print(f"gossamer: crawl {record.id}: {state}", file=sys.stderr)
+        _log.info(f"crawl {record.id}: {state}", extra={"crawl_id": record.id})
         if wait is None or state != "stopping":
             return Exit.OK
         deadline = time.monotonic() + wait
@@ -502,11 +507,13 @@ def stop_main(url: str, crawl_id: str | None, *, wait: float | None = None) -> i
         while time.monotonic() < deadline:
             if not membership.members():
                 settle_stopped(client, record)
-                print(f"gossamer: crawl {record.id}: stopped", file=sys.stderr)
+                _log.info(f"crawl {record.id}: stopped", extra={"crawl_id": record.id})
                 return Exit.OK
             time.sleep(0.2)
-        print(f"gossamer: crawl {record.id}: workers still running after {wait:g}s",
-              file=sys.stderr)  # fmt: skip
+        _log.warning(
+            f"crawl {record.id}: workers still running after {wait:g}s",
+            extra={"crawl_id": record.id},
+        )
         return Exit.TEMPFAIL
 
     return _with_client(url, stop)
@@ -609,8 +616,8 @@ def _report_scale(record: CrawlRecord, target: int, r: dict[str, Any]) -> None:
         parts.append(f"asked {', '.join(r['stopping'])} to stop")
     if r["terminated"]:
         parts.append(f"terminated starting pids {', '.join(map(str, r['terminated']))}")
-    print(
-        f"gossamer: crawl {record.id} on {r['machine']}: {r['before']} -> {target} workers"
+    _log.info(
+        f"crawl {record.id} on {r['machine']}: {r['before']} -> {target} workers"
         + (f"; {'; '.join(parts)}" if parts else "; nothing to do"),
-        file=sys.stderr,
+        extra={"crawl_id": record.id, "machine": r["machine"], "workers": target},
     )

@@ -27,9 +27,9 @@ from __future__ import annotations
 import asyncio
 import collections
 import json
+import logging
 import os
 import socket
-import sys
 import threading
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
@@ -70,6 +70,8 @@ from .registry import (
     mark_finished,
     refresh_summary,
 )
+
+_log = logging.getLogger(__name__)
 
 __all__ = [
     "ClusterFrontier",
@@ -124,18 +126,17 @@ def connect_redis(
                     "the host and port right?"
                 ) from None
             if not told:
-                print(
-                    f"gossamer: Redis at {safe} does not answer ({why}); waiting up to "
+                _log.warning(
+                    f"Redis at {safe} does not answer ({why}); waiting up to "
                     f"{patience:g} s for it",
-                    file=sys.stderr,
-                    flush=True,
+                    extra={"redis": safe},
                 )
                 told = True
             sleep(min(pause, max(0.0, deadline - time.monotonic())))
             pause = min(pause * 2, 2.0)
             continue
         if told:
-            print(f"gossamer: Redis at {safe} answers", file=sys.stderr, flush=True)
+            _log.info(f"Redis at {safe} answers", extra={"redis": safe})
         return client
 
 
@@ -294,12 +295,12 @@ class Heartbeat:
             except redis.exceptions.RedisError as exc:
                 self.failures += 1
                 if not told:
-                    print(f"gossamer: heartbeat failed ({exc}); retrying", file=sys.stderr)
+                    _log.warning(f"heartbeat failed ({exc}); retrying")
                     told = True
                 delay, pause = pause, min(pause * 2, interval)
                 continue
             if told:
-                print("gossamer: heartbeats reach Redis again", file=sys.stderr)
+                _log.info("heartbeats reach Redis again")
             pause, told = 0.05, False
             self.beats += 1
             self.on_beat(beat)
@@ -433,10 +434,10 @@ class _Worker:
         """From the heartbeat thread: new members for the partition; a stop when the crawl
         is no longer running or this worker is asked to leave."""
         if beat.expired and self._state != "starting":
-            print(
-                f"gossamer: worker {self.id}: its heartbeat record had expired (frozen or cut "
+            _log.warning(
+                f"worker {self.id}: its heartbeat record had expired (frozen or cut "
                 f"off for over {self.membership.ttl:g} s); it is back in the crawl",
-                file=sys.stderr,
+                extra={"worker_id": self.id},
             )
         self.view.update(beat.members)
         self.crawl_state = beat.crawl_state
@@ -506,7 +507,7 @@ def worker_main(
     try:
         client = connect_redis(url)
     except RedisConnectError as exc:
-        print(f"gossamer: error: {exc}", file=sys.stderr)
+        _log.error(f"{exc}")
         return exc.exit
     try:
         return run_worker(
@@ -521,7 +522,7 @@ def worker_main(
     except Exception as exc:
         if not is_auth_error(exc):  # e.g. an ACL user refused a command (NOPERM) on joining
             raise
-        print(f"gossamer: error: {refusal(url, exc)}", file=sys.stderr)
+        _log.error(refusal(url, exc))
         return Exit.NOPERM
     finally:
         client.close()
@@ -539,15 +540,17 @@ def run_worker(
 ) -> int:
     """Join the crawl (`crawl_id`, or the only running one) as a new worker."""
     if not capacity > 0:
-        print(f"gossamer: error: --capacity must be > 0, not {capacity}", file=sys.stderr)
+        _log.error(f"--capacity must be > 0, not {capacity}")
         return Exit.USAGE
     try:
         record = retrying(lambda: load_crawl(client, crawl_id), what="registry")
     except RegistryError as exc:
-        print(f"gossamer: error: {exc}", file=sys.stderr)
+        _log.error(f"{exc}")
         return Exit.USAGE
     if record.state != "running":
-        print(f"gossamer: crawl {record.id} is {record.state}: nothing to do", file=sys.stderr)
+        _log.info(
+            f"crawl {record.id} is {record.state}: nothing to do", extra={"crawl_id": record.id}
+        )
         return Exit.OK
     membership = Membership(client, record.id, ttl=record.heartbeat_ttl)
     worker_id = retrying(membership.new_id, what="registry")
@@ -561,7 +564,7 @@ def run_worker(
         fix="give another -o DIR",
     )
     if problem is not None:
-        print(f"gossamer: error: {problem}", file=sys.stderr)
+        _log.error(problem, extra={"crawl_id": record.id, "path": str(wdir)})
         return int(Exit.USAGE)
     try:
         wdir.mkdir(parents=True, exist_ok=True)
@@ -587,33 +590,44 @@ def run_worker(
             + "\n"
         )
     except (OSError, RegistryError) as exc:
-        print(f"gossamer: error: cannot prepare {wdir}: {exc}", file=sys.stderr)
+        _log.error(
+            f"cannot prepare {wdir}: {exc}", extra={"crawl_id": record.id, "path": str(wdir)}
+        )
         return Exit.IOERR if isinstance(exc, OSError) else Exit.USAGE
     worker = _Worker(url, client, record, worker_id, settings, capacity=capacity, machine=machine)
-    print(
-        f"gossamer: worker {worker_id} ({machine}, pid {os.getpid()}) joins crawl {record.id}; "
+    _log.info(
+        f"worker {worker_id} ({machine}, pid {os.getpid()}) joins crawl {record.id}; "
         f"outputs in {wdir}",
-        file=sys.stderr,
+        extra={
+            "worker_id": worker_id,
+            "crawl_id": record.id,
+            "machine": machine,
+            "pid": os.getpid(),
+            "path": str(wdir),
+        },
     )
     with asyncio.Runner(loop_factory=loop_factory()) as runner:
         code = runner.run(_work(worker, progress))
     if code == Exit.IOERR and (refused := _refused(url, client)) is not None:
         # the engine saw a storage error: Redis refusing the password (changed while the
         # worker ran) is one, but waiting or resuming as it is will not help
-        print(f"gossamer: error: {refused}", file=sys.stderr)
+        _log.error(f"{refused}", extra={"worker_id": worker_id, "crawl_id": record.id})
         code = Exit.NOPERM
     _add_loop_lag(wdir / "stats.json", worker.loop_lag)
     pages = worker.crawler.counters.pages if worker.crawler is not None else 0
     why = worker.stop_reason or f"the crawl is {worker.crawl_state}"
-    print(f"gossamer: worker {worker_id}: {pages} pages; {why}", file=sys.stderr)
+    _log.info(
+        f"worker {worker_id}: {pages} pages; {why}",
+        extra={"worker_id": worker_id, "crawl_id": record.id, "pages": pages},
+    )
     if worker.gate is not None:
         g = worker.gate.statistics()
-        print(
-            f"gossamer: worker {worker_id}: IP gate: {g.holds} holds, {g.waits} waited "
+        _log.info(
+            f"worker {worker_id}: IP gate: {g.holds} holds, {g.waits} waited "
             f"({g.polls} polls), "
             f"{g.lost} slots lost (expired), {g.confirmed} confirmed before a request, "
             f"{g.redis_errors} Redis errors waited out",
-            file=sys.stderr,
+            extra={"worker_id": worker_id, "crawl_id": record.id},
         )
     return code
 
@@ -627,7 +641,7 @@ def _add_loop_lag(path: Path, lag: LoopLag) -> None:
         stats = json.loads(path.read_text(encoding="utf-8"))
         write_stats(path, {**stats, **lag.statistics()})
     except (OSError, ValueError) as exc:
-        print(f"gossamer: cannot add the loop lag to {path}: {exc}", file=sys.stderr)
+        _log.warning(f"cannot add the loop lag to {path}: {exc}", extra={"path": str(path)})
 
 
 def _refused(url: str, client: RedisClient) -> RedisConnectError | None:

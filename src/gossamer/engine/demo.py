@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import sys
 import tempfile
 from pathlib import Path
@@ -13,6 +14,8 @@ from ..testing import TruthRules, WebSpec, audit, compute_truth, read_logs, serv
 from ..testing.cli_demo import DEMO_OVERRIDES
 from .report import print_report
 from .run import run_crawl
+
+_log = logging.getLogger(__name__)
 
 
 def run_demo(
@@ -27,7 +30,7 @@ def run_demo(
         # the demo writes web.log, resolve.txt and crawl/ into `out`: never over someone's
         problem = new_directory_problem(out)
         if problem is not None:
-            print(f"gossamer: error: {problem}", file=sys.stderr)
+            _log.error(problem, extra={"path": str(out)})
             return int(Exit.USAGE)
     out = out or Path(tempfile.mkdtemp(prefix="gossamer-demo-"))
     out.mkdir(parents=True, exist_ok=True)

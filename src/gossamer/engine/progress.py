@@ -20,8 +20,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import signal
-import sys
 import time
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -34,6 +34,8 @@ from ..frontier import Frontier, FrontierStats
 
 if TYPE_CHECKING:
     from .crawler import Crawler
+
+_log = logging.getLogger(__name__)
 
 TTY_INTERVAL_S = 0.5  # a terminal's redraw period
 JSON_INTERVAL_S = 10.0  # a JSON line's period (logs stay small: 360 lines an hour)
@@ -600,8 +602,10 @@ def print_summary(
     if failed:
         problem = diagnose(stats)
         reason = problem.line() if problem is not None else "see crawl.log.jsonl"
-        err = stream if stream is not None else sys.stderr
-        err.write(f"gossamer: error: no page fetched: {reason}\n")
+        if stream is not None:  # the summary's last line
+            stream.write(f"gossamer: error: no page fetched: {reason}\n")
+        else:  # quiet: the error is a diagnostic like any other
+            _log.error(f"no page fetched: {reason}", extra={"path": str(out)})
     if stream is not None:
         stream.flush()
     return failed

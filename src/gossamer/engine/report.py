@@ -10,6 +10,7 @@ ends) tells the runs apart. See docs/crawler/outputs.md ("Report").
 from __future__ import annotations
 
 import json
+import logging
 import sys
 import time
 from array import array
@@ -23,6 +24,8 @@ import xxhash
 
 from ..sinks import append_run_record, read_run_records, read_stats
 from .crawler import RETRY_STATUSES
+
+_log = logging.getLogger(__name__)
 
 RUNS_FILE = "runs.jsonl"
 
@@ -458,7 +461,7 @@ def print_report(out: Path, *, as_json: bool = False) -> int:
     try:
         report = crawl_report(out)
     except (ValueError, OSError) as exc:
-        print(f"gossamer: error: {exc}", file=sys.stderr)
+        _log.error(f"{exc}", extra={"path": str(out)})
         return 2
     if as_json:
         print(json.dumps(report, indent=2))
@@ -558,27 +561,27 @@ def write_report_cdx(out: Path) -> int:
     from .run import CrawlError, _dir_lock
 
     if not (out / "crawl.json").is_file():
-        print(
-            f"gossamer: error: {out} is not a crawl directory (no crawl.json); "
+        _log.error(
+            f"{out} is not a crawl directory (no crawl.json); "
             "give the -o directory of a crawl",
-            file=sys.stderr,
+            extra={"path": str(out)},
         )
         return Exit.USAGE
     try:
         with _dir_lock(out):
             index = write_crawl_index(out / "warc")
     except CrawlError:
-        print(
-            f"gossamer: error: a crawler is running in {out}; it writes the CDX index when it "
+        _log.error(
+            f"a crawler is running in {out}; it writes the CDX index when it "
             "ends (run `gossamer report --cdx` after it)",
-            file=sys.stderr,
+            extra={"path": str(out)},
         )
         return Exit.USAGE
     except OSError as exc:
-        print(
-            f"gossamer: error: cannot write the CDX index in {out / 'warc'}: "
+        _log.error(
+            f"cannot write the CDX index in {out / 'warc'}: "
             f"{exc.strerror or exc}; free space or fix permissions and run it again",
-            file=sys.stderr,
+            extra={"path": str(out)},
         )
         return Exit.IOERR
     if index.path is None:

@@ -23,10 +23,10 @@ import contextlib
 import errno
 import fcntl
 import json
+import logging
 import os
 import signal
 import sqlite3
-import sys
 import time
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import AbstractAsyncContextManager, contextmanager
@@ -53,6 +53,7 @@ from .stopping import WorkerStop, hold_stop_signals
 from .summary import worker_summary
 
 MANIFEST = "crawl.json"
+_log = logging.getLogger(__name__)
 
 
 class CrawlError(RuntimeError):
@@ -151,14 +152,14 @@ def run_crawl(
 
             plan = plan_resume(settings)  # reads only: a refusal changes nothing
             if plan.nothing_to_do is not None:
-                print(f"gossamer: {plan.nothing_to_do}", file=sys.stderr)
+                _log.info(plan.nothing_to_do, extra={"path": str(settings.output)})
                 return int(Exit.OK)
             settings, changed = plan.settings, plan.changed
         # the proxy this run uses (a resume's may be a new one): a dead one stops the crawl
         # before anything is written
         problem = dead_proxy(settings.proxy, settings.connect_timeout)
         if problem is not None:
-            print(f"gossamer: error: {problem}", file=sys.stderr)
+            _log.error(problem)
             return int(Exit.UNAVAILABLE)
         if not resume:
             settings = prepare_directory(settings, resume=False)
@@ -198,11 +199,11 @@ def write_cdx_index(out: Path, code: int) -> int:
     try:
         write_crawl_index(out / "warc")
     except OSError as exc:
-        print(
-            f"gossamer: error: cannot write the CDX index in {out / 'warc'}: "
+        _log.error(
+            f"cannot write the CDX index in {out / 'warc'}: "
             f"{exc.strerror or exc}; the WARC files are whole: run "
             f"`gossamer report {out} --cdx` once that is fixed",
-            file=sys.stderr,
+            extra={"path": str(out)},
         )
         return code or Exit.IOERR
     return code
@@ -345,7 +346,7 @@ async def run_engine(
         full = getattr(exc, "errno", None) in (errno.ENOSPC, errno.EFBIG, errno.EDQUOT)
         what = "disk full" if full else f"cannot write the crawl: {exc}"
         hint = resume_hint or f"resume with `gossamer crawl --resume {out}` once that is fixed"
-        print(f"gossamer: error: {what} in {out}; nothing is lost: {hint}", file=sys.stderr)
+        _log.error(f"{what} in {out}; nothing is lost: {hint}", extra={"path": str(out)})
         exit_code = 74  # EX_IOERR: the frontier keeps every unfinished URL
     finally:
         # What ended the crawl. The handlers stay installed until the outputs are written and
@@ -370,7 +371,7 @@ async def run_engine(
                 write_stats(out / (f"stats-{part}.json" if part else "stats.json"), summary)
             except errors as exc:
                 if not exit_code:
-                    print(f"gossamer: error: cannot write outputs: {exc}", file=sys.stderr)
+                    _log.error(f"cannot write outputs: {exc}", extra={"path": str(out)})
                 exit_code = exit_code or 74
             finally:
                 try:

@@ -7,6 +7,7 @@ crawler: the demo shows the simulated web, its ground truth and its audit workin
 from __future__ import annotations
 
 import argparse
+import logging
 import sys
 import tempfile
 import time
@@ -21,6 +22,8 @@ from ._logread import read_logs
 from ._refclient import ReferenceClient
 from ._spec import WebSpec
 from ._truth import TruthRules, compute_truth
+
+_log = logging.getLogger(__name__)
 
 USER_AGENT = "gossamer-refclient/0.1"
 
@@ -76,7 +79,7 @@ def run_demo(args: argparse.Namespace) -> int:
         # web.log, web.json, resolve.txt and audit.json go there: never over someone's files
         problem = new_directory_problem(args.out)
         if problem is not None:
-            print(f"gossamer: error: {problem}", file=sys.stderr)
+            _log.error(problem, extra={"path": str(args.out)})
             return int(Exit.USAGE)
     out = args.out or Path(tempfile.mkdtemp(prefix="gossamer-demo-"))
     out.mkdir(parents=True, exist_ok=True)

@@ -1,0 +1,144 @@
+"""Diagnostics as `logging` records, and how the `gossamer` command shows them.
+
+Library code logs to its module's logger (`logging.getLogger(__name__)`, all under the
+`gossamer` namespace) and never configures logging: importing gossamer installs no handler, so
+an application that embeds it decides where its records go. Only the command (cli.py) calls
+`configure`, which puts one handler on the `gossamer` logger, writing to standard error:
+
+- `human` (the default): the lines the command has always printed, `gossamer: error: MESSAGE`
+  for an error and `gossamer: MESSAGE` for anything else;
+- `json`: one JSON object a line, `{"ts", "level", "logger", "message", ...}`, plus the fields
+  a call passes in `extra=` (`worker_id`, `crawl_id`, `path`, ...), for log shippers.
+
+What stays `print` is a command's output, not a diagnostic: `gossamer report`, `status`, the
+`--json` outputs, and the live progress display and end summary (engine/progress.py).
+
+Levels mean: error, the command fails (or a part of its work did: "nothing is lost" lines);
+warning, something is wrong and being worked around (Redis unreachable, retrying); info,
+progress worth a line (a worker joins, a crawl stops).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+import time
+from collections.abc import Mapping
+from typing import TextIO
+
+FORMATS = ("human", "json")
+LEVELS = ("debug", "info", "warning", "error")
+FORMAT_ENV = "GOSSAMER_LOG_FORMAT"
+LEVEL_ENV = "GOSSAMER_LOG_LEVEL"
+ROOT = "gossamer"
+
+# a record's own attributes: whatever else it carries came in `extra=`
+_RECORD_FIELDS = frozenset(vars(logging.LogRecord("", 0, "", 0, "", None, None))) | {
+    "message",
+    "asctime",
+    "taskName",  # Python 3.12+
+}
+
+
+def _utc(epoch: float) -> str:
+    """ISO 8601 UTC with milliseconds and a Z, as the crawl log's `time` and progress's `ts`."""
+    ms = int(epoch * 1000) % 1000
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(epoch)) + f".{ms:03d}Z"
+
+
+class HumanFormatter(logging.Formatter):
+    """`gossamer: error: MESSAGE` (ERROR and above) or `gossamer: MESSAGE`: the command's lines
+    from before it logged, byte for byte (tests and docs quote them)."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        prefix = "gossamer: error: " if record.levelno >= logging.ERROR else "gossamer: "
+        text = prefix + record.getMessage()
+        if record.exc_info:
+            text += "\n" + self.formatException(record.exc_info)
+        return text
+
+
+class JsonFormatter(logging.Formatter):
+    """One JSON object: ts, level (lower case), logger, message, the `extra=` fields, and the
+    traceback as `exception` when there is one. Values JSON cannot hold are written as str."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        entry: dict[str, object] = {
+            "ts": _utc(record.created),
+            "level": record.levelname.lower(),
+            "logger": record.name,
+            "message": record.getMessage(),
+        }
+        for key, value in vars(record).items():
+            if key not in _RECORD_FIELDS and key not in entry:
+                entry[key] = value
+        if record.exc_info:
+            entry["exception"] = self.formatException(record.exc_info)
+        if record.stack_info:
+            entry["stack"] = self.formatStack(record.stack_info)
+        return json.dumps(entry, default=str, ensure_ascii=False)
+
+
+class _StderrHandler(logging.StreamHandler[TextIO]):
+    """Writes to `sys.stderr` as it is when a record comes (a test's capture, a stream the
+    program swapped in), not the one there was when the handler was made."""
+
+    def __init__(self) -> None:
+        super().__init__(sys.stderr)
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.stream = sys.stderr  # Handler.handle holds the handler's lock here
+        super().emit(record)
+
+
+_installed: _StderrHandler | None = None
+_chosen: tuple[str, str] | None = None
+
+
+def check(format: str | None, level: str | None, environ: Mapping[str, str]) -> tuple[str, str]:
+    """(format, level): the flags' values, else GOSSAMER_LOG_FORMAT / GOSSAMER_LOG_LEVEL, else
+    human / info. Raises ValueError naming the bad value and where it came from."""
+
+    def pick(given: str | None, var: str, default: str, allowed: tuple[str, ...]) -> str:
+        source, value = ("", given) if given else (f"${var}: ", environ.get(var) or default)
+        if value.strip().lower() not in allowed:
+            raise ValueError(f"{source}{value!r} is not one of {', '.join(allowed)}")
+        return value.strip().lower()
+
+    return pick(format, FORMAT_ENV, "human", FORMATS), pick(level, LEVEL_ENV, "info", LEVELS)
+
+
+def configure(format: str = "human", level: str = "info") -> None:
+    """Show the `gossamer` loggers' records of `level` and above on standard error in `format`
+    (see FORMATS). For the command's use: calling it again replaces the previous choice. A
+    forked process (a pool's worker) keeps it; `child_env()` hands it to a subprocess."""
+    global _installed, _chosen
+    fmt, lvl = check(format, level, {})
+    logger = logging.getLogger(ROOT)
+    if _installed is not None:
+        logger.removeHandler(_installed)
+    handler = _StderrHandler()
+    handler.setFormatter(JsonFormatter() if fmt == "json" else HumanFormatter())
+    logger.addHandler(handler)
+    logger.setLevel(lvl.upper())
+    _installed, _chosen = handler, (fmt, lvl)
+
+
+def child_env() -> dict[str, str]:
+    """The environment variables that make a `gossamer` subprocess log as this process was
+    configured to (nothing when `configure` was not called: the child then decides alone)."""
+    if _chosen is None:
+        return {}
+    return {FORMAT_ENV: _chosen[0], LEVEL_ENV: _chosen[1]}
+
+
+def unconfigure() -> None:
+    """Remove what `configure` installed (the `gossamer` logger's handler and level): for a
+    program or test that called `configure` and hands logging back."""
+    global _installed, _chosen
+    logger = logging.getLogger(ROOT)
+    if _installed is not None:
+        logger.removeHandler(_installed)
+    logger.setLevel(logging.NOTSET)
+    _installed, _chosen = None, None
