@@ -405,8 +405,9 @@ class _Worker:
         self.crawl_state = record.state
 
     def status(self, state: str | None = None) -> WorkerStatus:
-        """This worker's status record now (called from the heartbeat thread too)."""
-        c = self.crawler.counters if self.crawler is not None else None
+        """This worker's status record now (called from the heartbeat thread too: it reads
+        the crawler's last published snapshot, never the counters the loop mutates)."""
+        c = self.crawler.snapshot if self.crawler is not None else None
         pages = c.pages if c is not None else 0
         if state is None:
             state = self._state
@@ -423,7 +424,7 @@ class _Worker:
             hosts=self.frontier.hosts() if self.frontier is not None else (),
             pages=pages,
             requests=c.requests if c is not None else 0,
-            errors=sum(c.errors.values()) if c is not None else 0,
+            errors=c.error_count if c is not None else 0,
             pages_per_s=round(self._rate.add(time.monotonic(), pages), 1),
             out=str(self.settings.output),
             started_at=self.started_at,

@@ -702,7 +702,7 @@ async def run_engine(
                 display.close()
             await fetcher.aclose()
             try:
-                stats = await asyncio.to_thread(frontier.statistics)
+                stats = await crawler.frontier_statistics()
                 summary = _summary(crawler, stats, started, ended_by, failed=bool(exit_code))
                 recorder.close()
                 write_stats(out / (f"stats-{part}.json" if part else "stats.json"), summary)
@@ -782,8 +782,8 @@ async def _show_progress(crawler: Crawler, frontier: Frontier, display: Progress
     base: int | None = None  # pages done by earlier runs (a resume)
     while True:
         await asyncio.sleep(display.interval)
-        c = crawler.counters
-        stats = await asyncio.to_thread(frontier.statistics)
+        c = crawler.publish_snapshot()  # (frozen while the statistics are awaited)
+        stats = await crawler.frontier_statistics()
         # the frontier counts a page done when its batch completes, up to per_host pages
         # after it was fetched: the bar follows this worker's own count (a max_pages crawl
         # of one worker showed 484 pages fetched and 261 done)
@@ -794,7 +794,7 @@ async def _show_progress(crawler: Crawler, frontier: Frontier, display: Progress
                 pages=c.pages,
                 queued=stats.queued,
                 active_hosts=c.active_hosts,
-                errors=sum(c.errors.values()),
+                errors=c.error_count,
                 failed=stats.failed,
                 done=max(stats.done, base + c.pages),
             )
