@@ -472,6 +472,16 @@ class Crawler:
         executor (SQLite: the counters' query can wait for a writer's lock)."""
         return await self._in_thread(self.frontier.statistics)
 
+    async def close_frontier(self) -> None:
+        """Close the frontier: inline (SQLite: a flush of its pending counters), or in a
+        thread, awaited, when it has an I/O thread (Redis: its close waits for the calls
+        queued on that thread and sends what it still holds — through an outage, a wait
+        the loop and its signal handlers do not sit through)."""
+        if self._io is None:
+            self.frontier.close()
+        else:
+            await asyncio.to_thread(self.frontier.close)
+
     async def _in_thread(self, call: Callable[..., _T], *args: object) -> _T:
         """`call(*args)` on the frontier's I/O thread when it has one, else in the default
         executor (`asyncio.to_thread`): for the calls that never ran inline."""

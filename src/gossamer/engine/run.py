@@ -712,7 +712,7 @@ async def run_engine(
                 exit_code = exit_code or 74
             finally:
                 try:
-                    frontier.close()
+                    await crawler.close_frontier()
                 except errors:
                     exit_code = exit_code or 74
                 finally:
