@@ -3,16 +3,19 @@ the heartbeat thread beats while the event loop is blocked and survives a Redis 
 
 from __future__ import annotations
 
+import signal
+import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import pytest
 import redis.exceptions
 
 from gossamer.cluster.members import Beat, Membership, PartitionView, WorkerStatus
 from gossamer.cluster.registry import create_crawl, load_crawl
-from gossamer.cluster.worker import ClusterFrontier, Heartbeat, _Worker, exhausted
+from gossamer.cluster.worker import ClusterFrontier, Heartbeat, RedisIo, _Worker, exhausted
 from gossamer.config import CrawlSettings
 from gossamer.engine.crawler import Crawler
 from gossamer.frontier import (
@@ -164,3 +167,31 @@ def test_the_heartbeats_status_reads_the_crawlers_snapshot_not_its_counters(
         assert (mine.pages, mine.requests, mine.errors) == (5, 6, 1)
     finally:
         client.close()
+
+
+def test_redis_io_runs_calls_in_order_on_one_daemon_thread_with_the_stop_signals_blocked() -> None:
+    io = RedisIo()
+    seen: list[tuple[int, str, bool]] = []
+
+    def call(i: int) -> int:
+        blocked = signal.pthread_sigmask(signal.SIG_BLOCK, [])
+        thread = threading.current_thread()
+        seen.append((i, thread.name, thread.daemon and {signal.SIGINT, signal.SIGTERM} <= blocked))
+        time.sleep(0.001 * (i % 3))  # (a slower call does not let a later one pass it)
+        return i * 2
+
+    futures = [io.submit(call, i) for i in range(20)]
+    failing = io.submit(lambda: 1 // 0)
+    assert [f.result(timeout=10) for f in futures] == [i * 2 for i in range(20)]
+    assert seen == [(i, "redis-io", True) for i in range(20)]
+    with pytest.raises(ZeroDivisionError):
+        failing.result(timeout=10)
+    # shutdown waits for the calls submitted before it, and takes no more
+    slow = io.submit(time.sleep, 0.2)
+    io.shutdown(wait=True)
+    assert slow.done()
+    with pytest.raises(RuntimeError):
+        io.submit(call, 0)
+    io.shutdown()  # (again: nothing)
+    # the main thread's mask is as it was
+    assert signal.SIGTERM not in signal.pthread_sigmask(signal.SIG_BLOCK, [])
