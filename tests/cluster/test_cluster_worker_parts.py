@@ -3,13 +3,21 @@ the heartbeat thread beats while the event loop is blocked and survives a Redis 
 
 from __future__ import annotations
 
+import signal
+import threading
 import time
 from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
 
+import pytest
 import redis.exceptions
 
 from gossamer.cluster.members import Beat, Membership, PartitionView, WorkerStatus
-from gossamer.cluster.worker import ClusterFrontier, Heartbeat, exhausted
+from gossamer.cluster.registry import create_crawl, load_crawl
+from gossamer.cluster.worker import ClusterFrontier, Heartbeat, RedisIo, _Worker, exhausted
+from gossamer.config import CrawlSettings
+from gossamer.engine.crawler import Crawler
 from gossamer.frontier import (
     Discovered,
     FrontierStats,
@@ -112,3 +120,78 @@ def test_heartbeats_go_on_while_the_caller_is_blocked_and_through_a_restart(
     finally:
         hb.stop()
         client.close()
+
+
+def test_the_heartbeats_status_reads_the_crawlers_snapshot_not_its_counters(
+    redis_url: str, tmp_path: Path
+) -> None:
+    """`_Worker.status` (the heartbeat thread's) reads `Crawler.snapshot`, which the event
+    loop publishes; the live counters, mutated by the loop, are not read across threads."""
+    client = connect(redis_url)
+    try:
+        settings = CrawlSettings(seeds=["http://a.example/"], output=tmp_path, delay=0)
+        crawl_id = create_crawl(client, settings.seeds, settings)
+        record = load_crawl(client, crawl_id)
+        worker = _Worker(
+            redis_url, client, record, "w1", settings, capacity=1.0, machine="m"
+        )
+        # (no crawl runs: the fetcher and sinks are never called)
+        unused: Any = object()
+        crawler = Crawler(
+            settings, frontier=MemoryFrontier(), fetcher=unused, ip_of=lambda h: None,
+            sinks=unused,
+        )  # fmt: skip
+        worker.crawler = crawler
+        crawler.counters.pages, crawler.counters.requests = 5, 6
+        crawler.counters.errors["fetch/error/x"] += 1
+        crawler.counters.active_hosts = 1
+        status = worker.status()
+        assert (status.pages, status.requests, status.errors, status.state) == (0, 0, 0, "idle")
+        crawler.publish_snapshot()  # (the loop does it every SNAPSHOT_INTERVAL_S)
+        status = worker.status()
+        assert (status.pages, status.requests, status.errors, status.state) == (
+            5, 6, 1, "crawling",
+        )  # fmt: skip
+        # and what the heartbeat thread publishes
+        beats: list[Beat] = []
+        hb = Heartbeat(worker.membership, worker.status, beats.append)
+        hb.start()
+        try:
+            deadline = time.monotonic() + 10
+            while not beats and time.monotonic() < deadline:
+                time.sleep(0.02)
+        finally:
+            hb.stop()
+        assert beats and hb.failures == 0
+        (mine,) = [s for s in worker.membership.statuses() if s.id == "w1"]
+        assert (mine.pages, mine.requests, mine.errors) == (5, 6, 1)
+    finally:
+        client.close()
+
+
+def test_redis_io_runs_calls_in_order_on_one_daemon_thread_with_the_stop_signals_blocked() -> None:
+    io = RedisIo()
+    seen: list[tuple[int, str, bool]] = []
+
+    def call(i: int) -> int:
+        blocked = signal.pthread_sigmask(signal.SIG_BLOCK, [])
+        thread = threading.current_thread()
+        seen.append((i, thread.name, thread.daemon and {signal.SIGINT, signal.SIGTERM} <= blocked))
+        time.sleep(0.001 * (i % 3))  # (a slower call does not let a later one pass it)
+        return i * 2
+
+    futures = [io.submit(call, i) for i in range(20)]
+    failing = io.submit(lambda: 1 // 0)
+    assert [f.result(timeout=10) for f in futures] == [i * 2 for i in range(20)]
+    assert seen == [(i, "redis-io", True) for i in range(20)]
+    with pytest.raises(ZeroDivisionError):
+        failing.result(timeout=10)
+    # shutdown waits for the calls submitted before it, and takes no more
+    slow = io.submit(time.sleep, 0.2)
+    io.shutdown(wait=True)
+    assert slow.done()
+    with pytest.raises(RuntimeError):
+        io.submit(call, 0)
+    io.shutdown()  # (again: nothing)
+    # the main thread's mask is as it was
+    assert signal.SIGTERM not in signal.pthread_sigmask(signal.SIG_BLOCK, [])

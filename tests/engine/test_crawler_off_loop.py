@@ -12,7 +12,7 @@ from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from test_crawler_unit import FakeFetcher, FakeSinks, _crawl, _site
+from test_crawler_unit import FakeFetcher, FakeSinks, RobotsChainFetcher, _crawl, _site
 
 from gossamer.cluster.worker import LoopLag
 from gossamer.config import CrawlSettings
@@ -48,6 +48,14 @@ class _ThreadNoting(MemoryFrontier):
         self._note("extend")
         return super().extend(token, until)
 
+    def statistics(self) -> Any:
+        self._note("statistics")
+        return super().statistics()
+
+    def set_host_delay(self, host: str, crawl_delay: float | None) -> None:
+        self._note("set_host_delay")
+        super().set_host_delay(host, crawl_delay)
+
 
 class _OffLoop(_ThreadNoting):
     def __init__(self, slow: float = 0.0, **kw: Any) -> None:
@@ -67,21 +75,62 @@ def test_an_off_loop_frontier_is_called_on_its_io_thread_only() -> None:
         _site(8), ["http://a.example/p0"], latency=0.0, stop_after=6.0, frontier=frontier,
         delay=0.25, lease_ttl=2.0, per_host=20,
     )  # fmt: skip
-    assert frontier.statistics().done == 8
     frontier.close()
     # the seeds go in before the crawl, from the caller's thread (`Crawler.seed`)
     assert frontier.threads.pop(("put_discovered", "MainThread")) == 1
-    calls = {call for call, _ in frontier.threads}
+    # the statistics too (the idle wait's: the crawl's end), in order with the rest
+    calls = {call for call, _ in frontier.threads if call != "statistics"}
     assert calls == {"lease", "put_discovered", "complete", "extend"}, frontier.threads
     assert {thread for _, thread in frontier.threads} == {"frontier-io"}, frontier.threads
+
+
+def _crawl_with_a_crawl_delay(frontier: MemoryFrontier) -> None:
+    """Crawl 3 pages of a host whose robots.txt (at the end of a redirect) asks for a
+    Crawl-delay: the crawler stores it with `set_host_delay`; the idle wait's statistics
+    end the crawl."""
+    pages = _site(3)
+    hop = (("Location", "http://a.example/robots-moved/1.txt"),)
+    pages["http://a.example/robots-moved/0.txt"] = (301, "text/plain", b"", hop)
+    robots = b"User-agent: *\nCrawl-delay: 0.01\n"
+    pages["http://a.example/robots-moved/1.txt"] = (200, "text/plain", robots, ())
+    seeds = ["http://a.example/p0"]
+    settings = CrawlSettings(seeds=seeds, scope="all", output="/tmp/unused", delay=0)
+    crawler = Crawler(
+        settings, frontier=frontier, fetcher=RobotsChainFetcher(pages, 0.001),
+        ip_of=lambda h: None, sinks=FakeSinks(),
+    )  # fmt: skip
+    crawler.seed(seeds)
+    asyncio.run(asyncio.wait_for(crawler.run(), 30))
+    assert crawler.counters.pages == 3
+
+
+def test_the_idle_waits_statistics_and_a_crawl_delay_go_to_the_io_thread() -> None:
+    # both were in the default executor, out of order with the I/O thread's calls
+    frontier = _OffLoop()
+    _crawl_with_a_crawl_delay(frontier)
+    frontier.close()
+    assert frontier.threads["set_host_delay", "frontier-io"] == 1, frontier.threads
+    assert frontier.threads["statistics", "frontier-io"] >= 1, frontier.threads
+    del frontier.threads["put_discovered", "MainThread"]  # the seeds (`Crawler.seed`)
+    assert {thread for _, thread in frontier.threads} == {"frontier-io"}, frontier.threads
+
+
+def test_without_an_io_thread_they_stay_where_they_were() -> None:
+    # SQLite, memory: the statistics and set_host_delay in the default executor, as before
+    frontier = _ThreadNoting()
+    _crawl_with_a_crawl_delay(frontier)
+    assert frontier.threads["set_host_delay", "asyncio"] == 1, frontier.threads
+    assert frontier.threads["statistics", "asyncio"] >= 1, frontier.threads
+    assert {thread for (call, thread) in frontier.threads if call == "lease"} == {"MainThread"}
 
 
 def test_a_frontier_without_io_thread_is_called_inline() -> None:
     frontier = _ThreadNoting()
     assert not isinstance(frontier, OffLoopFrontier)
     _crawl(_site(10), ["http://a.example/p0"], frontier=frontier)
+    inline = {thread for call, thread in frontier.threads if call != "statistics"}
+    assert inline == {"MainThread"}, frontier.threads
     assert frontier.statistics().done == 10
-    assert {thread for _, thread in frontier.threads} == {"MainThread"}, frontier.threads
 
 
 def _lag_of_crawl(frontier: MemoryFrontier) -> LoopLag:

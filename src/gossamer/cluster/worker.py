@@ -15,7 +15,8 @@ The composition (the embedded engine's `run_engine` does the crawling):
 
 The worker exits 0 when the crawl finishes (its frontier is exhausted: it marks the crawl
 `finished`) or when it is asked to stop (`gossamer stop`, `workers --scale` down); 130/143
-on SIGINT/SIGTERM (after completing its batches, as embedded workers do); 74 when its own
+on SIGINT/SIGTERM (after completing its batches, as embedded workers do; at once while it
+starts, even with Redis paused: `_stoppable_start`); 74 when its own
 outputs cannot be written; 2 when there is no such crawl; 69 when Redis cannot be reached
 at start (after waiting CONNECT_PATIENCE seconds for it, saying so); 77 at once when Redis
 refuses the URL's credentials or asks for a password. Once joined, Redis outages are waited
@@ -29,14 +30,16 @@ import collections
 import json
 import logging
 import os
+import queue
+import signal
 import socket
 import threading
 import time
-from collections.abc import AsyncIterator, Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from concurrent.futures import Executor, Future
+from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, ParamSpec, TypeVar
 
 import redis.exceptions
 
@@ -44,6 +47,7 @@ from ..config import CrawlSettings
 from ..engine import build
 from ..engine.crawler import Crawler
 from ..engine.run import loop_factory, run_engine
+from ..engine.stopping import STOP_SIGNALS
 from ..exitcodes import Exit
 from ..frontier import Discovered, Frontier, FrontierStats, HostBatch, Outcome, Outlinks
 from ..outdir import new_directory_problem
@@ -77,6 +81,7 @@ __all__ = [
     "ClusterFrontier",
     "Heartbeat",
     "LoopLag",
+    "RedisIo",
     "connect_redis",
     "run_worker",
     "worker_main",
@@ -87,6 +92,9 @@ CONNECT_PATIENCE = 30.0  # seconds a starting worker waits for Redis before givi
 #: drops packets would hang a command; a loopback or LAN connect takes under a millisecond)
 CONNECT_TIMEOUT = 5.0
 STATS_MAX_AGE = 0.1  # seconds ClusterFrontier.statistics() answers from its last snapshot
+
+_P = ParamSpec("_P")
+_T = TypeVar("_T")
 
 
 def connect_redis(
@@ -140,6 +148,61 @@ def connect_redis(
         return client
 
 
+class RedisIo(Executor):
+    """The worker's Redis I/O thread: one thread running the calls submitted to it in order
+    (the frontier's, the robots store's, the IP gate's, and the start-up's: the first beat,
+    opening the frontier). A daemon thread that keeps SIGINT/SIGTERM blocked: a stop while a
+    call waits for a paused Redis (SIGSTOP: redis-py waits for the reply, however long) is
+    taken by the main thread, and the worker can exit without joining a thread that may never
+    return (a ThreadPoolExecutor's threads are joined at exit: the worker would hang until
+    Redis answered). `shutdown(wait=True)` waits for every call submitted before it."""
+
+    def __init__(self, name: str = "redis-io") -> None:
+        self._calls: queue.SimpleQueue[Callable[[], None] | None] = queue.SimpleQueue()
+        self._lock = threading.Lock()
+        self._closed = False
+        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
+        # started with the signals blocked (a thread inherits the mask): none lands on it
+        mask = signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
+        try:
+            self._thread.start()
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+
+    def submit(
+        self, fn: Callable[_P, _T], /, *args: _P.args, **kwargs: _P.kwargs
+    ) -> Future[_T]:
+        future: Future[_T] = Future()
+
+        def call() -> None:
+            if not future.set_running_or_notify_cancel():
+                return
+            try:
+                result = fn(*args, **kwargs)
+            except BaseException as exc:  # handed to the waiter, as a ThreadPoolExecutor does
+                future.set_exception(exc)
+            else:
+                future.set_result(result)
+
+        with self._lock:
+            if self._closed:
+                raise RuntimeError("cannot schedule new calls after shutdown")
+            self._calls.put(call)
+        return future
+
+    def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
+        with self._lock:
+            if not self._closed:
+                self._closed = True
+                self._calls.put(None)
+        if wait and threading.current_thread() is not self._thread:
+            self._thread.join()
+
+    def _run(self) -> None:
+        while (call := self._calls.get()) is not None:
+            call()
+
+
 class ClusterFrontier:
     """The worker's `Frontier`: the crawl's RedisFrontier, with every call retried through
     Redis outages (with back-off, however long: the worker's leases and outcomes are worth
@@ -150,14 +213,18 @@ class ClusterFrontier:
     network round trip, and through an outage a wait of seconds, that the event loop does
     not sit through (docs/cluster.md, "Redis off the event loop")."""
 
-    def __init__(self, inner: Frontier, view: PartitionView) -> None:
+    def __init__(
+        self, inner: Frontier, view: PartitionView, io_executor: Executor | None = None
+    ) -> None:
         self.inner = inner
         self.view = view
         # one thread: calls keep the order the engine makes them in (links before the
-        # batch's completion), as they did on the loop's thread
-        self.io_executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="redis-io")
+        # batch's completion), as they did on the loop's thread (the worker's start-up made
+        # its first calls on it already: it passes it here)
+        self.io_executor = io_executor if io_executor is not None else RedisIo()
         self._hosts: dict[str, str] = {}  # lease token -> host, while held
         self._stats: tuple[float, FrontierStats] | None = None
+        self._closed = False
         self.clock: Callable[[], float] = getattr(inner, "clock", time.time)
 
     def hosts(self) -> tuple[str, ...]:
@@ -225,8 +292,17 @@ class ClusterFrontier:
         return stats
 
     def close(self) -> None:
-        self.io_executor.shutdown(wait=True)
-        self.inner.close()
+        """Close the inner frontier (it sends what it still holds: a round trip) on the I/O
+        thread, after the calls queued before, then stop the thread. Not on the loop's
+        thread: the engine awaits it in a thread (`Crawler.close_frontier`), so a Redis
+        paused as the crawl ends holds the close, not the loop and its signal handlers."""
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            self.io_executor.submit(self.inner.close).result()
+        finally:
+            self.io_executor.shutdown(wait=True)
 
 
 class ClusterRobotsStore:
@@ -406,8 +482,9 @@ class _Worker:
         self.crawl_state = record.state
 
     def status(self, state: str | None = None) -> WorkerStatus:
-        """This worker's status record now (called from the heartbeat thread too)."""
-        c = self.crawler.counters if self.crawler is not None else None
+        """This worker's status record now (called from the heartbeat thread too: it reads
+        the crawler's last published snapshot, never the counters the loop mutates)."""
+        c = self.crawler.snapshot if self.crawler is not None else None
         pages = c.pages if c is not None else 0
         if state is None:
             state = self._state
@@ -424,7 +501,7 @@ class _Worker:
             hosts=self.frontier.hosts() if self.frontier is not None else (),
             pages=pages,
             requests=c.requests if c is not None else 0,
-            errors=sum(c.errors.values()) if c is not None else 0,
+            errors=c.error_count if c is not None else 0,
             pages_per_s=round(self._rate.add(time.monotonic(), pages), 1),
             out=str(self.settings.output),
             started_at=self.started_at,
@@ -472,8 +549,10 @@ class _Worker:
                 yield
         finally:
             await asyncio.to_thread(heartbeat.stop)
-            # (Redis round trips, waited out through an outage: not on the loop's thread)
-            await asyncio.to_thread(self._leave)
+            # (Redis round trips, waited out through an outage: not on the loop's thread;
+            # on the I/O thread, after the frontier calls queued before)
+            io = self.frontier.io_executor if self.frontier is not None else None
+            await asyncio.get_running_loop().run_in_executor(io, self._leave)
 
     def _leave(self) -> None:
         """Mark the crawl finished when nothing is left, then deregister (a last status
@@ -504,6 +583,27 @@ def worker_main(
     progress: IO[str] | None = None,
 ) -> int:
     """`gossamer worker`: join the crawl and run until it finishes or stops; exit status."""
+    try:
+        with _stoppable_start():
+            return _worker_main(url, crawl_id, capacity, out, concurrency, progress)
+    except StoppedStarting as stop:
+        name = signal.Signals(stop.signum).name
+        _log.warning(
+            f"worker stopped by {name} while starting (joining the crawl at "
+            f"{redact(url)}); nothing was crawled",
+            extra={"signal": name, "redis": redact(url)},
+        )
+        return Exit.INTERRUPTED if stop.signum == signal.SIGINT else Exit.TERMINATED
+
+
+def _worker_main(
+    url: str,
+    crawl_id: str | None,
+    capacity: float,
+    out: Path,
+    concurrency: int | None,
+    progress: IO[str] | None,
+) -> int:
     try:
         client = connect_redis(url)
     except RedisConnectError as exc:
@@ -656,11 +756,9 @@ def _refused(url: str, client: RedisClient) -> RedisConnectError | None:
 
 async def _work(worker: _Worker, progress: IO[str] | None) -> int:
     record, settings = worker.record, worker.settings
-    beat = retrying(lambda: worker.membership.beat(worker.status()), what="members")
-    worker.on_beat(beat)  # registered; the first member list
-    stores = build.cluster_stores(
-        worker.client, record, settings, view=worker.view, worker_id=worker.id
-    )
+    # the start-up's Redis calls on the I/O thread, a stop meanwhile taken (`_start_on`);
+    # from its return on a stop is held (blocked) until run_engine's handlers take it
+    stores = await _start_on(RedisIo(), worker)
     frontier = worker.frontier = stores.frontier
     gate = worker.gate = stores.ip_gate
 
@@ -681,3 +779,83 @@ async def _work(worker: _Worker, progress: IO[str] | None) -> int:
         resume_hint=f"the crawl's frontier in Redis keeps every unfinished URL; start "
         f"`gossamer worker --crawl {record.id}` again once that is fixed",
     )
+
+
+async def _start_on(io: RedisIo, worker: _Worker) -> build.ClusterStores:
+    """The worker's start-up calls to Redis, made on `io` (its I/O thread) in order: the
+    first beat (registered; the first member list), then opening the crawl's frontier (its
+    scripts loaded, its layout checked). With Redis paused they wait there while the loop
+    stays free: SIGINT/SIGTERM meanwhile (taken by the loop's handlers: uvloop logs and
+    drops an exception raised by a Python-level handler) end the start-up at once with
+    StoppedStarting. On the way out the signals are blocked again, held for the crawl's
+    handlers (`run_engine` unblocks them)."""
+    loop = asyncio.get_running_loop()
+    record = worker.record
+    task = asyncio.current_task()
+    stops: list[int] = []
+
+    def on_signal(signum: int) -> None:
+        stops.append(signum)
+        if task is not None:
+            task.cancel()
+
+    for sig in STOP_SIGNALS:
+        loop.add_signal_handler(sig, on_signal, sig)
+    try:
+        beat = await loop.run_in_executor(
+            io, lambda: retrying(lambda: worker.membership.beat(worker.status()), what="members")
+        )
+        worker.on_beat(beat)
+        stores = await loop.run_in_executor(
+            io,
+            lambda: build.cluster_stores(
+                worker.client, record, worker.settings, view=worker.view, worker_id=worker.id,
+                io=io,
+            ),
+        )
+    except BaseException as exc:
+        io.shutdown(wait=False)  # (a call stuck on a paused Redis stays with the daemon thread)
+        if stops and isinstance(exc, asyncio.CancelledError):
+            raise StoppedStarting(stops[0]) from None
+        raise
+    finally:
+        signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
+        for sig in STOP_SIGNALS:
+            loop.remove_signal_handler(sig)
+    return stores
+
+
+class StoppedStarting(BaseException):
+    """SIGINT or SIGTERM came while the worker was starting (`_stoppable_start`). A
+    BaseException, like KeyboardInterrupt: no `except Exception` on the way (the retry
+    wrapper's, redis-py's) takes it for a Redis error."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+@contextmanager
+def _stoppable_start() -> Iterator[None]:
+    """SIGINT/SIGTERM while the worker starts raise StoppedStarting: the worker stops at
+    once, with its exit status, even while a Redis call of its start-up waits for a paused
+    server. Before its event loop (connecting, loading the crawl, on the main thread) this
+    handler raises it, interrupting the wait; in the loop `_start_on`'s handlers take over
+    (the first beat, opening the frontier, on the I/O thread, which keeps the signals
+    blocked), and from its end the signals are held until `run_engine`'s handlers take
+    them. A mask held by a parent (`crawl --redis --workers N` spawns its workers with the
+    signals blocked) is lifted for that. The previous handlers and mask are restored on the
+    way out."""
+
+    def stop(signum: int, _frame: object) -> None:
+        raise StoppedStarting(signum)
+
+    previous = {sig: signal.signal(sig, stop) for sig in STOP_SIGNALS}
+    mask = signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)

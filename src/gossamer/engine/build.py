@@ -18,6 +18,7 @@ nothing themselves; which frontier backend and fetcher a mode uses is its `Backe
 from __future__ import annotations
 
 from collections.abc import Callable
+from concurrent.futures import Executor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final
 
@@ -121,9 +122,11 @@ def cluster_stores(
     view: PartitionView,
     worker_id: str,
     backends: Backends = CLUSTER,
+    io: Executor | None = None,
 ) -> ClusterStores:
     """The stores of the cluster worker `worker_id` of the crawl `record`: its frontier
-    leases from the shards `view` gives it."""
+    leases from the shards `view` gives it; `io` is the worker's Redis I/O thread (None: a
+    new one), on which the frontier, the IP gate and the robots store call Redis."""
     # (here: cluster.worker imports the engine)
     from ..cluster.ipgate import RedisIpGate
     from ..cluster.worker import ClusterFrontier, ClusterRobotsStore
@@ -131,7 +134,7 @@ def cluster_stores(
 
     place = FrontierPlace(redis=client, crawl_id=record.id, partition=view.partition)
     inner = open_named_frontier(backends.frontier, settings, place)
-    frontier = ClusterFrontier(inner, view)
+    frontier = ClusterFrontier(inner, view, io)
     gate = RedisIpGate(
         client,
         record.id,

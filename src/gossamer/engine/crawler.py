@@ -15,9 +15,10 @@ import contextlib
 import math
 import time
 from collections import Counter
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from concurrent.futures import Executor
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import TypeVar
 
 from ..config import CrawlSettings
@@ -33,6 +34,7 @@ from ..fetch import (
 from ..frontier import (
     Discovered,
     Frontier,
+    FrontierStats,
     HostBatch,
     LeasedURL,
     OffLoopFrontier,
@@ -66,6 +68,11 @@ MAX_SITEMAP_FILES = 50  # sitemap files read per host (an index and its children
 _EDGE_KINDS = frozenset({"redirect", "canonical", "sitemap"})  # the rest are "link"
 ROUTE_MEMO_MAX = 200_000  # URLs whose routing facts are memoised (~40 MB at the cap)
 SENT_SET_MAX = 2_000_000  # fingerprints sent to the frontier that are remembered (~150 MB)
+#: how often the event loop publishes `Crawler.snapshot` while it crawls: a copy of three
+#: small dicts (statuses, errors, dropped: tens of keys), ~5 µs, twice a second, so nothing
+#: on the per-page path; the heartbeat (every TTL/5 s, 2 s by default) and the progress
+#: display (0.5 s on a terminal) see figures at most this old
+SNAPSHOT_INTERVAL_S = 0.5
 
 
 @dataclass(slots=True)
@@ -83,12 +90,60 @@ class CrawlCounters:
     started_at: float = field(default_factory=time.time)
 
 
+@dataclass(frozen=True, slots=True)
+class CrawlSnapshot:
+    """One worker's counters at `taken_at`, frozen: what another thread reads (the cluster
+    worker's heartbeat, its status record) instead of `CrawlCounters`, which the event loop
+    mutates as it crawls — iterating a dict the loop adds a key to raises "dictionary changed
+    size during iteration", and reading several counters one after another mixes moments.
+    The loop builds a snapshot and publishes it by one reference assignment
+    (`Crawler.snapshot`, atomic in CPython) every SNAPSHOT_INTERVAL_S while it crawls, and
+    on demand (`Crawler.publish_snapshot()`, on the loop's thread); readers never copy."""
+
+    taken_at: float  # time.time() when taken
+    started_at: float
+    pages: int = 0
+    requests: int = 0
+    bytes: int = 0
+    discovered: int = 0
+    active_hosts: int = 0
+    in_flight: int = 0
+    # read-only views of copies: a reader cannot change them, the loop does not
+    statuses: Mapping[int, int] = field(default_factory=lambda: MappingProxyType({}))
+    errors: Mapping[str, int] = field(default_factory=lambda: MappingProxyType({}))
+    dropped: Mapping[str, int] = field(default_factory=lambda: MappingProxyType({}))
+
+    @property
+    def error_count(self) -> int:
+        """Failed requests and pages with an error (the sum of `errors`)."""
+        return sum(self.errors.values())
+
+    @classmethod
+    def of(cls, counters: CrawlCounters, *, in_flight: int = 0) -> CrawlSnapshot:
+        """A snapshot of `counters` now. Call it on the thread that mutates them."""
+        c = counters
+        return cls(
+            taken_at=time.time(),
+            started_at=c.started_at,
+            pages=c.pages,
+            requests=c.requests,
+            bytes=c.bytes,
+            discovered=c.discovered,
+            active_hosts=c.active_hosts,
+            in_flight=in_flight,
+            statuses=MappingProxyType(dict(c.statuses)),
+            errors=MappingProxyType(dict(c.errors)),
+            dropped=MappingProxyType(dict(c.dropped)),
+        )
+
+
 class Crawler:
     """Drives one worker. Every collaborator is injected (built in `engine.build.worker`)."""
 
     # where frontier and robots store calls run, set by `run()`: None (inline, on the loop's
     # thread) or an OffLoopFrontier's I/O thread
     _io: Executor | None = None
+    _publisher: asyncio.TimerHandle | None = None  # the next `snapshot`, while run() runs
 
     def __init__(
         self,
@@ -107,6 +162,7 @@ class Crawler:
         self.settings = settings
         self.revalidate = revalidate  # --recrawl: conditional GETs, old links on a 304
         self.frontier = frontier
+        self._io = frontier.io_executor if isinstance(frontier, OffLoopFrontier) else None
         self.fetcher = fetcher
         # the fast path (CurlFetcher), decided once: `start(request) -> Future` begins a
         # request at once (else a task around `fetch()`), `poll()` settles transfers whose
@@ -145,6 +201,8 @@ class Crawler:
             link_rels=frozenset({"canonical"}) if settings.follow_canonical else frozenset(),
         )
         self.counters = CrawlCounters()
+        # the counters as last published by the loop: read this from other threads
+        self.snapshot = CrawlSnapshot.of(self.counters)
         self.ip_gate: IpGate = ip_gate or LocalIpGate(settings.per_ip)
         self._memo: dict[str, tuple[str, int, str | None]] = {}
         self.turns = Turns()
@@ -200,6 +258,20 @@ class Crawler:
         for fut in self._aux_fetches:
             cancelled += fut.cancel()
         return cancelled
+
+    def publish_snapshot(self) -> CrawlSnapshot:
+        """Take a snapshot of the counters now and publish it as `snapshot` (on the loop's
+        thread, the only one that mutates the counters). `run()` does it every
+        SNAPSHOT_INTERVAL_S and as it returns."""
+        snap = self.snapshot = CrawlSnapshot.of(self.counters, in_flight=self.in_flight())
+        return snap
+
+    def _publish_every(self, loop: asyncio.AbstractEventLoop) -> asyncio.TimerHandle:
+        self.publish_snapshot()
+        return loop.call_later(SNAPSHOT_INTERVAL_S, self._republish, loop)
+
+    def _republish(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._publisher = self._publish_every(loop)
 
     @property
     def stopping(self) -> bool:
@@ -274,6 +346,8 @@ class Crawler:
         self._io = self.frontier.io_executor if isinstance(self.frontier, OffLoopFrontier) else None
         active: set[asyncio.Task[None]] = set()
         wake = asyncio.Event()  # set when a batch ends: a slot is free, lease again
+        # the snapshots other threads read: one timer, not a cost a page
+        self._publisher = self._publish_every(asyncio.get_running_loop())
 
         def finished(task: asyncio.Task[None]) -> None:
             active.discard(task)
@@ -314,13 +388,17 @@ class Crawler:
                         with contextlib.suppress(TimeoutError):
                             await asyncio.wait_for(wake.wait(), timeout)
         finally:
+            if self._publisher is not None:
+                self._publisher.cancel()
+                self._publisher = None
             self.counters.active_hosts = 0
+            self.publish_snapshot()
         return self.counters
 
     async def _idle_wait(self) -> float | None:
         """Nothing leased and nothing ready: None when the crawl is over, else how long to
         sleep (until the next host is ready, at most 0.5 s: other workers may add work)."""
-        stats = await asyncio.to_thread(self.frontier.statistics)
+        stats = await self.frontier_statistics()
         limit = self.settings.max_pages
         if not stats.leased and (stats.queued == 0 or (limit is not None and stats.done >= limit)):
             return None
@@ -387,6 +465,28 @@ class Crawler:
         ):
             return 0
         return self.settings.per_host
+
+    async def frontier_statistics(self) -> FrontierStats:
+        """The frontier's statistics, read off the loop's thread: on its I/O thread (in
+        order with the crawl's other frontier calls) when it has one, else in the default
+        executor (SQLite: the counters' query can wait for a writer's lock)."""
+        return await self._in_thread(self.frontier.statistics)
+
+    async def close_frontier(self) -> None:
+        """Close the frontier: inline (SQLite: a flush of its pending counters), or in a
+        thread, awaited, when it has an I/O thread (Redis: its close waits for the calls
+        queued on that thread and sends what it still holds — through an outage, a wait
+        the loop and its signal handlers do not sit through)."""
+        if self._io is None:
+            self.frontier.close()
+        else:
+            await asyncio.to_thread(self.frontier.close)
+
+    async def _in_thread(self, call: Callable[..., _T], *args: object) -> _T:
+        """`call(*args)` on the frontier's I/O thread when it has one, else in the default
+        executor (`asyncio.to_thread`): for the calls that never ran inline."""
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._io, call, *args)
 
     async def _off_loop(self, call: Callable[..., _T], *args: object) -> _T:
         """`call(*args)` on the frontier's I/O thread when it has one (Redis: a round trip,
@@ -711,7 +811,7 @@ class Crawler:
         record = RobotsRecord.of(status, body, final, self.clock())
         policy = await self._off_loop(self.robots.put, host, record)
         if policy.crawl_delay:
-            await asyncio.to_thread(self.frontier.set_host_delay, host, policy.crawl_delay)
+            await self._in_thread(self.frontier.set_host_delay, host, policy.crawl_delay)
         return policy, True
 
     # ------------------------------------------------------------------ recording

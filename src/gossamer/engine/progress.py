@@ -30,7 +30,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
-from ..frontier import Frontier, FrontierStats
+from ..frontier import FrontierStats
 
 if TYPE_CHECKING:
     from .crawler import Crawler
@@ -298,15 +298,13 @@ def stop_state(*, grace_s: float, second: bool) -> str:
 
 
 # -------------------------------------------------------------------- the reporters
-async def show_worker_progress(
-    crawler: Crawler, frontier: Frontier, display: ProgressDisplay
-) -> None:
+async def show_worker_progress(crawler: Crawler, display: ProgressDisplay) -> None:
     """Show one worker's progress on `display` every `display.interval` seconds."""
     base: int | None = None  # pages done by earlier runs (a resume)
     while True:
         await asyncio.sleep(display.interval)
-        c = crawler.counters
-        stats = await asyncio.to_thread(frontier.statistics)
+        c = crawler.publish_snapshot()  # (frozen while the statistics are awaited)
+        stats = await crawler.frontier_statistics()
         # the frontier counts a page done when its batch completes, up to per_host pages
         # after it was fetched: the bar follows this worker's own count (a max_pages crawl
         # of one worker showed 484 pages fetched and 261 done)
@@ -317,7 +315,7 @@ async def show_worker_progress(
                 pages=c.pages,
                 queued=stats.queued,
                 active_hosts=c.active_hosts,
-                errors=sum(c.errors.values()),
+                errors=c.error_count,
                 failed=stats.failed,
                 done=max(stats.done, base + c.pages),
             )

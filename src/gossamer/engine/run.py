@@ -332,7 +332,7 @@ async def run_engine(
     errors: tuple[type[Exception], ...] = (OSError, sqlite3.Error, *storage_errors)
     reporter = None
     if display is not None:
-        reporter = asyncio.create_task(show_worker_progress(crawler, frontier, display))
+        reporter = asyncio.create_task(show_worker_progress(crawler, display))
     try:
         if prepare is not None:
             await prepare()
@@ -363,7 +363,7 @@ async def run_engine(
                 display.close()
             await parts.fetcher.aclose()
             try:
-                stats = await asyncio.to_thread(frontier.statistics)
+                stats = await crawler.frontier_statistics()
                 summary = worker_summary(
                     crawler, stats, started, ended_by, failed=bool(exit_code)
                 )
@@ -375,7 +375,7 @@ async def run_engine(
                 exit_code = exit_code or 74
             finally:
                 try:
-                    frontier.close()
+                    await crawler.close_frontier()
                 except errors:
                     exit_code = exit_code or 74
                 finally:
