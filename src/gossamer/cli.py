@@ -239,14 +239,14 @@ def _add_crawl(sub: Any) -> None:
 
 
 def _setting_flags(p: argparse.ArgumentParser, groups: dict[str, Any]) -> None:
-    """A flag for every CrawlSettings field that has no hand-written one, made from the
-    field's type, description and default, so no setting is left reachable only by TOML or
-    environment (a new field gets its flag without touching this file)."""
+    """A flag for every setting (`CrawlSettings.knob_fields`) without a hand-written one, made
+    from the field's type, description and default, so no setting is left reachable only by
+    TOML or environment (a new field gets its flag without touching this file)."""
     from .config import CrawlSettings
 
     taken = {a.dest for a in p._actions} | {"seeds", "output"}
     where = {name: title for title, _, names in _CRAWL_GROUPS for name in names}
-    for name, field in CrawlSettings.model_fields.items():
+    for name, (_, field) in CrawlSettings.knob_fields().items():
         if name in taken:
             continue
         title = where.get(name, _OTHER_GROUP)
@@ -311,7 +311,7 @@ def _check_proxy(settings: Any) -> int | None:
     from .exitcodes import Exit
     from .fetch.options import dead_proxy
 
-    problem = dead_proxy(settings.proxy, settings.connect_timeout)
+    problem = dead_proxy(settings.fetch.proxy, settings.fetch.connect_timeout)
     if problem is None:
         return None
     print(f"gossamer: error: {problem}", file=sys.stderr)
@@ -343,7 +343,7 @@ def crawl_settings(args: argparse.Namespace) -> CrawlSettings:
     over its -s KEY=VALUE over GOSSAMER_* over --config FILE. Raises SettingsError."""
     from .config import CrawlSettings, load_settings, parse_set_options
 
-    flags = {name: getattr(args, name, None) for name in CrawlSettings.model_fields}
+    flags = {name: getattr(args, name, None) for name in CrawlSettings.knob_fields()}
     flags["seeds"] = args.seeds or None
     flags["output"] = args.resume or args.output
     if args.redis:
@@ -376,7 +376,7 @@ def _run_crawl(args: argparse.Namespace) -> int:
             )
     try:
         settings = crawl_settings(args)
-        if settings.seen_set != "exact" and not args.redis:
+        if settings.cluster.seen_set != "exact" and not args.redis:
             raise SettingsError("seen_set: a Bloom seen-set is for cluster crawls (--redis)")
         partition = args.partition or "dynamic"
         if (partition == "sized") != (args.site_sizes is not None):

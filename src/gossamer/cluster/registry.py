@@ -132,11 +132,11 @@ def open_frontier(
         crawl_id,
         **settings.frontier_knobs(),
         partition=partition,
-        seen=settings.seen_set,
+        seen=settings.cluster.seen_set,
         # a worker's last responses may be processed (and its batch completed) a little
         # after its lease's end, which under `phase` is the phase's end: the next phase's
         # worker takes the host only then, so those pages are not fetched twice
-        reclaim_grace=reclaim_grace(settings.lease_ttl),
+        reclaim_grace=reclaim_grace(settings.frontier.lease_ttl),
     )
 
 
@@ -195,11 +195,11 @@ def create_crawl(
     if not heartbeat_ttl > 0.5:
         raise RegistryError(f"the heartbeat TTL must be > 0.5 s, not {heartbeat_ttl}")
     resolve_text = ""
-    if settings.resolve_file is not None:
+    if settings.fetch.resolve_file is not None:
         try:
-            resolve_text = settings.resolve_file.read_text(encoding="utf-8")
+            resolve_text = settings.fetch.resolve_file.read_text(encoding="utf-8")
         except OSError as exc:
-            raise RegistryError(f"cannot read {settings.resolve_file}: {exc}") from exc
+            raise RegistryError(f"cannot read {settings.fetch.resolve_file}: {exc}") from exc
     now = server_time(client)
     if crawl_id is None:
         crawl_id = _new_id(now)

@@ -649,13 +649,13 @@ async def _work(worker: _Worker, progress: IO[str] | None) -> int:
     gate = worker.gate = RedisIpGate(
         worker.client,
         record.id,
-        settings.per_ip,
+        settings.politeness.per_ip,
         owner=worker.id,
         ttl=record.heartbeat_ttl,
         io=frontier.io_executor,
     )
     # robots.txt answers in the crawl's keys: a host's robots.txt is fetched by one worker
-    robots = RedisRobotsStore(worker.client, record.id, max_age=settings.robots_ttl)
+    robots = RedisRobotsStore(worker.client, record.id, max_age=settings.politeness.robots_ttl)
 
     def session(crawler: Crawler) -> Any:
         return worker.session(crawler, gate)

@@ -181,7 +181,7 @@ def run_crawl(
             settings, changed = plan.settings, plan.changed
         # the proxy this run uses (a resume's may be a new one): a dead one stops the crawl
         # before anything is written
-        problem = dead_proxy(settings.proxy, settings.connect_timeout)
+        problem = dead_proxy(settings.fetch.proxy, settings.fetch.connect_timeout)
         if problem is not None:
             print(f"gossamer: error: {problem}", file=sys.stderr)
             return int(Exit.UNAVAILABLE)
@@ -204,7 +204,7 @@ def run_crawl(
             else:
                 with asyncio.Runner(loop_factory=loop_factory()) as runner:
                     code = runner.run(_run(settings, resume=resume, progress=progress))
-            code = write_cdx_index(out, code) if settings.warc else code
+            code = write_cdx_index(out, code) if settings.sinks.warc else code
             code = _end_summary(settings, code, progress, began)
             with contextlib.suppress(OSError):  # the crawl's own exit status says more
                 end_run(out, run, started, code)
@@ -287,7 +287,7 @@ def _supervise(
         seed_recrawl(frontier, settings)  # --recrawl: every page the old crawl fetched
     for old in out.glob("stats-w*.json"):
         old.unlink()
-    if settings.warc and (out / "warc").is_dir():
+    if settings.sinks.warc and (out / "warc").is_dir():
         recover(out / "warc")  # `.open` files of a killed run: keep their whole records
     started = time.time()
     # Workers are forked, not started as new interpreters: this process has imported
@@ -546,7 +546,8 @@ async def _run(
     except BaseException:
         frontier.close()
         raise
-    gate = FileIpGate(out / "locks", settings.per_ip) if part else LocalIpGate(settings.per_ip)
+    per_ip = settings.politeness.per_ip
+    gate = FileIpGate(out / "locks", per_ip) if part else LocalIpGate(per_ip)
 
     async def prepare() -> None:
         if resume:
@@ -596,18 +597,20 @@ async def run_engine(
     cache only)."""
     out = settings.output
     resolver = Resolver.from_settings(
-        settings.resolve, settings.resolve_file, allow_private=settings.allow_private
+        settings.fetch.resolve,
+        settings.fetch.resolve_file,
+        allow_private=settings.fetch.allow_private,
     )
     fetcher = CurlFetcher(
         resolver=resolver,
-        user_agent=settings.user_agent,
-        connect_timeout=settings.connect_timeout,
-        first_byte_timeout=settings.first_byte_timeout,
-        total_timeout=settings.total_timeout,
-        max_body=settings.max_body,
-        max_connections=max(1024, settings.concurrency * 4),
-        low_speed_limit=settings.low_speed_limit,
-        low_speed_time=settings.low_speed_time,
+        user_agent=settings.fetch.user_agent,
+        connect_timeout=settings.fetch.connect_timeout,
+        first_byte_timeout=settings.fetch.first_byte_timeout,
+        total_timeout=settings.fetch.total_timeout,
+        max_body=settings.fetch.max_body,
+        max_connections=max(1024, settings.fetch.concurrency * 4),
+        low_speed_limit=settings.fetch.low_speed_limit,
+        low_speed_time=settings.fetch.low_speed_time,
         **settings.fetch_options(),  # -H headers, --proxy
     )
     recorder = Recorder(out, settings, version=__version__, part=part, recrawl=revalidate)
