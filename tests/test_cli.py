@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from gossamer.cli import _CRAWL_GROUPS, build_parser, crawl_settings
+from gossamer.cli import _CRAWL_SECTIONS, build_parser, crawl_settings
 from gossamer.config import (
     CrawlSettings,
     SeedsFileError,
@@ -154,10 +154,14 @@ def test_every_setting_has_a_flag_in_a_named_group() -> None:
     crawl = crawl_parser()
     dests = {a.dest for a in crawl._actions}
     assert not [n for n in CrawlSettings.knob_fields() if n not in dests]
-    grouped = {n for _title, _text, names in _CRAWL_GROUPS for n in names}
-    handwritten = {"seeds", "output", "recrawl"}
-    loose = [n for n in CrawlSettings.knob_fields() if n not in grouped | handwritten]
-    assert not loose, f"add {loose} to a group of gossamer.cli._CRAWL_GROUPS"
+    titles = {title for title, _text in _CRAWL_SECTIONS}
+    loose = [n for n in CrawlSettings.knob_fields() if CrawlSettings.section_of(n) not in titles]
+    assert not loose, f"give {loose} a section of gossamer.cli._CRAWL_SECTIONS"
+    # each flag is listed in its setting's section
+    for group in crawl._action_groups:
+        for action in group._group_actions:
+            if action.dest in CrawlSettings.knob_fields() and action.dest != "output":
+                assert group.title == CrawlSettings.section_of(action.dest), action.dest
 
 
 def test_dedicated_flags_reach_the_settings() -> None:
@@ -187,7 +191,7 @@ def test_dedicated_flags_reach_the_settings() -> None:
 
 def test_crawl_help_groups_its_flags() -> None:
     text = crawl_parser().format_help()
-    positions = [text.index(f"\n{title}:") for title, _text, _names in _CRAWL_GROUPS]
+    positions = [text.index(f"\n{title}:") for title, _text in _CRAWL_SECTIONS]
     assert positions == sorted(positions)
     assert "--connect-timeout S" in text and "--max-crawl-delay S" in text
     assert "other settings:" not in text

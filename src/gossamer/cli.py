@@ -54,84 +54,31 @@ def build_parser(with_testweb: bool = True) -> argparse.ArgumentParser:
     return parser
 
 
-# `gossamer crawl --help`'s groups, in order: (title, description, the settings whose flags it
-# holds). A setting in no group still gets its flag, under "other settings" (see _setting_flags).
-_CRAWL_GROUPS: tuple[tuple[str, str | None, tuple[str, ...]], ...] = (
+# `gossamer crawl --help`'s sections, in order: (title, description). Which flags a section
+# holds is declared with the settings (`CrawlSettings.section_of`: a group's `section`, a
+# top-level setting's field); a setting in none still gets its flag, under "other settings".
+_CRAWL_SECTIONS: tuple[tuple[str, str | None], ...] = (
     (
         "seeds and output",
         "Settings come from flags, then -s KEY=VALUE, then GOSSAMER_* environment variables, "
         "then --config FILE, then defaults (docs/cli.md lists every one).",
-        ("seeds_file",),
     ),
-    (
-        "scope and limits",
-        None,
-        (
-            "max_pages",
-            "max_depth",
-            "scope",
-            "allow",
-            "deny",
-            "follow_nofollow",
-            "follow_canonical",
-            "html_only",
-            "strip_session_ids",
-            "use_sitemaps",
-        ),
-    ),
-    (
-        "politeness",
-        None,
-        (
-            "delay",
-            "max_crawl_delay",
-            "adaptive_delay",
-            "per_ip",
-            "obey_robots",
-            "robots_ttl",
-            "user_agent",
-        ),
-    ),
-    (
-        "fetching",
-        None,
-        (
-            "connect_timeout",
-            "first_byte_timeout",
-            "total_timeout",
-            "low_speed_limit",
-            "low_speed_time",
-            "max_body",
-            "max_attempts",
-            "resolve",
-            "resolve_file",
-            "allow_private",
-            "headers",
-            "proxy",
-        ),
-    ),
-    ("workers", None, ("workers", "concurrency", "per_host", "lease_ttl", "lease_order")),
+    ("scope and limits", None),
+    ("links", None),
+    ("politeness", None),
+    ("fetching", None),
+    ("workers and the frontier", None),
     (
         "trap limits",
         "The limits take a whole number or none (no limit); docs/crawler.md, Traps.",
-        (
-            "host_budget",
-            "max_path_repeat",
-            "max_path_segments",
-            "calendar_years_back",
-            "calendar_years_ahead",
-            "max_queries_per_path",
-            "max_query_shapes",
-        ),
     ),
-    ("outputs", None, ("warc", "warc_max_bytes")),
+    ("outputs", None),
     (
         "cluster mode",
         "With --redis URL the crawl is created in Redis and crawled by `gossamer worker` "
         "processes on any machine (docs/cluster.md); --workers N starts N of them here "
         "(default: one per core; 0: none) and waits for them. The flags of this group need "
         "--redis.",
-        ("seen_set",),
     ),
 )
 _OTHER_GROUP = "other settings"
@@ -171,7 +118,7 @@ def _add_crawl(sub: Any) -> None:
         "link graph, stats. Every setting has a flag; -s KEY=VALUE sets any of them by its "
         "TOML key.",
     )
-    groups = {title: p.add_argument_group(title, text) for title, text, _ in _CRAWL_GROUPS}
+    groups = {title: p.add_argument_group(title, text) for title, text in _CRAWL_SECTIONS}
     g = groups["seeds and output"]
     g.add_argument("seeds", nargs="*", metavar="SEED", help="start URLs")
     g.add_argument(
@@ -245,11 +192,10 @@ def _setting_flags(p: argparse.ArgumentParser, groups: dict[str, Any]) -> None:
     from .config import CrawlSettings
 
     taken = {a.dest for a in p._actions} | {"seeds", "output"}
-    where = {name: title for title, _, names in _CRAWL_GROUPS for name in names}
     for name, (_, field) in CrawlSettings.knob_fields().items():
         if name in taken:
             continue
-        title = where.get(name, _OTHER_GROUP)
+        title = CrawlSettings.section_of(name) or _OTHER_GROUP
         if title not in groups:
             groups[title] = p.add_argument_group(title)
         flags = _FLAG_NAMES.get(name, ("--" + name.replace("_", "-"),))

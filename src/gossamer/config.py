@@ -14,7 +14,7 @@ import tomllib
 from collections.abc import Mapping
 from functools import cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
 
 from pydantic import (
     BaseModel,
@@ -136,10 +136,14 @@ class _Group(BaseModel):
     names (flags, GOSSAMER_*, TOML and `-s` keys): no two groups share one."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, validate_default=True)
+    #: the section of `gossamer crawl --help` that lists the group's flags
+    section: ClassVar[str]
 
 
 class FrontierSettings(_Group):
     """How the frontier hands out hosts' URLs."""
+
+    section = "workers and the frontier"
 
     per_host: int = Field(20, ge=1, le=1000, description="URLs per host per lease (KSpider bucket)")
     lease_ttl: float = Field(
@@ -182,6 +186,8 @@ class FrontierSettings(_Group):
 
 class FetchSettings(_Group):
     """How pages are fetched: identity, headers, proxy, addresses, time-outs, sizes."""
+
+    section = "fetching"
 
     concurrency: int = Field(64, ge=1, le=10_000, description="hosts fetched at once per worker")
     user_agent: str = Field(DEFAULT_USER_AGENT, description="User-Agent header")
@@ -275,6 +281,8 @@ class FetchSettings(_Group):
 class PolitenessSettings(_Group):
     """How hard a host is asked: delays, robots.txt, IPs shared by hosts."""
 
+    section = "politeness"
+
     delay: float = Field(1.0, ge=0, le=3600, description="seconds between requests to a host")
     max_crawl_delay: float = Field(30.0, ge=0, le=86400, description="cap on robots Crawl-delay")
     adaptive_delay: float = Field(
@@ -290,6 +298,8 @@ class PolitenessSettings(_Group):
 class LinksSettings(_Group):
     """Which of a page's links are followed, and how URLs are cleaned."""
 
+    section = "links"
+
     follow_nofollow: bool = Field(False, description="follow rel=nofollow links too")
     html_only: bool = Field(True, description="parse only HTML responses for links")
     strip_session_ids: bool = Field(
@@ -303,6 +313,8 @@ class LinksSettings(_Group):
 
 class TrapsSettings(_Group):
     """The trap detectors (docs/crawler.md, "Traps"); none turns one off."""
+
+    section = "trap limits"
 
     max_path_repeat: int = Field(3, ge=1, description="a path segment repeated more is a trap")
     max_path_segments: int | None = Field(
@@ -337,6 +349,8 @@ class TrapsSettings(_Group):
 class SinksSettings(_Group):
     """What the crawl writes besides its log and link graph."""
 
+    section = "outputs"
+
     warc: bool = Field(True, description="write WARC files")
     warc_max_bytes: int = Field(1024**3, ge=1024 * 1024, description="bytes per WARC file")
 
@@ -344,9 +358,18 @@ class SinksSettings(_Group):
 class ClusterSettings(_Group):
     """Cluster mode's settings of the crawl (docs/cluster.md)."""
 
+    section = "cluster mode"
+
     seen_set: Literal["exact", "bloom"] = Field(
         "exact", description="cluster mode: the Redis frontier's seen-set (docs/cluster.md)"
     )
+
+
+# a top-level setting's section of `gossamer crawl --help` (a group's: its `section`)
+_SECTION: dict[str, dict[str, Any]] = {
+    name: {"section": name}
+    for name in ("seeds and output", "scope and limits", "workers and the frontier")
+}
 
 
 class CrawlSettings(BaseSettings):
@@ -357,27 +380,47 @@ class CrawlSettings(BaseSettings):
 
     model_config = SettingsConfigDict(env_prefix="GOSSAMER_", extra="forbid", validate_default=True)
 
-    seeds: TextList = Field(default_factory=list, description="start URLs")
+    seeds: TextList = Field(
+        default_factory=list, description="start URLs",
+        json_schema_extra=_SECTION["seeds and output"],
+    )
     seeds_file: Path | None = Field(
         None,
         description="more start URLs from FILE, one a line (# comments; - is stdin); read at "
         "start into seeds (crawl.json keeps the list)",
+        json_schema_extra=_SECTION["seeds and output"],
     )
-    output: Path = Field(Path("crawl"), description="crawl directory")
+    output: Path = Field(
+        Path("crawl"), description="crawl directory",
+        json_schema_extra=_SECTION["seeds and output"],
+    )
     max_pages: int | None = Field(
-        None, ge=1, description="stop after this many pages (with --resume: raise it to go on)"
+        None, ge=1, description="stop after this many pages (with --resume: raise it to go on)",
+        json_schema_extra=_SECTION["scope and limits"],
     )
     max_depth: int | None = Field(
-        20, ge=0, description="link hops from the seeds (seeds are depth 0; none: no limit)"
+        20, ge=0, description="link hops from the seeds (seeds are depth 0; none: no limit)",
+        json_schema_extra=_SECTION["scope and limits"],
     )
     scope: Literal["host", "domain", "all"] = Field(
-        "host", description="host: the seeds' hosts; domain: their registrable domains; all"
+        "host", description="host: the seeds' hosts; domain: their registrable domains; all",
+        json_schema_extra=_SECTION["scope and limits"],
     )
-    allow: TextList = Field(default_factory=list, description="regexes; one must match")
-    deny: TextList = Field(default_factory=list, description="regexes; none may match")
-    workers: int = Field(0, ge=0, le=256, description="worker processes; 0 = one per core")
+    allow: TextList = Field(
+        default_factory=list, description="regexes; one must match",
+        json_schema_extra=_SECTION["scope and limits"],
+    )
+    deny: TextList = Field(
+        default_factory=list, description="regexes; none may match",
+        json_schema_extra=_SECTION["scope and limits"],
+    )
+    workers: int = Field(
+        0, ge=0, le=256, description="worker processes; 0 = one per core",
+        json_schema_extra=_SECTION["workers and the frontier"],
+    )
     recrawl: Path | None = Field(
-        None, description="re-crawl this finished crawl directory with conditional GETs"
+        None, description="re-crawl this finished crawl directory with conditional GETs",
+        json_schema_extra=_SECTION["seeds and output"],
     )
     # the groups' defaults: frozen, so one default instance is safely shared
     frontier: FrontierSettings = FrontierSettings.model_validate({})
@@ -487,6 +530,16 @@ class CrawlSettings(BaseSettings):
     def knob_fields(cls) -> dict[str, tuple[str | None, FieldInfo]]:
         """Every setting by its flat name: (its group, None at top level; its field)."""
         return dict(_knob_fields())
+
+    @classmethod
+    def section_of(cls, name: str) -> str | None:
+        """The section of `gossamer crawl --help` for setting `name` (None: none declared)."""
+        group, field = _knob_fields()[name]
+        if group is not None:
+            return _GROUPS[group].section
+        extra = field.json_schema_extra
+        section = extra.get("section") if isinstance(extra, dict) else None
+        return section if isinstance(section, str) else None
 
     def knob(self, name: str) -> Any:
         """The value of the setting of flat name `name`."""
