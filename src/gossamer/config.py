@@ -2,6 +2,13 @@
 
 One composition root: `load_settings()` validates everything at start and raises
 `SettingsError` with every problem in one readable message.
+
+`CrawlSettings` holds the crawl's definition at top level and the rest in frozen groups
+(`FrontierSettings` … `ClusterSettings`), each setting declared once, in its group. Every
+setting also has one flat name, unique across the groups, which is what the command line, the
+environment, `-s`, TOML and crawl.json used before the groups and still use: `_nest` and
+`_flat` translate between the two forms, so `CrawlSettings(delay=0)` and
+`CrawlSettings(politeness={"delay": 0})` are the same settings.
 """
 
 from __future__ import annotations
@@ -581,7 +588,8 @@ def _knob_fields() -> dict[str, tuple[str | None, FieldInfo]]:
             knobs[name] = (None, field)
             continue
         for leaf, leaf_field in group.model_fields.items():
-            assert leaf not in knobs, f"setting {leaf!r} declared twice"
+            if leaf in knobs:  # a flat name must say which setting it is
+                raise TypeError(f"setting {leaf!r} declared twice ({name} and elsewhere)")
             knobs[leaf] = (name, leaf_field)
     return knobs
 
