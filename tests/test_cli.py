@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from gossamer.cli import _CRAWL_GROUPS, build_parser, crawl_settings
+from gossamer.cli import _CRAWL_SECTIONS, build_parser, crawl_settings
 from gossamer.config import (
     CrawlSettings,
     SeedsFileError,
@@ -100,7 +100,7 @@ def test_list_settings_as_text(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("GOSSAMER_RESOLVE", "a.example:127.0.0.1, b.example:127.0.0.2")
     s = load_settings({})
     assert s.allow == [r"/a{1,3}/ b"]
-    assert s.resolve == ["a.example:127.0.0.1", "b.example:127.0.0.2"]
+    assert s.fetch.resolve == ["a.example:127.0.0.1", "b.example:127.0.0.2"]
     monkeypatch.setenv("GOSSAMER_DENY", '["x", "y"]')
     assert load_settings({}).deny == ["x", "y"]
     monkeypatch.setenv("GOSSAMER_DENY", '["x", ')
@@ -118,7 +118,8 @@ def test_set_option_parses_like_the_environment() -> None:
         "-s", "per_ip=3",
         "-s", "per_ip=4",  # the later one wins
     )  # fmt: skip
-    assert (s.max_body, s.obey_robots, s.max_depth, s.per_ip) == (4096, False, None, 4)
+    assert (s.fetch.max_body, s.politeness.obey_robots) == (4096, False)
+    assert (s.max_depth, s.politeness.per_ip) == (None, 4)
     assert s.seeds == ["http://a.example/"]  # the SEED argument beats -s seeds=
 
 
@@ -143,20 +144,24 @@ def test_precedence_flag_over_set_over_env_over_toml(
     monkeypatch.setenv("GOSSAMER_MAX_ATTEMPTS", "6")
     monkeypatch.setenv("GOSSAMER_MAX_BODY", "4096")
     s = settings_of(*base, "-s", "max_attempts=7", "-s", "max_body=8192", "--max-body", "16384")
-    assert s.delay == 1.5  # TOML
-    assert s.per_ip == 3  # env over TOML
-    assert s.max_attempts == 7  # -s over env
-    assert s.max_body == 16384  # flag over -s
+    assert s.politeness.delay == 1.5  # TOML
+    assert s.politeness.per_ip == 3  # env over TOML
+    assert s.frontier.max_attempts == 7  # -s over env
+    assert s.fetch.max_body == 16384  # flag over -s
 
 
 def test_every_setting_has_a_flag_in_a_named_group() -> None:
     crawl = crawl_parser()
     dests = {a.dest for a in crawl._actions}
-    assert not [n for n in CrawlSettings.model_fields if n not in dests]
-    grouped = {n for _title, _text, names in _CRAWL_GROUPS for n in names}
-    handwritten = {"seeds", "output", "recrawl"}
-    loose = [n for n in CrawlSettings.model_fields if n not in grouped | handwritten]
-    assert not loose, f"add {loose} to a group of gossamer.cli._CRAWL_GROUPS"
+    assert not [n for n in CrawlSettings.knob_fields() if n not in dests]
+    titles = {title for title, _text in _CRAWL_SECTIONS}
+    loose = [n for n in CrawlSettings.knob_fields() if CrawlSettings.section_of(n) not in titles]
+    assert not loose, f"give {loose} a section of gossamer.cli._CRAWL_SECTIONS"
+    # each flag is listed in its setting's section
+    for group in crawl._action_groups:
+        for action in group._group_actions:
+            if action.dest in CrawlSettings.knob_fields() and action.dest != "output":
+                assert group.title == CrawlSettings.section_of(action.dest), action.dest
 
 
 def test_dedicated_flags_reach_the_settings() -> None:
@@ -169,20 +174,24 @@ def test_dedicated_flags_reach_the_settings() -> None:
         "--no-obey-robots", "--follow-nofollow", "--no-html-only", "--no-strip-session-ids",
         "--no-follow-canonical", "--no-warc", "--sitemaps", "--max-pages", "none",
     )  # fmt: skip
-    assert (s.connect_timeout, s.first_byte_timeout, s.total_timeout) == (2, 3, 4)
-    assert (s.max_crawl_delay, s.max_body, s.max_attempts, s.robots_ttl) == (5, 4096, 2, 60)
-    assert (s.lease_ttl, s.warc_max_bytes, s.max_path_repeat) == (30, 2097152, 4)
-    assert s.adaptive_delay == 1.5 and s.max_pages is None
-    assert not (s.obey_robots or s.html_only or s.strip_session_ids or s.follow_canonical)
-    assert s.follow_nofollow and s.use_sitemaps and not s.warc
-    assert not settings_of("http://a.example/", "--ignore-robots").obey_robots
+    assert (s.fetch.connect_timeout, s.fetch.first_byte_timeout, s.fetch.total_timeout) == (2, 3, 4)
+    assert (s.politeness.max_crawl_delay, s.fetch.max_body) == (5, 4096)
+    assert (s.frontier.max_attempts, s.politeness.robots_ttl) == (2, 60)
+    assert (s.frontier.lease_ttl, s.sinks.warc_max_bytes) == (30, 2097152)
+    assert s.traps.max_path_repeat == 4
+    assert s.politeness.adaptive_delay == 1.5 and s.max_pages is None
+    assert not (s.politeness.obey_robots or s.links.html_only)
+    assert not (s.links.strip_session_ids or s.links.follow_canonical)
+    assert s.links.follow_nofollow and s.links.use_sitemaps and not s.sinks.warc
+    assert not settings_of("http://a.example/", "--ignore-robots").politeness.obey_robots
     defaults = settings_of("http://a.example/")
-    assert defaults.obey_robots and defaults.warc and defaults.max_body == 10 * 1024 * 1024
+    assert defaults.politeness.obey_robots and defaults.sinks.warc
+    assert defaults.fetch.max_body == 10 * 1024 * 1024
 
 
 def test_crawl_help_groups_its_flags() -> None:
     text = crawl_parser().format_help()
-    positions = [text.index(f"\n{title}:") for title, _text, _names in _CRAWL_GROUPS]
+    positions = [text.index(f"\n{title}:") for title, _text in _CRAWL_SECTIONS]
     assert positions == sorted(positions)
     assert "--connect-timeout S" in text and "--max-crawl-delay S" in text
     assert "other settings:" not in text

@@ -18,7 +18,7 @@ def test_cli_md_is_generated_from_the_code() -> None:
 
 def test_cli_md_holds_every_setting_exit_code_and_subcommand() -> None:
     text = render()
-    for name in CrawlSettings.model_fields:
+    for name in CrawlSettings.knob_fields():
         assert f"| `{name}` |" in text and f"`GOSSAMER_{name.upper()}`" in text
     for code in MEANINGS:
         assert f"\n| {int(code)} | `" in text

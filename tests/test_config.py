@@ -14,7 +14,7 @@ from gossamer.config import CrawlSettings, SettingsError, load_settings
 def test_defaults_and_flags() -> None:
     s = load_settings({"seeds": ["HTTP://Example.ORG:80/a/../b#x"], "max_pages": 10})
     assert s.seeds == ["http://example.org/b"]
-    assert s.max_pages == 10 and s.per_host == 20 and s.obey_robots
+    assert s.max_pages == 10 and s.frontier.per_host == 20 and s.politeness.obey_robots
     assert s.effective_workers() >= 1
 
 
@@ -22,7 +22,7 @@ def test_precedence_flags_env_toml(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     cfg = tmp_path / "c.toml"
     cfg.write_text('[crawl]\nseeds = ["http://a.example/"]\nmax_pages = 5\ndelay = 2.5\n')
     s = load_settings({}, config=cfg)
-    assert (s.max_pages, s.delay, s.seeds) == (5, 2.5, ["http://a.example/"])
+    assert (s.max_pages, s.politeness.delay, s.seeds) == (5, 2.5, ["http://a.example/"])
     monkeypatch.setenv("GOSSAMER_MAX_PAGES", "7")
     assert load_settings({}, config=cfg).max_pages == 7  # env beats the file
     assert load_settings({"max_pages": 9}, config=cfg).max_pages == 9  # flags beat env

@@ -215,7 +215,7 @@ def test_the_ttl_setting_bounds_the_age_of_a_stored_answer() -> None:
     assert short.get("a.example", 3599.0) is not None
     assert SharedRobots(store, user_agent=UA, ttl=3600).get("a.example", 3600.0) is None
     assert short.statistics().store_expired == 0
-    assert CrawlSettings().robots_ttl == DAY
+    assert CrawlSettings().politeness.robots_ttl == DAY
     with pytest.raises(ValueError, match="robots_ttl"):
         CrawlSettings(robots_ttl=DAY + 1)  # RFC 9309 §2.4: not over a day
 

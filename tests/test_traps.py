@@ -175,15 +175,15 @@ def test_default_detectors_never_drop_a_required_page(profile: str) -> None:
     scope = Scope(
         settings.seeds,
         scope="all",
-        max_path_repeat=settings.max_path_repeat,
-        max_path_segments=settings.max_path_segments,
+        max_path_repeat=settings.traps.max_path_repeat,
+        max_path_segments=settings.traps.max_path_segments,
         calendar=CalendarWindow(
-            years_back=settings.calendar_years_back,
-            years_ahead=settings.calendar_years_ahead,
+            years_back=settings.traps.calendar_years_back,
+            years_ahead=settings.traps.calendar_years_ahead,
             now_year=NOW,
         ),
     )
-    queries = QueryTraps(settings.max_queries_per_path, settings.max_query_shapes)
+    queries = QueryTraps(settings.traps.max_queries_per_path, settings.traps.max_query_shapes)
     assert len(truth.order) > 5000
     wrong = [
         (u, r)
@@ -238,31 +238,32 @@ def test_limits_are_lifted_with_none_in_flags_environment_and_toml(
     from gossamer.cli import build_parser, crawl_settings
 
     defaults = load_settings({})
-    assert (defaults.max_depth, defaults.host_budget, defaults.max_path_segments) == (
+    traps = defaults.traps
+    assert (defaults.max_depth, defaults.frontier.host_budget, traps.max_path_segments) == (
         20,
         100_000,
         20,
     )
-    assert (defaults.calendar_years_back, defaults.calendar_years_ahead) == (30, 5)
-    assert (defaults.max_queries_per_path, defaults.max_query_shapes) == (10_000, 50)
+    assert (defaults.traps.calendar_years_back, defaults.traps.calendar_years_ahead) == (30, 5)
+    assert (defaults.traps.max_queries_per_path, defaults.traps.max_query_shapes) == (10_000, 50)
     argv = "crawl http://a.example/ --max-depth None --host-budget 7 --max-path-segments none"
     argv += " --calendar-years-back 0 --calendar-years-ahead none --max-queries-per-path 9"
     argv += " --max-query-shapes NONE"
     args = build_parser(with_testweb=False).parse_args(argv.split())
     s = crawl_settings(args)
-    assert (s.max_depth, s.host_budget, s.max_path_segments) == (None, 7, None)
-    assert (s.calendar_years_back, s.calendar_years_ahead) == (0, None)
-    assert (s.max_queries_per_path, s.max_query_shapes) == (9, None)
+    assert (s.max_depth, s.frontier.host_budget, s.traps.max_path_segments) == (None, 7, None)
+    assert (s.traps.calendar_years_back, s.traps.calendar_years_ahead) == (0, None)
+    assert (s.traps.max_queries_per_path, s.traps.max_query_shapes) == (9, None)
     assert load_settings({"max_depth": 0}).max_depth == 0  # seeds only, as before
     monkeypatch.setenv("GOSSAMER_MAX_DEPTH", "none")
     monkeypatch.setenv("GOSSAMER_MAX_QUERY_SHAPES", "3")
     assert load_settings({}).max_depth is None
-    assert load_settings({}).max_query_shapes == 3
+    assert load_settings({}).traps.max_query_shapes == 3
     monkeypatch.delenv("GOSSAMER_MAX_DEPTH")
     toml = tmp_path / "crawl.toml"
     toml.write_text('[crawl]\nmax_depth = "none"\nhost_budget = "none"\n')
     s = load_settings(config=toml)
-    assert (s.max_depth, s.host_budget) == (None, None)
+    assert (s.max_depth, s.frontier.host_budget) == (None, None)
     assert load_settings({}, config=toml).manifest()["max_depth"] is None
 
 

@@ -39,7 +39,12 @@ Every setting of `gossamer crawl` can be given four ways; the first one found wi
 3. the environment variable `GOSSAMER_<KEY>`;
 4. the TOML file of `--config FILE` (keys at top level or under `[crawl]`);
 
-else the default. Values as text (`-s`, environment): numbers as written; booleans `true`,
+else the default. A setting of a group (the table's group column) may also be given in it: a
+TOML table (`[politeness]` then `delay = 0`, or `[crawl.politeness]`) or a dotted key
+(`-s politeness.delay=0`); its flag, variable and `crawl.json` key stay the flat name
+(`--delay`, `GOSSAMER_DELAY`, `delay`), and code reads `settings.politeness.delay`.
+
+Values as text (`-s`, environment): numbers as written; booleans `true`,
 `false`, `1`, `0`, `yes`, `no`, `on`, `off`; `{NO_LIMIT}` lifts a limit; a list is a JSON list
 (`["a", "b"]`) or, for `seeds` and `resolve`, items split by whitespace or commas
 (`GOSSAMER_SEEDS="http://a.example/ http://b.example/"`); for `allow` and `deny` the text is one
@@ -108,8 +113,12 @@ def _default(name: str, field: Any) -> str:
 
 def _settings(lines: list[str], crawl: argparse.ArgumentParser) -> None:
     lines += ["", _SETTINGS_INTRO.rstrip()]
-    lines += ["", "| TOML key | flag | environment | default | meaning |", "|---|---|---|---|---|"]
-    for name, field in CrawlSettings.model_fields.items():
+    lines += [
+        "",
+        "| TOML key | group | flag | environment | default | meaning |",
+        "|---|---|---|---|---|---|",
+    ]
+    for name, (group, field) in CrawlSettings.knob_fields().items():
         flags = [
             "`" + _cell(_invocation(crawl, a)) + "`"
             for a in crawl._actions
@@ -121,7 +130,8 @@ def _settings(lines: list[str], crawl: argparse.ArgumentParser) -> None:
         if name in _LIST_SPLIT:
             meaning += " (a list)"
         lines.append(
-            f"| `{name}` | {', '.join(flags) or '`-s ' + name + '=…`'} | "
+            f"| `{name}` | {'`' + group + '`' if group else '—'} | "
+            f"{', '.join(flags) or '`-s ' + name + '=…`'} | "
             f"`GOSSAMER_{name.upper()}` | `{_cell(_default(name, field))}` | {_cell(meaning)} |"
         )
 

@@ -57,84 +57,31 @@ def build_parser(with_testweb: bool = True) -> argparse.ArgumentParser:
     return parser
 
 
-# `gossamer crawl --help`'s groups, in order: (title, description, the settings whose flags it
-# holds). A setting in no group still gets its flag, under "other settings" (see _setting_flags).
-_CRAWL_GROUPS: tuple[tuple[str, str | None, tuple[str, ...]], ...] = (
+# `gossamer crawl --help`'s sections, in order: (title, description). Which flags a section
+# holds is declared with the settings (`CrawlSettings.section_of`: a group's `section`, a
+# top-level setting's field); a setting in none still gets its flag, under "other settings".
+_CRAWL_SECTIONS: tuple[tuple[str, str | None], ...] = (
     (
         "seeds and output",
         "Settings come from flags, then -s KEY=VALUE, then GOSSAMER_* environment variables, "
         "then --config FILE, then defaults (docs/cli.md lists every one).",
-        ("seeds_file",),
     ),
-    (
-        "scope and limits",
-        None,
-        (
-            "max_pages",
-            "max_depth",
-            "scope",
-            "allow",
-            "deny",
-            "follow_nofollow",
-            "follow_canonical",
-            "html_only",
-            "strip_session_ids",
-            "use_sitemaps",
-        ),
-    ),
-    (
-        "politeness",
-        None,
-        (
-            "delay",
-            "max_crawl_delay",
-            "adaptive_delay",
-            "per_ip",
-            "obey_robots",
-            "robots_ttl",
-            "user_agent",
-        ),
-    ),
-    (
-        "fetching",
-        None,
-        (
-            "connect_timeout",
-            "first_byte_timeout",
-            "total_timeout",
-            "low_speed_limit",
-            "low_speed_time",
-            "max_body",
-            "max_attempts",
-            "resolve",
-            "resolve_file",
-            "allow_private",
-            "headers",
-            "proxy",
-        ),
-    ),
-    ("workers", None, ("workers", "concurrency", "per_host", "lease_ttl", "lease_order")),
+    ("scope and limits", None),
+    ("links", None),
+    ("politeness", None),
+    ("fetching", None),
+    ("workers and the frontier", None),
     (
         "trap limits",
         "The limits take a whole number or none (no limit); docs/crawler.md, Traps.",
-        (
-            "host_budget",
-            "max_path_repeat",
-            "max_path_segments",
-            "calendar_years_back",
-            "calendar_years_ahead",
-            "max_queries_per_path",
-            "max_query_shapes",
-        ),
     ),
-    ("outputs", None, ("warc", "warc_max_bytes")),
+    ("outputs", None),
     (
         "cluster mode",
         "With --redis URL the crawl is created in Redis and crawled by `gossamer worker` "
         "processes on any machine (docs/cluster.md); --workers N starts N of them here "
         "(default: one per core; 0: none) and waits for them. The flags of this group need "
         "--redis.",
-        ("seen_set",),
     ),
 )
 _OTHER_GROUP = "other settings"
@@ -174,7 +121,7 @@ def _add_crawl(sub: Any) -> None:
         "link graph, stats. Every setting has a flag; -s KEY=VALUE sets any of them by its "
         "TOML key.",
     )
-    groups = {title: p.add_argument_group(title, text) for title, text, _ in _CRAWL_GROUPS}
+    groups = {title: p.add_argument_group(title, text) for title, text in _CRAWL_SECTIONS}
     g = groups["seeds and output"]
     g.add_argument("seeds", nargs="*", metavar="SEED", help="start URLs")
     g.add_argument(
@@ -243,17 +190,16 @@ def _add_crawl(sub: Any) -> None:
 
 
 def _setting_flags(p: argparse.ArgumentParser, groups: dict[str, Any]) -> None:
-    """A flag for every CrawlSettings field that has no hand-written one, made from the
-    field's type, description and default, so no setting is left reachable only by TOML or
-    environment (a new field gets its flag without touching this file)."""
+    """A flag for every setting (`CrawlSettings.knob_fields`) without a hand-written one, made
+    from the field's type, description and default, so no setting is left reachable only by
+    TOML or environment (a new field gets its flag without touching this file)."""
     from .config import CrawlSettings
 
     taken = {a.dest for a in p._actions} | {"seeds", "output"}
-    where = {name: title for title, _, names in _CRAWL_GROUPS for name in names}
-    for name, field in CrawlSettings.model_fields.items():
+    for name, (_, field) in CrawlSettings.knob_fields().items():
         if name in taken:
             continue
-        title = where.get(name, _OTHER_GROUP)
+        title = CrawlSettings.section_of(name) or _OTHER_GROUP
         if title not in groups:
             groups[title] = p.add_argument_group(title)
         flags = _FLAG_NAMES.get(name, ("--" + name.replace("_", "-"),))
@@ -315,7 +261,7 @@ def _check_proxy(settings: Any) -> int | None:
     from .exitcodes import Exit
     from .fetch.options import dead_proxy
 
-    problem = dead_proxy(settings.proxy, settings.connect_timeout)
+    problem = dead_proxy(settings.fetch.proxy, settings.fetch.connect_timeout)
     if problem is None:
         return None
     _log.error(problem)
@@ -369,7 +315,7 @@ def crawl_settings(args: argparse.Namespace) -> CrawlSettings:
     over its -s KEY=VALUE over GOSSAMER_* over --config FILE. Raises SettingsError."""
     from .config import CrawlSettings, load_settings, parse_set_options
 
-    flags = {name: getattr(args, name, None) for name in CrawlSettings.model_fields}
+    flags = {name: getattr(args, name, None) for name in CrawlSettings.knob_fields()}
     flags["seeds"] = args.seeds or None
     flags["output"] = args.resume or args.output
     if args.redis:
@@ -402,7 +348,7 @@ def _run_crawl(args: argparse.Namespace) -> int:
             )
     try:
         settings = crawl_settings(args)
-        if settings.seen_set != "exact" and not args.redis:
+        if settings.cluster.seen_set != "exact" and not args.redis:
             raise SettingsError("seen_set: a Bloom seen-set is for cluster crawls (--redis)")
         partition = args.partition or "dynamic"
         if (partition == "sized") != (args.site_sizes is not None):

@@ -2,6 +2,13 @@
 
 One composition root: `load_settings()` validates everything at start and raises
 `SettingsError` with every problem in one readable message.
+
+`CrawlSettings` holds the crawl's definition at top level and the rest in frozen groups
+(`FrontierSettings` … `ClusterSettings`), each setting declared once, in its group. Every
+setting also has one flat name, unique across the groups, which is what the command line, the
+environment, `-s`, TOML and crawl.json used before the groups and still use: `_nest` and
+`_flat` translate between the two forms, so `CrawlSettings(delay=0)` and
+`CrawlSettings(politeness={"delay": 0})` are the same settings.
 """
 
 from __future__ import annotations
@@ -11,10 +18,21 @@ import os
 import re
 import sys
 import tomllib
+from collections.abc import Mapping
+from functools import cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
 
-from pydantic import Field, ValidationError, ValidationInfo, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
+from pydantic.fields import FieldInfo
 from pydantic_settings import (
     BaseSettings,
     NoDecode,
@@ -103,38 +121,82 @@ def read_seeds_file(path: Path) -> list[str]:
     return seeds
 
 
-class CrawlSettings(BaseSettings):
-    """Everything a crawl needs. Field names are the TOML keys; env vars are GOSSAMER_<NAME>."""
+def _limit_or_none(value: Any) -> Any:
+    # `--max-depth none`, GOSSAMER_MAX_DEPTH=none, max_depth = "none" in TOML: no limit
+    if isinstance(value, str):
+        text = value.strip()
+        if text.lower() == NO_LIMIT:
+            return None
+        try:
+            return int(text)
+        except ValueError:
+            raise ValueError(f"expected a whole number or {NO_LIMIT}, got {value!r}") from None
+    return value
 
-    model_config = SettingsConfigDict(env_prefix="GOSSAMER_", extra="forbid", validate_default=True)
 
-    seeds: TextList = Field(default_factory=list, description="start URLs")
-    seeds_file: Path | None = Field(
-        None,
-        description="more start URLs from FILE, one a line (# comments; - is stdin); read at "
-        "start into seeds (crawl.json keeps the list)",
-    )
-    output: Path = Field(Path("crawl"), description="crawl directory")
-    max_pages: int | None = Field(
-        None, ge=1, description="stop after this many pages (with --resume: raise it to go on)"
-    )
-    max_depth: int | None = Field(
-        20, ge=0, description="link hops from the seeds (seeds are depth 0; none: no limit)"
-    )
-    scope: Literal["host", "domain", "all"] = Field(
-        "host", description="host: the seeds' hosts; domain: their registrable domains; all"
-    )
-    allow: TextList = Field(default_factory=list, description="regexes; one must match")
-    deny: TextList = Field(default_factory=list, description="regexes; none may match")
-    workers: int = Field(0, ge=0, le=256, description="worker processes; 0 = one per core")
-    concurrency: int = Field(64, ge=1, le=10_000, description="hosts fetched at once per worker")
+def _list_from_text(value: Any, info: ValidationInfo) -> Any:
+    return _text_to_list(value, _LIST_SPLIT[str(info.field_name)])
+
+
+class _Group(BaseModel):
+    """A group of settings (`settings.<group>.<name>`). Its names are also the settings' flat
+    names (flags, GOSSAMER_*, TOML and `-s` keys): no two groups share one."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, validate_default=True)
+    #: the section of `gossamer crawl --help` that lists the group's flags
+    section: ClassVar[str]
+
+
+class FrontierSettings(_Group):
+    """How the frontier hands out hosts' URLs."""
+
+    section = "workers and the frontier"
+
     per_host: int = Field(20, ge=1, le=1000, description="URLs per host per lease (KSpider bucket)")
-    per_ip: int = Field(1, ge=1, le=64, description="hosts of one IP fetched at once")
-    delay: float = Field(1.0, ge=0, le=3600, description="seconds between requests to a host")
-    max_crawl_delay: float = Field(30.0, ge=0, le=86400, description="cap on robots Crawl-delay")
-    adaptive_delay: float = Field(
-        0.0, ge=0, le=1000, description="rest a host N times its mean response time (0: off)"
+    lease_ttl: float = Field(
+        120.0, gt=1, description="seconds a worker holds a host's URLs before they go back"
     )
+    lease_order: Literal["largest-first", "ready"] = Field(
+        "largest-first",
+        description="which ready host is leased first: the one with most URLs queued "
+        "(10 ms head start per URL, at most 30 s) or the one ready longest",
+    )
+    max_attempts: int = Field(3, ge=1, le=20, description="fetches of a URL before giving up")
+    host_budget: int | None = Field(
+        100_000, ge=1, description="URLs queued per host at most (none: no limit)"
+    )
+
+    @field_validator("host_budget", mode="before")
+    @classmethod
+    def _none_lifts_a_limit(cls, value: Any) -> Any:
+        return _limit_or_none(value)
+
+    def knobs(self, crawl: CrawlSettings) -> FrontierKnobs:
+        """The frontier's limits and politeness from the crawl's settings: the keywords every
+        backend (SqliteFrontier, RedisFrontier) takes, mapped once for both. The knobs are
+        declared in `FrontierKnobs`; this maps the settings' names onto them."""
+        from .frontier._options import DEFAULT_BACKLOG_LEAD
+
+        politeness = crawl.politeness
+        return {
+            "lease_ttl": self.lease_ttl,
+            "max_pages": crawl.max_pages,
+            "max_depth": crawl.max_depth,
+            "host_budget": self.host_budget,
+            "max_attempts": self.max_attempts,
+            "default_delay": politeness.delay,
+            "max_crawl_delay": politeness.max_crawl_delay,
+            "adaptive_factor": politeness.adaptive_delay,
+            "backlog_lead": DEFAULT_BACKLOG_LEAD if self.lease_order == "largest-first" else 0.0,
+        }
+
+
+class FetchSettings(_Group):
+    """How pages are fetched: identity, headers, proxy, addresses, time-outs, sizes."""
+
+    section = "fetching"
+
+    concurrency: int = Field(64, ge=1, le=10_000, description="hosts fetched at once per worker")
     user_agent: str = Field(DEFAULT_USER_AGENT, description="User-Agent header")
     # NoDecode: GOSSAMER_HEADERS is one header a line (or a JSON list), see _headers_valid
     headers: Annotated[list[str], NoDecode] = Field(
@@ -163,10 +225,88 @@ class CrawlSettings(BaseSettings):
         30, ge=1, le=3600, description="seconds under low_speed_limit before the cut"
     )
     max_body: int = Field(10 * 1024 * 1024, ge=1024, description="bytes kept per response")
+
+    @field_validator("resolve", mode="before")
+    @classmethod
+    def _list_from_text(cls, value: Any, info: ValidationInfo) -> Any:
+        return _list_from_text(value, info)
+
+    @field_validator("resolve")
+    @classmethod
+    def _resolve_syntax(cls, entries: list[str]) -> list[str]:
+        for e in entries:
+            if e.count(":") not in (1, 3) or "" in e.split(":"):
+                raise ValueError(f"--resolve expects HOST:IP or HOST:PORT:IP:PORT, got {e!r}")
+        return entries
+
+    @field_validator("headers", mode="before")
+    @classmethod
+    def _headers_text(cls, value: Any) -> Any:
+        # GOSSAMER_HEADERS: a JSON list, or one header a line (a single header as it is)
+        if isinstance(value, str):
+            text = value.strip()
+            if text.startswith("["):
+                try:
+                    return json.loads(text)
+                except ValueError as exc:
+                    raise ValueError(f"not a JSON list of 'Name: value' strings: {exc}") from None
+            return [line for line in text.splitlines() if line.strip()]
+        return value
+
+    @field_validator("headers")
+    @classmethod
+    def _headers_valid(cls, entries: list[str]) -> list[str]:
+        from .fetch.options import check_headers
+
+        return [f"{n}: {v}" for n, v in check_headers(entries)]
+
+    @field_validator("proxy")
+    @classmethod
+    def _proxy_valid(cls, value: str) -> str:
+        from .fetch.options import check_proxy
+
+        return check_proxy(value)
+
+    @model_validator(mode="after")
+    def _consistent(self) -> FetchSettings:
+        if self.first_byte_timeout > self.total_timeout:
+            raise ValueError("first_byte_timeout must not exceed total_timeout")
+        if self.resolve_file is not None and not self.resolve_file.is_file():
+            raise ValueError(f"resolve_file {self.resolve_file} is not a readable file")
+        return self
+
+    def options(self) -> dict[str, Any]:
+        """The CurlFetcher keywords for the crawl-wide headers and the proxy."""
+        from .fetch.options import PROXY_NONE, check_headers
+
+        return {
+            "headers": check_headers(self.headers),
+            "proxy": None if self.proxy == PROXY_NONE else self.proxy,
+        }
+
+
+class PolitenessSettings(_Group):
+    """How hard a host is asked: delays, robots.txt, IPs shared by hosts."""
+
+    section = "politeness"
+
+    delay: float = Field(1.0, ge=0, le=3600, description="seconds between requests to a host")
+    max_crawl_delay: float = Field(30.0, ge=0, le=86400, description="cap on robots Crawl-delay")
+    adaptive_delay: float = Field(
+        0.0, ge=0, le=1000, description="rest a host N times its mean response time (0: off)"
+    )
+    per_ip: int = Field(1, ge=1, le=64, description="hosts of one IP fetched at once")
     obey_robots: bool = Field(True, description="obey robots.txt")
     robots_ttl: float = Field(
         86400.0, gt=0, le=86400, description="seconds a robots.txt is kept (RFC 9309: ≤ a day)"
     )
+
+
+class LinksSettings(_Group):
+    """Which of a page's links are followed, and how URLs are cleaned."""
+
+    section = "links"
+
     follow_nofollow: bool = Field(False, description="follow rel=nofollow links too")
     html_only: bool = Field(True, description="parse only HTML responses for links")
     strip_session_ids: bool = Field(
@@ -176,11 +316,14 @@ class CrawlSettings(BaseSettings):
     use_sitemaps: bool = Field(
         False, description="also seed each host from the sitemaps robots.txt names"
     )
-    host_budget: int | None = Field(
-        100_000, ge=1, description="URLs queued per host at most (none: no limit)"
-    )
+
+
+class TrapsSettings(_Group):
+    """The trap detectors (docs/crawler.md, "Traps"); none turns one off."""
+
+    section = "trap limits"
+
     max_path_repeat: int = Field(3, ge=1, description="a path segment repeated more is a trap")
-    # trap detectors (docs/crawler.md, "Traps"); none turns one off
     max_path_segments: int | None = Field(
         20, ge=1, description="a URL with more path segments is a trap"
     )
@@ -196,60 +339,129 @@ class CrawlSettings(BaseSettings):
     max_query_shapes: int | None = Field(
         50, ge=1, description="distinct parameter-name sequences one path may have (per worker)"
     )
-    max_attempts: int = Field(3, ge=1, le=20, description="fetches of a URL before giving up")
-    lease_ttl: float = Field(
-        120.0, gt=1, description="seconds a worker holds a host's URLs before they go back"
+
+    @field_validator(
+        "max_path_segments",
+        "calendar_years_back",
+        "calendar_years_ahead",
+        "max_queries_per_path",
+        "max_query_shapes",
+        mode="before",
     )
-    lease_order: Literal["largest-first", "ready"] = Field(
-        "largest-first",
-        description="which ready host is leased first: the one with most URLs queued "
-        "(10 ms head start per URL, at most 30 s) or the one ready longest",
-    )
+    @classmethod
+    def _none_lifts_a_limit(cls, value: Any) -> Any:
+        return _limit_or_none(value)
+
+
+class SinksSettings(_Group):
+    """What the crawl writes besides its log and link graph."""
+
+    section = "outputs"
+
+    warc: bool = Field(True, description="write WARC files")
+    warc_max_bytes: int = Field(1024**3, ge=1024 * 1024, description="bytes per WARC file")
+
+
+class ClusterSettings(_Group):
+    """Cluster mode's settings of the crawl (docs/cluster.md)."""
+
+    section = "cluster mode"
+
     seen_set: Literal["exact", "bloom"] = Field(
         "exact", description="cluster mode: the Redis frontier's seen-set (docs/cluster.md)"
     )
-    warc: bool = Field(True, description="write WARC files")
-    warc_max_bytes: int = Field(1024**3, ge=1024 * 1024, description="bytes per WARC file")
-    recrawl: Path | None = Field(
-        None, description="re-crawl this finished crawl directory with conditional GETs"
+
+
+# a top-level setting's section of `gossamer crawl --help` (a group's: its `section`)
+_SECTION: dict[str, dict[str, Any]] = {
+    name: {"section": name}
+    for name in ("seeds and output", "scope and limits", "workers and the frontier")
+}
+
+
+class CrawlSettings(BaseSettings):
+    """Everything a crawl needs: the crawl's definition at top level, the rest in groups
+    (`settings.politeness.delay`). Every setting has one flat name, unique across groups: its
+    flag (`--delay`), its environment variable (GOSSAMER_DELAY), its TOML and `-s` key
+    (`delay`, or `politeness.delay` / a `[politeness]` table) and its crawl.json key."""
+
+    model_config = SettingsConfigDict(env_prefix="GOSSAMER_", extra="forbid", validate_default=True)
+
+    seeds: TextList = Field(
+        default_factory=list, description="start URLs",
+        json_schema_extra=_SECTION["seeds and output"],
     )
+    seeds_file: Path | None = Field(
+        None,
+        description="more start URLs from FILE, one a line (# comments; - is stdin); read at "
+        "start into seeds (crawl.json keeps the list)",
+        json_schema_extra=_SECTION["seeds and output"],
+    )
+    output: Path = Field(
+        Path("crawl"), description="crawl directory",
+        json_schema_extra=_SECTION["seeds and output"],
+    )
+    max_pages: int | None = Field(
+        None, ge=1, description="stop after this many pages (with --resume: raise it to go on)",
+        json_schema_extra=_SECTION["scope and limits"],
+    )
+    max_depth: int | None = Field(
+        20, ge=0, description="link hops from the seeds (seeds are depth 0; none: no limit)",
+        json_schema_extra=_SECTION["scope and limits"],
+    )
+    scope: Literal["host", "domain", "all"] = Field(
+        "host", description="host: the seeds' hosts; domain: their registrable domains; all",
+        json_schema_extra=_SECTION["scope and limits"],
+    )
+    allow: TextList = Field(
+        default_factory=list, description="regexes; one must match",
+        json_schema_extra=_SECTION["scope and limits"],
+    )
+    deny: TextList = Field(
+        default_factory=list, description="regexes; none may match",
+        json_schema_extra=_SECTION["scope and limits"],
+    )
+    workers: int = Field(
+        0, ge=0, le=256, description="worker processes; 0 = one per core",
+        json_schema_extra=_SECTION["workers and the frontier"],
+    )
+    recrawl: Path | None = Field(
+        None, description="re-crawl this finished crawl directory with conditional GETs",
+        json_schema_extra=_SECTION["seeds and output"],
+    )
+    # the groups' defaults: frozen, so one default instance is safely shared
+    frontier: FrontierSettings = FrontierSettings.model_validate({})
+    fetch: FetchSettings = FetchSettings.model_validate({})
+    politeness: PolitenessSettings = PolitenessSettings.model_validate({})
+    links: LinksSettings = LinksSettings.model_validate({})
+    traps: TrapsSettings = TrapsSettings.model_validate({})
+    sinks: SinksSettings = SinksSettings.model_validate({})
+    cluster: ClusterSettings = ClusterSettings.model_validate({})
+
+    def __init__(self, **values: Any) -> None:
+        # flat names and `group.name` keys into their groups before pydantic-settings merges
+        # these with the environment's (nested too), so the keywords win over GOSSAMER_*
+        super().__init__(**_nest(values))
+
+    @model_validator(mode="before")
+    @classmethod
+    def _nested(cls, values: Any) -> Any:
+        # model_validate (no __init__): a flat mapping, e.g. an old crawl.json, nests too
+        return _nest(values) if isinstance(values, Mapping) else values
 
     def frontier_knobs(self) -> FrontierKnobs:
-        """The frontier's limits and politeness from these settings: the keywords every
-        backend (SqliteFrontier, RedisFrontier) takes, mapped once for both. The knobs are
-        declared in `FrontierKnobs`; this maps the settings' names onto them."""
-        from .frontier._options import DEFAULT_BACKLOG_LEAD
+        """The frontier backends' keywords (`FrontierSettings.knobs`)."""
+        return self.frontier.knobs(self)
 
-        return {
-            "lease_ttl": self.lease_ttl,
-            "max_pages": self.max_pages,
-            "max_depth": self.max_depth,
-            "host_budget": self.host_budget,
-            "max_attempts": self.max_attempts,
-            "default_delay": self.delay,
-            "max_crawl_delay": self.max_crawl_delay,
-            "adaptive_factor": self.adaptive_delay,
-            "backlog_lead": DEFAULT_BACKLOG_LEAD if self.lease_order == "largest-first" else 0.0,
-        }
-
-    @field_validator(*_LIMITS, mode="before")
+    @field_validator("max_pages", "max_depth", mode="before")
     @classmethod
     def _none_lifts_a_limit(cls, value: Any) -> Any:
-        # `--max-depth none`, GOSSAMER_MAX_DEPTH=none, max_depth = "none" in TOML: no limit
-        if isinstance(value, str):
-            text = value.strip()
-            if text.lower() == NO_LIMIT:
-                return None
-            try:
-                return int(text)
-            except ValueError:
-                raise ValueError(f"expected a whole number or {NO_LIMIT}, got {value!r}") from None
-        return value
+        return _limit_or_none(value)
 
-    @field_validator(*_LIST_SPLIT, mode="before")
+    @field_validator("seeds", "allow", "deny", mode="before")
     @classmethod
     def _list_from_text(cls, value: Any, info: ValidationInfo) -> Any:
-        return _text_to_list(value, _LIST_SPLIT[str(info.field_name)])
+        return _list_from_text(value, info)
 
     @field_validator("seeds")
     @classmethod
@@ -274,52 +486,9 @@ class CrawlSettings(BaseSettings):
                 raise ValueError(f"invalid regex {p!r}: {exc}") from None
         return patterns
 
-    @field_validator("resolve")
-    @classmethod
-    def _resolve_syntax(cls, entries: list[str]) -> list[str]:
-        for e in entries:
-            if e.count(":") not in (1, 3) or "" in e.split(":"):
-                raise ValueError(f"--resolve expects HOST:IP or HOST:PORT:IP:PORT, got {e!r}")
-        return entries
-
-    @field_validator("headers", mode="before")
-    @classmethod
-    def _headers_text(cls, value: Any) -> Any:
-        # GOSSAMER_HEADERS: a JSON list, or one header a line (a single header as it is)
-        if isinstance(value, str):
-            text = value.strip()
-            if text.startswith("["):
-                import json
-
-                try:
-                    return json.loads(text)
-                except ValueError as exc:
-                    raise ValueError(f"not a JSON list of 'Name: value' strings: {exc}") from None
-            return [line for line in text.splitlines() if line.strip()]
-        return value
-
-    @field_validator("headers")
-    @classmethod
-    def _headers_valid(cls, entries: list[str]) -> list[str]:
-        from .fetch.options import check_headers
-
-        return [f"{n}: {v}" for n, v in check_headers(entries)]
-
-    @field_validator("proxy")
-    @classmethod
-    def _proxy_valid(cls, value: str) -> str:
-        from .fetch.options import check_proxy
-
-        return check_proxy(value)
-
     def fetch_options(self) -> dict[str, Any]:
         """The CurlFetcher keywords for the crawl-wide headers and the proxy."""
-        from .fetch.options import PROXY_NONE, check_headers
-
-        return {
-            "headers": check_headers(self.headers),
-            "proxy": None if self.proxy == PROXY_NONE else self.proxy,
-        }
+        return self.fetch.options()
 
     @field_validator("recrawl")
     @classmethod
@@ -346,10 +515,6 @@ class CrawlSettings(BaseSettings):
                 raise ValueError(f"recrawl: {problem}")
             if not self.seeds:  # default: the re-crawled crawl's seeds
                 self.seeds = old_seeds(self.recrawl)
-        if self.first_byte_timeout > self.total_timeout:
-            raise ValueError("first_byte_timeout must not exceed total_timeout")
-        if self.resolve_file is not None and not self.resolve_file.is_file():
-            raise ValueError(f"resolve_file {self.resolve_file} is not a readable file")
         return self
 
     @classmethod
@@ -361,15 +526,125 @@ class CrawlSettings(BaseSettings):
         dotenv_settings: PydanticBaseSettingsSource,
         file_secret_settings: PydanticBaseSettingsSource,
     ) -> tuple[PydanticBaseSettingsSource, ...]:
-        # flags and -s (init) > environment > TOML (passed as init defaults by load_settings)
-        return (init_settings, env_settings)
+        # flags and -s (init) > environment (flat GOSSAMER_<NAME>) > TOML (passed as init
+        # defaults by load_settings)
+        return (init_settings, _FlatEnvironment(settings_cls))
 
     def effective_workers(self) -> int:
         return self.workers or (os.cpu_count() or 1)
 
+    @classmethod
+    def knob_fields(cls) -> dict[str, tuple[str | None, FieldInfo]]:
+        """Every setting by its flat name: (its group, None at top level; its field)."""
+        return dict(_knob_fields())
+
+    @classmethod
+    def section_of(cls, name: str) -> str | None:
+        """The section of `gossamer crawl --help` for setting `name` (None: none declared)."""
+        group, field = _knob_fields()[name]
+        if group is not None:
+            return _GROUPS[group].section
+        extra = field.json_schema_extra
+        section = extra.get("section") if isinstance(extra, dict) else None
+        return section if isinstance(section, str) else None
+
+    def knob(self, name: str) -> Any:
+        """The value of the setting of flat name `name`."""
+        group = _knob_fields()[name][0]
+        return getattr(self if group is None else getattr(self, group), name)
+
+    def knobs_set(self) -> set[str]:
+        """The flat names of the settings given explicitly (keywords, environment, TOML)."""
+        given = {name for name in self.model_fields_set if name not in _GROUPS}
+        for group in _GROUPS:
+            if group in self.model_fields_set:
+                given |= getattr(self, group).model_fields_set
+        return given
+
     def manifest(self) -> dict[str, Any]:
-        """The crawl.json contract read by `gossamer testweb audit --crawl` and by --resume."""
-        return self.model_dump(mode="json")
+        """The crawl.json contract read by `gossamer testweb audit --crawl` and by --resume:
+        flat, every setting by its flat name (as crawl.json always was)."""
+        nested = self.model_dump(mode="json")
+        return {
+            name: nested[name] if group is None else nested[group][name]
+            for name, (group, _) in _knob_fields().items()
+        }
+
+
+#: The groups: CrawlSettings' fields that hold a group of settings.
+_GROUPS: dict[str, type[_Group]] = {
+    name: field.annotation
+    for name, field in CrawlSettings.model_fields.items()
+    if isinstance(field.annotation, type) and issubclass(field.annotation, _Group)
+}
+
+
+@cache
+def _knob_fields() -> dict[str, tuple[str | None, FieldInfo]]:
+    knobs: dict[str, tuple[str | None, FieldInfo]] = {}
+    for name, field in CrawlSettings.model_fields.items():
+        group = _GROUPS.get(name)
+        if group is None:
+            knobs[name] = (None, field)
+            continue
+        for leaf, leaf_field in group.model_fields.items():
+            if leaf in knobs:  # a flat name must say which setting it is
+                raise TypeError(f"setting {leaf!r} declared twice ({name} and elsewhere)")
+            knobs[leaf] = (name, leaf_field)
+    return knobs
+
+
+def _group_of(key: str) -> str | None:
+    """The group that holds the setting `key` (flat `delay` or dotted `politeness.delay`),
+    None for a top-level setting or an unknown key."""
+    knob = _knob_fields().get(key)
+    if knob is not None:
+        return knob[0]
+    group, dot, _ = key.partition(".")
+    return group if dot and group in _GROUPS else None
+
+
+def _nest(values: Mapping[str, Any]) -> dict[str, Any]:
+    """Settings given flat (`delay`), dotted (`politeness.delay`) or by group (`politeness`:
+    a mapping or a group model) as CrawlSettings' nested keywords. A key that is no setting
+    stays where it names, for the `extra="forbid"` error to name it."""
+    out: dict[str, Any] = {}
+
+    def put(group: str, name: str, value: Any) -> None:
+        table = out.setdefault(group, {})
+        if isinstance(table, dict):
+            table[name] = value
+
+    for key, value in values.items():
+        if key in _GROUPS and isinstance(value, Mapping | _Group):
+            if isinstance(value, _Group):  # the settings it was given; the rest defaults
+                value = {name: getattr(value, name) for name in value.model_fields_set}
+            for name, item in value.items():
+                put(key, name, item)
+            continue
+        group = _group_of(key)
+        if group is None:
+            out[key] = value
+        else:
+            put(group, key.rpartition(".")[2], value)
+    return out
+
+
+class _FlatEnvironment(PydanticBaseSettingsSource):
+    """GOSSAMER_<NAME> for every setting by its flat name (GOSSAMER_DELAY, not a nested
+    GOSSAMER_POLITENESS__DELAY), as the text the field's validators parse."""
+
+    def get_field_value(self, field: FieldInfo, field_name: str) -> tuple[Any, str, bool]:
+        return None, field_name, False  # unused: __call__ reads every setting at once
+
+    def __call__(self) -> dict[str, Any]:
+        env = {k.upper(): v for k, v in os.environ.items() if k.upper().startswith("GOSSAMER_")}
+        found = {
+            name: env[f"GOSSAMER_{name.upper()}"]
+            for name in _knob_fields()
+            if f"GOSSAMER_{name.upper()}" in env
+        }
+        return _nest(found)
 
 
 def _read_toml(path: Path) -> dict[str, Any]:
@@ -383,22 +658,44 @@ def _read_toml(path: Path) -> dict[str, Any]:
     crawl = data.get("crawl", data)
     if not isinstance(crawl, dict):
         raise SettingsError(f"config file {path}: [crawl] must be a table")
-    return crawl
+    return _flat(crawl)
+
+
+def _flat(values: Mapping[str, Any]) -> dict[str, Any]:
+    """Settings given flat (`delay`), dotted (`politeness.delay`) or by group (a
+    `[politeness]` TOML table) by their flat names, the one spelling a later source can
+    override. A key that is no setting is kept (dotted within its group), for CrawlSettings
+    to name it in its error."""
+    knobs = _knob_fields()
+    out: dict[str, Any] = {}
+    for key, value in values.items():
+        if key in _GROUPS and isinstance(value, Mapping):
+            for name, item in value.items():
+                out[name if knobs.get(name, (None,))[0] == key else f"{key}.{name}"] = item
+            continue
+        group, dot, name = key.partition(".")
+        if dot and group in _GROUPS and knobs.get(name, (None,))[0] == group:
+            key = name
+        out[key] = value
+    return out
 
 
 def parse_set_options(items: list[str]) -> dict[str, str]:
-    """`-s KEY=VALUE` options as {KEY: VALUE}. KEY is a setting (its TOML key; `-` may stand
-    for `_`); VALUE is text, parsed as its GOSSAMER_* variable would be. A later one wins."""
+    """`-s KEY=VALUE` options as {KEY: VALUE}. KEY is a setting (its TOML key, flat as
+    `delay` or in its group as `politeness.delay`; `-` may stand for `_`); VALUE is text,
+    parsed as its GOSSAMER_* variable would be. A later one wins."""
     import difflib
 
+    knobs = _knob_fields()
     out: dict[str, str] = {}
     for item in items:
         key, eq, value = item.partition("=")
-        key = key.strip().replace("-", "_")
+        key = _flat({key.strip().replace("-", "_"): None}).popitem()[0]
         if not eq or not key:
             raise SettingsError(f"-s {item!r}: expected KEY=VALUE, e.g. -s max_body=1048576")
-        if key not in CrawlSettings.model_fields:
-            close = difflib.get_close_matches(key, CrawlSettings.model_fields, n=3, cutoff=0.6)
+        if key not in knobs:
+            names = [*knobs, *(f"{g}.{n}" for n, (g, _) in knobs.items() if g is not None)]
+            close = difflib.get_close_matches(key, names, n=3, cutoff=0.6)
             hint = f"did you mean {', '.join(close)}?" if close else "see docs/cli.md, Settings"
             raise SettingsError(f"-s {item!r}: no setting {key!r}; {hint}")
         out[key] = value
@@ -414,18 +711,17 @@ def load_settings(
     """Settings from flags (None values ignored), `-s` overrides, `GOSSAMER_*` env vars and a
     TOML file, in that order of precedence.
 
-    The TOML file may hold the keys at top level or under `[crawl]`."""
+    The TOML file may hold the keys at top level or under `[crawl]`, flat (`delay = 0`) or
+    in their groups' tables (`[politeness]` `delay = 0`). Flags and overrides are keyed by
+    the settings' flat names (overrides may be dotted, `politeness.delay`)."""
     values: dict[str, Any] = {}
     if config is not None:
         values.update(_read_toml(config))
-    env_keys = {
-        name
-        for name in CrawlSettings.model_fields
-        if f"GOSSAMER_{name.upper()}" in {k.upper() for k in os.environ}
-    }
+    environment = {k.upper() for k in os.environ}
+    env_keys = {name for name in _knob_fields() if f"GOSSAMER_{name.upper()}" in environment}
     for k in env_keys:
         values.pop(k, None)  # the environment beats the file
-    values.update(overrides or {})  # -s KEY=VALUE beats the environment
+    values.update(_flat(overrides or {}))  # -s KEY=VALUE beats the environment
     values.update({k: v for k, v in (flags or {}).items() if v is not None})
     try:
         return CrawlSettings(**values)
@@ -437,8 +733,12 @@ def load_settings(
 
 def _format_errors(exc: ValidationError) -> str:
     problems = []
+    knobs = _knob_fields()
     for err in exc.errors():
-        where = ".".join(str(p) for p in err["loc"]) or "settings"
+        loc = err["loc"]
+        if len(loc) > 1 and loc[0] in _GROUPS and knobs.get(str(loc[1]), (None,))[0] == loc[0]:
+            loc = loc[1:]  # a setting by its flat name, as its flag and variable spell it
+        where = ".".join(str(p) for p in loc) or "settings"
         msg = err["msg"].removeprefix("Value error, ")
         problems.append(f"{where}: {msg}")
     if len(problems) == 1:  # the usual case: one line, `gossamer: error: invalid settings: …`

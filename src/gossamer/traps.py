@@ -118,7 +118,7 @@ class CalendarWindow:
 
 def calendar_window(settings: CrawlSettings) -> CalendarWindow | None:
     """The crawl's calendar window, or None when both sides are unlimited."""
-    back, ahead = settings.calendar_years_back, settings.calendar_years_ahead
+    back, ahead = settings.traps.calendar_years_back, settings.traps.calendar_years_ahead
     if back is None and ahead is None:
         return None
     return CalendarWindow(years_back=back, years_ahead=ahead)

@@ -56,9 +56,10 @@ def test_create_seeds_the_frontier_and_stores_worker_settings(
     assert isinstance(rec.strategy(), Consistent) and rec.strategy().epsilon == 0.5
     (tmp_path / "w1.txt").write_text(rec.resolve_text)
     ws = rec.worker_settings(tmp_path / "w1", resolve_file=tmp_path / "w1.txt", concurrency=7)
-    assert (ws.delay, ws.user_agent, ws.scope, ws.max_pages) == (0.25, "ua/1", "all", 50)
-    assert ws.output == tmp_path / "w1" and ws.concurrency == 7
-    assert ws.resolve_file == tmp_path / "w1.txt"
+    assert (ws.politeness.delay, ws.fetch.user_agent) == (0.25, "ua/1")
+    assert (ws.scope, ws.max_pages) == ("all", 50)
+    assert ws.output == tmp_path / "w1" and ws.fetch.concurrency == 7
+    assert ws.fetch.resolve_file == tmp_path / "w1.txt"
     frontier = open_frontier(client, crawl_id, ws)
     try:
         st = frontier.statistics()

@@ -32,9 +32,9 @@ class StreamsFetcher:
 
     def __init__(self, settings: CrawlSettings, resolver: Resolver) -> None:
         self.resolver = resolver
-        self.user_agent = settings.user_agent
-        self.total_timeout = settings.total_timeout
-        self.max_body = settings.max_body
+        self.user_agent = settings.fetch.user_agent
+        self.total_timeout = settings.fetch.total_timeout
+        self.max_body = settings.fetch.max_body
         self.urls: list[str] = []
         self.completed = 0
         self.errors: dict[str, int] = {}

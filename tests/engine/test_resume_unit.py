@@ -131,7 +131,7 @@ def test_a_pools_statistics_say_why_it_ended(
 def test_every_setting_is_either_run_time_or_definition() -> None:
     """A new setting must be placed: taken by a resume, or part of what the crawl is."""
     assert RUN_TIME.isdisjoint(DEFINITION)
-    assert set(CrawlSettings.model_fields) == RUN_TIME | DEFINITION
+    assert set(CrawlSettings.knob_fields()) == RUN_TIME | DEFINITION
 
 
 def test_flag_names() -> None:
@@ -165,7 +165,7 @@ def test_a_killed_run_is_resumed_with_the_run_time_settings_given(tmp_path: Path
     plan = plan_resume(resume(out, concurrency=3, delay=0.25, seeds=["http://a.example/"]))
     assert plan.nothing_to_do is None
     assert plan.changed == {"concurrency": 3, "delay": 0.25}  # the same seed is no change
-    assert (plan.settings.concurrency, plan.settings.max_pages) == (3, 50)
+    assert (plan.settings.fetch.concurrency, plan.settings.max_pages) == (3, 50)
 
 
 def test_a_new_definition_is_refused_naming_each_setting(tmp_path: Path) -> None:

@@ -108,7 +108,7 @@ async def _registered_curl(_: pytest.FixtureRequest, port: int) -> AsyncIterator
     settings = CrawlSettings(
         seeds=[PAGE], resolve=[f"{HOST}:80:127.0.0.1:{port}"], allow_private=True
     )
-    resolver = Resolver.from_settings(settings.resolve, allow_private=True)
+    resolver = Resolver.from_settings(settings.fetch.resolve, allow_private=True)
     f = open_fetcher("curl", settings, resolver)
     try:
         yield f
@@ -154,7 +154,7 @@ def test_every_registered_fetcher_fetches_a_page(name: str, http_port: int) -> N
     )
 
     async def main() -> FetchResult:
-        resolver = Resolver.from_settings(settings.resolve, allow_private=True)
+        resolver = Resolver.from_settings(settings.fetch.resolve, allow_private=True)
         f = open_fetcher(name, settings, resolver)
         try:
             return await f.fetch(FetchRequest(PAGE))

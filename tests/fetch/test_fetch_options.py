@@ -162,7 +162,7 @@ def test_probe_proxy() -> None:
 # ------------------------------------------------------------------ settings
 def test_settings_from_flags_env_and_toml(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     s = load_settings({"headers": ["From:a@b.org", "X-Id: 1"], "proxy": "http://p:3128"})
-    assert s.headers == ["From: a@b.org", "X-Id: 1"] and s.proxy == "http://p:3128"
+    assert s.fetch.headers == ["From: a@b.org", "X-Id: 1"] and s.fetch.proxy == "http://p:3128"
     assert s.fetch_options() == {
         "headers": [("From", "a@b.org"), ("X-Id", "1")],
         "proxy": "http://p:3128",
@@ -170,16 +170,16 @@ def test_settings_from_flags_env_and_toml(tmp_path: Path, monkeypatch: pytest.Mo
     assert load_settings({}).fetch_options() == {"headers": [], "proxy": None}
     cfg = tmp_path / "c.toml"
     cfg.write_text('[crawl]\nheaders = ["From: t@b.org"]\nproxy = "env"\n')
-    assert load_settings({}, config=cfg).headers == ["From: t@b.org"]
+    assert load_settings({}, config=cfg).fetch.headers == ["From: t@b.org"]
     assert load_settings({}, config=cfg).fetch_options()["proxy"] == "env"
     # the environment: one header a line, or a JSON list; it beats the file, flags beat it
     monkeypatch.setenv("GOSSAMER_HEADERS", "From: e@b.org\nX-Id: 2\n")
     monkeypatch.setenv("GOSSAMER_PROXY", "http://e:3128")
     s = load_settings({}, config=cfg)
-    assert (s.headers, s.proxy) == (["From: e@b.org", "X-Id: 2"], "http://e:3128")
+    assert (s.fetch.headers, s.fetch.proxy) == (["From: e@b.org", "X-Id: 2"], "http://e:3128")
     monkeypatch.setenv("GOSSAMER_HEADERS", '["From: j@b.org"]')
-    assert load_settings({}).headers == ["From: j@b.org"]
-    assert load_settings({"headers": ["X-F: 1"]}).headers == ["X-F: 1"]
+    assert load_settings({}).fetch.headers == ["From: j@b.org"]
+    assert load_settings({"headers": ["X-F: 1"]}).fetch.headers == ["X-F: 1"]
     assert load_settings({}).manifest()["headers"] == ["From: j@b.org"]
 
 

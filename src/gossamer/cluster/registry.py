@@ -183,11 +183,11 @@ def create_crawl(
     if not heartbeat_ttl > 0.5:
         raise RegistryError(f"the heartbeat TTL must be > 0.5 s, not {heartbeat_ttl}")
     resolve_text = ""
-    if settings.resolve_file is not None:
+    if settings.fetch.resolve_file is not None:
         try:
-            resolve_text = settings.resolve_file.read_text(encoding="utf-8")
+            resolve_text = settings.fetch.resolve_file.read_text(encoding="utf-8")
         except OSError as exc:
-            raise RegistryError(f"cannot read {settings.resolve_file}: {exc}") from exc
+            raise RegistryError(f"cannot read {settings.fetch.resolve_file}: {exc}") from exc
     now = server_time(client)
     if crawl_id is None:
         crawl_id = _new_id(now)

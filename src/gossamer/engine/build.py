@@ -100,7 +100,8 @@ def embedded_stores(
     except BaseException:
         frontier.close()
         raise
-    gate = FileIpGate(out / "locks", settings.per_ip) if part else LocalIpGate(settings.per_ip)
+    per_ip = settings.politeness.per_ip
+    gate = FileIpGate(out / "locks", per_ip) if part else LocalIpGate(per_ip)
     return EmbeddedStores(frontier, robots_store, gate)
 
 
@@ -138,13 +139,13 @@ def cluster_stores(
     gate = RedisIpGate(
         client,
         record.id,
-        settings.per_ip,
+        settings.politeness.per_ip,
         owner=worker_id,
         ttl=record.heartbeat_ttl,
         io=frontier.io_executor,
     )
     # robots.txt answers in the crawl's keys: a host's robots.txt is fetched by one worker
-    robots = RedisRobotsStore(client, record.id, max_age=settings.robots_ttl)
+    robots = RedisRobotsStore(client, record.id, max_age=settings.politeness.robots_ttl)
     return ClusterStores(frontier, ClusterRobotsStore(robots), gate)
 
 
@@ -174,7 +175,9 @@ def worker(
     fetcher registered as `fetcher` (wrapped by `guard_fetcher`: a cluster's IP gate), and
     its sinks (`part`: the pool worker's part files)."""
     resolver = Resolver.from_settings(
-        settings.resolve, settings.resolve_file, allow_private=settings.allow_private
+        settings.fetch.resolve,
+        settings.fetch.resolve_file,
+        allow_private=settings.fetch.allow_private,
     )
     client = open_fetcher(fetcher, settings, resolver)
     recorder = Recorder(

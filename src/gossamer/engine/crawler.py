@@ -182,28 +182,29 @@ class Crawler:
             allow=settings.allow,
             deny=settings.deny,
             max_depth=settings.max_depth,
-            html_only=settings.html_only,
-            max_path_repeat=settings.max_path_repeat,
-            max_path_segments=settings.max_path_segments,
+            html_only=settings.links.html_only,
+            max_path_repeat=settings.traps.max_path_repeat,
+            max_path_segments=settings.traps.max_path_segments,
             calendar=calendar_window(settings),
         )
-        self.query_traps = QueryTraps(settings.max_queries_per_path, settings.max_query_shapes)
+        traps = settings.traps
+        self.query_traps = QueryTraps(traps.max_queries_per_path, traps.max_query_shapes)
         # robots.txt answers: this worker's cache in front of the crawl's store, shared by
         # every worker (None: this worker's cache only), so a host's robots.txt is fetched
         # once per crawl, not once per worker that leases the host
         self.robots = SharedRobots(
-            robots_store if settings.obey_robots else None,
-            user_agent=settings.user_agent,
-            ttl=settings.robots_ttl,
+            robots_store if settings.politeness.obey_robots else None,
+            user_agent=settings.fetch.user_agent,
+            ttl=settings.politeness.robots_ttl,
         )
         self.parse_options = ParseOptions(
-            follow_nofollow=settings.follow_nofollow,
-            link_rels=frozenset({"canonical"}) if settings.follow_canonical else frozenset(),
+            follow_nofollow=settings.links.follow_nofollow,
+            link_rels=frozenset({"canonical"}) if settings.links.follow_canonical else frozenset(),
         )
         self.counters = CrawlCounters()
         # the counters as last published by the loop: read this from other threads
         self.snapshot = CrawlSnapshot.of(self.counters)
-        self.ip_gate: IpGate = ip_gate or LocalIpGate(settings.per_ip)
+        self.ip_gate: IpGate = ip_gate or LocalIpGate(settings.politeness.per_ip)
         self._memo: dict[str, tuple[str, int, str | None]] = {}
         self.turns = Turns()
         self._sent: set[int] = set()
@@ -222,7 +223,7 @@ class Crawler:
         self._pauses: set[asyncio.Future[None]] = set()  # host delays being waited out
         self._ip_waits: set[asyncio.Timeout] = set()  # batches waiting for their IP's slot
         # stop fetching this long before a lease ends (a quarter of a short TTL)
-        self._safety = min(LEASE_SAFETY_S, settings.lease_ttl / 4)
+        self._safety = min(LEASE_SAFETY_S, settings.frontier.lease_ttl / 4)
 
     # ------------------------------------------------------------------ control
     def request_stop(self) -> None:
@@ -356,12 +357,12 @@ class Crawler:
         try:
             async with asyncio.TaskGroup() as tg:
                 while not self._stop.is_set():
-                    free = self.settings.concurrency - len(active)
+                    free = self.settings.fetch.concurrency - len(active)
                     batches: list[HostBatch] = []
                     wake.clear()
                     if free > 0:
                         batches = await self._off_loop(
-                            self.frontier.lease, free, self.settings.per_host
+                            self.frontier.lease, free, self.settings.frontier.per_host
                         )
                     failed = False
                     for b in batches:
@@ -384,7 +385,7 @@ class Crawler:
                         await asyncio.sleep(idle)
                     elif active and not wake.is_set():
                         # a free slot with nothing ready: look again in 50 ms at the latest
-                        timeout = 0.05 if len(active) < self.settings.concurrency else None
+                        timeout = 0.05 if len(active) < self.settings.fetch.concurrency else None
                         with contextlib.suppress(TimeoutError):
                             await asyncio.wait_for(wake.wait(), timeout)
         finally:
@@ -431,7 +432,7 @@ class Crawler:
                 last_end = 0.0
                 if fetched_robots and policy is not None:
                     last_end = self.clock()
-                    if policy.sitemaps and self.settings.use_sitemaps:
+                    if policy.sitemaps and self.settings.links.use_sitemaps:
                         last_end = await self._sitemaps(
                             host, policy, batch, delay, last_end, discovered
                         )
@@ -464,7 +465,7 @@ class Crawler:
             or self.clock() - held_since > RENEW_MAX_S
         ):
             return 0
-        return self.settings.per_host
+        return self.settings.frontier.per_host
 
     async def frontier_statistics(self) -> FrontierStats:
         """The frontier's statistics, read off the loop's thread: on its I/O thread (in
@@ -649,7 +650,7 @@ class Crawler:
             return end
         try:
             return await self._off_loop(
-                self.frontier.extend, batch.token, self.clock() + self.settings.lease_ttl
+                self.frontier.extend, batch.token, self.clock() + self.settings.frontier.lease_ttl
             )
         except StaleLeaseError:
             self.counters.errors["frontier/stale-lease"] += 1
@@ -659,7 +660,7 @@ class Crawler:
         """Whether a lease ending at `end` is to be extended now (see `_lease_end`)."""
         if end == -math.inf:
             return False  # (refused once: not asked again)
-        ttl = self.settings.lease_ttl
+        ttl = self.settings.frontier.lease_ttl
         return self.clock() > end - self._safety - min(EXTEND_BEFORE_S, ttl / 2)
 
     def _next_is_in(self, nxt: asyncio.Future[FetchResult] | None, backlog: int) -> bool:
@@ -769,9 +770,9 @@ class Crawler:
         return ip or host
 
     def _delay(self, policy: RobotsPolicy | None) -> float:
-        delay = self.settings.delay
+        delay = self.settings.politeness.delay
         if policy is not None and policy.crawl_delay:
-            delay = max(delay, min(policy.crawl_delay, self.settings.max_crawl_delay))
+            delay = max(delay, min(policy.crawl_delay, self.settings.politeness.max_crawl_delay))
         return delay
 
     async def _robots_policy(
@@ -779,7 +780,7 @@ class Crawler:
     ) -> tuple[RobotsPolicy | None, bool]:
         """The host's policy (None when robots are ignored), and whether robots.txt was
         fetched for it now (one lookup of the cache and store, not one here and one before)."""
-        if not self.settings.obey_robots:
+        if not self.settings.politeness.obey_robots:
             return None, False
         now = self.clock()
         policy = await self._off_loop(self.robots.get, host, now)
@@ -789,11 +790,12 @@ class Crawler:
         status: int | None = None
         body: bytes | None = None
         final = url
+        delay = self.settings.politeness.delay
         for hop in range(MAX_ROBOTS_REDIRECTS + 1):
             # a redirect hop is a request like any other: the crawl's delay before it (the
             # host's Crawl-delay is in the file at the end of the chain, not known yet); a
             # stop meanwhile stores no answer and the batch's URLs go back
-            if hop and self.settings.delay > 0 and not await self._pause(self.settings.delay):
+            if hop and delay > 0 and not await self._pause(delay):
                 raise _Abandoned
             result = await self._fetch_aux(FetchRequest(final))
             self._record_aux(result, "robots")
@@ -824,7 +826,8 @@ class Crawler:
         if result.status is None:
             key = result.error or "fetch/error/unknown"
             c.errors[key] += 1
-            verdict = Verdict.RETRY if attempts + 1 < self.settings.max_attempts else Verdict.FAILED
+            retry = attempts + 1 < self.settings.frontier.max_attempts
+            verdict = Verdict.RETRY if retry else Verdict.FAILED
             if key == ERROR_TOO_SLOW:  # a server that trickles once trickles again: each try
                 verdict = Verdict.FAILED  # would hold the host and its IP low_speed_time more
             self.sinks.log(result, depth=depth, parent=parent, outcome=key)
@@ -864,7 +867,7 @@ class Crawler:
         url = result.url
         if result.status in REDIRECTS:
             loc = result.header("location")
-            strip = self.settings.strip_session_ids
+            strip = self.settings.links.strip_session_ids
             target = LinkResolver(url, strip_session_ids=strip).resolve(loc) if loc else None
             if target and target != url:
                 self._route(url, [(target, "redirect")], depth, out)
@@ -1035,7 +1038,7 @@ class _LeaseKeeper:
         if self.end == -math.inf:  # refused: nothing more is fetched
             self._timer = None
             return
-        at = self.end - c._safety - min(EXTEND_BEFORE_S, c.settings.lease_ttl / 2)
+        at = self.end - c._safety - min(EXTEND_BEFORE_S, c.settings.frontier.lease_ttl / 2)
         wait = max(at - c.clock(), 0.0) + 0.001  # just past the point _lease_end extends at
         self._timer = asyncio.get_running_loop().call_later(wait, self._extend)
 
@@ -1046,7 +1049,8 @@ class _LeaseKeeper:
     async def _extend_now(self) -> None:
         c = self._crawler
         before = self.end
-        due = c.clock() > before - c._safety - min(EXTEND_BEFORE_S, c.settings.lease_ttl / 2)
+        lease_ttl = c.settings.frontier.lease_ttl
+        due = c.clock() > before - c._safety - min(EXTEND_BEFORE_S, lease_ttl / 2)
         try:
             end = await c._lease_end(self._batch, before)
         except Exception:  # a storage error: the batch's own next call meets it and ends the
@@ -1088,7 +1092,7 @@ def seed_frontier(
     items = []
     for u in settings.seeds if urls is None else urls:
         try:
-            c = canonicalize(u, strip_session_ids=settings.strip_session_ids)
+            c = canonicalize(u, strip_session_ids=settings.links.strip_session_ids)
         except URLError:
             continue
         items.append(Discovered(url=c, host=host_key(c), depth=0, fp=fingerprint(c)))

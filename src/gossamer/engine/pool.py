@@ -70,7 +70,7 @@ def _supervise(
         seed_recrawl(frontier, settings)  # --recrawl: every page the old crawl fetched
     for old in out.glob("stats-w*.json"):
         old.unlink()
-    if settings.warc and (out / "warc").is_dir():
+    if settings.sinks.warc and (out / "warc").is_dir():
         recover(out / "warc")  # `.open` files of a killed run: keep their whole records
     started = time.time()
     # Workers are forked, not started as new interpreters: this process has imported

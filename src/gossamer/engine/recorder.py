@@ -102,11 +102,11 @@ class WarcSink(PageSink):
         self.warc = WarcWriter(
             out / "warc",
             prefix=f"gossamer{'-' + part if part else ''}",
-            max_bytes=settings.warc_max_bytes,
+            max_bytes=settings.sinks.warc_max_bytes,
             warcinfo={
                 "software": f"gossamer/{ctx.version}",
-                "operator": settings.user_agent,
-                "robots": "obey" if settings.obey_robots else "ignore",
+                "operator": settings.fetch.user_agent,
+                "robots": "obey" if settings.politeness.obey_robots else "ignore",
                 "seeds": " ".join(settings.seeds),
             },
             cdx=True,  # each file's CDXJ index as it is written: `write_crawl_index`
@@ -114,7 +114,7 @@ class WarcSink(PageSink):
 
     @classmethod
     def build(cls, ctx: SinkContext) -> WarcSink | None:
-        return cls(ctx) if ctx.settings.warc else None
+        return cls(ctx) if ctx.settings.sinks.warc else None
 
     def exchange(self, result: FetchResult) -> None:
         revisit = result.status == 304

@@ -104,9 +104,9 @@ def seed_recrawl(frontier: Frontier, settings: Any) -> int:
         allow=settings.allow,
         deny=settings.deny,
         max_depth=settings.max_depth,
-        html_only=settings.html_only,
-        max_path_repeat=settings.max_path_repeat,
-        max_path_segments=settings.max_path_segments,
+        html_only=settings.links.html_only,
+        max_path_repeat=settings.traps.max_path_repeat,
+        max_path_segments=settings.traps.max_path_segments,
         calendar=calendar_window(settings),
     )
     max_depth = settings.max_depth

@@ -124,13 +124,13 @@ def flag_of(name: str) -> str:
 def plan_resume(requested: CrawlSettings) -> ResumePlan:
     """Decide what resuming the crawl in `requested.output` does, reading its files only
     (nothing is written, nor the lock file touched). `requested` holds the settings given
-    with --resume: those set explicitly (`model_fields_set`: flags, environment, config
+    with --resume: those set explicitly (`knobs_set()`: flags, environment, config
     file) are compared with the stored ones. Raises ResumeRefused (a definition setting
     given a new value, or a page limit already reached), CrawlError, SettingsError."""
     out = requested.output
     stored = load_manifest(out)
     old, new = stored.manifest(), requested.manifest()
-    given = sorted(requested.model_fields_set - {"output"})
+    given = sorted(requested.knobs_set() - {"output"})
     differ = [name for name in given if not _same(old.get(name), new.get(name))]
     refused = [name for name in differ if name not in RUN_TIME]
     if refused:

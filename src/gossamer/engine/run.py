@@ -157,7 +157,7 @@ def run_crawl(
             settings, changed = plan.settings, plan.changed
         # the proxy this run uses (a resume's may be a new one): a dead one stops the crawl
         # before anything is written
-        problem = dead_proxy(settings.proxy, settings.connect_timeout)
+        problem = dead_proxy(settings.fetch.proxy, settings.fetch.connect_timeout)
         if problem is not None:
             _log.error(problem)
             return int(Exit.UNAVAILABLE)
@@ -184,7 +184,7 @@ def run_crawl(
                     code = runner.run(
                         _run(settings, resume=resume, progress=progress, backends=backends)
                     )
-            code = write_cdx_index(out, code) if settings.warc else code
+            code = write_cdx_index(out, code) if settings.sinks.warc else code
             code = _end_summary(settings, code, progress, began)
             with contextlib.suppress(OSError):  # the crawl's own exit status says more
                 end_run(out, run, started, code)

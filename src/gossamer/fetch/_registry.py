@@ -53,14 +53,14 @@ def _curl(settings: CrawlSettings, resolver: Resolver) -> Fetcher:
 
     return CurlFetcher(
         resolver=resolver,
-        user_agent=settings.user_agent,
-        connect_timeout=settings.connect_timeout,
-        first_byte_timeout=settings.first_byte_timeout,
-        total_timeout=settings.total_timeout,
-        max_body=settings.max_body,
-        max_connections=max(1024, settings.concurrency * 4),
-        low_speed_limit=settings.low_speed_limit,
-        low_speed_time=settings.low_speed_time,
+        user_agent=settings.fetch.user_agent,
+        connect_timeout=settings.fetch.connect_timeout,
+        first_byte_timeout=settings.fetch.first_byte_timeout,
+        total_timeout=settings.fetch.total_timeout,
+        max_body=settings.fetch.max_body,
+        max_connections=max(1024, settings.fetch.concurrency * 4),
+        low_speed_limit=settings.fetch.low_speed_limit,
+        low_speed_time=settings.fetch.low_speed_time,
         **settings.fetch_options(),  # -H headers, --proxy
     )
 

@@ -87,11 +87,11 @@ def _redis(settings: CrawlSettings, place: FrontierPlace) -> Frontier:
         place.crawl_id,
         **settings.frontier_knobs(),
         partition=place.partition,
-        seen=settings.seen_set,
+        seen=settings.cluster.seen_set,
         # a worker's last responses may be processed (and its batch completed) a little
         # after its lease's end, which under `phase` is the phase's end: the next phase's
         # worker takes the host only then, so those pages are not fetched twice
-        reclaim_grace=reclaim_grace(settings.lease_ttl),
+        reclaim_grace=reclaim_grace(settings.frontier.lease_ttl),
     )
 
 
