@@ -1,0 +1,1 @@
+"""The web graph: compact arrays and its statistics."""

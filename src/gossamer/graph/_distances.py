@@ -1,0 +1,516 @@
+"""Distance statistics of a directed, unweighted graph: exact when small, estimated when large.
+
+Definitions (the usual ones for web graphs, Boldi and Vigna): d(u, v) is the length of a
+shortest directed path from u to v. Only **ordered pairs u ≠ v with v reachable from u** count;
+pairs that cannot reach each other are left out (not infinite), and a node's distance to
+itself is not a pair.
+
+- `average_distance`: the mean of d(u, v) over those pairs (None when there is none).
+- `effective_diameter`: the 90th percentile of that distribution, interpolated as in the
+  HyperANF paper (Boldi, Rosa, Vigna 2011, and WebGraph's `NeighbourhoodFunction`): with F(t)
+  the fraction of the pairs at distance ≤ t (F(0) = 0), t the smallest distance with
+  F(t) ≥ 0.9, it is (t - 1) + (0.9 - F(t-1)) / (F(t) - F(t-1)). WebGraph also counts the n
+  pairs (u, u) at distance 0 in F; we do not, so our figure is the percentile of the distance
+  distribution itself (slightly larger on small graphs, the same in the limit).
+- `diameter`: the largest finite d(u, v) (0 when no node reaches another).
+- `distance_distribution`: entry t is the number of pairs at distance t (entry 0 is always 0).
+
+Methods:
+
+- n ≤ `exact_limit`: BFS from every node (scipy.sparse.csgraph, in chunks of sources):
+  everything exact (`method` "bfs-all").
+- above: HyperBall (HyperANF: Boldi, Rosa, Vigna, WWW 2011): one HyperLogLog counter of m = 2^p
+  one-byte registers per node, node v's counter after t iterations holds the set of nodes
+  reachable from v within t steps (the register-wise max over its out-neighbours' counters);
+  the neighbourhood function N(t) is the sum of the counters' estimates. A counter's relative
+  standard deviation is about 1.04/√m, and the same figure bounds N(t)'s (the HyperANF paper's
+  Theorem 1). Derived figures (average distance, effective diameter) have no such bound: their
+  standard error is measured by a **delete-a-group jackknife over the registers**: the m
+  registers are split into `groups` groups (register j in group j mod groups); with group g
+  left out each counter is an HLL counter of m - m/groups registers over the same sets, and the
+  spread of the figures computed without each group gives the standard error of the full one
+  (Efron and Stein). Several `runs` with independent hashes are averaged, their standard errors
+  combined as sqrt(mean variance / runs).
+- the diameter of a large graph is bounded, not computed: a **lower bound** by multi-sweep BFS
+  (forward and backward BFS from a few nodes, each next source the farthest node found; every
+  BFS's largest finite distance is a distance that exists, so a sound lower bound), and a
+  sound **upper bound** from the strongly connected components: a shortest path crosses the
+  condensation's DAG in topological order and, inside one component, stays inside it, so its
+  length is at most the longest DAG path where each component weighs its internal diameter's
+  bound (ecc_in(r) + ecc_out(r) from one root, by BFS inside the component, for components of
+  at least `bfs_scc_min` nodes; |C| - 1 for smaller ones) and each DAG arc weighs 1.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import scipy.sparse as sp
+from scipy.sparse import csgraph
+
+__all__ = ["distance_statistics", "eccentricity", "hyperball"]
+
+IntArray = npt.NDArray[np.int64]
+FloatArray = npt.NDArray[np.float64]
+
+PERCENTILE = 0.9
+# Rows of the n x n distance matrix computed at once by the exact method: 256 rows x 2,000
+# columns of float64 is 4 MB.
+_EXACT_CHUNK_ROWS = 256
+# Edges gathered at once by a HyperBall iteration: 1M edges x 64 registers is 64 MB.
+_EDGE_CHUNK = 1 << 20
+# Counters re-estimated at once (their registers as float64): 64k x 64 x 8 bytes = 32 MB.
+_ROW_CHUNK = 1 << 16
+
+
+def _structure(adj: Any) -> tuple[int, IntArray, IntArray]:
+    """n, indptr and indices of a square sparse adjacency (values ignored, explicit zeros too
+    count as arcs: the structure is the graph)."""
+    if not sp.issparse(adj):
+        raise TypeError(f"adjacency must be a scipy.sparse matrix, not {type(adj).__name__}")
+    rows, cols = adj.shape
+    if rows != cols:
+        raise ValueError(f"adjacency must be square, not {rows}x{cols}")
+    csr = sp.csr_array(adj)
+    return rows, csr.indptr.astype(np.int64), csr.indices.astype(np.int64)
+
+
+def _unit_csr(n: int, indptr: IntArray, indices: IntArray) -> sp.csr_array:
+    data = np.ones(len(indices), dtype=np.float64)
+    return sp.csr_array((data, indices, indptr), shape=(n, n))
+
+
+# ---------------------------------------------------------------------------------------------
+# Shared: figures from a distance distribution
+
+
+def _figures(dist: FloatArray) -> tuple[float | None, float | None]:
+    """Average distance and interpolated effective diameter of a distribution (entry t: pairs
+    at distance t, entry 0 ignored)."""
+    counts = np.asarray(dist, dtype=np.float64).copy()
+    if len(counts) == 0:
+        return None, None
+    counts[0] = 0.0
+    counts = np.maximum(counts, 0.0)
+    total = float(counts.sum())
+    if total <= 0.0:
+        return None, None
+    t = np.arange(len(counts), dtype=np.float64)
+    average = float((t * counts).sum() / total)
+    cumulative = np.cumsum(counts) / total
+    reach = int(np.searchsorted(cumulative, PERCENTILE - 1e-12, side="left"))
+    reach = min(reach, len(counts) - 1)
+    before = float(cumulative[reach - 1]) if reach > 0 else 0.0
+    step = float(cumulative[reach]) - before
+    effective = (reach - 1) + ((PERCENTILE - before) / step if step > 0 else 1.0)
+    return average, float(effective)
+
+
+# ---------------------------------------------------------------------------------------------
+# Exact: BFS from every node
+
+
+def _exact(n: int, indptr: IntArray, indices: IntArray) -> dict[str, object]:
+    graph = _unit_csr(n, indptr, indices)
+    counts = np.zeros(1, dtype=np.int64)
+    for start in range(0, n, _EXACT_CHUNK_ROWS):
+        rows = np.arange(start, min(n, start + _EXACT_CHUNK_ROWS))
+        matrix = csgraph.shortest_path(graph, method="D", unweighted=True, indices=rows)
+        finite = matrix[np.isfinite(matrix)].astype(np.int64)
+        chunk = np.bincount(finite)
+        if len(chunk) > len(counts):
+            counts = np.pad(counts, (0, len(chunk) - len(counts)))
+        counts[: len(chunk)] += chunk
+    counts[0] = 0  # d(u, u): not a pair
+    nonzero = np.flatnonzero(counts)
+    diameter = int(nonzero[-1]) if len(nonzero) else 0
+    distribution = counts[: diameter + 1]
+    average, effective = _figures(distribution.astype(np.float64))
+    keys = ["average_distance", "effective_diameter", "diameter", "distance_distribution"]
+    return {
+        "average_distance": average,
+        "effective_diameter": effective,
+        "diameter": diameter,
+        "distance_distribution": [int(c) for c in distribution],
+        "reachable_pairs": int(distribution.sum()),
+        "exact": {k: True for k in [*keys, "reachable_pairs"]},
+        "method": {k: "bfs-all" for k in [*keys, "reachable_pairs"]},
+        "error": {},
+    }
+
+
+# ---------------------------------------------------------------------------------------------
+# BFS (vectorised by frontier) for the diameter bounds
+
+
+def eccentricity(graph: sp.csr_array, source: int) -> tuple[int, int]:
+    """The largest finite distance from `source` along `graph`'s arcs and a node at that
+    distance. scipy's BFS (C) lists nodes by non-decreasing distance, so its last node is a
+    farthest one and its predecessor chain's length is the eccentricity: measured 0.15 s on
+    10M edges, against 2 s for a numpy frontier BFS."""
+    order, predecessors = csgraph.breadth_first_order(
+        graph, source, directed=True, return_predecessors=True
+    )
+    far = int(order[-1])
+    steps, node = 0, far
+    while node != source:
+        node = int(predecessors[node])
+        steps += 1
+    return steps, far
+
+
+def _sweep_lower_bound(
+    n: int, forward: sp.csr_array, backward: sp.csr_array, sweeps: int, rng: np.random.Generator
+) -> tuple[int, int]:
+    """Multi-sweep: from each start, BFS forward, backward, forward, backward, each from the
+    farthest node of the previous one; the starts are the node of largest out-degree, then
+    random nodes. Returns the largest eccentricity seen (a distance that exists, so a lower
+    bound on the diameter) and the number of BFS."""
+    if n == 0:
+        return 0, 0
+    out_degree = np.diff(forward.indptr)
+    starts = [int(np.argmax(out_degree)), *(int(x) for x in rng.integers(0, n, size=sweeps - 1))]
+    best = 0
+    done = 0
+    for source in starts:
+        node = source
+        for graph in (forward, backward, forward, backward):
+            far, node = eccentricity(graph, node)
+            done += 1
+            if far == 0:
+                break
+            best = max(best, far)
+    return best, done
+
+
+def _scc_upper_bound(n: int, forward: sp.csr_array, bfs_scc_min: int) -> int:
+    """A sound upper bound on the largest finite distance (see the module's docstring)."""
+    count, labels = csgraph.connected_components(forward, directed=True, connection="strong")
+    labels = labels.astype(np.int64)
+    sizes = np.bincount(labels, minlength=count)
+    weight = sizes - 1  # a shortest path inside C visits each of its nodes at most once
+    for comp in np.flatnonzero(sizes >= bfs_scc_min):
+        members = np.flatnonzero(labels == comp)
+        inside = sp.csr_array(forward[members][:, members])
+        root = int(np.argmax(np.diff(inside.indptr)))
+        ecc_out, _ = eccentricity(inside, root)
+        ecc_in, _ = eccentricity(sp.csr_array(inside.T), root)
+        weight[comp] = min(int(weight[comp]), ecc_out + ecc_in)
+    # the condensation DAG, its arcs tail -> head between different components
+    src = np.repeat(np.arange(n, dtype=np.int64), np.diff(forward.indptr))
+    tail, head = labels[src], labels[forward.indices]
+    keep = tail != head
+    arcs = np.unique(tail[keep] * count + head[keep])
+    tail, head = arcs // count, arcs % count  # sorted by tail
+    dag_indptr = np.concatenate([[0], np.cumsum(np.bincount(tail, minlength=count))])
+    # longest path (component weights + 1 per arc) level by level in Kahn's topological order
+    indegree = np.bincount(head, minlength=count)
+    longest = weight.astype(np.int64)  # the longest path ending at each component
+    frontier = np.flatnonzero(indegree == 0)
+    while len(frontier):
+        starts = dag_indptr[frontier]
+        lengths = dag_indptr[frontier + 1] - starts
+        total = int(lengths.sum())
+        if total == 0:
+            break
+        # arcs starts[i] .. starts[i] + lengths[i] - 1 of every frontier component
+        arc = np.repeat(starts - np.cumsum(lengths) + lengths, lengths) + np.arange(total)
+        heads = head[arc]
+        np.maximum.at(longest, heads, np.repeat(longest[frontier], lengths) + 1 + weight[heads])
+        np.subtract.at(indegree, heads, 1)
+        reached = heads[indegree[heads] == 0]
+        frontier = np.flatnonzero(np.bincount(reached, minlength=count))
+    return int(longest.max()) if count else 0
+
+
+# ---------------------------------------------------------------------------------------------
+# HyperBall
+
+
+def _splitmix64(x: npt.NDArray[np.uint64]) -> npt.NDArray[np.uint64]:
+    with np.errstate(over="ignore"):
+        z = x + np.uint64(0x9E3779B97F4A7C15)
+        z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+        return z ^ (z >> np.uint64(31))
+
+
+def _initial_registers(n: int, p: int, seed: int) -> npt.NDArray[np.uint8]:
+    """Each node's counter holding the node itself: register = low p bits of a seeded 64-bit
+    hash, value = 1 + trailing zeros of the remaining bits."""
+    m = 1 << p
+    with np.errstate(over="ignore"):
+        salt = _splitmix64(np.array([seed], dtype=np.uint64))[0]
+        h = _splitmix64(np.arange(n, dtype=np.uint64) ^ salt)
+    bucket = (h & np.uint64(m - 1)).astype(np.int64)
+    rest = h >> np.uint64(p)
+    with np.errstate(over="ignore"):
+        lowest = rest & (~rest + np.uint64(1))  # the lowest set bit
+    zeros = np.where(rest == 0, 64 - p, np.log2(np.maximum(lowest, 1).astype(np.float64)))
+    registers = np.zeros((n, m), dtype=np.uint8)
+    registers[np.arange(n), bucket] = (zeros + 1).astype(np.uint8)
+    return registers
+
+
+def _alpha(m: int) -> float:
+    return {16: 0.673, 32: 0.697, 64: 0.709}.get(m, 0.7213 / (1 + 1.079 / m))
+
+
+class _Estimator:
+    """The HLL estimate of a block of counters, with every register and with each group of
+    registers left out (column 0: all, column 1 + g: without group g)."""
+
+    def __init__(self, m: int, groups: int) -> None:
+        self.m, self.groups = m, groups
+        self.sizes = np.array([m] + [m - m // groups] * groups, dtype=np.float64)
+        self.alpha = np.array([_alpha(int(s)) for s in self.sizes])
+        self.inverse_powers = np.ldexp(np.float32(1.0), -np.arange(256)).astype(np.float32)
+
+    def __call__(self, registers: npt.NDArray[np.uint8]) -> FloatArray:
+        rows = registers.shape[0]
+        blocks = registers.reshape(rows, self.m // self.groups, self.groups)
+        # float32: 2**-k is exact and a sum of at most 2**16 of them loses < 1e-7 relative
+        powers = np.take(self.inverse_powers, blocks)  # (rows, m/groups, groups)
+        group_sums = powers.sum(axis=1, dtype=np.float64)
+        group_zeros = (blocks == 0).sum(axis=1).astype(np.float64)
+        sums = np.empty((rows, self.groups + 1))
+        zeros = np.empty((rows, self.groups + 1))
+        sums[:, 0] = group_sums.sum(axis=1)
+        zeros[:, 0] = group_zeros.sum(axis=1)
+        sums[:, 1:] = sums[:, :1] - group_sums
+        zeros[:, 1:] = zeros[:, :1] - group_zeros
+        raw = self.alpha * self.sizes**2 / sums
+        with np.errstate(divide="ignore"):
+            linear = self.sizes * np.log(self.sizes / np.maximum(zeros, 1e-300))
+        small = (raw <= 2.5 * self.sizes) & (zeros > 0)
+        return np.where(small, linear, raw)
+
+    def estimate(self, registers: npt.NDArray[np.uint8]) -> FloatArray:
+        """Per-row estimates, (rows, groups + 1), in bounded blocks."""
+        out = np.empty((registers.shape[0], self.groups + 1))
+        for start in range(0, registers.shape[0], _ROW_CHUNK):
+            out[start : start + _ROW_CHUNK] = self(registers[start : start + _ROW_CHUNK])
+        return out
+
+
+def _padded_rows(n: int, indptr: IntArray, indices: IntArray) -> list[tuple[IntArray, Any]]:
+    """The out-lists as dense blocks: the nodes whose out-degree rounds up to the same power of
+    two w, with their out-neighbours as a (nodes, w) int32 matrix padded with n (a counter
+    that stays empty). A register-wise max over a node's out-neighbours is then one gather and
+    one dense `max(axis=1)`; measured on cnr-2000-sized input (3.2M edges, 64 registers):
+    0.36 s a full iteration, against 1.2 s for `np.maximum.reduceat` over edges sorted by
+    source and 1.7 s for `np.maximum.at`. The padding at most doubles the gathered edges."""
+    degree = np.diff(indptr)
+    nonempty = np.flatnonzero(degree)
+    width = np.left_shift(1, np.ceil(np.log2(degree[nonempty])).astype(np.int64))
+    blocks = []
+    for w in np.unique(width):
+        rows = nonempty[width == w]
+        slots = indptr[rows][:, None] + np.arange(w, dtype=np.int64)
+        valid = slots < indptr[rows + 1][:, None]
+        matrix = np.where(valid, indices[np.minimum(slots, len(indices) - 1)], n)
+        blocks.append((rows, matrix.astype(np.int32)))
+    return blocks
+
+
+def _tree_max(gathered: npt.NDArray[np.uint8]) -> npt.NDArray[np.uint8]:
+    """The max over axis 1 (a power of two long) by halving: contiguous element-wise maxima,
+    measured 2x faster than `gathered.max(axis=1)` (0.06 s against 0.10 s a full iteration on
+    3.2M edges x 64 registers)."""
+    width = gathered.shape[1]
+    while width > 1:
+        width //= 2
+        gathered = np.maximum(gathered[:, :width], gathered[:, width : 2 * width])
+    return gathered[:, 0]
+
+
+def hyperball(
+    n: int,
+    indptr: IntArray,
+    indices: IntArray,
+    *,
+    p: int = 6,
+    seed: int = 0,
+    groups: int = 8,
+) -> tuple[FloatArray, int]:
+    """One HyperBall run: N(t) for t = 0, 1, ... until no counter changes, as an array
+    (T, groups + 1) (column 0 with every register, column 1 + g without group g); and the
+    memory of the counters and the padded out-lists in bytes."""
+    m = 1 << p
+    if m < groups or m % groups:
+        raise ValueError(f"2**p = {m} registers cannot form {groups} groups")
+    estimator = _Estimator(m, groups)
+    # row n: the empty counter the padding points to
+    registers = np.zeros((n + 1, m), dtype=np.uint8)
+    registers[:n] = _initial_registers(n, p, seed)
+    estimates = estimator.estimate(registers[:n])
+    totals = [estimates.sum(axis=0)]
+    blocks = _padded_rows(n, indptr, indices)
+    memory = registers.nbytes * 2 + estimates.nbytes + sum(b[1].nbytes for b in blocks)
+    changed = np.ones(n + 1, dtype=bool)
+    changed[n] = False
+    while True:
+        # a counter can change only if one of its out-neighbours' did at the last iteration
+        seen = np.concatenate([[0], np.cumsum(changed[indices])])
+        active = seen[indptr[1:]] > seen[indptr[:-1]]
+        moved_rows, moved_values = [], []
+        for rows, matrix in blocks:
+            pick = active[rows]
+            rows_now, matrix_now = rows[pick], matrix[pick]
+            step = max(1, _EDGE_CHUNK // matrix.shape[1])
+            for start in range(0, len(rows_now), step):
+                chunk_rows = rows_now[start : start + step]
+                merged = _tree_max(np.take(registers, matrix_now[start : start + step], axis=0))
+                old = np.take(registers, chunk_rows, axis=0)
+                np.maximum(merged, old, out=merged)
+                moved = (merged != old).any(axis=1)
+                if moved.any():
+                    moved_rows.append(chunk_rows[moved])
+                    moved_values.append(merged[moved])
+        if not moved_rows:
+            break
+        rows_moved = np.concatenate(moved_rows)
+        registers[rows_moved] = np.concatenate(moved_values)  # synchronous: after all reads
+        changed = np.zeros(n + 1, dtype=bool)
+        changed[rows_moved] = True
+        new_estimates = estimator.estimate(np.take(registers, rows_moved, axis=0))
+        totals.append(totals[-1] + (new_estimates - estimates[rows_moved]).sum(axis=0))
+        estimates[rows_moved] = new_estimates
+    return np.array(totals), int(memory)
+
+
+def _estimated(
+    n: int, indptr: IntArray, indices: IntArray, *, p: int, runs: int, seed: int, groups: int
+) -> dict[str, object]:
+    averages, effectives, pairs = [], [], []
+    average_vars, effective_vars, pair_vars = [], [], []
+    functions = []
+    memory = 0
+    for run in range(runs):
+        neighbourhood, memory = hyperball(n, indptr, indices, p=p, seed=seed + run, groups=groups)
+        functions.append(neighbourhood[:, 0])
+        figures = []
+        for col in range(groups + 1):
+            dist = np.diff(neighbourhood[:, col], prepend=neighbourhood[0, col])
+            average, effective = _figures(dist)
+            total = float(neighbourhood[-1, col] - neighbourhood[0, col])
+            figures.append((average, effective, total))
+        (avg, eff, total), rest = figures[0], figures[1:]
+
+        def jackknife(values: list[float]) -> float:
+            arr = np.array(values, dtype=np.float64)
+            return float((groups - 1) / groups * ((arr - arr.mean()) ** 2).sum())
+
+        pairs.append(total)
+        pair_vars.append(jackknife([f[2] for f in rest]))
+        if avg is not None and eff is not None:
+            averages.append(avg)
+            effectives.append(eff)
+            average_vars.append(jackknife([f[0] or 0.0 for f in rest]))
+            effective_vars.append(jackknife([f[1] or 0.0 for f in rest]))
+    length = max(len(f) for f in functions)
+    padded = np.array([np.pad(f, (0, length - len(f)), mode="edge") for f in functions])
+    function = padded.mean(axis=0)
+    distribution = np.diff(function, prepend=function[0])
+    m = 1 << p
+    rsd = 1.04 / math.sqrt(m)
+    label = f"hyperball(p={p}, m={m}, runs={runs}, seed={seed})"
+
+    def combine(values: list[float], variances: list[float]) -> tuple[float | None, float | None]:
+        if not values:
+            return None, None
+        return float(np.mean(values)), math.sqrt(float(np.mean(variances)) / len(values))
+
+    average, average_se = combine(averages, average_vars)
+    effective, effective_se = combine(effectives, effective_vars)
+    reachable, reachable_se = combine(pairs, pair_vars)
+    return {
+        "average_distance": average,
+        "effective_diameter": effective,
+        "distance_distribution": [float(c) for c in distribution],
+        "neighbourhood_function": [float(c) for c in function],
+        "reachable_pairs": reachable,
+        "iterations": length - 1,
+        "counter_bytes": memory,
+        "exact": {
+            "average_distance": False,
+            "effective_diameter": False,
+            "distance_distribution": False,
+            "reachable_pairs": False,
+        },
+        "method": {
+            "average_distance": label,
+            "effective_diameter": label,
+            "distance_distribution": label,
+            "reachable_pairs": label,
+        },
+        "error": {
+            "counter_relative_standard_deviation": rsd,
+            "neighbourhood_function_relative_standard_deviation_bound": rsd,
+            "average_distance_standard_error": average_se,
+            "effective_diameter_standard_error": effective_se,
+            "reachable_pairs_standard_error": reachable_se,
+            "standard_error_method": f"delete-a-group jackknife over {groups} register groups",
+        },
+    }
+
+
+# ---------------------------------------------------------------------------------------------
+
+
+def distance_statistics(
+    adj: Any,
+    *,
+    exact_limit: int = 2000,
+    seed: int = 0,
+    p: int = 6,
+    runs: int = 1,
+    groups: int = 8,
+    sweeps: int = 4,
+    upper_bound: bool = True,
+    bfs_scc_min: int = 64,
+) -> dict[str, object]:
+    """Distance statistics of the directed graph whose CSR adjacency is `adj` (n x n; row i
+    lists i's out-neighbours; values ignored). See the module's docstring for what each key
+    means. Exact (BFS from every node) when n ≤ `exact_limit`; above, HyperBall with 2**p
+    registers per counter and `runs` runs (seeded by `seed`: the same input and arguments give
+    the same figures), the diameter bounded by `sweeps` multi-sweeps (lower) and, when
+    `upper_bound`, the SCC condensation (upper)."""
+    if exact_limit < 0 or runs < 1 or sweeps < 1 or not 4 <= p <= 16:
+        raise ValueError("need exact_limit >= 0, runs >= 1, sweeps >= 1 and 4 <= p <= 16")
+    started = time.perf_counter()
+    n, indptr, indices = _structure(adj)
+    if n <= exact_limit:
+        result = _exact(n, indptr, indices)
+        result["nodes"] = n
+        result["seconds"] = {"total": time.perf_counter() - started}
+        return result
+    result = _estimated(n, indptr, indices, p=p, runs=runs, seed=seed, groups=groups)
+    estimated = time.perf_counter()
+    forward = _unit_csr(n, indptr, indices)
+    backward = sp.csr_array(forward.T)
+    lower, bfs_count = _sweep_lower_bound(n, forward, backward, sweeps, np.random.default_rng(seed))
+    swept = time.perf_counter()
+    exact = result["exact"]
+    method = result["method"]
+    assert isinstance(exact, dict) and isinstance(method, dict)
+    result["diameter_lower_bound"] = lower
+    exact["diameter_lower_bound"] = False
+    method["diameter_lower_bound"] = f"multi-sweep BFS ({bfs_count} BFS)"
+    seconds = {"hyperball": estimated - started, "lower_bound": swept - estimated}
+    if upper_bound:
+        result["diameter_upper_bound"] = _scc_upper_bound(n, forward, bfs_scc_min)
+        exact["diameter_upper_bound"] = False
+        method["diameter_upper_bound"] = (
+            f"SCC condensation: longest DAG path, components' internal diameters bounded by "
+            f"BFS from one root (components of >= {bfs_scc_min} nodes) or size - 1"
+        )
+        seconds["upper_bound"] = time.perf_counter() - swept
+    seconds["total"] = time.perf_counter() - started
+    result["nodes"] = n
+    result["seconds"] = seconds
+    return result
