@@ -63,6 +63,11 @@ PERCENTILE = 0.9
 # Rows of the n x n distance matrix computed at once by the exact method: 256 rows x 2,000
 # columns of float64 is 4 MB.
 _EXACT_CHUNK_ROWS = 256
+# Out-lists up to this long are gathered a column at a time (a call per column: 8,000 calls
+# an iteration if every width up to 4,096 were done so); longer ones, of the few nodes with
+# hundreds of links, in one 3-D gather of at most _GATHER_BYTES.
+_COLUMNS_ONE_BY_ONE = 32
+_GATHER_BYTES = 64 << 20
 # Counters re-estimated at once (their registers as float64): 64k x 64 x 8 bytes = 32 MB.
 _ROW_CHUNK = 1 << 16
 
@@ -269,6 +274,7 @@ class _Estimator:
         self.m, self.groups = m, groups
         self.sizes = np.array([m] + [m - m // groups] * groups, dtype=np.float64)
         self.alpha = np.array([_alpha(int(s)) for s in self.sizes])
+        self.scale = self.alpha * self.sizes**2  # HLL's raw estimate: alpha m^2 / sum 2^-M
         # two registers at a time (a uint16 view): one lookup gives 2**-a + 2**-b, another the
         # count of empty ones; measured 2x faster than a lookup per register. float32: 2**-k is
         # exact and a sum of at most 2**16 of them loses < 1e-7 relative.
@@ -280,11 +286,15 @@ class _Estimator:
         rows = registers.shape[0]
         pairs = np.ascontiguousarray(registers).view(np.uint16)
         blocks = pairs.reshape(rows, self.groups, self.m // (2 * self.groups))
-        group_sums = np.take(self.pair_powers, blocks).sum(axis=2, dtype=np.float64)
+        powers = np.take(self.pair_powers, blocks)
+        # the group sums by adding slices: a reduction over a short last axis is ~5x slower
+        group_sums = powers[:, :, 0].copy()
+        for k in range(1, powers.shape[2]):
+            group_sums += powers[:, :, k]
         sums = np.empty((rows, self.groups + 1))
-        sums[:, 0] = group_sums.sum(axis=1)
-        sums[:, 1:] = sums[:, :1] - group_sums
-        estimates = self.alpha * self.sizes**2 / sums
+        sums[:, 0] = group_sums.sum(axis=1, dtype=np.float64)
+        np.subtract(sums[:, :1], group_sums, out=sums[:, 1:])
+        estimates = self.scale / sums
         # small range: linear counting where the raw estimate is <= 2.5 m and a register is
         # empty (only those rows pay for counting empty registers)
         small = np.flatnonzero((estimates <= 2.5 * self.sizes).any(axis=1))
@@ -308,17 +318,23 @@ class _Estimator:
 
 
 def _padded_rows(n: int, indptr: IntArray, indices: IntArray) -> list[tuple[IntArray, Any]]:
-    """The out-lists as dense blocks: the nodes whose out-degree rounds up to the same power of
-    two w, with their out-neighbours as a (w, nodes) int32 matrix (column i: node i's list)
-    padded with n (a counter that stays empty). A register-wise max over every node's
-    out-neighbours is then w gathers (`np.take`, a row copy each) and w in-place maxima of
-    contiguous (nodes, m) arrays. Measured on 1M nodes x 8 neighbours x 64 registers: 0.05 s,
-    against 0.16 s for one gather of (nodes, 8, 64) and a halving max, 1.2 s for
-    `np.maximum.reduceat` over edges sorted by source, 1.7 s for `np.maximum.at`. The padding
-    at most doubles the gathered edges."""
+    """The out-lists as dense blocks: the nodes of the same out-degree w (above
+    _COLUMNS_ONE_BY_ONE: rounded up to a power of two), with their out-neighbours as a
+    (w, nodes) int32 matrix (column i: node i's list) padded with n (a counter that stays
+    empty). A register-wise max over every node's out-neighbours is then w gathers (`np.take`,
+    a row copy each) and w in-place maxima of contiguous (nodes, m) arrays. Measured on 1M
+    nodes x 8 neighbours x 64 registers: 0.05 s, against 0.16 s for one gather of
+    (nodes, 8, 64) and a halving max, 1.2 s for `np.maximum.reduceat` over edges sorted by
+    source, 1.7 s for `np.maximum.at`. The padding at most doubles the gathered edges of the
+    few long lists."""
     degree = np.diff(indptr)
     nonempty = np.flatnonzero(degree)
-    width = np.left_shift(1, np.ceil(np.log2(degree[nonempty])).astype(np.int64))
+    # exact widths up to _COLUMNS_ONE_BY_ONE (most nodes: no padding), powers of two above
+    width = np.where(
+        degree[nonempty] <= _COLUMNS_ONE_BY_ONE,
+        degree[nonempty],
+        np.left_shift(1, np.ceil(np.log2(np.maximum(degree[nonempty], 1))).astype(np.int64)),
+    )
     blocks = []
     for w in np.unique(width):
         rows = nonempty[width == w]
@@ -348,15 +364,16 @@ def hyperball(
     # row n: the empty counter the padding points to
     registers = np.zeros((n + 1, m), dtype=np.uint8)
     registers[:n] = _initial_registers(n, p, seed)
-    estimates = estimator.estimate(registers[:n])
-    totals = [estimates.sum(axis=0)]
+    # float32: 4 bytes a node and group (68 MB at 1M nodes, 16 groups); sums in float64
+    estimates = estimator.estimate(registers[:n]).astype(np.float32)
+    totals = [estimates.sum(axis=0, dtype=np.float64)]
     blocks = _padded_rows(n, indptr, indices)
     memory = registers.nbytes * 2 + estimates.nbytes + sum(b[1].nbytes for b in blocks)
     changed = np.ones(n + 1, dtype=bool)
     changed[n] = False
     while True:
         # a counter can change only if one of its out-neighbours' did at the last iteration
-        seen = np.concatenate([[0], np.cumsum(changed[indices])])
+        seen = np.concatenate([[0], np.cumsum(changed[indices], dtype=np.int32)])
         active = seen[indptr[1:]] > seen[indptr[:-1]]
         moved_rows, moved_values = [], []
         for rows, matrix in blocks:
@@ -366,8 +383,19 @@ def hyperball(
             rows_now = rows[pick]
             old = np.take(registers, rows_now, axis=0)
             merged = old.copy()
-            for column in matrix:
-                np.maximum(merged, np.take(registers, column[pick], axis=0), out=merged)
+            if len(matrix) <= _COLUMNS_ONE_BY_ONE:
+                for column in matrix:
+                    np.maximum(merged, np.take(registers, column[pick], axis=0), out=merged)
+            else:  # few nodes with long lists: one (nodes, w, m) gather per chunk of nodes
+                lists = matrix[:, pick].T
+                step = max(1, _GATHER_BYTES // (len(matrix) * m))
+                for start in range(0, len(pick), step):
+                    gathered = np.take(registers, lists[start : start + step], axis=0)
+                    np.maximum(
+                        merged[start : start + step],
+                        gathered.max(axis=1),
+                        out=merged[start : start + step],
+                    )
             # compare 8 registers at a time
             moved = (merged.view(np.uint64) != old.view(np.uint64)).any(axis=1)
             if moved.any():
@@ -380,7 +408,9 @@ def hyperball(
         changed = np.zeros(n + 1, dtype=bool)
         changed[rows_moved] = True
         new_estimates = estimator.estimate(np.take(registers, rows_moved, axis=0))
-        totals.append(totals[-1] + (new_estimates - estimates[rows_moved]).sum(axis=0))
+        new_estimates = new_estimates.astype(np.float32)
+        delta = new_estimates - estimates[rows_moved]
+        totals.append(totals[-1] + delta.sum(axis=0, dtype=np.float64))
         estimates[rows_moved] = new_estimates
     return np.array(totals), int(memory)
 
