@@ -93,7 +93,9 @@ def main() -> None:
     parser.add_argument("--nodes", type=int, default=1_000_000)
     parser.add_argument("--degree", type=float, default=10.0)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--p", type=int, default=6, help="log2 of the registers per counter")
+    parser.add_argument(
+        "--p", type=int, default=None, help="log2 of the registers per counter (default: auto)"
+    )
     parser.add_argument("--runs", type=int, default=1)
     parser.add_argument("--skip-cnr", action="store_true")
     parser.add_argument("--skip-generated", action="store_true")
