@@ -91,7 +91,7 @@ def report(name: str, graph: sp.csr_array, args: argparse.Namespace) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--nodes", type=int, default=1_000_000)
-    parser.add_argument("--degree", type=float, default=10.0)
+    parser.add_argument("--degree", type=float, default=11.0)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument(
         "--p", type=int, default=None, help="log2 of the registers per counter (default: auto)"
