@@ -215,3 +215,23 @@ def test_cnr_2000_estimates_agree_with_a_bfs_sample() -> None:
     assert isinstance(lower, int) and isinstance(upper, int)
     assert dist[finite].max() <= upper and lower <= upper
     assert stats["effective_diameter"] <= lower  # type: ignore[operator]
+
+
+def test_runs_average_independent_hashes() -> None:
+    graph = web_like(3000, 3.0, seed=5)
+    one = [distance_statistics(graph, exact_limit=0, seed=s) for s in (4, 5)]
+    both = distance_statistics(graph, exact_limit=0, seed=4, runs=2)
+    averages = [r["average_distance"] for r in one]
+    assert both["average_distance"] == pytest.approx(np.mean(averages))  # type: ignore[arg-type]
+    errors = [r["error"]["average_distance_standard_error"] for r in one]  # type: ignore[index]
+    combined = both["error"]["average_distance_standard_error"]  # type: ignore[index]
+    assert combined == pytest.approx(math.sqrt(np.mean(np.square(errors)) / 2))
+
+
+def test_estimate_of_a_graph_too_small_for_the_jackknife() -> None:
+    """One arc: leaving out the register group that holds its target loses the only pair, so
+    no standard error is claimed (rather than a made-up one)."""
+    stats = distance_statistics(sp.csr_array(np.array([[0, 1], [0, 0]])), exact_limit=0)
+    assert stats["average_distance"] == 1.0
+    assert stats["error"]["average_distance_standard_error"] is None  # type: ignore[index]
+    assert stats["diameter_lower_bound"] == stats["diameter_upper_bound"] == 1

@@ -471,15 +471,19 @@ def _estimated(
         effectives.append(effective)
         # the average distance is a smooth function of the N(t): jackknife it directly
         left_out = [neighbourhood[:, 1 + g] for g in range(groups)]
+        left_out_averages = [_figures(np.diff(f, prepend=f[0]))[0] for f in left_out]
+        # a graph so small that leaving a group out loses every pair has no jackknife error
         average_vars.append(
-            _jackknife_variance([_figures(np.diff(f, prepend=f[0]))[0] or 0.0 for f in left_out])
+            _jackknife_variance([a for a in left_out_averages if a is not None])
+            if None not in left_out_averages
+            else math.nan
         )
         # a percentile is not smooth (the jackknife fails on quantiles): jackknife F at the
         # estimate instead and divide by F's slope there (Woodruff's interval, delta method)
         reach = min(math.floor(effective) + 1, len(full) - 1)
         slope = _fraction_within(full, reach) - _fraction_within(full, reach - 1)
         spread = _jackknife_variance([_fraction_within(f, effective) for f in left_out])
-        effective_vars.append(spread / slope**2 if slope > 0 else math.inf)
+        effective_vars.append(spread / slope**2 if slope > 0 else math.nan)
     length = max(len(f) for f in functions)
     padded = np.array([np.pad(f, (0, length - len(f)), mode="edge") for f in functions])
     function = padded.mean(axis=0)
@@ -489,7 +493,8 @@ def _estimated(
     def combine(values: list[float], variances: list[float]) -> tuple[float | None, float | None]:
         if not values:
             return None, None
-        return float(np.mean(values)), math.sqrt(float(np.mean(variances)) / len(values))
+        se = math.sqrt(float(np.mean(variances)) / len(values))
+        return float(np.mean(values)), (se if math.isfinite(se) else None)
 
     average, average_se = combine(averages, average_vars)
     effective, effective_se = combine(effectives, effective_vars)
