@@ -15,7 +15,7 @@ import pytest
 import scipy.sparse as sp
 from scipy.sparse import csgraph
 
-from gossamer.graph._distances import distance_statistics, eccentricity
+from gossamer.graph._distances import bfs_depths, distance_statistics, eccentricity
 
 CNR = Path(__file__).resolve().parents[1] / "data" / "graphs" / "cnr-2000.edges.tsv.gz"
 
@@ -235,3 +235,12 @@ def test_estimate_of_a_graph_too_small_for_the_jackknife() -> None:
     assert stats["average_distance"] == 1.0
     assert stats["error"]["average_distance_standard_error"] is None  # type: ignore[index]
     assert stats["diameter_lower_bound"] == stats["diameter_upper_bound"] == 1
+
+
+def test_bfs_depths_are_networkx_distances() -> None:
+    graph = nx.gnp_random_graph(400, 0.006, seed=11, directed=True)
+    adj = adjacency(graph)
+    for source in (0, 17, 399):
+        want = nx.single_source_shortest_path_length(graph, source)
+        depths = bfs_depths(adj, source)
+        assert {v: int(d) for v, d in enumerate(depths) if d >= 0} == want
