@@ -60,9 +60,9 @@ def load_edges(path: Path) -> sp.csr_array:
 
 
 def report(name: str, graph: sp.csr_array, args: argparse.Namespace) -> None:
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), time.process_time()
     stats = distance_statistics(graph, seed=args.seed, p=args.p, runs=args.runs)
-    wall = time.perf_counter() - started
+    wall, cpu = time.perf_counter() - started, time.process_time() - cpu
     error = stats["error"]
     assert isinstance(error, dict)
     print(f"{name}: {graph.shape[0]:,} nodes, {graph.nnz:,} edges")
@@ -83,6 +83,7 @@ def report(name: str, graph: sp.csr_array, args: argparse.Namespace) -> None:
     seconds = stats["seconds"]
     assert isinstance(seconds, dict)
     print(f"  seconds {({k: round(v, 2) for k, v in seconds.items()})}, wall {wall:.2f}")
+    print(f"  CPU seconds {cpu:.2f} (the machine is shared: wall time varies with the load)")
     memory = stats["counter_bytes"]
     assert isinstance(memory, int)
     print(f"  HyperBall memory {memory / 2**20:.0f} MiB ({memory / graph.nnz:.1f} bytes/edge)")
