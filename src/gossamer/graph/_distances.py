@@ -65,16 +65,17 @@ PERCENTILE = 0.9
 # columns of float64 is 4 MB.
 _EXACT_CHUNK_ROWS = 256
 # HyperBall's default registers per counter: 64 (p = 6, counters' rsd 13 %) up to 5M edges,
-# 32 (p = 5, rsd 18 %) above, where a run costs about twice as much per register: measured
-# (CPU seconds, bench/README.md) 8.9 s at p = 5 against 13.6 s at p = 6 on 1M nodes / 10.5M
-# edges; the average distance's standard error stays a few per cent either way.
+# 32 (p = 5, rsd 18 %) above, where the registers are what a run costs: on 1M nodes / 10.5M
+# edges the whole call took 7.9 CPU seconds at p = 5 against 12.3 at p = 6 (bench/README.md),
+# the average distance's standard error 0.09 against 0.08 (on 7.5).
 _P6_EDGES = 5_000_000
 # Out-lists up to this long are gathered a column at a time (a call per column: 8,000 calls
 # an iteration if every width up to 4,096 were done so); longer ones, of the few nodes with
 # hundreds of links, in one 3-D gather of at most _GATHER_BYTES.
 _COLUMNS_ONE_BY_ONE = 32
 _GATHER_BYTES = 64 << 20
-# Counters re-estimated at once (their registers as float64): 64k x 64 x 8 bytes = 32 MB.
+# Counters re-estimated at once (their register pairs as float32): 64k x 32 x 4 bytes = 8 MB
+# at m = 64.
 _ROW_CHUNK = 1 << 16
 
 
@@ -155,7 +156,7 @@ def _exact(n: int, indptr: IntArray, indices: IntArray) -> dict[str, object]:
 
 
 # ---------------------------------------------------------------------------------------------
-# BFS (vectorised by frontier) for the diameter bounds
+# BFS (scipy's, in C) for the diameter bounds
 
 
 def eccentricity(graph: sp.csr_array, source: int) -> tuple[int, int]:
