@@ -31,6 +31,7 @@ def build_parser(with_testweb: bool = True) -> argparse.ArgumentParser:
     _add_worker(sub)
     _add_cluster(sub)
     _add_report(sub)
+    _add_graph(sub)
     _add_experiment(sub)
     demo = sub.add_parser(
         "demo",
@@ -491,6 +492,43 @@ def _run_scale(args: argparse.Namespace) -> int:
     from .cluster.control import workers_main
 
     return workers_main(args.redis, args.crawl, args.scale, out=args.output)
+
+
+def _add_graph(sub: Any) -> None:
+    p = sub.add_parser("graph", help="the crawled web graph")
+    actions = p.add_subparsers(dest="graph_command", required=True, metavar="ACTION")
+    _add_graph_follow(actions)
+
+
+def _add_graph_follow(actions: Any) -> None:
+    p = actions.add_parser(
+        "follow",
+        help="consume a cluster crawl's page events into its graph until the crawl ends",
+        description="Read the crawl's page events from its Redis stream as the consumer group "
+        "`graph` and apply them to the graph until the crawl ends (docs/cluster.md, \"The page "
+        "events stream\"). Killed and started again (here or on another machine given the "
+        "same --state), it goes on where it stopped.",
+    )
+    _redis_arguments(p)
+    p.add_argument(
+        "--state", type=Path, default=Path("gossamer-graph"), metavar="DIR",
+        help="the consumer's journal goes to DIR/<crawl id>/ (default ./gossamer-graph)",
+    )  # fmt: skip
+    p.add_argument(
+        "--consumer", default="graph", metavar="NAME",
+        help="the consumer's name in the group (default graph)",
+    )  # fmt: skip
+    p.add_argument("--json", action="store_true", help="print the summary as JSON")
+    _log_flags(p)
+    p.set_defaults(func=_run_graph_follow)
+
+
+def _run_graph_follow(args: argparse.Namespace) -> int:
+    from .cluster.stream import follow_main
+
+    return follow_main(
+        args.redis, args.crawl, args.state, consumer=args.consumer, as_json=args.json
+    )
 
 
 def _add_report(sub: Any) -> None:

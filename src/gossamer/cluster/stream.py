@@ -23,10 +23,11 @@ acknowledged only after its events are in the journal) and none counted twice.
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import struct
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Executor, Future
 from dataclasses import dataclass
 from pathlib import Path
@@ -42,9 +43,11 @@ __all__ = [
     "ENTRY_EVENTS",
     "GROUP",
     "STREAM_MAXLEN",
+    "CrawledLinks",
     "FollowResult",
     "StreamSink",
     "follow",
+    "follow_main",
     "read_journal",
 ]
 
@@ -285,3 +288,45 @@ def _trim(client: RedisClient, keys: Keys, last_acked: bytes) -> None:
 
 def _text(value: Any) -> str:
     return value.decode() if isinstance(value, bytes) else str(value)
+
+
+class CrawledLinks:
+    """The graph `gossamer graph follow` feeds until gossamer.graph's OnlineGraph takes its
+    place: each crawled page's out-links, counted at the end."""
+
+    def __init__(self) -> None:
+        self.links: dict[str, tuple[str, ...]] = {}
+
+    def update(self, page: str, links: Iterable[str]) -> None:
+        self.links[page] = tuple(links)
+
+    def summary(self) -> dict[str, int]:
+        """Pages (nodes), edges between crawled pages, and edges to pages not crawled."""
+        crawled = self.links
+        inner = sum(1 for ds in crawled.values() for d in ds if d in crawled)
+        total = sum(len(ds) for ds in crawled.values())
+        return {"pages": len(crawled), "edges": inner, "pending_edges": total - inner}
+
+
+def follow_main(
+    url: str, crawl_id: str | None, state: Path, *, consumer: str, as_json: bool
+) -> int:
+    """`gossamer graph follow`: consume the crawl's page events until it ends; print what
+    was consumed (one JSON object with --json)."""
+    from .control import _with_client
+    from .registry import load_crawl
+
+    def run(client: RedisClient) -> int:
+        record = load_crawl(client, crawl_id)
+        graph = CrawledLinks()
+        result = follow(client, record.id, graph, state / record.id, consumer=consumer)
+        data = {"crawl": record.id, "state": result.state, **graph.summary(),
+                "entries": result.entries, "events": result.events, "applied": result.applied,
+                "replayed": result.replayed}  # fmt: skip
+        if as_json:
+            print(json.dumps(data))
+        else:
+            print(" ".join(f"{k} {v}" for k, v in data.items()))
+        return 0
+
+    return _with_client(url, run)
