@@ -123,3 +123,21 @@ def test_graph_follow_without_a_crawl_is_one_error_line(redis_url: str) -> None:
     )  # fmt: skip
     assert done.returncode == 2, done.stderr
     assert "no crawl nope" in done.stderr and len(done.stderr.strip().splitlines()) == 1
+
+
+def test_graph_follow_with_an_unwritable_state_is_one_error_line(
+    tmp_path: Path, redis_url: str
+) -> None:
+    resolve = tmp_path / "resolve.txt"
+    resolve.write_text("")
+    crawl_id = create_crawl(redis_url, "http://a.example/", resolve)
+    blocker = tmp_path / "file"
+    blocker.write_text("not a directory")
+    follow = ("graph", "follow", "--redis", redis_url, "--crawl", crawl_id)
+    done = subprocess.run(
+        gossamer(*follow, "--state", str(blocker)),
+        capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert done.returncode == 74, done.stderr
+    assert "cannot write the consumer's journal" in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1

@@ -37,6 +37,7 @@ import redis.exceptions
 
 from ..engine.events import GraphApplier, GraphLike, PageEvent, decode_events, encode_events
 from ..engine.sink_registry import PageSink, SinkContext
+from ..exitcodes import Exit
 from ._redis import Keys, RedisClient, retrying
 
 __all__ = [
@@ -319,7 +320,14 @@ def follow_main(
     def run(client: RedisClient) -> int:
         record = load_crawl(client, crawl_id)
         graph = CrawledLinks()
-        result = follow(client, record.id, graph, state / record.id, consumer=consumer)
+        try:
+            result = follow(client, record.id, graph, state / record.id, consumer=consumer)
+        except OSError as exc:  # the state directory: not writable, full
+            _log.error(f"cannot write the consumer's journal in {state}: {exc}")
+            return Exit.USAGE if isinstance(exc, PermissionError) else Exit.IOERR
+        except ValueError as exc:  # a journal or an entry that is not one
+            _log.error(f"{exc}")
+            return Exit.FAILURE
         data = {"crawl": record.id, "state": result.state, **graph.summary(),
                 "entries": result.entries, "events": result.events, "applied": result.applied,
                 "replayed": result.replayed}  # fmt: skip
@@ -327,6 +335,6 @@ def follow_main(
             print(json.dumps(data))
         else:
             print(" ".join(f"{k} {v}" for k, v in data.items()))
-        return 0
+        return Exit.OK
 
     return _with_client(url, run)
