@@ -98,14 +98,17 @@ class StreamSink(PageSink):
         self._raise_failed()
         if not self.events:
             return
-        blobs = [
-            encode_events(self.events[i : i + ENTRY_EVENTS], worker=self.worker)
-            for i in range(0, len(self.events), ENTRY_EVENTS)
-        ]
-        self.events = []
-        self._sent = self.submit(lambda: self._send(blobs))
+        events, self.events = self.events, []
+        self._sent = self.submit(lambda: self._send(events))
 
-    def _send(self, blobs: list[bytes]) -> None:
+    def _send(self, events: list[PageEvent]) -> None:
+        # encoded here, on the I/O thread: the event loop (the worker's busiest thread) only
+        # hands the list over
+        blobs = [
+            encode_events(events[i : i + ENTRY_EVENTS], worker=self.worker)
+            for i in range(0, len(events), ENTRY_EVENTS)
+        ]
+
         def xadd() -> None:
             pipe = self.client.pipeline(transaction=False)
             for blob in blobs:
