@@ -5,7 +5,12 @@ crawls of the simulated web with one worker and with a pool of two."""
 from __future__ import annotations
 
 import json
+import multiprocessing
+import os
+import signal
 import sys
+import threading
+import time
 import zlib
 from collections import Counter
 from collections.abc import Iterable
@@ -190,3 +195,51 @@ def test_the_feed_graph_equals_the_graph_files_restricted_to_crawled_pages(
     print(f"{len(captured)} pages, {links:.1f} links a page: {raw / len(captured):.0f} B of JSON "
           f"a page, {blobs / len(captured):.0f} B encoded in batches of 5")  # fmt: skip
     assert blobs * 2 < raw
+
+
+def test_a_pool_worker_killed_mid_crawl_loses_no_event_of_a_page_counted_done(
+    tmp_path: Path,
+) -> None:
+    """SIGKILL one of two pool workers mid-crawl (the parent then stops the other), resume
+    with the same feed: the graph equals the graph files restricted to crawled pages. An
+    event the killed worker sent before its pages counted done must reach the parent: the
+    resumed run does not fetch those pages again."""
+    spec = WebSpec(seed=9, hosts=10, pages_mean=40)
+    out = tmp_path / "crawl"
+    graph = CountingGraph()
+    with serve_in_thread(spec) as web:
+        web.write_resolve_file(tmp_path / "resolve.txt")
+        settings = crawl_settings(
+            tmp_path, out, web.url(0, 0), workers=2, concurrency=4, delay=0.01
+        )
+        log = out / "crawl.log.jsonl"
+        killed: list[int] = []
+
+        def kill_one() -> None:
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline:
+                lines = log.read_bytes().count(b"\n") if log.exists() else 0
+                children = multiprocessing.active_children()
+                if lines > 60 and children:
+                    os.kill(children[0].pid or 0, signal.SIGKILL)
+                    killed.append(lines)
+                    return
+                time.sleep(0.01)
+
+        with GraphFeed(graph) as feed:
+            killer = threading.Thread(target=kill_one)
+            killer.start()
+            first = run_crawl(settings, feed=feed)
+            killer.join()
+            after_kill = len(graph.links)
+            assert run_crawl(settings, resume=True, feed=feed) == 0
+    assert killed and first != 0, (killed, first)
+    crawled = _crawled(out)
+    print(
+        f"killed after {killed[0]} log lines; {after_kill} pages in the graph then, "
+        f"{len(crawled)} in all; {feed.applier.skipped} events of pages fetched again"
+    )
+    assert 0 < after_kill < len(crawled)
+    assert set(graph.links) == crawled
+    assert graph.crawled_edges() == _file_edges(out, crawled)
+    assert set(graph.updates.values()) == {1}
