@@ -39,6 +39,9 @@ from ..sinks.graph import node_id
 __all__ = ["OnlineGraph"]
 
 _INT32_MAX = 2**31 - 1
+# the pending arrays are rebuilt when more entries are resolved (dead) than waiting, and at
+# least this many: rebuilding costs a sort of the live entries (~0.1 s per million)
+COMPACT_MIN_DEAD = 1_000_000
 
 
 class _Grow:
@@ -159,7 +162,7 @@ class OnlineGraph:
         self._dst.extend(node, len(sources))
         self._pending_live -= len(sources)
         dead = self._psrc.n - self._pending_live
-        if dead > 1_000_000 and dead > self._pending_live:
+        if dead > COMPACT_MIN_DEAD and dead > self._pending_live:
             self._compact_pending()
 
     # ------------------------------------------------------------------ compaction
