@@ -74,9 +74,10 @@ class _Grow:
         return self.a[: self.n]
 
     def replace(self, values: npt.NDArray[Any]) -> None:
-        self.a = np.array(values, dtype=self.a.dtype)
+        """Hold exactly `values` (capacity: them and 1024 more)."""
+        self.a = np.empty(len(values) + 1024, dtype=self.a.dtype)
+        self.a[: len(values)] = values
         self.n = len(values)
-        self.reserve(1024)
 
 
 class OnlineGraph:
