@@ -135,7 +135,9 @@ def main() -> None:
     parser.add_argument("--nodes", type=int, default=1_000_000)
     parser.add_argument("--edges", type=int, default=10_000_000)
     parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--online-pages", type=int, default=None, help="default: --nodes")
+    parser.add_argument(
+        "--online-pages", type=int, default=None, help="default: --nodes; 0 skips OnlineGraph"
+    )
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
     print(
@@ -143,7 +145,9 @@ def main() -> None:
         f"{platform.python_version()}, numpy {np.__version__}; load {os.getloadavg()[0]:.2f}"
     )
     src, dst = bench_statistics(args.nodes, args.edges, args.seed, args.repeat)
-    bench_online(src, dst, args.nodes, args.online_pages or args.nodes, args.seed)
+    pages = args.nodes if args.online_pages is None else args.online_pages
+    if pages:
+        bench_online(src, dst, args.nodes, pages, args.seed)
     bench_cnr(args.repeat)
 
 

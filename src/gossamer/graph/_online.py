@@ -35,6 +35,7 @@ import numpy.typing as npt
 import scipy.sparse as sp
 
 from ..sinks.graph import node_id
+from ._load import adjacency
 
 __all__ = ["OnlineGraph"]
 
@@ -232,11 +233,7 @@ class OnlineGraph:
         self._dedupe()
         n = self.nodes
         src, dst = self._src.view(), self._dst.view()
-        data = np.ones(len(src), dtype=np.int8)
-        adj = sp.csr_array((data, (src, dst)), shape=(n, n))
-        adj.sum_duplicates()
-        adj.data[:] = 1
-        return adj
+        return adjacency(n, src, dst)
 
     def memory_bytes(self) -> int:
         """Bytes held: the arrays' capacity plus the id dict (its table, and an int object

@@ -133,6 +133,22 @@ def _degree_summary(degrees: npt.NDArray[Any]) -> dict[str, object]:
     }
 
 
+def _weak_components(
+    scc_count: int, scc_labels: npt.NDArray[Any], rows: npt.NDArray[Any], cols: npt.NDArray[Any]
+) -> tuple[int, int]:
+    """(count, largest) of the weakly connected components, found on the condensation (one
+    node per SCC, the edges between SCCs): a web graph's edges are mostly inside its giant
+    SCC, so this graph is small. 0.9 s → 0.1 s on the 1M-node benchmark graph."""
+    a, b = scc_labels[rows], scc_labels[cols]
+    across = a != b
+    k = int(scc_count)
+    data = np.ones(int(np.count_nonzero(across)), dtype=np.int8)
+    condensed = sp.csr_array((data, (a[across], b[across])), shape=(k, k))
+    count, labels = csgraph.connected_components(condensed, connection="weak")
+    sizes = np.bincount(labels, weights=np.bincount(scc_labels, minlength=k))
+    return int(count), int(sizes.max())
+
+
 def graph_statistics(
     adj: sp.csr_array | sp.csr_matrix,
     *,
@@ -147,15 +163,21 @@ def graph_statistics(
     indptr, indices = adj.indptr, adj.indices
     out_degree = np.diff(indptr)
     in_degree = np.bincount(indices, minlength=n)
+    rows = np.repeat(np.arange(n, dtype=np.int32), out_degree)
     if n:
-        components = csgraph.connected_components
-        scc_count, scc_labels = components(adj, directed=True, connection="strong")
-        wcc_count, wcc_labels = components(adj, directed=True, connection="weak")
+        # csgraph converts its input to float64 (a copy of data, indices and indptr): a
+        # float64 view sharing our index arrays is converted for free (0.9 → 0.7 s, 10M edges;
+        # 80 MB while it runs)
+        view = sp.csr_array(
+            (np.ones(len(indices)), indices, indptr), shape=adj.shape, copy=False
+        )
+        scc_count, scc_labels = csgraph.connected_components(view, connection="strong")
+        del view
         largest_scc = int(np.bincount(scc_labels).max())
-        largest_wcc = int(np.bincount(wcc_labels).max())
+        wcc_count, largest_wcc = _weak_components(scc_count, scc_labels, rows, indices)
     else:
         scc_count = wcc_count = largest_scc = largest_wcc = 0
-    self_loops = int(np.count_nonzero(indices == np.repeat(np.arange(n), out_degree)))
+    self_loops = int(np.count_nonzero(indices == rows))
     result: dict[str, object] = {
         "nodes": n,
         "edges": int(adj.nnz),
