@@ -186,3 +186,49 @@ def test_power_law_fit_recovers_alpha_within_its_error(alpha: float) -> None:
     assert fit_power_law(np.array([0, 1, 2])) is None
     expected_sigma = (fit["alpha"] - 1) / math.sqrt(fit["n_tail"])
     assert math.isclose(fit["sigma"], expected_sigma, rel_tol=1e-2)
+
+
+def exact_distances(adj: Any) -> dict[str, object]:
+    """Distances by BFS from every node (scipy), for a small graph."""
+    from scipy.sparse import csgraph
+
+    d = csgraph.shortest_path(adj, unweighted=True)
+    finite = d[np.isfinite(d) & (d > 0)]
+    return {
+        "average_distance": float(finite.mean()),
+        "effective_diameter": float(np.percentile(finite, 90)),
+        "diameter": int(finite.max()),
+        "exact": {"average_distance": True, "effective_diameter": True, "diameter": True},
+        "method": "BFS from every node",
+    }
+
+
+def test_a_distance_function_is_merged_with_its_exact_flags(tmp_path: Path) -> None:
+    path = tmp_path / "cycle.txt"
+    path.write_text("".join(f"{i} {(i + 1) % 6}\n" for i in range(6)))
+    adj = load_graph(path).adj
+    without = graph_statistics(adj)
+    assert without["distances"] == "not computed" and without["diameter"] is None
+    assert without["exact"]["diameter"] is None  # type: ignore[index]
+    stats = graph_statistics(adj, distances=exact_distances)
+    assert (stats["diameter"], stats["average_distance"]) == (5, 3.0)
+    assert stats["distances"] == "computed" and stats["method"] == "BFS from every node"
+    assert stats["exact"]["diameter"] is True  # type: ignore[index]
+    from gossamer.graph import format_table
+
+    table = format_table(stats)
+    assert "diameter" in table and "average distance" in table
+    assert "not computed" in format_table(without)
+
+
+def test_human_table_and_crawl_dir_errors(tmp_path: Path) -> None:
+    path = tmp_path / "g.txt"
+    path.write_text("1 2\n2 1\n2 3\n")
+    done = run("graph", "stats", path)
+    assert done.returncode == 0
+    assert "strongly connected components" in done.stdout and "dangling" in done.stdout
+    empty = tmp_path / "notacrawl"
+    empty.mkdir()
+    done = run("graph", "stats", empty)
+    assert done.returncode == 2 and "not a crawl directory" in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1

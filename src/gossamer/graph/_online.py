@@ -104,7 +104,7 @@ class OnlineGraph:
 
     def update_ids(self, page_id: int, link_ids: Iterable[int]) -> None:
         """Page `page_id` was crawled and links to `link_ids` (ids as `node_id` gives them,
-        any int that fits in 64 bits)."""
+        any signed 64-bit int; a larger one raises OverflowError)."""
         slot = self._slot_of(page_id)
         node = int(self._slot_node.a[slot])
         if node >= 0:
