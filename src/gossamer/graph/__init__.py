@@ -22,8 +22,13 @@ from ._load import LoadedGraph, load_crawl_dir, load_edgelist, load_graph
 from ._online import OnlineGraph
 from ._stats import DistanceFunction, format_table, graph_statistics
 
+distance_statistics: DistanceFunction | None
 try:
-    from ._distances import distance_statistics  # type: ignore[import-not-found, unused-ignore]
+    from ._distances import (  # type: ignore[import-not-found, unused-ignore]
+        distance_statistics as _distance_statistics,
+    )
+
+    distance_statistics = _distance_statistics
 except ImportError:  # written by another change: until it is merged, distances are not computed
     distance_statistics = None
 
@@ -44,5 +49,4 @@ __all__ = [
 
 def statistics_of(adj: sp.csr_array, *, pending: int | None = None) -> dict[str, Any]:
     """`graph_statistics` with the distance figures when `distance_statistics` is present."""
-    distances: DistanceFunction | None = distance_statistics
-    return graph_statistics(adj, pending=pending, distances=distances)
+    return graph_statistics(adj, pending=pending, distances=distance_statistics)

@@ -6,7 +6,9 @@
     graph.nodes, graph.edges, graph.pending  # counts
     graph.csr()                              # scipy.sparse CSR adjacency of the crawled graph
 
-A **node** is a crawled page: a page becomes one when `update` is called for it. An edge u → v
+A **node** is a crawled page: a page becomes one when `update` is called for it. Call it for
+each page fetched with status 200–399 (docs/graph.md says why), with every out-link the crawl
+records for it: its links, and its redirect target or canonical URL. An edge u → v
 enters the graph when both u and v are nodes: a link from u to a page not crawled yet waits in
 the `links_to` table (a *pending* edge) and enters the graph when that page is crawled; a
 pending edge whose target is never crawled stays pending (it is counted, not in the graph).
