@@ -97,13 +97,17 @@ def expected_graph(web: dict[int, list[int]]) -> nx.DiGraph:
 @settings(max_examples=40, deadline=None)
 @given(seed=st.integers(0, 2**32 - 1), n=st.integers(1, 300), out_mean=st.integers(0, 8))
 def test_random_order_equals_bfs_order_equals_networkx(seed: int, n: int, out_mean: int) -> None:
+    """BFS order, reverse BFS order (most links wait), a random order, and a random order
+    in which a third of the pages are crawled twice (a resume, a replayed event)."""
     rng = random.Random(seed)
     web = random_web(rng, n, out_mean)
     reverse_bfs = list(reversed(bfs_order(web, next(iter(web)))))  # most edges wait
     shuffled = list(web)
     rng.shuffle(shuffled)
+    replayed = shuffled[: len(shuffled) // 2] + rng.sample(shuffled, len(shuffled) // 3)
+    replayed += shuffled[len(shuffled) // 2 :]  # a third of the pages crawled twice
     graphs = []
-    for order in (bfs_order(web, next(iter(web))), reverse_bfs, shuffled):
+    for order in (bfs_order(web, next(iter(web))), reverse_bfs, shuffled, replayed):
         g = OnlineGraph()
         for page in order:
             g.update_ids(page, web[page])
