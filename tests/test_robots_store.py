@@ -366,6 +366,9 @@ class NoSinks:
     def edges(self, src: str, dsts: list[tuple[str, str]]) -> None:
         pass
 
+    def page(self, result: FetchResult, depth: int, edges: list[tuple[str, str]]) -> None:
+        pass
+
     def flush(self) -> None:
         pass
 

@@ -31,6 +31,7 @@ def build_parser(with_testweb: bool = True) -> argparse.ArgumentParser:
     _add_worker(sub)
     _add_cluster(sub)
     _add_report(sub)
+    _add_graph(sub)
     _add_experiment(sub)
     demo = sub.add_parser(
         "demo",
@@ -493,6 +494,37 @@ def _run_scale(args: argparse.Namespace) -> int:
     return workers_main(args.redis, args.crawl, args.scale, out=args.output)
 
 
+def _add_graph_follow(actions: Any) -> None:
+    p = actions.add_parser(
+        "follow",
+        help="consume a cluster crawl's page events into its graph until the crawl ends",
+        description="Read the crawl's page events from its Redis stream as the consumer group "
+        "`graph` and apply them to the graph until the crawl ends (docs/cluster.md, \"The page "
+        "events stream\"). Killed and started again (here or on another machine given the "
+        "same --state), it goes on where it stopped.",
+    )
+    _redis_arguments(p)
+    p.add_argument(
+        "--state", type=Path, default=Path("gossamer-graph"), metavar="DIR",
+        help="the consumer's journal goes to DIR/<crawl id>/ (default ./gossamer-graph)",
+    )  # fmt: skip
+    p.add_argument(
+        "--consumer", default="graph", metavar="NAME",
+        help="the consumer's name in the group (default graph)",
+    )  # fmt: skip
+    p.add_argument("--json", action="store_true", help="print the summary as JSON")
+    _log_flags(p)
+    p.set_defaults(func=_run_graph_follow)
+
+
+def _run_graph_follow(args: argparse.Namespace) -> int:
+    from .cluster.stream import follow_main
+
+    return follow_main(
+        args.redis, args.crawl, args.state, consumer=args.consumer, as_json=args.json
+    )
+
+
 def _add_report(sub: Any) -> None:
     p = sub.add_parser("report", help="summarise a crawl directory")
     p.add_argument("dir", type=Path, metavar="DIR")
@@ -512,6 +544,65 @@ def _run_report(args: argparse.Namespace) -> int:
     if args.cdx and (code := write_report_cdx(args.dir)):
         return code
     return print_report(args.dir, as_json=args.json)
+
+
+def _add_graph(sub: Any) -> None:
+    p = sub.add_parser(
+        "graph",
+        help="statistics and export of a crawled web graph (docs/graph.md)",
+        description="SOURCE is a crawl directory (every worker's graph parts and crawl logs "
+        "merged) or an edge list file (`src dst` per line, whitespace-separated, optional .gz, "
+        "# or % comment lines, integer ids of any size), or a DIMACS file (`p sp N M`); "
+        "`follow` consumes a cluster crawl's page events.",
+    )
+    g_sub = p.add_subparsers(dest="graph_command", required=True, metavar="ACTION")
+    s = g_sub.add_parser("stats", help="nodes, edges, components, degrees, distances")
+    s.add_argument("source", type=Path, metavar="SOURCE", help="crawl directory or edge list")
+    s.add_argument("--json", action="store_true", help="print one JSON object")
+    _log_flags(s)
+    s.set_defaults(func=_run_graph_stats)
+    e = g_sub.add_parser("export", help="write the graph as an edge list, DIMACS or GraphML")
+    e.add_argument("source", type=Path, metavar="SOURCE", help="crawl directory or edge list")
+    e.add_argument("out", type=Path, metavar="OUT", help="the file to write")
+    e.add_argument(
+        "--format",
+        required=True,
+        metavar="FORMAT",
+        help="edgelist (src<TAB>dst), dimacs (p sp N M / a U V 1, 1-based, as GraphBench "
+        "reads it) or graphml (for Gephi and networkx)",
+    )
+    e.add_argument("--force", action="store_true", help="overwrite OUT if it exists")
+    _log_flags(e)
+    e.set_defaults(func=_run_graph_export)
+    _add_graph_follow(g_sub)
+
+
+def _run_graph_stats(args: argparse.Namespace) -> int:
+    import json
+
+    from .graph import format_table, load_graph, statistics_of
+
+    graph = load_graph(args.source)
+    stats = statistics_of(graph.adj, pending=graph.pending)
+    print(json.dumps(stats) if args.json else format_table(stats))
+    return Exit.OK
+
+
+def _run_graph_export(args: argparse.Namespace) -> int:
+    from .graph import EXPORT_FORMATS, load_graph, write_graph
+
+    if args.format not in EXPORT_FORMATS:  # checked here, not by argparse: one error line
+        choices = ", ".join(EXPORT_FORMATS)
+        raise ValueError(f"--format must be one of {choices}, not {args.format!r}")
+    if args.out.exists() and not args.force:  # before the (long) load
+        raise ValueError(f"{args.out}: exists (give --force to overwrite it)")
+    graph = load_graph(args.source)
+    try:
+        write_graph(graph, args.out, args.format, force=args.force)
+    except OSError as exc:
+        _log.error(f"{args.out}: cannot write: {exc}")
+        return Exit.IOERR
+    return Exit.OK
 
 
 def _add_experiment(sub: Any) -> None:
@@ -557,7 +648,10 @@ def _run_experiment(args: argparse.Namespace) -> int:
 
 # commands that never need the simulated web's parser (see build_parser)
 _LIGHT_COMMANDS = frozenset(
-    {"crawl", "crawl-worker", "report", "worker", "status", "stop", "workers", "experiment"}
+    {
+        "crawl", "crawl-worker", "report", "worker", "status", "stop", "workers", "experiment",
+        "graph",
+    }
 )
 
 

@@ -177,6 +177,9 @@ class Sinks:
     def edges(self, src: str, dsts: list[tuple[str, str]]) -> None:
         self.edges_by_src.setdefault(src, []).extend(dsts)
 
+    def page(self, result: FetchResult, depth: int, edges: list[tuple[str, str]]) -> None:
+        pass
+
     def flush(self) -> None:
         pass
 

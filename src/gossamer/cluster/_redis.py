@@ -248,6 +248,12 @@ class Keys:
         """set: ids of the workers asked to stop (`workers --scale` down)"""
         return self.prefix + "stopreq"
 
+    @property
+    def events(self) -> str:
+        """stream: the crawl's page events (cluster/stream.py), read by the consumer group
+        `graph`; trimmed by the consumer once acknowledged, capped by MAXLEN ~"""
+        return self.prefix + "events"
+
     def heartbeat(self, worker: str) -> str:
         """string with a TTL: the worker's status record, while its heartbeats come"""
         return f"{self.prefix}hb:{worker}"

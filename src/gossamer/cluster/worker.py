@@ -47,6 +47,7 @@ from ..config import CrawlSettings
 from ..engine import build
 from ..engine.crawler import Crawler
 from ..engine.run import loop_factory, run_engine
+from ..engine.sink_registry import register_sink, unregister_sink
 from ..engine.stopping import STOP_SIGNALS
 from ..exitcodes import Exit
 from ..frontier import Discovered, Frontier, FrontierStats, HostBatch, Outcome, Outlinks
@@ -74,6 +75,7 @@ from .registry import (
     mark_finished,
     refresh_summary,
 )
+from .stream import StreamSink
 
 _log = logging.getLogger(__name__)
 
@@ -91,6 +93,7 @@ CONNECT_PATIENCE = 30.0  # seconds a starting worker waits for Redis before givi
 #: seconds to open a TCP connection to Redis (redis-py waits forever by default: a host that
 #: drops packets would hang a command; a loopback or LAN connect takes under a millisecond)
 CONNECT_TIMEOUT = 5.0
+STREAM_SINK = "events-stream"  # the registered name of the sink sending page events
 STATS_MAX_AGE = 0.1  # seconds ClusterFrontier.statistics() answers from its last snapshot
 
 _P = ParamSpec("_P")
@@ -758,27 +761,34 @@ async def _work(worker: _Worker, progress: IO[str] | None) -> int:
     record, settings = worker.record, worker.settings
     # the start-up's Redis calls on the I/O thread, a stop meanwhile taken (`_start_on`);
     # from its return on a stop is held (blocked) until run_engine's handlers take it
-    stores = await _start_on(RedisIo(), worker)
+    io = RedisIo()
+    stores = await _start_on(io, worker)
     frontier = worker.frontier = stores.frontier
     gate = worker.gate = stores.ip_gate
 
     def session(crawler: Crawler) -> Any:
         return worker.session(crawler, gate)
 
-    return await run_engine(
-        settings,
-        frontier,
-        gate,
-        progress=progress,
-        session=session,
-        guard_fetcher=gate.guard,
-        clock=frontier.clock,
-        fetcher=build.CLUSTER.fetcher,
-        storage_errors=(redis.exceptions.RedisError,),
-        robots_store=stores.robots_store,
-        resume_hint=f"the crawl's frontier in Redis keeps every unfinished URL; start "
-        f"`gossamer worker --crawl {record.id}` again once that is fixed",
-    )
+    # the page events go to the crawl's stream (cluster/stream.py), sent on the I/O thread
+    # before the frontier's calls of the same batch; a sink like any other, for this run
+    register_sink(STREAM_SINK, StreamSink.factory(worker.client, record.keys, worker.id, io))
+    try:
+        return await run_engine(
+            settings,
+            frontier,
+            gate,
+            progress=progress,
+            session=session,
+            guard_fetcher=gate.guard,
+            clock=frontier.clock,
+            fetcher=build.CLUSTER.fetcher,
+            storage_errors=(redis.exceptions.RedisError,),
+            robots_store=stores.robots_store,
+            resume_hint=f"the crawl's frontier in Redis keeps every unfinished URL; start "
+            f"`gossamer worker --crawl {record.id}` again once that is fixed",
+        )
+    finally:
+        unregister_sink(STREAM_SINK)
 
 
 async def _start_on(io: RedisIo, worker: _Worker) -> build.ClusterStores:

@@ -623,7 +623,8 @@ class Crawler:
                         )
                     )
                     if verdict is Verdict.DONE:
-                        self._links(result, leased.depth, discovered)
+                        edges = self._links(result, leased.depth, discovered)
+                        self.sinks.page(result, leased.depth, edges)
                     keep = kept < KEEP_TURN_PAGES and self._next_is_in(nxt, backlog)
                 finally:
                     if keep:
@@ -861,31 +862,34 @@ class Crawler:
             self.sinks.exchange(result)
         self.sinks.log(result, depth=-1, parent=None, outcome=f"{what}")
 
-    def _links(self, result: FetchResult, depth: int, out: list[Discovered | Outlinks]) -> None:
+    def _links(
+        self, result: FetchResult, depth: int, out: list[Discovered | Outlinks]
+    ) -> list[tuple[str, str]]:
         """Append the discovered URLs (scope-checked, not yet sent by this worker) of a
-        response to `out`, and record its graph edges."""
+        response to `out`, and record its graph edges; returns them."""
         url = result.url
         if result.status in REDIRECTS:
             loc = result.header("location")
             strip = self.settings.links.strip_session_ids
             target = LinkResolver(url, strip_session_ids=strip).resolve(loc) if loc else None
             if target and target != url:
-                self._route(url, [(target, "redirect")], depth, out)
-            return
+                return self._route(url, [(target, "redirect")], depth, out)
+            return []
         if result.status == 304:  # not modified, no body: the old crawl's out-links
             if self.revalidate is not None:
-                self._route(url, self.revalidate.links(url), depth, out)
-            return
+                return self._route(url, self.revalidate.links(url), depth, out)
+            return []
         if result.status != 200 or not is_html(result.header("content-type")):
-            return
+            return []
         page = parse_html(result.body, url, _headers(result), self.parse_options)
-        self._route(url, [(link.url, link.kind) for link in page.links], depth, out)
+        return self._route(url, [(link.url, link.kind) for link in page.links], depth, out)
 
     def _route(
         self, src: str, links: list[tuple[str, str]], depth: int, out: list[Discovered | Outlinks]
-    ) -> None:
+    ) -> list[tuple[str, str]]:
         """Scope-check the links of `src` (found at `depth`), write their graph edges and
-        append the URLs this worker has not sent to the frontier yet to `out`.
+        append the URLs this worker has not sent to the frontier yet to `out`. Returns the
+        edges written.
 
         Most links of a crawl point to URLs met before (95 % on the simulated web), so what
         depends on the URL alone (host key, fingerprint, scope verdict) is memoised, and a set
@@ -974,6 +978,7 @@ class Crawler:
             )
         if edges:
             self.sinks.edges(src, edges)
+        return edges
 
     def _note_sent(self, items: list[Discovered | Outlinks]) -> None:
         """Remember the depths of URLs put (only once the put returned: a batch still being

@@ -24,6 +24,7 @@ from ..frontier import Frontier
 from ..sinks import recover, write_stats
 from . import build
 from .crawler import seed_frontier
+from .graphfeed import GraphFeed
 from .progress import ProgressDisplay, WorkersProgress
 from .recrawl import seed_recrawl
 from .stopping import STOP_GRACE_S, STOP_SIGNALS, ask_to_stop
@@ -39,16 +40,19 @@ def run_pool(
     resume: bool,
     progress: IO[str] | None,
     backends: build.Backends,
+    feed: GraphFeed | None = None,
 ) -> int:
     """N worker processes share the SQLite frontier (each leases its own hosts), the per-IP
-    lock files and the crawl log; each writes its own WARC and graph part files."""
+    lock files and the crawl log; each writes its own WARC and graph part files. `feed`:
+    the graph consumer the parent applies the workers' page events to (engine/graphfeed.py)."""
     # One connection for the parent's whole life: seeding, progress and the final counts
     # (statistics() reads the shared tables, so it sees the workers' progress).
     frontier = build.open_frontier(settings, backends)
     try:
         return _supervise(
-            settings, workers, frontier, resume=resume, progress=progress, backends=backends
-        )
+            settings, workers, frontier, resume=resume, progress=progress, backends=backends,
+            feed=feed,
+        )  # fmt: skip
     finally:
         frontier.close()
 
@@ -61,6 +65,7 @@ def _supervise(
     resume: bool,
     progress: IO[str] | None,
     backends: build.Backends,
+    feed: GraphFeed | None = None,
 ) -> int:
     out = settings.output
     if resume:
@@ -116,7 +121,7 @@ def _supervise(
             display = ProgressDisplay(progress, max_pages=settings.max_pages)
         reporter = WorkersProgress(display, stopped, grace_s=STOP_GRACE_S)
         try:
-            _watch(procs, frontier, reporter, asked=asked, wakeup=wake_r)
+            _watch(procs, frontier, reporter, asked=asked, wakeup=wake_r, feed=feed)
         finally:
             reporter.close()
             os.close(wake_r)
@@ -127,6 +132,8 @@ def _supervise(
             code = p.exitcode
             assert code is not None  # set once joined
             codes.append(128 - code if code < 0 else code)  # killed by signal N: 128 + N
+        if feed is not None:
+            feed.drain()  # what the workers sent last (every one has exited)
         summary = merge_stats(
             out, workers, started, stopped, frontier.statistics(), settings.max_pages, codes
         )
@@ -177,13 +184,15 @@ def _watch(
     *,
     asked: set[int] | None = None,
     wakeup: int | None = None,
+    feed: GraphFeed | None = None,
 ) -> None:
     """Wait for the workers, showing the frontier's progress with `reporter` every
     `reporter.interval` seconds. Returns as soon as the last worker exits. When a worker
     fails (a non-zero exit), the others are asked to stop (SIGTERM), except those already
     asked (`asked`, the pids shared with the parent's signal handler). A byte on the file
     descriptor `wakeup` (a signal handler's) wakes the wait at once and has the reporter
-    say what the stop waits for."""
+    say what the stop waits for. The page events the workers send to `feed` are applied as
+    they come."""
     if asked is None:
         asked = set()
     stopping = False
@@ -198,7 +207,11 @@ def _watch(
         waited: list[Any] = [p.sentinel for p in alive]
         if wakeup is not None:
             waited.append(wakeup)
+        if feed is not None:
+            waited.append(feed.fileno())
         ready = multiprocessing.connection.wait(waited, timeout)
+        if feed is not None and feed.fileno() in ready:
+            feed.drain()
         if wakeup is not None and wakeup in ready:
             with contextlib.suppress(BlockingIOError, OSError):
                 os.read(wakeup, 64)

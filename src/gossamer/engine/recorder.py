@@ -18,6 +18,7 @@ from ..fetch import FetchResult
 from ..sinks import CrawlLog, GraphWriter, WarcWriter
 from ..sinks.warc import recover
 from ..urls import fingerprint
+from .events import PageEvent
 from .sink_registry import PageSink, SinkContext, build_sinks, overrides, register_sink
 
 if TYPE_CHECKING:
@@ -42,6 +43,7 @@ class Recorder:
         recrawl: Recrawl | None = None,
     ) -> None:
         self.recrawl = recrawl
+        self.part = part
         self.sinks = build_sinks(SinkContext(out, settings, version, part, recrawl))
         sinks = [sink for _, sink in self.sinks]
         # bound methods of the sinks that implement each call, gathered once (per page: one
@@ -49,6 +51,7 @@ class Recorder:
         self._exchange = [s.exchange for s in sinks if overrides(s, "exchange")]
         self._log = [s.log for s in sinks if overrides(s, "log")]
         self._edges = [s.edges for s in sinks if overrides(s, "edges")]
+        self._page = [s.page for s in sinks if overrides(s, "page")]
         self._flush = [s.flush for s in sinks if overrides(s, "flush")]
         self._close = [s.close for s in sinks if overrides(s, "close")]
 
@@ -65,6 +68,23 @@ class Recorder:
         `canonical` (self-links and repeated pairs are left out)."""
         for edges in self._edges:
             edges(src, dsts)
+
+    def page(self, result: FetchResult, depth: int, edges: list[tuple[str, str]]) -> None:
+        """A crawled page (a response the frontier counts done) and its graph edges, as a
+        `PageEvent` to the sinks that subscribe (built only when one does)."""
+        if not self._page:
+            return
+        event = PageEvent(
+            result.url,
+            result.status if result.status is not None else 0,
+            depth,
+            self.part,
+            result.started_at,
+            result.header("content-type"),
+            tuple(edges),
+        )
+        for page in self._page:
+            page(event)
 
     def flush(self) -> None:
         """Hand the buffered log and graph lines to the OS (WARC records already are), so a

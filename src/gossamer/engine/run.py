@@ -44,6 +44,7 @@ from ..sinks import write_stats
 from ..sinks.cdx import write_crawl_index
 from . import build
 from .crawler import Crawler, seed_frontier
+from .graphfeed import GraphFeed
 from .pool import run_pool
 from .progress import ProgressDisplay, print_summary, show_worker_progress
 from .recrawl import Recrawl, seed_recrawl
@@ -138,8 +139,10 @@ def run_crawl(
     resume: bool = False,
     progress: IO[str] | None = None,
     backends: build.Backends = build.EMBEDDED,
+    feed: GraphFeed | None = None,
 ) -> int:
     """Run (or resume) an embedded crawl to the end or until SIGINT/SIGTERM. Exit status.
+    `feed`: the graph consumer the crawl's page events go to (engine/graphfeed.py; entered).
 
     A SIGINT/SIGTERM at any moment from here on stops the crawl cleanly (exit 130/143,
     `stats.json`, no lease left, WARC files closed): one that arrives while the crawl starts
@@ -177,8 +180,9 @@ def run_crawl(
             began = time.time()
             if workers > 1:
                 code = run_pool(
-                    settings, workers, resume=resume, progress=progress, backends=backends
-                )
+                    settings, workers, resume=resume, progress=progress, backends=backends,
+                    feed=feed,
+                )  # fmt: skip
             else:
                 with asyncio.Runner(loop_factory=loop_factory()) as runner:
                     code = runner.run(

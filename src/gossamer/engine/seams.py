@@ -30,6 +30,10 @@ class Sinks(Protocol):
         """The graph edges of one page: (dst URL, kind) pairs."""
         ...
 
+    def page(self, result: FetchResult, depth: int, edges: list[tuple[str, str]]) -> None:
+        """A crawled page and its graph edges (the `PageEvent` of engine/events.py)."""
+        ...
+
     def flush(self) -> None:
         """Hand buffered output to the OS; raises the first error met (a full disk)."""
         ...

@@ -2,6 +2,8 @@
 order, and hands each what it implements. The built-in ones (`warc`, `crawl-log`, `graph`)
 register themselves in engine/recorder.py; a new output is one module with a `PageSink`
 subclass and a `register_sink(name, factory)` call (tests/engine/_titles_sink.py is one).
+The registry is also the subscriber list of the crawl's events (engine/events.py): a sink
+that overrides `page` receives a `PageEvent` for every crawled page.
 
 A factory gets the `SinkContext` and returns its sink, or None when the settings turn it
 off (`warc` with --no-warc). Sinks never call back into the engine."""
@@ -15,6 +17,7 @@ from typing import TYPE_CHECKING
 
 from ..config import CrawlSettings
 from ..fetch import FetchResult
+from .events import PageEvent
 
 if TYPE_CHECKING:
     from .recrawl import Recrawl
@@ -57,6 +60,9 @@ class PageSink:
 
     def edges(self, src: str, dsts: list[tuple[str, str]]) -> None:
         """The graph edges of one page: (dst URL, kind) pairs."""
+
+    def page(self, event: PageEvent) -> None:
+        """One crawled page and its edges (engine/events.py), after its `log` and `edges`."""
 
     def flush(self) -> None:
         """Hand buffered output to the OS."""

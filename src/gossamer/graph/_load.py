@@ -1,0 +1,264 @@
+"""Loading a graph: an edge list file, or a crawl directory (every worker's parts merged).
+
+**Edge list**: one arc per line, `src dst`, separated by any whitespace; `#` and `%` start
+comment lines (whole lines only); blank lines are skipped; gzip when the name ends in `.gz`.
+Ids are integers of any size; they are remapped to 0..n-1 in increasing order of id (numpy:
+a dense table when the ids are small, `np.unique` otherwise). The nodes are the ids that occur
+in an arc (an edge list cannot name an isolated node). Repeated arcs count once; self-loops are
+kept (they are in the data: cnr-2000 has 87,442). Parsing is one `np.fromstring` over the
+whole text (0.2 s for cnr-2000's 3.2M arcs, against ~1 s for `bytes.split` + conversion); a
+text it cannot read whole is read again line by line, only to name the first bad line.
+
+**Crawl directory** (`gossamer crawl -o DIR`): the nodes are the pages crawled, read from the
+crawl log(s) `DIR/crawl*.log.jsonl`: a URL fetched as a page (depth not null: not robots.txt
+nor a sitemap file) whose response had status 200–399 (see docs/graph.md for why). The edges
+are the lines of every `DIR/graph/edges*.tsv` part (all kinds: link, redirect, canonical,
+sitemap) whose both ends are nodes; an edge from a node to a page not crawled is *pending*.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import re
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import scipy.sparse as sp
+
+from ..sinks.graph import node_id
+
+__all__ = ["LoadedGraph", "load_crawl_dir", "load_edgelist", "load_graph"]
+
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
+_INT_TOKEN = re.compile(rb"[+-]?[0-9]+")
+
+
+@dataclass(frozen=True, slots=True)
+class LoadedGraph:
+    """A graph read from a file: `adj` n × n CSR (a 1 per distinct edge), `ids` the original
+    id of each node (str, as ids may exceed 64 bits), `pending` the links to pages not
+    crawled (None for an edge list, which has no such notion)."""
+
+    adj: sp.csr_array
+    ids: list[str] | npt.NDArray[np.int64]
+    pending: int | None
+    source: str
+
+    @property
+    def nodes(self) -> int:
+        return int(self.adj.shape[0])
+
+    @property
+    def edges(self) -> int:
+        return int(self.adj.nnz)
+
+    def edge_pairs(self) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.int32]]:
+        """(sources, targets) node indices of every edge, sorted."""
+        indptr = self.adj.indptr
+        src = np.repeat(np.arange(self.nodes, dtype=np.int32), np.diff(indptr))
+        return src, self.adj.indices.astype(np.int32)
+
+
+def adjacency(n: int, src: npt.NDArray[Any], dst: npt.NDArray[Any]) -> sp.csr_array:
+    """n × n CSR with a 1 at each (src, dst), repeats merged; int32 indices (scipy's
+    csgraph wants them: int64 ones are converted, 0.3 s for 10M edges, at every call)."""
+    data = np.ones(len(src), dtype=np.int8)
+    rows, cols = np.asarray(src, dtype=np.int32), np.asarray(dst, dtype=np.int32)
+    adj = sp.csr_array((data, (rows, cols)), shape=(n, n))
+    adj.sum_duplicates()
+    adj.data[:] = 1
+    return adj
+
+
+def load_graph(source: str | os.PathLike[str]) -> LoadedGraph:
+    """A crawl directory or an edge list file. Raises ValueError (one line) for bad input."""
+    path = Path(source)
+    if path.is_dir():
+        return load_crawl_dir(path)
+    if not path.exists():
+        raise ValueError(f"{path}: no such file or directory")
+    return load_edgelist(path)
+
+
+def _dimacs_header(data: bytes) -> bytes | None:
+    """The `p` line when `data` is DIMACS (its first line not a `c` comment is `p …`)."""
+    for line in data[:65536].split(b"\n"):
+        stripped = line.strip()
+        if stripped and not stripped.startswith(b"c"):
+            return stripped if stripped.startswith(b"p ") else None
+    return None
+
+
+def _load_dimacs(path: Path, data: bytes, header: bytes) -> LoadedGraph:
+    """A DIMACS shortest-path file: `p sp N M`, `a U V W` arcs (1-based; weights ignored)."""
+    fields = header.split()
+    if len(fields) != 4 or not fields[2].isdigit() or not fields[3].isdigit():
+        raise ValueError(f"{path}: bad DIMACS problem line {header[:80]!r} (want `p sp N M`)")
+    n = int(fields[2])
+    arcs: list[bytes] = []
+    for number, raw in enumerate(data.split(b"\n"), 1):
+        line = raw.strip()
+        if not line or line[:1] in (b"c", b"p"):
+            continue
+        parts = line.split()
+        if parts[0] != b"a" or len(parts) not in (3, 4) or not all(
+            p.isdigit() and 1 <= int(p) <= n for p in parts[1:3]
+        ):
+            raise ValueError(f"{path}:{number}: expected `a U V W` with 1 <= U, V <= {n}")
+        arcs.append(parts[1])
+        arcs.append(parts[2])
+    flat = np.array(arcs, dtype=np.int64) - 1 if arcs else np.empty(0, dtype=np.int64)
+    ids = np.arange(1, n + 1, dtype=np.int64)
+    return LoadedGraph(adj=adjacency(n, flat[0::2], flat[1::2]), ids=ids, pending=None,
+                       source=str(path))
+
+
+def _read_bytes(path: Path) -> bytes:
+    try:
+        if path.name.endswith(".gz"):
+            from isal import igzip  # 4x faster than gzip (0.06 s against 0.24 s for cnr-2000)
+
+            with igzip.open(path, "rb") as f:  # type: ignore[no-untyped-call]
+                data: bytes = f.read()
+                return data
+        return path.read_bytes()
+    except (OSError, EOFError, gzip.BadGzipFile) as exc:
+        raise ValueError(f"{path}: cannot read: {exc}") from None
+
+
+def _strip_comments(data: bytes) -> bytes:
+    if b"#" not in data and b"%" not in data:
+        return data
+    lines = data.split(b"\n")
+    return b"\n".join(b"" if ln.lstrip()[:1] in (b"#", b"%") else ln for ln in lines)
+
+
+def _first_bad_line(path: Path, data: bytes) -> str:
+    for number, raw in enumerate(data.split(b"\n"), 1):
+        line = raw.strip()
+        if not line or line[:1] in (b"#", b"%"):
+            continue
+        fields = line.split()
+        if len(fields) != 2 or not all(_INT_TOKEN.fullmatch(f) for f in fields):
+            shown = raw[:80].decode("utf-8", "replace")
+            return f"{path}:{number}: expected two integer ids `src dst`, got {shown!r}"
+    return f"{path}: not a list of integer id pairs"
+
+
+def load_edgelist(path: Path) -> LoadedGraph:
+    """Read an edge list (see the module docstring)."""
+    raw = _read_bytes(path)
+    header = _dimacs_header(raw)
+    if header is not None:
+        return _load_dimacs(path, raw, header)
+    data = _strip_comments(raw)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # fromstring warns, and stops, at a token it cannot read
+        try:
+            values = np.fromstring(data, dtype=np.int64, sep=" ")
+        except (ValueError, DeprecationWarning):
+            values = None
+    if values is None or len(values) % 2:
+        raise ValueError(_first_bad_line(path, raw))
+    ids: list[str] | npt.NDArray[np.int64]
+    if len(values) and (values.min() == _INT64_MIN or values.max() == _INT64_MAX):
+        # fromstring saturates ids beyond 64 bits: read them as Python ints (slow, rare)
+        tokens = data.split()
+        if not all(_INT_TOKEN.fullmatch(t) for t in tokens):
+            raise ValueError(_first_bad_line(path, raw))
+        big = sorted({int(t) for t in tokens})
+        index = {v: i for i, v in enumerate(big)}
+        flat = np.fromiter((index[int(t)] for t in tokens), dtype=np.int64, count=len(tokens))
+        ids = [str(v) for v in big]
+    else:
+        flat, ids = _remap(values)
+    n = len(ids)
+    return LoadedGraph(
+        adj=adjacency(n, flat[0::2], flat[1::2]), ids=ids, pending=None, source=str(path)
+    )
+
+
+def _remap(values: npt.NDArray[np.int64]) -> tuple[npt.NDArray[Any], npt.NDArray[np.int64]]:
+    """(dense index of each value, the distinct values sorted). Small non-negative ids (the
+    usual 0..n-1 of a web graph) go through a table: 15 ms for cnr-2000, against 0.7 s for
+    np.unique's sort."""
+    if not len(values):
+        return values.astype(np.int32), values
+    lo, hi = int(values.min()), int(values.max())
+    if lo >= 0 and hi < 4 * len(values) + 1024:
+        present = np.zeros(hi + 1, dtype=bool)
+        present[values] = True
+        index = np.cumsum(present, dtype=np.int64) - 1
+        return index[values].astype(np.int32), np.flatnonzero(present).astype(np.int64)
+    distinct, inverse = np.unique(values, return_inverse=True)
+    return inverse.astype(np.int32), distinct
+
+
+def _crawled_urls(directory: Path) -> list[str]:
+    """URLs fetched as pages with status 200–399, from every crawl log in `directory`."""
+    logs = sorted(directory.glob("crawl*.log.jsonl"))
+    if not logs:
+        raise ValueError(f"{directory}: not a crawl directory (no crawl.log.jsonl)")
+    urls: dict[str, None] = {}
+    for log in logs:
+        with open(log, "rb") as f:
+            for raw in f:
+                try:
+                    record = json.loads(raw)
+                except ValueError:
+                    continue  # a line torn by a kill
+                if not isinstance(record, dict) or record.get("depth") is None:
+                    continue
+                status, url = record.get("status"), record.get("url")
+                if isinstance(status, int) and 200 <= status < 400 and isinstance(url, str):
+                    urls[url] = None
+    return list(urls)
+
+
+def _edge_part(path: Path) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """(src ids, dst ids) of one graph/edges*.tsv part: header and a torn last line skipped."""
+    data = path.read_bytes()
+    data = data[: data.rfind(b"\n") + 1]
+    if data.startswith(b"src\t"):
+        data = data[data.find(b"\n") + 1 :]
+    tokens = data.split()
+    if len(tokens) % 3:
+        raise ValueError(f"{path}: not `src<TAB>dst<TAB>kind` lines")
+    try:
+        src = np.array(tokens[0::3]).astype(np.int64)
+        dst = np.array(tokens[1::3]).astype(np.int64)
+    except (ValueError, OverflowError):
+        raise ValueError(f"{path}: not `src<TAB>dst<TAB>kind` lines") from None
+    return src, dst
+
+
+def load_crawl_dir(directory: Path) -> LoadedGraph:
+    """Read a crawl directory (see the module docstring)."""
+    urls = _crawled_urls(directory)
+    ids = np.array(sorted({node_id(u) for u in urls}), dtype=np.int64)
+    parts = [_edge_part(p) for p in sorted((directory / "graph").glob("edges*.tsv"))]
+    if parts:
+        src = np.concatenate([s for s, _ in parts])
+        dst = np.concatenate([d for _, d in parts])
+    else:
+        src = dst = np.empty(0, dtype=np.int64)
+    n = len(ids)
+    si = np.searchsorted(ids, src).clip(0, max(n - 1, 0))
+    di = np.searchsorted(ids, dst).clip(0, max(n - 1, 0))
+    src_crawled = (ids[si] == src) if n else np.zeros(len(src), dtype=bool)
+    dst_crawled = (ids[di] == dst) if n else np.zeros(len(dst), dtype=bool)
+    keep = src_crawled & dst_crawled & (src != dst)
+    waiting = src_crawled & ~dst_crawled
+    pending = 0
+    if waiting.any():
+        pairs = np.unique(np.stack([src[waiting], dst[waiting]], axis=1), axis=0)
+        pending = len(pairs)
+    return LoadedGraph(
+        adj=adjacency(n, si[keep], di[keep]), ids=ids, pending=pending, source=str(directory)
+    )

@@ -1,0 +1,143 @@
+"""The page events stream of a cluster crawl end to end (cluster/stream.py): a real
+redis-server, two `gossamer worker` processes (one SIGKILLed mid-crawl), and a graph consumer
+process SIGKILLed mid-crawl and started again; the simulated web on loopback."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+import redis
+from test_cluster import create_crawl, gossamer, logs, settings_file, status, wait_for, workers
+
+from gossamer.cluster._redis import Keys
+from gossamer.cluster.stream import GROUP, read_journal
+from gossamer.sinks import read_crawl_log, read_graph
+from gossamer.testing import WebSpec, serve_in_thread
+
+FOLLOW = Path(__file__).with_name("_follow_counting.py")
+
+
+def _crawled(dirs: list[Path]) -> set[str]:
+    """The pages the workers counted done, from their crawl logs (answered, not retried)."""
+    return {
+        r["url"]
+        for d in dirs
+        for r in read_crawl_log(d / "crawl.log.jsonl")
+        if r.get("depth") is not None and r["status"] is not None and r["status"] not in (429, 503)
+    }
+
+
+def _file_edges(dirs: list[Path], crawled: set[str]) -> set[tuple[str, str]]:
+    """The union of the workers' graph files' edges between crawled pages."""
+    return {
+        (s, d) for out in dirs for s, d, kind in read_graph(out).url_edges()
+        if kind != "sitemap" and s in crawled and d in crawled
+    }  # fmt: skip
+
+
+@pytest.mark.slow
+def test_the_consumed_graph_survives_a_killed_worker_and_a_killed_consumer(
+    tmp_path: Path, redis_url: str
+) -> None:
+    spec = WebSpec(seed=12, hosts=50, pages_mean=30)
+    out = tmp_path / "out"
+    state = tmp_path / "state"
+    result = tmp_path / "graph.json"
+    with serve_in_thread(spec) as web:
+        resolve = web.write_resolve_file(tmp_path / "resolve.txt")
+        config = settings_file(tmp_path, lease_ttl=3.0)
+        crawl_id = create_crawl(
+            redis_url, web.url(0, 0), resolve, "--config", str(config), "--delay", "0.03",
+            "--per-host", "5", "--heartbeat-ttl", "2",
+        )  # fmt: skip
+
+        def consumer() -> subprocess.Popen[bytes]:
+            cmd = [sys.executable, str(FOLLOW), redis_url, crawl_id, str(state), str(result)]
+            return subprocess.Popen(cmd)
+
+        first = consumer()
+        try:
+            with workers(redis_url, crawl_id, out, 2) as procs:
+                victim = procs[0]
+
+                def by_pid() -> dict[int, dict[str, Any]]:
+                    return {w["pid"]: w for w in status(redis_url, crawl_id)["workers"]}
+
+                wait_for("the consumer's first events", lambda: len(read_journal(state)) > 30, 60)
+                first.kill()  # SIGKILL, mid-crawl
+                assert first.wait(timeout=10) == -signal.SIGKILL
+                wait_for(
+                    "the victim's first pages",
+                    lambda: by_pid().get(victim.pid, {}).get("pages", 0) > 30,
+                    60,
+                )
+                victim.kill()  # SIGKILL: its leases expire, the survivor fetches them again
+                remaining = status(redis_url, crawl_id)["frontier"]["queued"]
+                applied_before = len(read_journal(state))
+                second = consumer()
+                try:
+                    codes = [p.wait(timeout=120) for p in procs]
+                    assert second.wait(timeout=60) == 0
+                finally:
+                    if second.poll() is None:
+                        second.kill()
+                dirs = [Path(w["out"]) for w in status(redis_url, crawl_id)["workers"]]
+        finally:
+            if first.poll() is None:
+                first.kill()
+    assert codes == [-signal.SIGKILL, 0], logs(out)
+    assert remaining > 100, "the crawl was nearly over at the kill: the test shows little"
+    got = json.loads(result.read_text())
+    crawled = _crawled(dirs)
+    print(
+        f"{len(crawled)} pages; consumer killed after {applied_before} events, replayed "
+        f"{got['replayed']}, applied {got['applied']} more of {got['events']} read"
+    )
+    assert got["state"] == "finished" and got["replayed"] == applied_before > 0
+    links = {p: set(ds) for p, ds in got["links"].items()}
+    assert set(links) == crawled  # node for node: no page lost
+    edges = {(s, d) for s, ds in links.items() for d in ds if d in links}
+    assert edges == _file_edges(dirs, crawled)  # edge for edge
+    assert len(edges) > 1000
+    # no double effect: each page applied once by the final consumer (its journal's replay
+    # included), and the journal of both runs holds each page once
+    assert set(got["updates"].values()) == {1}
+    journal = Counter(e.page_id for e in read_journal(state))
+    assert len(journal) == len(crawled) and set(journal.values()) == {1}
+    with redis.Redis.from_url(redis_url) as r:
+        pending = r.xpending(Keys(crawl_id).events, GROUP)
+    assert pending["pending"] == 0  # everything acknowledged
+
+
+def test_graph_follow_without_a_crawl_is_one_error_line(redis_url: str) -> None:
+    done = subprocess.run(
+        gossamer("graph", "follow", "--redis", redis_url, "--crawl", "nope"),
+        capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert done.returncode == 2, done.stderr
+    assert "no crawl nope" in done.stderr and len(done.stderr.strip().splitlines()) == 1
+
+
+def test_graph_follow_with_an_unwritable_state_is_one_error_line(
+    tmp_path: Path, redis_url: str
+) -> None:
+    resolve = tmp_path / "resolve.txt"
+    resolve.write_text("")
+    crawl_id = create_crawl(redis_url, "http://a.example/", resolve)
+    blocker = tmp_path / "file"
+    blocker.write_text("not a directory")
+    follow = ("graph", "follow", "--redis", redis_url, "--crawl", crawl_id)
+    done = subprocess.run(
+        gossamer(*follow, "--state", str(blocker)),
+        capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert done.returncode == 74, done.stderr
+    assert "cannot write the consumer's journal" in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1

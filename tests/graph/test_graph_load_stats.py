@@ -1,0 +1,234 @@
+"""Loading edge lists and DIMACS, the statistics against networkx, the power-law fit, export
+round trips, and the command line's errors."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import math
+import random
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import networkx as nx
+import numpy as np
+import pytest
+
+from gossamer.graph import graph_statistics, load_graph
+from gossamer.graph._stats import fit_power_law
+
+GOSSAMER = [sys.executable, "-m", "gossamer"]
+
+
+def run(*args: str | Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [*GOSSAMER, *map(str, args)], capture_output=True, text=True, timeout=120, check=False
+    )
+
+
+def nx_figures(g: nx.DiGraph) -> dict[str, Any]:
+    """The figures graph_statistics gives, computed by networkx."""
+    sccs = list(nx.strongly_connected_components(g))
+    wccs = list(nx.weakly_connected_components(g))
+    ins = [d for _, d in g.in_degree()]
+    outs = [d for _, d in g.out_degree()]
+    return {
+        "nodes": g.number_of_nodes(),
+        "edges": g.number_of_edges(),
+        "self_loops": nx.number_of_selfloops(g),
+        "scc_count": len(sccs),
+        "largest_scc": max(map(len, sccs)),
+        "wcc_count": len(wccs),
+        "largest_wcc": max(map(len, wccs)),
+        "dangling": sum(1 for d in outs if d == 0),
+        "in_max": max(ins),
+        "out_max": max(outs),
+        "in_sorted": sorted(ins),
+        "out_sorted": sorted(outs),
+    }
+
+
+def our_figures(stats: dict[str, Any]) -> dict[str, Any]:
+    keys = ("nodes", "edges", "self_loops", "scc_count", "largest_scc", "wcc_count")
+    out = {k: stats[k] for k in keys}
+    out.update(largest_wcc=stats["largest_wcc"], dangling=stats["dangling"])
+    out["in_max"] = stats["in_degree"]["max"]
+    out["out_max"] = stats["out_degree"]["max"]
+    return out
+
+
+def random_digraph(seed: int, n: int, m: int) -> list[tuple[int, int]]:
+    rng = random.Random(seed)
+    ids = [rng.getrandbits(40) for _ in range(n)]
+    return [(ids[rng.randrange(n)], ids[min(n - 1, int(rng.paretovariate(1.2)) - 1)])
+            for _ in range(m)]  # fmt: skip
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_statistics_equal_networkx_on_random_graphs(tmp_path: Path, seed: int) -> None:
+    edges = random_digraph(seed, 50 + 200 * seed, 150 + 900 * seed)
+    path = tmp_path / "g.txt"
+    path.write_text("# a comment\n% another\n\n" + "".join(f"{a} {b}\n" for a, b in edges))
+    graph = load_graph(path)
+    stats = graph_statistics(graph.adj)
+    truth = nx.DiGraph(edges)
+    expected = nx_figures(truth)
+    assert our_figures(stats) == {k: v for k, v in expected.items() if "sorted" not in k}
+    hist_total = sum(b["count"] for b in stats["in_degree"]["histogram"])
+    assert hist_total == truth.number_of_nodes()
+    for key, degrees in (
+        ("in_degree", expected["in_sorted"]),
+        ("out_degree", expected["out_sorted"]),
+    ):
+        for b in stats[key]["histogram"]:
+            assert b["count"] == sum(1 for d in degrees if b["min"] <= d <= b["max"])
+    assert stats["exact"]["scc_count"] is True and stats["exact"]["in_degree"]["power_law"] is False
+
+
+def test_edgelist_forms_gz_whitespace_and_huge_ids(tmp_path: Path) -> None:
+    big = 10**30
+    text = f"% header\n{big} 5\n5\t{big + 1}\n  {big + 1}   {big}  \n#\n5 5\n5 5\n"
+    plain = tmp_path / "g.txt"
+    plain.write_text(text)
+    gz = tmp_path / "g.txt.gz"
+    gz.write_bytes(gzip.compress(text.encode()))
+    for path in (plain, gz):
+        graph = load_graph(path)
+        assert (graph.nodes, graph.edges) == (3, 4)
+        assert list(graph.ids) == ["5", str(big), str(big + 1)]
+        stats = graph_statistics(graph.adj)
+        assert (stats["scc_count"], stats["largest_scc"], stats["self_loops"]) == (1, 3, 1)
+
+
+def test_small_ids_and_sparse_ids_map_alike(tmp_path: Path) -> None:
+    small = tmp_path / "small.txt"
+    small.write_text("0 1\n1 2\n2 0\n2 3\n")
+    sparse = tmp_path / "sparse.txt"
+    sparse.write_text("-7 9\n9 100000000000\n100000000000 -7\n100000000000 12345678901234\n")
+    a, b = load_graph(small), load_graph(sparse)
+    assert (a.adj != b.adj).nnz == 0  # ids sorted: -7 < 9 < 1e11 < 1.2e13 is 0 1 2 3 relabelled
+    assert list(b.ids) == [-7, 9, 100000000000, 12345678901234]
+
+
+@pytest.mark.parametrize(
+    ("text", "where"),
+    [("1 2\n2 x\n", ":2:"), ("1 2 3\n", ":1:"), ("# c\n1\n", ":2:"), ("1 2\n3.5 4\n", ":2:")],
+)
+def test_a_bad_line_is_one_error_naming_file_and_line(
+    tmp_path: Path, text: str, where: str
+) -> None:
+    path = tmp_path / "bad.txt"
+    path.write_text(text)
+    done = run("graph", "stats", path)
+    assert done.returncode == 2
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and f"{path}{where}" in lines[0], done.stderr
+
+
+def test_missing_source_unknown_format_and_existing_out_are_refused(tmp_path: Path) -> None:
+    src = tmp_path / "g.txt"
+    src.write_text("1 2\n")
+    out = tmp_path / "out.txt"
+    out.write_text("keep me")
+    for args, needle in (
+        (("graph", "stats", tmp_path / "nope.txt"), "no such file"),
+        (("graph", "export", src, tmp_path / "x", "--format", "gml"), "--format must be"),
+        (("graph", "export", src, out, "--format", "edgelist"), "exists"),
+    ):
+        done = run(*args)
+        assert done.returncode == 2, done
+        assert len(done.stderr.strip().splitlines()) == 1 and needle in done.stderr
+    assert out.read_text() == "keep me"
+    assert run("graph", "export", src, out, "--format", "edgelist", "--force").returncode == 0
+    assert out.read_text().splitlines()[1:] == ["1\t2"]
+
+
+def test_export_round_trip_edgelist_dimacs_graphml(tmp_path: Path) -> None:
+    edges = random_digraph(3, 400, 3000)
+    src = tmp_path / "g.txt"
+    src.write_text("".join(f"{a}\t{b}\n" for a, b in edges))
+    dimacs, graphml, again = tmp_path / "g.dimacs", tmp_path / "g.graphml", tmp_path / "g2.txt"
+    assert run("graph", "export", src, dimacs, "--format", "dimacs").returncode == 0
+    lines = dimacs.read_text().splitlines()
+    truth = nx.DiGraph(edges)
+    n, m = truth.number_of_nodes(), truth.number_of_edges()
+    assert f"p sp {n} {m}" in lines and sum(1 for x in lines if x.startswith("a ")) == m
+    assert run("graph", "export", dimacs, graphml, "--format", "graphml").returncode == 0
+    read = nx.read_graphml(graphml)
+    rank = {v: i + 1 for i, v in enumerate(sorted(truth.nodes))}  # DIMACS numbers ids in order
+    assert set(read.edges) == {(str(rank[a]), str(rank[b])) for a, b in truth.edges}
+    assert read.number_of_nodes() == n and read.is_directed()
+    assert run("graph", "export", dimacs, again, "--format", "edgelist").returncode == 0
+    back = load_graph(again)
+    assert (back.nodes, back.edges) == (n, m)
+    stats = json.loads(run("graph", "stats", graphml.with_name("g.dimacs"), "--json").stdout)
+    assert stats["scc_count"] == nx.number_strongly_connected_components(truth)
+
+
+def zeta_sample(rng: np.random.Generator, alpha: float, xmin: int, size: int) -> np.ndarray:
+    """Discrete power-law samples (CSN appendix D's approximation: continuous, rounded)."""
+    u = rng.random(size)
+    return np.floor((xmin - 0.5) * (1 - u) ** (-1 / (alpha - 1)) + 0.5).astype(np.int64)
+
+
+@pytest.mark.parametrize("alpha", [2.1, 2.5, 3.0])
+def test_power_law_fit_recovers_alpha_within_its_error(alpha: float) -> None:
+    rng = np.random.default_rng(int(alpha * 10))
+    body = rng.integers(1, 5, 20_000)  # not a power law below xmin 5
+    tail = zeta_sample(rng, alpha, 5, 20_000)
+    fitted = fit_power_law(np.concatenate([body, tail]))
+    assert fitted is not None
+    fit: dict[str, Any] = dict(fitted)
+    assert abs(fit["alpha"] - alpha) < max(4 * fit["sigma"], 0.05), fit
+    assert 3 <= fit["xmin"] <= 8, fit
+    assert fit_power_law(np.array([0, 1, 2])) is None
+    expected_sigma = (fit["alpha"] - 1) / math.sqrt(fit["n_tail"])
+    assert math.isclose(fit["sigma"], expected_sigma, rel_tol=1e-2)
+
+
+def exact_distances(adj: Any) -> dict[str, object]:
+    """Distances by BFS from every node (scipy), for a small graph."""
+    from scipy.sparse import csgraph
+
+    d = csgraph.shortest_path(adj, unweighted=True)
+    finite = d[np.isfinite(d) & (d > 0)]
+    return {
+        "average_distance": float(finite.mean()),
+        "effective_diameter": float(np.percentile(finite, 90)),
+        "diameter": int(finite.max()),
+        "exact": {"average_distance": True, "effective_diameter": True, "diameter": True},
+        "method": "BFS from every node",
+    }
+
+
+def test_a_distance_function_is_merged_with_its_exact_flags(tmp_path: Path) -> None:
+    path = tmp_path / "cycle.txt"
+    path.write_text("".join(f"{i} {(i + 1) % 6}\n" for i in range(6)))
+    adj = load_graph(path).adj
+    without = graph_statistics(adj)
+    assert without["distances"] == "not computed" and without["diameter"] is None
+    assert without["exact"]["diameter"] is None  # type: ignore[index]
+    stats = graph_statistics(adj, distances=exact_distances)
+    assert (stats["diameter"], stats["average_distance"]) == (5, 3.0)
+    assert stats["distances"] == "computed" and stats["method"] == "BFS from every node"
+    assert stats["exact"]["diameter"] is True  # type: ignore[index]
+    from gossamer.graph import format_table
+
+    table = format_table(stats)
+    assert "diameter" in table and "average distance" in table
+    assert "not computed" in format_table(without)
+
+
+def test_human_table_and_crawl_dir_errors(tmp_path: Path) -> None:
+    path = tmp_path / "g.txt"
+    path.write_text("1 2\n2 1\n2 3\n")
+    done = run("graph", "stats", path)
+    assert done.returncode == 0
+    assert "strongly connected components" in done.stdout and "dangling" in done.stdout
+    empty = tmp_path / "notacrawl"
+    empty.mkdir()
+    done = run("graph", "stats", empty)
+    assert done.returncode == 2 and "not a crawl directory" in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1
