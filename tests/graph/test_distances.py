@@ -4,7 +4,10 @@ diameter bounds, and cnr-2000 against an exact BFS from a sample of sources."""
 from __future__ import annotations
 
 import gzip
+import json
 import math
+import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -244,3 +247,46 @@ def test_bfs_depths_are_networkx_distances() -> None:
         want = nx.single_source_shortest_path_length(graph, source)
         depths = bfs_depths(adj, source)
         assert {v: int(d) for v, d in enumerate(depths) if d >= 0} == want
+
+
+def graph_stats_json(path: Path) -> dict[str, Any]:
+    done = subprocess.run(
+        [sys.executable, "-m", "gossamer", "graph", "stats", str(path), "--json"],
+        capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    result: dict[str, Any] = json.loads(done.stdout)
+    return result
+
+
+def test_graph_stats_command_gives_networkx_distances(tmp_path: Path) -> None:
+    """`gossamer graph stats --json` end to end on an edge list with large, sparse ids and
+    two components: the distance figures are networkx's, flagged exact."""
+    graph = nx.gnp_random_graph(300, 0.008, seed=21, directed=True)
+    graph.add_edges_from([(300, 301), (301, 302), (302, 300)])
+    path = tmp_path / "edges.txt"
+    big = 10**12  # ids of any size; isolated nodes are not in the file, nor in any pair
+    lines = "".join(f"{u * 7919 + big} {v * 7919 + big}\n" for u, v in graph.edges)
+    path.write_text("# a comment\n" + lines)
+    stats = graph_stats_json(path)
+    want = reference(graph)
+    assert stats["distances"] == "computed"
+    assert stats["average_distance"] == pytest.approx(want["average"])
+    assert stats["effective_diameter"] == pytest.approx(want["effective"])
+    assert stats["diameter"] == want["diameter"]
+    assert all(stats["exact"][k] for k in ("average_distance", "effective_diameter", "diameter"))
+
+
+def test_graph_stats_command_bounds_and_estimates_above_the_exact_limit(tmp_path: Path) -> None:
+    graph = web_like(3000, 2.0, seed=8)
+    rows = np.repeat(np.arange(3000), np.diff(graph.indptr))
+    path = tmp_path / "edges.tsv"
+    np.savetxt(path, np.column_stack([rows, graph.indices]), fmt="%d\t%d")
+    stats = graph_stats_json(path)
+    exact = distance_statistics(graph, exact_limit=3000)
+    assert "diameter" not in stats or stats["diameter"] is None
+    assert stats["diameter_lower_bound"] <= exact["diameter"] <= stats["diameter_upper_bound"]
+    assert stats["exact"]["average_distance"] is False
+    assert stats["exact"]["diameter_upper_bound"] is False
+    se = stats["error"]["average_distance_standard_error"]
+    assert abs(stats["average_distance"] - exact["average_distance"]) <= 3 * se
