@@ -28,7 +28,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Final, Protocol
 
-from ..sinks.graph import node_id
+from ..sinks.graph import is_node_status, node_id
 
 __all__ = [
     "GraphApplier",
@@ -78,14 +78,19 @@ class GraphLike(Protocol):
 class GraphApplier:
     """Applies page events to `graph`, each page once (see the module docstring): `apply`
     returns whether the event changed the graph. `seen` restores the ids of pages applied
-    before (a restarted consumer's checkpoint)."""
+    before (a restarted consumer's checkpoint). Pages fetched with an error status are not
+    applied: the graph's nodes are the pages fetched with 2xx or 3xx (`is_node_status`)."""
 
     def __init__(self, graph: GraphLike, seen: Iterable[int] = ()) -> None:
         self.graph = graph
         self.applied: set[int] = set(seen)
         self.skipped = 0  # events of pages applied before (replays, re-fetches)
+        self.not_nodes = 0  # events of pages that are no node (an error status)
 
     def apply(self, event: PageEvent) -> bool:
+        if not is_node_status(event.status):  # an error page is no node (docs/graph.md)
+            self.not_nodes += 1
+            return False
         page_id = event.page_id
         if page_id in self.applied:
             self.skipped += 1

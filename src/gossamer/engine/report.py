@@ -207,7 +207,40 @@ def crawl_report(out: Path) -> dict[str, Any]:
     warcs = sorted((out / "warc").glob("*.warc.gz")) if (out / "warc").is_dir() else []
     report["warc"] = {"files": len(warcs), "bytes": sum(p.stat().st_size for p in warcs)}
     report["graph"] = graph_counts(out / "graph")
+    report["graph_stats"] = live_graph_stats(out / "graph" / "stats.json")
     return report
+
+
+def live_graph_stats(path: Path) -> dict[str, Any] | None:
+    """The live graph's statistics (docs/graph.md, "The live graph"), None when the crawl
+    kept none (or the file cannot be read)."""
+    try:
+        stats = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return stats if isinstance(stats, dict) else None
+
+
+def graph_stats_line(g: dict[str, Any]) -> str:
+    """One line of the live graph's main figures (the report, `gossamer status`)."""
+
+    def num(key: str) -> str:
+        value = g.get(key)
+        if value is None:
+            return "-"
+        if isinstance(value, float):
+            return f"{value:.2f}" if (g.get("exact") or {}).get(key) else f"~{value:.2f}"
+        return f"{value:,}"
+
+    diameter = num("diameter") if g.get("diameter") is not None else (
+        f"≥{num('diameter_lower_bound')}" if g.get("diameter_lower_bound") is not None else "-"
+    )  # fmt: skip
+    state = "final" if g.get("final") else f"live, {g.get('updated_at', '?')}"
+    return (
+        f"{num('nodes')} nodes, {num('edges')} edges, {num('pending')} pending; "
+        f"{num('scc_count')} SCCs (largest {num('largest_scc')}), {num('dangling')} dangling; "
+        f"average distance {num('average_distance')}, diameter {diameter} ({state})"
+    )
 
 
 def _runs(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -507,6 +540,8 @@ def print_report(out: Path, *, as_json: bool = False) -> int:
         f"  graph        {g['nodes']:,} nodes, {g['edges']:,} edges "
         f"({len(g['parts'])} part(s): {', '.join(p or 'single' for p in g['parts']) or '-'})"
     )
+    if report.get("graph_stats"):
+        print(f"  web graph    {graph_stats_line(report['graph_stats'])}")
     return 0
 
 

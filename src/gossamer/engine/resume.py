@@ -56,6 +56,7 @@ RUN_TIME = frozenset(
         "max_body",
         "robots_ttl",
         "warc_max_bytes",
+        "live_graph",
         "proxy",
     }
 )
@@ -98,6 +99,7 @@ _FLAG = {
     "obey_robots": "--ignore-robots",
     "use_sitemaps": "--sitemaps",
     "warc": "--no-warc",
+    "live_graph": "--no-live-graph",
 }
 
 

@@ -178,21 +178,38 @@ def run_crawl(
             except OSError as exc:
                 raise CrawlError(f"cannot write to {out}: {exc.strerror or exc}") from exc
             began = time.time()
-            if workers > 1:
-                code = run_pool(
-                    settings, workers, resume=resume, progress=progress, backends=backends,
-                    feed=feed,
-                )  # fmt: skip
-            else:
-                with asyncio.Runner(loop_factory=loop_factory()) as runner:
-                    code = runner.run(
-                        _run(settings, resume=resume, progress=progress, backends=backends)
-                    )
+            with contextlib.ExitStack() as stack:
+                if feed is None and settings.sinks.live_graph:
+                    feed = stack.enter_context(_live_graph(out, resume=resume))
+                if workers > 1:
+                    code = run_pool(
+                        settings, workers, resume=resume, progress=progress,
+                        backends=backends, feed=feed,
+                    )  # fmt: skip
+                else:
+                    with asyncio.Runner(loop_factory=loop_factory()) as runner:
+                        code = runner.run(
+                            _run(settings, resume=resume, progress=progress, backends=backends)
+                        )
             code = write_cdx_index(out, code) if settings.sinks.warc else code
             code = _end_summary(settings, code, progress, began)
             with contextlib.suppress(OSError):  # the crawl's own exit status says more
                 end_run(out, run, started, code)
             return code
+
+
+@contextlib.contextmanager
+def _live_graph(out: Path, *, resume: bool) -> Iterator[GraphFeed]:
+    """The crawl's live graph (gossamer.graph.LiveGraph: its statistics in
+    `out/graph/stats.json`), fed by the crawl's page events; a resumed crawl's seeded with
+    the pages of its earlier runs first. The final statistics are written on leaving."""
+    from ..graph import LiveGraph  # (numpy and scipy: only for a crawl that keeps it)
+
+    live = LiveGraph(out / "graph" / "stats.json")
+    if resume:
+        live.seed_from(out)
+    with live, GraphFeed(live) as feed:
+        yield feed
 
 
 def write_cdx_index(out: Path, code: int) -> int:

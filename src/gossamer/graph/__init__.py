@@ -7,6 +7,8 @@
   `statistics_of` passes it to `graph_statistics`, so the distance figures are null
   (`"distances": "not computed"`) in a tree without it.
 - `write_graph` (`_export.py`): edge list, DIMACS or GraphML.
+- `LiveGraph` (`_live.py`): a running crawl's OnlineGraph and its statistics, written to
+  `DIR/graph/stats.json` every few seconds and at the end.
 
 What a node and an edge are, and what each figure means: docs/graph.md.
 """
@@ -18,6 +20,7 @@ from typing import Any
 import scipy.sparse as sp
 
 from ._export import EXPORT_FORMATS, write_graph
+from ._live import LiveGraph
 from ._load import LoadedGraph, load_crawl_dir, load_edgelist, load_graph
 from ._online import OnlineGraph
 from ._stats import DistanceFunction, format_table, graph_statistics
@@ -34,6 +37,7 @@ except ImportError:  # written by another change: until it is merged, distances 
 
 __all__ = [
     "EXPORT_FORMATS",
+    "LiveGraph",
     "LoadedGraph",
     "OnlineGraph",
     "distance_statistics",

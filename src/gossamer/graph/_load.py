@@ -31,7 +31,7 @@ import numpy as np
 import numpy.typing as npt
 import scipy.sparse as sp
 
-from ..sinks.graph import node_id
+from ..sinks.graph import is_node_status, node_id
 
 __all__ = ["LoadedGraph", "load_crawl_dir", "load_edgelist", "load_graph"]
 
@@ -216,7 +216,7 @@ def _crawled_urls(directory: Path) -> list[str]:
                 if not isinstance(record, dict) or record.get("depth") is None:
                     continue
                 status, url = record.get("status"), record.get("url")
-                if isinstance(status, int) and 200 <= status < 400 and isinstance(url, str):
+                if isinstance(status, int) and is_node_status(status) and isinstance(url, str):
                     urls[url] = None
     return list(urls)
 
@@ -238,16 +238,32 @@ def _edge_part(path: Path) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]
     return src, dst
 
 
+def crawled_pages(directory: Path) -> list[int]:
+    """The graph ids (`node_id`) of the pages of the crawl in `directory` that are nodes
+    (fetched with status 200–399), in the order the crawl logs first name them; [] when it
+    has no crawl log yet."""
+    try:
+        urls = _crawled_urls(directory)
+    except ValueError:
+        return []
+    return list(dict.fromkeys(node_id(u) for u in urls))
+
+
+def edge_parts(directory: Path) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """(src ids, dst ids) of every graph/edges*.tsv part of the crawl in `directory`,
+    concatenated (repeats kept)."""
+    parts = [_edge_part(p) for p in sorted((directory / "graph").glob("edges*.tsv"))]
+    if not parts:
+        empty = np.empty(0, dtype=np.int64)
+        return empty, empty
+    return np.concatenate([s for s, _ in parts]), np.concatenate([d for _, d in parts])
+
+
 def load_crawl_dir(directory: Path) -> LoadedGraph:
     """Read a crawl directory (see the module docstring)."""
     urls = _crawled_urls(directory)
     ids = np.array(sorted({node_id(u) for u in urls}), dtype=np.int64)
-    parts = [_edge_part(p) for p in sorted((directory / "graph").glob("edges*.tsv"))]
-    if parts:
-        src = np.concatenate([s for s, _ in parts])
-        dst = np.concatenate([d for _, d in parts])
-    else:
-        src = dst = np.empty(0, dtype=np.int64)
+    src, dst = edge_parts(directory)
     n = len(ids)
     si = np.searchsorted(ids, src).clip(0, max(n - 1, 0))
     di = np.searchsorted(ids, dst).clip(0, max(n - 1, 0))

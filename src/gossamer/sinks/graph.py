@@ -34,7 +34,15 @@ from typing import Final
 
 import xxhash
 
-__all__ = ["EDGE_KINDS", "Graph", "GraphStats", "GraphWriter", "node_id", "read_graph"]
+__all__ = [
+    "EDGE_KINDS",
+    "Graph",
+    "GraphStats",
+    "GraphWriter",
+    "is_node_status",
+    "node_id",
+    "read_graph",
+]
 
 EDGE_KINDS: Final = frozenset({"link", "redirect", "canonical", "sitemap"})
 _MASK: Final = (1 << 63) - 1
@@ -42,6 +50,13 @@ _FLUSH_BYTES: Final = 256 * 1024
 _KEYS_MAX: Final = 1 << 16  # URLs whose id text is memoised (~10 MB)
 _NODES_HEADER: Final = "id\turl\n"
 _EDGES_HEADER: Final = "src\tdst\tkind\n"
+
+
+def is_node_status(status: int) -> bool:
+    """Whether a page fetched with HTTP `status` is a node of the crawled graph (the live
+    graph, `gossamer graph stats DIR`): 2xx and 3xx, a redirect being a node with one edge;
+    error pages are not (docs/graph.md)."""
+    return 200 <= status < 400
 
 
 def node_id(url: str) -> int:

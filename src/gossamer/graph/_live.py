@@ -1,0 +1,140 @@
+"""The live graph of a running embedded crawl: its pages applied to an `OnlineGraph` as they
+are recorded, and the graph's statistics written to `DIR/graph/stats.json` every few seconds
+and at the end (docs/graph.md, "The live graph").
+
+    live = LiveGraph(out / "graph" / "stats.json")
+    live.seed_from(out)              # a resumed crawl: the pages of its earlier runs
+    with live, GraphFeed(live) as feed:
+        run_crawl(settings, feed=feed)
+
+- `update(page, links)` is the feed's call (engine/graphfeed.py): on the crawl's event loop
+  (one worker) or in the pool's parent. It takes a lock held only for the update itself and
+  for copying the graph's arrays, never while statistics are computed.
+- A daemon thread computes the statistics (`statistics_of`: numpy and scipy, which release
+  the GIL for most of the work) from that copy and writes them atomically. It waits
+  `interval` seconds between writes, and at least `_BACKOFF` times as long as the last
+  computation took, so at a million pages (about 1 s without distances, several with them)
+  the statistics cost the crawl a bounded share of one core, not a growing one.
+- Only pages whose status makes them nodes are applied (`is_node_status`, 200–399: the
+  feed's `GraphApplier` skips the others), as `gossamer graph stats DIR` counts them, so the
+  live figures at the end equal the ones it computes from the crawl's files.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any, Final
+
+import numpy as np
+
+from ..sinks.stats import write_stats
+from ._load import crawled_pages, edge_parts
+from ._online import OnlineGraph
+
+__all__ = ["LiveGraph"]
+
+_log = logging.getLogger(__name__)
+
+INTERVAL_S: Final = 5.0  # seconds between two writes of the statistics, at least
+_BACKOFF: Final = 10.0  # ... and at least this many times the last computation's time
+
+
+class LiveGraph:
+    """An `OnlineGraph` fed by a crawl, its statistics kept in `path` (see the module
+    docstring). A context manager: entering starts the writer thread; leaving stops it and
+    writes the final statistics."""
+
+    def __init__(self, path: Path, *, interval: float = INTERVAL_S) -> None:
+        self.path = path
+        self.interval = interval
+        self.graph = OnlineGraph()
+        self.writes = 0  # statistics written
+        self.last_compute_s = 0.0
+        self._lock = threading.Lock()
+        self._version = 0  # updates applied: the writer skips a write when nothing changed
+        self._written = -1
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._started = time.time()
+
+    # -- the feed's side -------------------------------------------------------------------
+
+    def update(self, page: str, links: Iterable[str]) -> None:
+        """A crawled page and the URLs it links to (GraphLike)."""
+        with self._lock:
+            self.graph.update(page, links)
+            self._version += 1
+
+    def seed_from(self, crawl_dir: Path) -> int:
+        """Apply the pages an earlier run of the crawl in `crawl_dir` recorded (a resume):
+        the crawl logs' pages that are nodes, with their edges from the graph files. The
+        number of pages applied."""
+        pages = crawled_pages(crawl_dir)
+        if not pages:
+            return 0
+        src, dst = edge_parts(crawl_dir)
+        order = np.argsort(src, kind="stable")
+        src, dst = src[order], dst[order]
+        with self._lock:
+            for page_id in pages:
+                lo, hi = np.searchsorted(src, [page_id, page_id + 1])
+                self.graph.update_ids(page_id, dst[lo:hi].tolist())
+            self._version += len(pages)
+        return len(pages)
+
+    # -- the writer --------------------------------------------------------------------------
+
+    def __enter__(self) -> LiveGraph:
+        self._stop.clear()
+        self._thread = threading.Thread(target=self._run, name="live-graph", daemon=True)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+            self._thread = None
+        self.write(final=True)
+
+    def _run(self) -> None:
+        wait = self.interval
+        while not self._stop.wait(wait):
+            if self._version != self._written:
+                self.write(final=False)
+            wait = max(self.interval, _BACKOFF * self.last_compute_s)
+
+    def write(self, *, final: bool) -> dict[str, Any] | None:
+        """Compute the statistics now and write them; None when they could not be written
+        (said once in the log; the crawl goes on)."""
+        from . import statistics_of  # (the package imports this module)
+
+        with self._lock:
+            version = self._version
+            adj = self.graph.csr()
+            pending = self.graph.pending
+            memory = self.graph.memory_bytes()
+        began = time.perf_counter()
+        stats = statistics_of(adj, pending=pending)
+        self.last_compute_s = time.perf_counter() - began
+        stats = {
+            "updated_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+            "final": final,
+            "compute_s": round(self.last_compute_s, 3),
+            "memory_bytes": memory,
+            **stats,
+        }
+        try:
+            write_stats(self.path, stats)
+        except (OSError, TypeError) as exc:
+            if self.writes >= 0:
+                _log.warning(f"cannot write the live graph's statistics to {self.path}: {exc}")
+                self.writes = -1  # said once
+            return None
+        self._written = version
+        self.writes = max(self.writes, 0) + 1
+        return stats

@@ -1,0 +1,149 @@
+"""The live graph of an embedded crawl (gossamer.graph.LiveGraph, on by default): its
+statistics in DIR/graph/stats.json, written during the crawl and at its end, equal the ones
+`gossamer graph stats DIR` computes from the crawl's files — with one worker, with a pool, and
+after a resume (the live graph seeded with the earlier run's pages)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from _crawl_helpers import crawl_settings
+
+from gossamer.engine.run import run_crawl
+from gossamer.graph import LiveGraph
+from gossamer.sinks.graph import node_id
+from gossamer.testing import WebSpec, serve_in_thread
+
+# the figures the live graph and `graph stats DIR` must agree on
+_KEYS = (
+    "nodes",
+    "edges",
+    "pending",
+    "scc_count",
+    "largest_scc",
+    "wcc_count",
+    "largest_wcc",
+    "dangling",
+    "in_degree",
+    "out_degree",
+)
+_SPEC = WebSpec(
+    seed=11,
+    hosts=12,
+    pages_mean=14,
+    overrides=(("redirect_link", 0.1), ("dead_link", 0.1), ("nonhtml_link", 0.05)),
+)
+
+
+def _graph_stats(out: Path) -> dict[str, Any]:
+    done = subprocess.run(
+        [sys.executable, "-m", "gossamer", "graph", "stats", str(out), "--json"],
+        capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    stats: dict[str, Any] = json.loads(done.stdout)
+    return stats
+
+
+def _live(out: Path) -> dict[str, Any]:
+    stats: dict[str, Any] = json.loads((out / "graph" / "stats.json").read_text())
+    return stats
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_the_live_graph_at_the_end_equals_graph_stats_of_the_crawl(
+    tmp_path: Path, workers: int
+) -> None:
+    out = tmp_path / "crawl"
+    with serve_in_thread(_SPEC) as web:
+        web.write_resolve_file(tmp_path / "resolve.txt")
+        assert run_crawl(crawl_settings(tmp_path, out, web.url(0, 0), workers=workers)) == 0
+    live, files = _live(out), _graph_stats(out)
+    assert live["final"] is True
+    assert live["nodes"] > 50 and live["edges"] > live["nodes"]
+    assert live["dangling"] > 0  # the non-HTML pages: nodes without out-edges
+    assert {k: live[k] for k in _KEYS} == {k: files[k] for k in _KEYS}
+    report = subprocess.run(
+        [sys.executable, "-m", "gossamer", "report", str(out)],
+        capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert report.returncode == 0, report.stderr
+    line = next(x for x in report.stdout.splitlines() if x.strip().startswith("web graph"))
+    assert f"{live['nodes']:,} nodes, {live['edges']:,} edges" in line and "(final)" in line
+
+
+def test_a_resumed_crawls_live_graph_holds_every_run(tmp_path: Path) -> None:
+    out = tmp_path / "crawl"
+    with serve_in_thread(_SPEC) as web:
+        web.write_resolve_file(tmp_path / "resolve.txt")
+        settings = crawl_settings(tmp_path, out, web.url(0, 0), max_pages=40)
+        assert run_crawl(settings) == 0
+        first = _live(out)
+        assert 0 < first["nodes"] <= 40
+        more = crawl_settings(tmp_path, out, web.url(0, 0), max_pages=100_000)
+        assert run_crawl(more, resume=True) == 0
+    live, files = _live(out), _graph_stats(out)
+    assert live["nodes"] > first["nodes"]
+    assert {k: live[k] for k in _KEYS} == {k: files[k] for k in _KEYS}
+
+
+def test_no_live_graph_writes_no_statistics(tmp_path: Path) -> None:
+    out = tmp_path / "crawl"
+    with serve_in_thread(WebSpec(seed=3, hosts=3, pages_mean=5)) as web:
+        web.write_resolve_file(tmp_path / "resolve.txt")
+        settings = crawl_settings(tmp_path, out, web.url(0, 0), live_graph=False)
+        assert run_crawl(settings) == 0
+    assert any((out / "graph").glob("edges*.tsv"))  # the graph files are written
+    assert not (out / "graph" / "stats.json").exists()
+
+
+def test_the_statistics_are_rewritten_while_pages_arrive(tmp_path: Path) -> None:
+    """The writer thread refreshes stats.json as the graph grows, not only at the end."""
+    path = tmp_path / "graph" / "stats.json"
+    with LiveGraph(path, interval=0.05) as live:
+        for batch in range(3):
+            for i in range(batch * 10, batch * 10 + 10):
+                live.update(f"http://a.test/{i}", [f"http://a.test/{i + 1}"])
+            want = batch * 10 + 10
+            deadline = time.monotonic() + 30
+            while time.monotonic() < deadline:  # a state, not a time: the file's node count
+                try:
+                    seen = json.loads(path.read_text())
+                except (OSError, ValueError):
+                    seen = {}
+                if seen.get("nodes") == want:
+                    break
+                time.sleep(0.01)
+            assert seen.get("nodes") == want and seen["final"] is False
+            assert seen["pending"] == 1  # the link to the page after the last one
+    final = json.loads(path.read_text())
+    assert final["final"] is True and final["nodes"] == 30 and final["edges"] == 29
+    assert live.writes >= 4
+
+
+def test_seeding_from_a_crawl_directory_applies_its_pages(tmp_path: Path) -> None:
+    out = tmp_path / "crawl"
+    with serve_in_thread(WebSpec(seed=4, hosts=4, pages_mean=8)) as web:
+        web.write_resolve_file(tmp_path / "resolve.txt")
+        assert run_crawl(crawl_settings(tmp_path, out, web.url(0, 0), live_graph=False)) == 0
+    live = LiveGraph(tmp_path / "stats.json")
+    pages = live.seed_from(out)
+    files = _graph_stats(out)
+    assert pages == files["nodes"] == live.graph.nodes
+    assert live.graph.edges == files["edges"]
+    assert node_id(_first_url(out)) in set(live.graph.node_ids().tolist())
+
+
+def _first_url(out: Path) -> str:
+    for line in (out / "crawl.log.jsonl").read_text().splitlines():
+        record = json.loads(line)
+        if record.get("depth") == 0 and 200 <= record.get("status", 0) < 400:
+            url: str = record["url"]
+            return url
+    raise AssertionError("no seed fetched")
