@@ -16,7 +16,6 @@ from gossamer.cluster._redis import Keys
 from gossamer.cluster.stream import (
     GROUP,
     JOURNAL,
-    CrawledLinks,
     StreamSink,
     ensure_group,
     follow,
@@ -24,6 +23,7 @@ from gossamer.cluster.stream import (
 )
 from gossamer.engine.events import PageEvent, decode_events, encode_events
 from gossamer.engine.sink_registry import SinkContext
+from gossamer.graph import OnlineGraph
 
 CRAWL = "c1"
 
@@ -127,10 +127,9 @@ def test_follow_ends_with_the_crawl(client: redis.Redis, tmp_path: Path) -> None
     """With the crawl finished, `follow` reads what is left and returns."""
     _publish(client, [_page(k) for k in range(12)])
     client.hset(Keys(CRAWL).meta, "state", "finished")
-    graph = CrawledLinks()
+    graph = OnlineGraph()
     done = follow(client, CRAWL, graph, tmp_path)
     assert done.state == "finished" and done.applied == 12
-    summary = graph.summary()
-    assert summary["pages"] == 12
+    assert graph.nodes == 12
     # page k links to 0..k%5-1, all crawled (pages 0..11)
-    assert summary["edges"] == sum(k % 5 for k in range(12)) and summary["pending_edges"] == 0
+    assert graph.edges == sum(k % 5 for k in range(12)) and graph.pending == 0

@@ -19,18 +19,19 @@ from test_cluster import create_crawl, gossamer, logs, settings_file, status, wa
 from gossamer.cluster._redis import Keys
 from gossamer.cluster.stream import GROUP, read_journal
 from gossamer.sinks import read_crawl_log, read_graph
+from gossamer.sinks.graph import is_node_status
 from gossamer.testing import WebSpec, serve_in_thread
 
 FOLLOW = Path(__file__).with_name("_follow_counting.py")
 
 
 def _crawled(dirs: list[Path]) -> set[str]:
-    """The pages the workers counted done, from their crawl logs (answered, not retried)."""
+    """The graph's nodes: the pages the workers fetched with 2xx/3xx, from their crawl logs."""
     return {
         r["url"]
         for d in dirs
         for r in read_crawl_log(d / "crawl.log.jsonl")
-        if r.get("depth") is not None and r["status"] is not None and r["status"] not in (429, 503)
+        if r.get("depth") is not None and r["status"] is not None and is_node_status(r["status"])
     }
 
 
@@ -141,3 +142,46 @@ def test_graph_follow_with_an_unwritable_state_is_one_error_line(
     assert done.returncode == 74, done.stderr
     assert "cannot write the consumer's journal" in done.stderr
     assert len(done.stderr.strip().splitlines()) == 1
+
+
+def test_graph_follow_keeps_the_live_statistics_that_status_shows(
+    tmp_path: Path, redis_url: str
+) -> None:
+    """`gossamer graph follow` (the command) beside a 2-worker crawl: its statistics in
+    STATE/<crawl>/stats.json and in Redis, shown by `gossamer status`, and at the end the
+    crawled pages and the edges between them, as the workers' files hold them."""
+    out, state = tmp_path / "out", tmp_path / "state"
+    with serve_in_thread(WebSpec(seed=21, hosts=12, pages_mean=12)) as web:
+        resolve = web.write_resolve_file(tmp_path / "resolve.txt")
+        crawl_id = create_crawl(redis_url, web.url(0, 0), resolve, "--delay", "0")
+        follow = subprocess.Popen(
+            gossamer("graph", "follow", "--redis", redis_url, "--crawl", crawl_id, "--json",
+                     "--state", str(state)),
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )  # fmt: skip
+        try:
+            with workers(redis_url, crawl_id, out, 2) as procs:
+                codes = [p.wait(timeout=120) for p in procs]
+            stdout, stderr = follow.communicate(timeout=120)
+        finally:
+            if follow.poll() is None:
+                follow.kill()
+        data = status(redis_url, crawl_id)
+        human = subprocess.run(
+            gossamer("status", "--redis", redis_url, "--crawl", crawl_id),
+            capture_output=True, text=True, timeout=60, check=False,
+        )  # fmt: skip
+    assert codes == [0, 0], logs(out)
+    assert follow.returncode == 0, stderr
+    dirs = [Path(w["out"]) for w in data["workers"]]
+    crawled = _crawled(dirs)
+    edges = _file_edges(dirs, crawled)
+    summary = json.loads(stdout)
+    assert (summary["pages"], summary["edges"]) == (len(crawled), len(edges))
+    live = json.loads((state / crawl_id / "stats.json").read_text())
+    assert live["final"] is True
+    assert (live["nodes"], live["edges"]) == (len(crawled), len(edges))
+    assert data["graph"] is not None and data["graph"]["nodes"] == len(crawled)
+    assert data["graph"]["scc_count"] == live["scc_count"]
+    line = next(x for x in human.stdout.splitlines() if x.startswith("graph "))
+    assert f"{len(crawled):,} nodes, {len(edges):,} edges" in line

@@ -254,6 +254,12 @@ class Keys:
         `graph`; trimmed by the consumer once acknowledged, capped by MAXLEN ~"""
         return self.prefix + "events"
 
+    @property
+    def graph_stats(self) -> str:
+        """string: JSON of the live graph's statistics, written by `gossamer graph follow`
+        every few seconds (docs/graph.md), read by `gossamer status`"""
+        return self.prefix + "graphstats"
+
     def heartbeat(self, worker: str) -> str:
         """string with a TTL: the worker's status record, while its heartbeats come"""
         return f"{self.prefix}hb:{worker}"

@@ -379,7 +379,21 @@ def crawl_status(client: RedisClient, record: CrawlRecord) -> dict[str, Any]:
             for w in workers
         ],
         "server_time": now,
+        "graph": _graph_stats(client, record.id),
     }
+
+
+def _graph_stats(client: RedisClient, crawl_id: str) -> dict[str, Any] | None:
+    """The live graph's statistics as `gossamer graph follow` last published them (None:
+    no consumer has)."""
+    raw = client.get(Keys(crawl_id).graph_stats)
+    if raw is None:
+        return None
+    try:
+        data = json.loads(raw)
+    except ValueError:
+        return None
+    return data if isinstance(data, dict) else None
 
 
 def _with_client(url: str, command: Callable[[RedisClient], int]) -> int:
@@ -451,6 +465,10 @@ def format_status(data: dict[str, Any]) -> str:
             )
     else:
         lines.append(f"frontier  unavailable: {data['frontier_error']}")
+    if data.get("graph"):
+        from ..engine.report import graph_stats_line
+
+        lines.append(f"graph     {graph_stats_line(data['graph'])}")
     lines.append(
         f"rate      {tot['pages_per_s']:,.1f} pages/s now, "
         f"{tot['pages_per_s_since_start']:,.1f} pages/s since start "

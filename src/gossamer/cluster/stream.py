@@ -27,7 +27,7 @@ import json
 import logging
 import os
 import struct
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Executor, Future
 from dataclasses import dataclass
 from pathlib import Path
@@ -44,7 +44,6 @@ __all__ = [
     "ENTRY_EVENTS",
     "GROUP",
     "STREAM_MAXLEN",
-    "CrawledLinks",
     "FollowResult",
     "StreamSink",
     "follow",
@@ -294,24 +293,6 @@ def _text(value: Any) -> str:
     return value.decode() if isinstance(value, bytes) else str(value)
 
 
-class CrawledLinks:
-    """The graph `gossamer graph follow` feeds until gossamer.graph's OnlineGraph takes its
-    place: each crawled page's out-links, counted at the end."""
-
-    def __init__(self) -> None:
-        self.links: dict[str, tuple[str, ...]] = {}
-
-    def update(self, page: str, links: Iterable[str]) -> None:
-        self.links[page] = tuple(links)
-
-    def summary(self) -> dict[str, int]:
-        """Pages (nodes), edges between crawled pages, and edges to pages not crawled."""
-        crawled = self.links
-        inner = sum(1 for ds in crawled.values() for d in ds if d in crawled)
-        total = sum(len(ds) for ds in crawled.values())
-        return {"pages": len(crawled), "edges": inner, "pending_edges": total - inner}
-
-
 def follow_main(
     url: str, crawl_id: str | None, state: Path, *, consumer: str, as_json: bool
 ) -> int:
@@ -321,19 +302,29 @@ def follow_main(
     from .registry import load_crawl
 
     def run(client: RedisClient) -> int:
+        from ..graph import LiveGraph  # (numpy, scipy: for this command only)
+
         record = load_crawl(client, crawl_id)
-        graph = CrawledLinks()
+        keys = Keys(record.id)
+
+        def publish(stats: dict[str, Any]) -> None:
+            client.set(keys.graph_stats, json.dumps(stats, default=str))
+
+        graph = LiveGraph(state / record.id / "stats.json", on_write=publish)
         try:
-            result = follow(client, record.id, graph, state / record.id, consumer=consumer)
+            (state / record.id).mkdir(parents=True, exist_ok=True)
+            with graph:
+                result = follow(client, record.id, graph, state / record.id, consumer=consumer)
         except OSError as exc:  # the state directory: not writable, full
             _log.error(f"cannot write the consumer's journal in {state}: {exc}")
             return Exit.USAGE if isinstance(exc, PermissionError) else Exit.IOERR
         except ValueError as exc:  # a journal or an entry that is not one
             _log.error(f"{exc}")
             return Exit.FAILURE
-        data = {"crawl": record.id, "state": result.state, **graph.summary(),
-                "entries": result.entries, "events": result.events, "applied": result.applied,
-                "replayed": result.replayed}  # fmt: skip
+        g = graph.graph
+        data = {"crawl": record.id, "state": result.state, "pages": g.nodes, "edges": g.edges,
+                "pending_edges": g.pending, "entries": result.entries, "events": result.events,
+                "applied": result.applied, "replayed": result.replayed}  # fmt: skip
         if as_json:
             print(json.dumps(data))
         else:

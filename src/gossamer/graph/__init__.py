@@ -3,9 +3,8 @@
 - `OnlineGraph` (`_online.py`): SPAWC's UPDATE_GRAPH with pending edges, compact arrays.
 - `load_graph` (`_load.py`): an edge list file or a crawl directory → `LoadedGraph`.
 - `graph_statistics` (`_stats.py`): nodes, edges, components, dangling nodes, degrees.
-- `distance_statistics` (`_distances.py`, when present): average distance and diameter;
-  `statistics_of` passes it to `graph_statistics`, so the distance figures are null
-  (`"distances": "not computed"`) in a tree without it.
+- `distance_statistics` (`_distances.py`): average distance, effective diameter and diameter,
+  exact or estimated; `statistics_of` passes it to `graph_statistics`.
 - `write_graph` (`_export.py`): edge list, DIMACS or GraphML.
 - `LiveGraph` (`_live.py`): a running crawl's OnlineGraph and its statistics, written to
   `DIR/graph/stats.json` every few seconds and at the end.
@@ -15,25 +14,26 @@ What a node and an edge are, and what each figure means: docs/graph.md.
 
 from __future__ import annotations
 
-from typing import Any
+import os
 
-import scipy.sparse as sp
+# One BLAS thread: the graph's algorithms use none (sparse graphs, integer arrays), and
+# OpenBLAS starts its worker threads when numpy is imported, with SIGINT/SIGTERM unblocked.
+# A crawl holds those signals (blocked in its threads) while it starts, and a thread that
+# does not block them takes a held signal early (seen: `crawl --redis` forwarding a held
+# SIGTERM to one worker too few). Set before numpy's first import; a value given wins.
+for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
 
-from ._export import EXPORT_FORMATS, write_graph
-from ._live import LiveGraph
-from ._load import LoadedGraph, load_crawl_dir, load_edgelist, load_graph
-from ._online import OnlineGraph
-from ._stats import DistanceFunction, format_table, graph_statistics
+from typing import Any  # noqa: E402
 
-distance_statistics: DistanceFunction | None
-try:
-    from ._distances import (  # type: ignore[import-not-found, unused-ignore]
-        distance_statistics as _distance_statistics,
-    )
+import scipy.sparse as sp  # noqa: E402
 
-    distance_statistics = _distance_statistics
-except ImportError:  # written by another change: until it is merged, distances are not computed
-    distance_statistics = None
+from ._distances import distance_statistics  # noqa: E402
+from ._export import EXPORT_FORMATS, write_graph  # noqa: E402
+from ._live import LiveGraph  # noqa: E402
+from ._load import LoadedGraph, load_crawl_dir, load_edgelist, load_graph  # noqa: E402
+from ._online import OnlineGraph  # noqa: E402
+from ._stats import format_table, graph_statistics  # noqa: E402
 
 __all__ = [
     "EXPORT_FORMATS",

@@ -25,7 +25,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, Final
 
@@ -48,9 +48,18 @@ class LiveGraph:
     docstring). A context manager: entering starts the writer thread; leaving stops it and
     writes the final statistics."""
 
-    def __init__(self, path: Path, *, interval: float = INTERVAL_S) -> None:
+    def __init__(
+        self,
+        path: Path,
+        *,
+        interval: float = INTERVAL_S,
+        on_write: Callable[[dict[str, Any]], None] | None = None,
+    ) -> None:
         self.path = path
         self.interval = interval
+        # called with each statistics object written (on the writer thread; a cluster's
+        # consumer publishes it to Redis, where `gossamer status` reads it)
+        self.on_write = on_write
         self.graph = OnlineGraph()
         self.writes = 0  # statistics written
         self.last_compute_s = 0.0
@@ -137,4 +146,9 @@ class LiveGraph:
             return None
         self._written = version
         self.writes = max(self.writes, 0) + 1
+        if self.on_write is not None:
+            try:
+                self.on_write(stats)
+            except Exception as exc:  # (Redis away: the next write tries again)
+                _log.warning(f"cannot publish the live graph's statistics: {exc}")
         return stats
