@@ -23,6 +23,8 @@ from gossamer.engine.run import load_manifest
 DATA = Path(__file__).parent / "data"
 OLD_MANIFEST = DATA / "crawl_flat_main_4006114.json"  # written by the flat settings' code
 SEED = "http://a.example/"
+#: settings added after OLD_MANIFEST was written (main 4006114)
+NEWER = frozenset({"live_graph"})
 
 
 @pytest.fixture(autouse=True)
@@ -33,13 +35,13 @@ def _no_gossamer_environment(monkeypatch: pytest.MonkeyPatch) -> None:
         if name.upper().startswith("GOSSAMER_"):
             monkeypatch.delenv(name)
 
-
 def test_each_setting_has_one_flat_name_in_one_place() -> None:
     knobs = CrawlSettings.knob_fields()
     groups = {group for group, _ in knobs.values() if group is not None}
     assert groups == {"frontier", "fetch", "politeness", "links", "traps", "sinks", "cluster"}
-    # the flat names are crawl.json's keys as the flat settings wrote them: none lost or added
-    assert set(knobs) == set(json.loads(OLD_MANIFEST.read_text()))
+    # the flat names are crawl.json's keys as the flat settings wrote them: none lost, and
+    # the settings added since (NEWER: an old crawl.json takes their defaults)
+    assert set(knobs) == set(json.loads(OLD_MANIFEST.read_text())) | NEWER
     assert set(knobs) == RUN_TIME | DEFINITION
     s = CrawlSettings()
     for name, (group, field) in knobs.items():
@@ -189,9 +191,11 @@ def test_an_old_flat_crawl_json_loads(tmp_path: Path) -> None:
     assert s.fetch.user_agent == "gossamer-test/0.1"
     assert (s.fetch.first_byte_timeout, s.fetch.total_timeout) == (3, 5)
     assert s.fetch.allow_private and s.scope == "all" and s.frontier.lease_ttl == 120
-    assert {k: v for k, v in s.manifest().items() if k not in ("output", "resolve_file")} == {
-        k: v for k, v in stored.items() if k not in ("output", "resolve_file")
+    skip = ("output", "resolve_file", *NEWER)
+    assert {k: v for k, v in s.manifest().items() if k not in skip} == {
+        k: v for k, v in stored.items() if k not in skip
     }
+    assert s.sinks.live_graph is True  # a setting newer than the file: its default
 
 
 def test_frontier_knobs_come_from_the_groups() -> None:

@@ -185,3 +185,12 @@ def test_graph_follow_keeps_the_live_statistics_that_status_shows(
     assert data["graph"]["scc_count"] == live["scc_count"]
     line = next(x for x in human.stdout.splitlines() if x.startswith("graph "))
     assert f"{len(crawled):,} nodes, {len(edges):,} edges" in line
+    # `graph stats DIR` on the crawl's -o directory merges its workers' w*/ directories
+    done = subprocess.run(
+        gossamer("graph", "stats", str(out), "--json"),
+        capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    files = json.loads(done.stdout)
+    keys = ("nodes", "edges", "pending", "scc_count", "largest_scc", "dangling", "in_degree")
+    assert {k: files[k] for k in keys} == {k: live[k] for k in keys}

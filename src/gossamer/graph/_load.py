@@ -14,6 +14,9 @@ crawl log(s) `DIR/crawl*.log.jsonl`: a URL fetched as a page (depth not null: no
 nor a sitemap file) whose response had status 200–399 (see docs/graph.md for why). The edges
 are the lines of every `DIR/graph/edges*.tsv` part (all kinds: link, redirect, canonical,
 sitemap) whose both ends are nodes; an edge from a node to a page not crawled is *pending*.
+A cluster crawl's directory (`gossamer crawl --redis … -o DIR`, or `gossamer worker -o DIR`)
+holds one directory per worker (`DIR/w1/`, `DIR/w2/`, …, each with its `worker.json`): their
+logs and parts are merged the same way.
 """
 
 from __future__ import annotations
@@ -200,11 +203,26 @@ def _remap(values: npt.NDArray[np.int64]) -> tuple[npt.NDArray[Any], npt.NDArray
     return inverse.astype(np.int32), distinct
 
 
+def crawl_dirs(directory: Path) -> list[Path]:
+    """The directories whose logs and graph parts make the crawl in `directory`: itself (an
+    embedded crawl), or its cluster workers' `w*/` directories; [] when it is neither."""
+    if any(directory.glob("crawl*.log.jsonl")):
+        return [directory]
+    return sorted(
+        d for d in directory.glob("w*")
+        if (d / "worker.json").is_file() and any(d.glob("crawl*.log.jsonl"))
+    )  # fmt: skip
+
+
 def _crawled_urls(directory: Path) -> list[str]:
-    """URLs fetched as pages with status 200–399, from every crawl log in `directory`."""
-    logs = sorted(directory.glob("crawl*.log.jsonl"))
+    """URLs fetched as pages with status 200–399, from every crawl log of the crawl in
+    `directory` (its cluster workers' too)."""
+    logs = sorted(log for d in crawl_dirs(directory) for log in d.glob("crawl*.log.jsonl"))
     if not logs:
-        raise ValueError(f"{directory}: not a crawl directory (no crawl.log.jsonl)")
+        raise ValueError(
+            f"{directory}: not a crawl directory (no crawl.log.jsonl, nor cluster workers' "
+            "w*/ directories holding one)"
+        )
     urls: dict[str, None] = {}
     for log in logs:
         with open(log, "rb") as f:
@@ -252,7 +270,8 @@ def crawled_pages(directory: Path) -> list[int]:
 def edge_parts(directory: Path) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
     """(src ids, dst ids) of every graph/edges*.tsv part of the crawl in `directory`,
     concatenated (repeats kept)."""
-    parts = [_edge_part(p) for p in sorted((directory / "graph").glob("edges*.tsv"))]
+    paths = [p for d in crawl_dirs(directory) for p in sorted((d / "graph").glob("edges*.tsv"))]
+    parts = [_edge_part(p) for p in paths]
     if not parts:
         empty = np.empty(0, dtype=np.int64)
         return empty, empty
