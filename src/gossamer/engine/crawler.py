@@ -69,10 +69,12 @@ _EDGE_KINDS = frozenset({"redirect", "canonical", "sitemap"})  # the rest are "l
 ROUTE_MEMO_MAX = 200_000  # URLs whose routing facts are memoised (~40 MB at the cap)
 SENT_SET_MAX = 2_000_000  # fingerprints sent to the frontier that are remembered (~150 MB)
 #: how often the event loop publishes `Crawler.snapshot` while it crawls: a copy of three
-#: small dicts (statuses, errors, dropped: tens of keys), ~5 µs, twice a second, so nothing
-#: on the per-page path; the heartbeat (every TTL/5 s, 2 s by default) and the progress
-#: display (0.5 s on a terminal) see figures at most this old
-SNAPSHOT_INTERVAL_S = 0.5
+#: small dicts (statuses, errors, dropped: tens of keys), ~5 µs, ten times a second (~0.005 %
+#: of the loop), nothing on the per-page path; the heartbeat (every TTL/5 s, 0.4 s with a 2 s
+#: TTL) and the progress display (0.5 s on a terminal) see figures at most this old (at 0.5 s
+#: a quick crawl's heartbeats lagged its pages enough that `experiment parallel --quick`
+#: killed its victim after it had finished)
+SNAPSHOT_INTERVAL_S = 0.1
 
 
 @dataclass(slots=True)
