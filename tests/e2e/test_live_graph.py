@@ -1,4 +1,4 @@
-"""The live graph of an embedded crawl (gossamer.graph.LiveGraph, on by default): its
+"""The live graph of an embedded crawl (gossamer.graph.LiveGraph, `--live-graph`): its
 statistics in DIR/graph/stats.json, written during the crawl and at its end, equal the ones
 `gossamer graph stats DIR` computes from the crawl's files — with one worker, with a pool, and
 after a resume (the live graph seeded with the earlier run's pages)."""
@@ -63,7 +63,8 @@ def test_the_live_graph_at_the_end_equals_graph_stats_of_the_crawl(
     out = tmp_path / "crawl"
     with serve_in_thread(_SPEC) as web:
         web.write_resolve_file(tmp_path / "resolve.txt")
-        assert run_crawl(crawl_settings(tmp_path, out, web.url(0, 0), workers=workers)) == 0
+        settings = crawl_settings(tmp_path, out, web.url(0, 0), workers=workers, live_graph=True)
+        assert run_crawl(settings) == 0
     live, files = _live(out), _graph_stats(out)
     assert live["final"] is True
     assert live["nodes"] > 50 and live["edges"] > live["nodes"]
@@ -82,7 +83,7 @@ def test_a_resumed_crawls_live_graph_holds_every_run(tmp_path: Path) -> None:
     out = tmp_path / "crawl"
     with serve_in_thread(_SPEC) as web:
         web.write_resolve_file(tmp_path / "resolve.txt")
-        settings = crawl_settings(tmp_path, out, web.url(0, 0), max_pages=40)
+        settings = crawl_settings(tmp_path, out, web.url(0, 0), max_pages=40, live_graph=True)
         assert run_crawl(settings) == 0
         first = _live(out)
         assert 0 < first["nodes"] <= 40
@@ -93,11 +94,11 @@ def test_a_resumed_crawls_live_graph_holds_every_run(tmp_path: Path) -> None:
     assert {k: live[k] for k in _KEYS} == {k: files[k] for k in _KEYS}
 
 
-def test_no_live_graph_writes_no_statistics(tmp_path: Path) -> None:
+def test_without_live_graph_no_statistics_are_written(tmp_path: Path) -> None:
     out = tmp_path / "crawl"
     with serve_in_thread(WebSpec(seed=3, hosts=3, pages_mean=5)) as web:
         web.write_resolve_file(tmp_path / "resolve.txt")
-        settings = crawl_settings(tmp_path, out, web.url(0, 0), live_graph=False)
+        settings = crawl_settings(tmp_path, out, web.url(0, 0))  # the default: off
         assert run_crawl(settings) == 0
     assert any((out / "graph").glob("edges*.tsv"))  # the graph files are written
     assert not (out / "graph" / "stats.json").exists()

@@ -99,7 +99,6 @@ _FLAG = {
     "obey_robots": "--ignore-robots",
     "use_sitemaps": "--sitemaps",
     "warc": "--no-warc",
-    "live_graph": "--no-live-graph",
 }
 
 
