@@ -79,7 +79,9 @@ def test_a_paused_redis_never_blocks_the_workers_event_loop(tmp_path: Path) -> N
 
                     wait_for(
                         "pages fetched and recorded with Redis paused",
-                        lambda: len(fetched_in_pause()) >= 3,
+                        # (one page proves a free loop; a fresh-clone run on a loaded
+                        # machine once saw 2, so 2 is asked, not 3)
+                        lambda: len(fetched_in_pause()) >= 2,
                         PAUSE_S - 1.5,
                         show=fetched_in_pause,
                     )
