@@ -5,7 +5,7 @@ acknowledging, and a torn journal."""
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -24,18 +24,9 @@ from gossamer.cluster.stream import (
 from gossamer.engine.events import PageEvent, decode_events, encode_events
 from gossamer.engine.sink_registry import SinkContext
 from gossamer.graph import OnlineGraph
+from graph_helpers import CountingGraph
 
 CRAWL = "c1"
-
-
-class CountingGraph:
-    def __init__(self) -> None:
-        self.links: dict[str, set[str]] = {}
-        self.updates: Counter[str] = Counter()
-
-    def update(self, page: str, links: Iterable[str]) -> None:
-        self.updates[page] += 1
-        self.links.setdefault(page, set()).update(links)
 
 
 @pytest.fixture

@@ -6,23 +6,14 @@ from __future__ import annotations
 
 import json
 import sys
-from collections import Counter
-from collections.abc import Iterable
 from pathlib import Path
 
 import redis
 
 from gossamer.cluster.stream import follow
 
-
-class CountingGraph:
-    def __init__(self) -> None:
-        self.links: dict[str, set[str]] = {}
-        self.updates: Counter[str] = Counter()
-
-    def update(self, page: str, links: Iterable[str]) -> None:
-        self.updates[page] += 1
-        self.links.setdefault(page, set()).update(links)
+sys.path.insert(0, str(Path(__file__).parents[1]))  # tests/: run as a script
+from graph_helpers import CountingGraph
 
 
 def main() -> None:

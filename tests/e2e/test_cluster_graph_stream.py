@@ -21,6 +21,7 @@ from gossamer.cluster.stream import GROUP, read_journal
 from gossamer.sinks import read_crawl_log, read_graph
 from gossamer.sinks.graph import is_node_status
 from gossamer.testing import WebSpec, serve_in_thread
+from graph_helpers import graph_stats_json
 
 FOLLOW = Path(__file__).with_name("_follow_counting.py")
 
@@ -186,11 +187,6 @@ def test_graph_follow_keeps_the_live_statistics_that_status_shows(
     line = next(x for x in human.stdout.splitlines() if x.startswith("graph "))
     assert f"{len(crawled):,} nodes, {len(edges):,} edges" in line
     # `graph stats DIR` on the crawl's -o directory merges its workers' w*/ directories
-    done = subprocess.run(
-        gossamer("graph", "stats", str(out), "--json"),
-        capture_output=True, text=True, timeout=120, check=False,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr
-    files = json.loads(done.stdout)
+    files = graph_stats_json(out)
     keys = ("nodes", "edges", "pending", "scc_count", "largest_scc", "dangling", "in_degree")
     assert {k: files[k] for k in keys} == {k: live[k] for k in keys}

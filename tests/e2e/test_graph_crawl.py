@@ -4,10 +4,7 @@ for node and edge for edge, and its statistics are networkx's on that graph."""
 
 from __future__ import annotations
 
-import json
 import random
-import subprocess
-import sys
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -18,6 +15,7 @@ from gossamer.engine.run import run_crawl
 from gossamer.graph import OnlineGraph, load_graph
 from gossamer.sinks.graph import node_id, read_graph
 from gossamer.testing import TruthRules, WebSpec, compute_truth, read_logs, serve_in_thread
+from graph_helpers import graph_stats_json
 
 
 def test_graph_of_a_crawl_equals_the_truths_graph_on_crawled_pages(tmp_path: Path) -> None:
@@ -60,12 +58,7 @@ def test_graph_of_a_crawl_equals_the_truths_graph_on_crawled_pages(tmp_path: Pat
     ours = {(ids[int(graph.ids[a])], ids[int(graph.ids[b])]) for a, b in zip(src, dst, strict=True)}
     assert ours == set(expected.edges)
 
-    done = subprocess.run(
-        [sys.executable, "-m", "gossamer", "graph", "stats", str(out), "--json"],
-        capture_output=True, text=True, timeout=120, check=False,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr
-    stats = json.loads(done.stdout)
+    stats = graph_stats_json(out)
     sccs = [len(c) for c in nx.strongly_connected_components(expected)]
     wccs = [len(c) for c in nx.weakly_connected_components(expected)]
     assert stats["nodes"] == expected.number_of_nodes()

@@ -19,6 +19,7 @@ from gossamer.engine.run import run_crawl
 from gossamer.graph import LiveGraph
 from gossamer.sinks.graph import node_id
 from gossamer.testing import WebSpec, serve_in_thread
+from graph_helpers import graph_stats_json
 
 # the figures the live graph and `graph stats DIR` must agree on
 _KEYS = (
@@ -41,16 +42,6 @@ _SPEC = WebSpec(
 )
 
 
-def _graph_stats(out: Path) -> dict[str, Any]:
-    done = subprocess.run(
-        [sys.executable, "-m", "gossamer", "graph", "stats", str(out), "--json"],
-        capture_output=True, text=True, timeout=120, check=False,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr
-    stats: dict[str, Any] = json.loads(done.stdout)
-    return stats
-
-
 def _live(out: Path) -> dict[str, Any]:
     stats: dict[str, Any] = json.loads((out / "graph" / "stats.json").read_text())
     return stats
@@ -65,7 +56,7 @@ def test_the_live_graph_at_the_end_equals_graph_stats_of_the_crawl(
         web.write_resolve_file(tmp_path / "resolve.txt")
         settings = crawl_settings(tmp_path, out, web.url(0, 0), workers=workers, live_graph=True)
         assert run_crawl(settings) == 0
-    live, files = _live(out), _graph_stats(out)
+    live, files = _live(out), graph_stats_json(out)
     assert live["final"] is True
     assert live["nodes"] > 50 and live["edges"] > live["nodes"]
     assert live["dangling"] > 0  # the non-HTML pages: nodes without out-edges
@@ -89,7 +80,7 @@ def test_a_resumed_crawls_live_graph_holds_every_run(tmp_path: Path) -> None:
         assert 0 < first["nodes"] <= 40
         more = crawl_settings(tmp_path, out, web.url(0, 0), max_pages=100_000)
         assert run_crawl(more, resume=True) == 0
-    live, files = _live(out), _graph_stats(out)
+    live, files = _live(out), graph_stats_json(out)
     assert live["nodes"] > first["nodes"]
     assert {k: live[k] for k in _KEYS} == {k: files[k] for k in _KEYS}
 
@@ -135,7 +126,7 @@ def test_seeding_from_a_crawl_directory_applies_its_pages(tmp_path: Path) -> Non
         assert run_crawl(crawl_settings(tmp_path, out, web.url(0, 0), live_graph=False)) == 0
     live = LiveGraph(tmp_path / "stats.json")
     pages = live.seed_from(out)
-    files = _graph_stats(out)
+    files = graph_stats_json(out)
     assert pages == files["nodes"] == live.graph.nodes
     assert live.graph.edges == files["edges"]
     assert node_id(_first_url(out)) in set(live.graph.node_ids().tolist())

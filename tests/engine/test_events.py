@@ -13,7 +13,6 @@ import threading
 import time
 import zlib
 from collections import Counter
-from collections.abc import Iterable
 from pathlib import Path
 
 import pytest
@@ -32,22 +31,7 @@ from gossamer.testing import WebSpec, serve_in_thread
 sys.path.insert(0, str(Path(__file__).parents[1] / "e2e"))
 from _crawl_helpers import crawl_settings
 
-
-class CountingGraph:
-    """A set-based graph that counts `update` calls per page (a second one is a double
-    effect: the applier must never make it)."""
-
-    def __init__(self) -> None:
-        self.links: dict[str, set[str]] = {}
-        self.updates: Counter[str] = Counter()
-
-    def update(self, page: str, links: Iterable[str]) -> None:
-        self.updates[page] += 1
-        self.links.setdefault(page, set()).update(links)
-
-    def crawled_edges(self) -> set[tuple[str, str]]:
-        """Edges between crawled pages (those updated)."""
-        return {(s, d) for s, ds in self.links.items() for d in ds if d in self.links}
+from graph_helpers import CountingGraph
 
 
 def _event(url: str = "http://a.example/p", n: int = 30, worker: str = "w0") -> PageEvent:

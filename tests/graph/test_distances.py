@@ -4,10 +4,7 @@ diameter bounds, and cnr-2000 against an exact BFS from a sample of sources."""
 from __future__ import annotations
 
 import gzip
-import json
 import math
-import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -19,6 +16,7 @@ import scipy.sparse as sp
 from scipy.sparse import csgraph
 
 from gossamer.graph._distances import bfs_depths, distance_statistics, eccentricity
+from graph_helpers import graph_stats_json
 
 CNR = Path(__file__).resolve().parents[1] / "data" / "graphs" / "cnr-2000.edges.tsv.gz"
 
@@ -247,16 +245,6 @@ def test_bfs_depths_are_networkx_distances() -> None:
         want = nx.single_source_shortest_path_length(graph, source)
         depths = bfs_depths(adj, source)
         assert {v: int(d) for v, d in enumerate(depths) if d >= 0} == want
-
-
-def graph_stats_json(path: Path) -> dict[str, Any]:
-    done = subprocess.run(
-        [sys.executable, "-m", "gossamer", "graph", "stats", str(path), "--json"],
-        capture_output=True, text=True, timeout=120, check=False,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr
-    result: dict[str, Any] = json.loads(done.stdout)
-    return result
 
 
 def test_graph_stats_command_gives_networkx_distances(tmp_path: Path) -> None:

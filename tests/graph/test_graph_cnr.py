@@ -5,9 +5,6 @@ independent parse of the file."""
 from __future__ import annotations
 
 import gzip
-import json
-import subprocess
-import sys
 from pathlib import Path
 
 import networkx as nx
@@ -15,21 +12,13 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse import csgraph
 
+from graph_helpers import graph_stats_json
+
 CNR = Path(__file__).parent.parent / "data" / "graphs" / "cnr-2000.edges.tsv.gz"
 
 
-def stats_json(path: Path) -> dict[str, object]:
-    done = subprocess.run(
-        [sys.executable, "-m", "gossamer", "graph", "stats", str(path), "--json"],
-        capture_output=True, text=True, timeout=120, check=False,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr
-    result: dict[str, object] = json.loads(done.stdout)
-    return result
-
-
 def test_cnr_2000_figures_through_the_command_line() -> None:
-    stats = stats_json(CNR)
+    stats = graph_stats_json(CNR)
     # LAW's figures (its SCC file), as the data's README gives them
     assert stats["nodes"] == 325_557
     assert stats["edges"] == 3_216_152
@@ -70,7 +59,7 @@ def test_cnr_2000_subgraph_every_figure_equals_networkx(tmp_path: Path) -> None:
     keep = arcs[(arcs[:, 0] < 40_000) & (arcs[:, 1] < 40_000)]
     path = tmp_path / "prefix.tsv"
     np.savetxt(path, keep, fmt="%d\t%d", header="cnr-2000 prefix", comments="# ")
-    stats = stats_json(path)
+    stats = graph_stats_json(path)
     g = nx.DiGraph()
     g.add_edges_from(map(tuple, keep.tolist()))
     sccs = [len(c) for c in nx.strongly_connected_components(g)]
