@@ -66,6 +66,7 @@ class LiveGraph:
         self._lock = threading.Lock()
         self._version = 0  # updates applied: the writer skips a write when nothing changed
         self._written = -1
+        self._warned = False  # a failed write was said
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._started = time.time()
@@ -140,12 +141,12 @@ class LiveGraph:
         try:
             write_stats(self.path, stats)
         except (OSError, TypeError) as exc:
-            if self.writes >= 0:
+            if not self._warned:
                 _log.warning(f"cannot write the live graph's statistics to {self.path}: {exc}")
-                self.writes = -1  # said once
+                self._warned = True  # said once
             return None
         self._written = version
-        self.writes = max(self.writes, 0) + 1
+        self.writes += 1
         if self.on_write is not None:
             try:
                 self.on_write(stats)
