@@ -7,10 +7,14 @@ from __future__ import annotations
 import random
 import threading
 import time
+from collections.abc import Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 import xxhash
+from _frontier_helpers import FakeClock
 
 from gossamer.frontier import Discovered, FrontierError, Outcome, StaleLeaseError, Verdict
 from gossamer.frontier.redis import RedisFrontier, connect, disconnect
@@ -270,3 +274,120 @@ def test_an_unreachable_redis_is_a_storage_error_after_retry_for(tmp_path: Path)
             assert 0.9 <= time.monotonic() - started < 10
         finally:
             disconnect(client)
+
+
+# ---------------------------------------------------------------------- killed mid-relaxation
+# With a max_depth, one put_discovered is several round trips (lua/depth.lua: edges, rounds
+# of relax, then put.lua). A worker killed between two of them leaves its step half done; the
+# pages it held are fetched again once their lease is reclaimed, and their links, offered
+# again, must finish the step. Killed after every round trip in turn (and part-way through a
+# pipeline), the crawl still fetches every page within max_depth.
+
+
+class _Killed(BaseException):
+    """The worker's process is gone (no frontier code may catch it)."""
+
+
+class _DiesAt(RedisFrontier):
+    """Dies before its `die_at`-th script call; a pipeline that reaches it ran its first
+    calls only (a process killed while Redis read its pipeline)."""
+
+    def __init__(self, *args: Any, die_at: int, **kw: Any) -> None:
+        super().__init__(*args, **kw)
+        self.left = die_at
+
+    def _shard_many(self, calls: Sequence[tuple[str, int, Sequence[Any]]]) -> list[Any]:
+        if self.left < len(calls):
+            if self.left > 0:
+                super()._shard_many(calls[: self.left])
+            self.left = 0
+            raise _Killed
+        self.left -= len(calls)
+        return super()._shard_many(calls)
+
+    def _put(self, items: Sequence[Discovered]) -> int:
+        if self.left <= 0:
+            raise _Killed
+        self.left -= 1
+        return super()._put(items)
+
+
+def _page(host: str, depth: int, parent: Discovered | None = None) -> Discovered:
+    url = f"http://{host}/"
+    fp = xxhash.xxh3_64_intdigest(url.encode())
+    up, upfp = (None, None) if parent is None else (parent.url, parent.fp)
+    return Discovered(url, host, depth, fp, depth, up, upfp, 1)
+
+
+def _crawl_killed_once(client: Any, crawl: str, die_at: int) -> tuple[dict[str, int], bool]:
+    """The contract's relaxation case (P found at 2, later at 0: its done child C lowered, C's
+    parked child D queued, D's child E queued) on host-per-page pages, the worker killed at
+    its `die_at`-th script call and replaced. Returns url -> depth fetched (the last time),
+    and whether the worker died."""
+    clock = FakeClock()
+    p = _page("p.example", 2)
+    c = _page("c.example", 3, p)
+    d = _page("d.example", 4, c)
+    e = _page("e.example", 5, d)
+    links = {p.url: [c], c.url: [d], d.url: [e]}
+    got: dict[str, int] = {}
+
+    def fetch(f: RedisFrontier) -> None:
+        while batches := f.lease(10, 10):
+            for b in batches:
+                for u in b.urls:
+                    got[u.url] = u.depth
+                    kids = [replace(k, depth=u.depth + 1, priority=u.depth + 1)
+                            for k in links.get(u.url, [])]  # fmt: skip
+                    if kids:
+                        f.put_discovered(kids)
+                f.complete(b.token, [Outcome(u.url, u.fp, Verdict.DONE, status=200)
+                                     for u in b.urls])  # fmt: skip
+
+    steps: list[tuple[bool, Callable[[RedisFrontier], object]]] = [  # (a page's offer?, step)
+        (True, lambda f: f.put_discovered([p])),
+        (False, fetch),
+        (True, lambda f: f.put_discovered([_page("p.example", 0)])),  # P linked from a seed
+        (False, fetch),
+    ]
+    f: Any = _DiesAt(client, crawl, clock=clock, max_depth=3, lease_ttl=5.0,
+                               die_at=die_at)  # fmt: skip
+    died = False
+    for offer, step in steps:
+        try:
+            step(f)
+        except _Killed:
+            died = True
+            clock.advance(10.0)  # its leases expire: the replacement fetches its pages again
+            f = RedisFrontier(client, crawl, clock=clock, max_depth=3, lease_ttl=5.0)
+            if offer:
+                step(f)  # the page that made the offer is fetched again: the same offer
+    if not died:
+        f.left = 1 << 30  # (the statistics below are no step of the crawl)
+    fetch(f)
+    s = f.statistics()
+    assert (s.queued, s.leased) == (0, 0)
+    f.close()
+    return got, died
+
+
+@pytest.mark.parametrize("server", ["redis_url", "redis_cluster_url"])
+def test_a_worker_killed_between_two_calls_of_a_relaxation_loses_nothing(
+    server: str, request: pytest.FixtureRequest
+) -> None:
+    client = connect(request.getfixturevalue(server))
+    # D and E at their depths through P at 0; P and C at 2 and 3, or at 0 and 1 when the
+    # killed worker held them (fetched again once P was found closer)
+    want = {"http://d.example/": 2, "http://e.example/": 3}
+    try:
+        for k in range(1, 200):
+            got, died = _crawl_killed_once(client, f"kill{k}", k)
+            assert {u: got.get(u) for u in want} == want, f"killed at call {k}"
+            assert {got["http://p.example/"], got["http://c.example/"] - 1} <= {0, 2}, k
+            if not died:
+                break
+        else:
+            pytest.fail("never ran to the end")
+        assert k > 10  # (the case has that many calls to be killed at)
+    finally:
+        disconnect(client)

@@ -23,6 +23,10 @@ call works on one shard; on one Redis, put and lease take all the shards they to
     t, e       lease token -> host; lease token -> expiry
     dp, pk, ch, dc  only with a max_depth (lua/depth.lua): URL depths (the truth), parked URLs,
                recorded children per parent (packed: `_EDGE`), the parked/lowered counters
+    uq, lw     only with a max_depth: the steps of a relaxation not confirmed yet (a URL
+               accepted, not known queued; a URL lowered, its children not known relaxed),
+               so that a worker killed between two calls loses nothing: the offers its
+               pages make again when they are fetched again redo those steps
 
 A crawl-wide index in one more slot, `gs:<crawl>:{g}:` (lua/global.lua), tells which shard
 holds the best ready host (`hint`: one entry per shard, versioned so that late updates never
@@ -81,6 +85,7 @@ _RETRY_FOR: Final = 60.0  # seconds a call retries Redis connection errors befor
 _SWEEP_EVERY: Final = 5.0  # seconds (frontier clock) between index rebuilds from the shards
 _FLUSH_EVERY: Final = 0.05  # seconds (monotonic) index updates may wait for the next call
 _PUT_PART: Final = 250  # URLs at most in one put call on one Redis (see _put_streamed)
+_CLEARS_HELD: Final = 2000  # lua/depth.lua's marks held for the next call at most
 #: a recorded edge in lua/depth.lua's `ch`: the child's fingerprint, its shard, the delta
 #: (11 bytes: as text, with the child's host, an edge took ~45 and a page's edges ~930 B)
 _EDGE: Final = struct.Struct("<QHB")
@@ -242,6 +247,9 @@ class RedisFrontier:
         self._next_sweep = -math.inf
         self._known_active: set[int] = set()
         self._pending_since: float | None = None
+        # lua/depth.lua's marks to clear (shard -> 'q'|'w', fp, depth), sent with the next
+        # calls: a mark left by a crash only makes a later offer redo a step
+        self._clears: dict[int, list[Any]] = {}
         prelude = _lua("shard")
         self._sources = {name: prelude + "\n" + _lua(name) for name in _SCRIPTS}
         self._sources["global"] = _lua("global")
@@ -521,7 +529,7 @@ class RedisFrontier:
                 for pfp in pfps:
                     args += [_to_redis(pfp), b"".join(by_parent[pfp][1])]
                 calls.append(("depth", shard, args))
-            for (_, _, args), reply in zip(calls, self._shard_many(calls), strict=True):
+            for (_, _, args), reply in zip(calls, self._depth_calls(calls), strict=True):
                 for k, d in enumerate(reply):
                     if d != b"":
                         cap[_from_redis(args[2 + 2 * k])] = int(d)
@@ -544,6 +552,9 @@ class RedisFrontier:
         if not work:
             work, later = later, []
         added = 0
+        # the marks this call set (lua/depth.lua's uq and lw: shard, kind, fp, depth), cleared
+        # once all is done: a replay of the same offers walks from them to what is left
+        marks: list[tuple[int, str, bytes, int]] = []
         while work:
             by_shard_work: dict[int, list[tuple[int, int, Discovered | None, int]]] = {}
             for w in work:
@@ -565,8 +576,10 @@ class RedisFrontier:
                     calls.append(("depth", shard, args))
             work = []
             accepted: list[Discovered] = []
-            for acc, lowered in self._shard_many(calls):
+            replies = self._depth_calls(calls)
+            for (_, shard, _), (acc, lowered) in zip(calls, replies, strict=True):
                 for fp_raw, d, pr, host, parent, url in acc:
+                    marks.append((shard, "q", fp_raw, int(d)))
                     accepted.append(
                         Discovered(
                             _s(url),
@@ -577,14 +590,29 @@ class RedisFrontier:
                             None if parent == b"-" else _s(parent[1:]),
                         )
                     )
-                for _fp, d, children in lowered:
+                for fp_raw, d, children in lowered:
+                    marks.append((shard, "w", fp_raw, int(d)))
                     for cfp, cshard, delta in _EDGE.iter_unpack(children):
                         work.append((cfp, int(d) + delta, None, cshard))
             if accepted:
                 added += self._put(accepted)
             work += later
             later = []
+        for shard, kind, fp_raw, d in marks:  # sent with the next calls (a round trip less)
+            self._clears.setdefault(shard, []).extend((kind, fp_raw, d))
+        if sum(map(len, self._clears.values())) > 3 * _CLEARS_HELD:
+            self._depth_calls([])
         return added
+
+    def _depth_calls(self, calls: Sequence[tuple[str, int, Sequence[Any]]]) -> list[Any]:
+        """`_shard_many(calls)` with the pending marks' clears (lua/depth.lua) sent in the
+        same round trip, after them; returns the replies to `calls`."""
+        clears = [
+            ("depth", shard, ["clear", len(marks) // 3, *marks])
+            for shard, marks in self._clears.items()
+        ]
+        self._clears = {}
+        return self._shard_many([*calls, *clears])[: len(calls)]
 
     def _activate(self, shards: set[int], now: float) -> None:
         """Shards go into the index before their keys are written: a sweep finds them."""
@@ -952,7 +980,9 @@ class RedisFrontier:
         members = self._call(lambda: self.client.smembers(self._g + "act"))
         return sorted(int(m) for m in cast(set[bytes], members))
 
-    def _reclaim_shards(self, shards: set[int] | list[int], now: float) -> int:
+    def _reclaim_shards(
+        self, shards: set[int] | list[int], now: float, sweep: bool = False
+    ) -> int:
         rest_from = min(now, self._clock())
         pol = self.options.politeness
         args = [
@@ -961,6 +991,7 @@ class RedisFrontier:
             _num(pol.default_delay),
             _num(pol.max_crawl_delay),
             _num(now - self._grace),  # leases expired before this are reclaimed
+            1 if sweep else 0,  # every shard's hint answered (a dead worker's unsent ones)
         ]
         calls = [("reclaim", s, args) for s in sorted(shards)]
         n = 0
@@ -975,7 +1006,7 @@ class RedisFrontier:
         """Reclaim expired leases in every shard the crawl used and refresh the index from
         the shards (repairs what a worker dying between two calls left stale)."""
         self._next_sweep = now + _SWEEP_EVERY
-        n = self._reclaim_shards(self._active(), now)
+        n = self._reclaim_shards(self._active(), now, sweep=True)
         self._global(now)
         return n
 
@@ -1053,6 +1084,8 @@ class RedisFrontier:
             if self._closed:
                 return
             try:
+                if self._clears:
+                    self._depth_calls([])
                 p = self._pending
                 if p.hints or p.exp_add or p.exp_del or p.activate or p.pub:
                     self._global(self._clock())

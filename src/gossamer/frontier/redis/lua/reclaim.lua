@@ -1,6 +1,8 @@
 -- reclaim the expired leases of one shard. ARGV: prefix, now, rest from, default delay,
--- max crawl delay, cutoff (leases that expired before it: now minus the reclaim grace).
--- Reply: {URLs returned, hint}
+-- max crawl delay, cutoff (leases that expired before it: now minus the reclaim grace),
+-- sweep ('1': the hint is answered even if this call changed nothing, so that the index
+-- learns what a worker that died before sending its hints left unsaid). Reply: {URLs
+-- returned, hint}
 open_shard(ARGV[1])
 local now, rest_from = tonumber(ARGV[2]), tonumber(ARGV[3])
 local default_delay, max_cd = tonumber(ARGV[4]), tonumber(ARGV[5])
@@ -31,4 +33,5 @@ for _, tok in ipairs(toks) do
 end
 C.leased = C.leased - n
 C.queued = C.queued + n
+if ARGV[7] == '1' then moved = true end
 return {n, hint()}
