@@ -16,6 +16,7 @@ import pytest
 import xxhash
 from _frontier_helpers import FakeClock
 
+import gossamer.frontier.redis as redis_frontier
 from gossamer.frontier import Discovered, FrontierError, Outcome, StaleLeaseError, Verdict
 from gossamer.frontier.redis import RedisFrontier, connect, disconnect
 from gossamer.testing.redisd import RedisServer
@@ -371,10 +372,12 @@ def _crawl_killed_once(client: Any, crawl: str, die_at: int) -> tuple[dict[str, 
     return got, died
 
 
+@pytest.mark.parametrize("held", [1, 512])  # marks cleared after each put, or held
 @pytest.mark.parametrize("server", ["redis_url", "redis_cluster_url"])
 def test_a_worker_killed_between_two_calls_of_a_relaxation_loses_nothing(
-    server: str, request: pytest.FixtureRequest
+    server: str, held: int, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.setattr(redis_frontier, "_CLEARS_HELD", held)
     client = connect(request.getfixturevalue(server))
     # D and E at their depths through P at 0; P and C at 2 and 3, or at 0 and 1 when the
     # killed worker held them (fetched again once P was found closer)

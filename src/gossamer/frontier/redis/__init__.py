@@ -85,7 +85,7 @@ _RETRY_FOR: Final = 60.0  # seconds a call retries Redis connection errors befor
 _SWEEP_EVERY: Final = 5.0  # seconds (frontier clock) between index rebuilds from the shards
 _FLUSH_EVERY: Final = 0.05  # seconds (monotonic) index updates may wait for the next call
 _PUT_PART: Final = 250  # URLs at most in one put call on one Redis (see _put_streamed)
-_CLEARS_HELD: Final = 2000  # lua/depth.lua's marks held for the next call at most
+_CLEARS_HELD: Final = 512  # lua/depth.lua's marks held before they are cleared
 #: a recorded edge in lua/depth.lua's `ch`: the child's fingerprint, its shard, the delta
 #: (11 bytes: as text, with the child's host, an edge took ~45 and a page's edges ~930 B)
 _EDGE: Final = struct.Struct("<QHB")
@@ -247,9 +247,10 @@ class RedisFrontier:
         self._next_sweep = -math.inf
         self._known_active: set[int] = set()
         self._pending_since: float | None = None
-        # lua/depth.lua's marks to clear (shard -> 'q'|'w', fp, depth), sent with the next
-        # calls: a mark left by a crash only makes a later offer redo a step
+        # lua/depth.lua's marks to clear (shard -> 'q'|'w', fp, depth), sent in batches: a
+        # mark left longer (or by a crash) only makes a later offer redo a step
         self._clears: dict[int, list[Any]] = {}
+        self._n_clears = 0
         prelude = _lua("shard")
         self._sources = {name: prelude + "\n" + _lua(name) for name in _SCRIPTS}
         self._sources["global"] = _lua("global")
@@ -529,7 +530,7 @@ class RedisFrontier:
                 for pfp in pfps:
                     args += [_to_redis(pfp), b"".join(by_parent[pfp][1])]
                 calls.append(("depth", shard, args))
-            for (_, _, args), reply in zip(calls, self._depth_calls(calls), strict=True):
+            for (_, _, args), reply in zip(calls, self._shard_many(calls), strict=True):
                 for k, d in enumerate(reply):
                     if d != b"":
                         cap[_from_redis(args[2 + 2 * k])] = int(d)
@@ -576,7 +577,7 @@ class RedisFrontier:
                     calls.append(("depth", shard, args))
             work = []
             accepted: list[Discovered] = []
-            replies = self._depth_calls(calls)
+            replies = self._shard_many(calls)
             for (_, shard, _), (acc, lowered) in zip(calls, replies, strict=True):
                 for fp_raw, d, pr, host, parent, url in acc:
                     marks.append((shard, "q", fp_raw, int(d)))
@@ -598,21 +599,26 @@ class RedisFrontier:
                 added += self._put(accepted)
             work += later
             later = []
-        for shard, kind, fp_raw, d in marks:  # sent with the next calls (a round trip less)
+        for shard, kind, fp_raw, d in marks:
             self._clears.setdefault(shard, []).extend((kind, fp_raw, d))
-        if sum(map(len, self._clears.values())) > 3 * _CLEARS_HELD:
-            self._depth_calls([])
+        self._n_clears += len(marks)
+        if self._n_clears >= _CLEARS_HELD:
+            self._send_clears()
         return added
 
-    def _depth_calls(self, calls: Sequence[tuple[str, int, Sequence[Any]]]) -> list[Any]:
-        """`_shard_many(calls)` with the pending marks' clears (lua/depth.lua) sent in the
-        same round trip, after them; returns the replies to `calls`."""
-        clears = [
+    def _send_clears(self) -> None:
+        """Clear the marks held (lua/depth.lua's 'clear'), a call per shard in one round
+        trip. Held for `_CLEARS_HELD` marks, not sent with each put: a second call would
+        turn every relaxation round into a pipeline (+0.05 ms of client CPU a page, measured
+        on bench_crawl.py --cluster 1), while a mark held a little longer only makes another
+        worker's offer of that URL redo a step."""
+        calls = [
             ("depth", shard, ["clear", len(marks) // 3, *marks])
             for shard, marks in self._clears.items()
         ]
         self._clears = {}
-        return self._shard_many([*calls, *clears])[: len(calls)]
+        self._n_clears = 0
+        self._shard_many(calls)
 
     def _activate(self, shards: set[int], now: float) -> None:
         """Shards go into the index before their keys are written: a sweep finds them."""
@@ -1085,7 +1091,7 @@ class RedisFrontier:
                 return
             try:
                 if self._clears:
-                    self._depth_calls([])
+                    self._send_clears()
                 p = self._pending
                 if p.hints or p.exp_add or p.exp_del or p.activate or p.pub:
                     self._global(self._clock())

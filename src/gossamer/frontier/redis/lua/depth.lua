@@ -75,7 +75,7 @@ if op == 'relax' then
         redis.call('HSET', LW, fp, d)
         nlowered = nlowered + 1
         lowered[#lowered + 1] = {fp, d, redis.call('HGET', CH, fp) or ''}
-      elseif not q and d == cur and redis.call('HGET', LW, fp) == tostring(d) then
+      elseif d == cur and redis.call('HGET', LW, fp) == tostring(d) then
         -- lowered here, its children's relaxation unconfirmed: again (a replay, or a
         -- concurrent offer; relaxing twice changes nothing)
         lowered[#lowered + 1] = {fp, d, redis.call('HGET', CH, fp) or ''}
