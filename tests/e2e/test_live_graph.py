@@ -148,3 +148,32 @@ def _first_url(out: Path) -> str:
             url: str = record["url"]
             return url
     raise AssertionError("no seed fetched")
+
+
+_NO_NUMPY_CRAWL = """
+import sys
+from pathlib import Path
+sys.path.insert(0, {helpers!r})
+from _crawl_helpers import crawl_settings
+from gossamer.engine.run import run_crawl
+from gossamer.testing import WebSpec, serve_in_thread
+tmp = Path({tmp!r})
+with serve_in_thread(WebSpec(seed=5, hosts=4, pages_mean=8)) as web:
+    web.write_resolve_file(tmp / "resolve.txt")
+    settings = crawl_settings(tmp, tmp / "crawl", web.url(0, 0), workers=2, live_graph=True)
+    code = run_crawl(settings)
+print(code, "numpy" in sys.modules, "scipy" in sys.modules)
+"""
+
+
+def test_the_crawls_own_process_imports_no_numpy(tmp_path: Path) -> None:
+    """The statistics are a child's work: the crawl (here a pool's parent, which forks its
+    workers) never imports numpy or scipy, yet its live statistics are written."""
+    script = _NO_NUMPY_CRAWL.format(helpers=str(Path(__file__).parent), tmp=str(tmp_path))
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["0", "False", "False"], done.stderr
+    live = _live(tmp_path / "crawl")
+    assert live["final"] is True and live["nodes"] > 10
