@@ -14,7 +14,16 @@ from typing import Any
 
 import pytest
 import redis
-from test_cluster import create_crawl, gossamer, logs, settings_file, status, wait_for, workers
+from test_cluster import (
+    UA,
+    create_crawl,
+    gossamer,
+    logs,
+    settings_file,
+    status,
+    wait_for,
+    workers,
+)
 
 from gossamer.cluster._redis import Keys
 from gossamer.cluster.stream import GROUP, read_journal
@@ -94,6 +103,16 @@ def test_the_consumed_graph_survives_a_killed_worker_and_a_killed_consumer(
         finally:
             if first.poll() is None:
                 first.kill()
+        # the same web crawled by one embedded crawl, typed as a user would
+        embedded = tmp_path / "embedded"
+        alone = subprocess.run(
+            gossamer(
+                "crawl", web.url(0, 0), "-o", str(embedded), "--scope", "all", "--resolve-file",
+                str(resolve), "--allow-private", "--delay", "0", "--user-agent", UA, "-q",
+            ),
+            capture_output=True, text=True, timeout=300, check=False,
+        )  # fmt: skip
+        assert alone.returncode == 0, alone.stderr
     assert codes == [-signal.SIGKILL, 0], logs(out)
     assert remaining > 100, "the crawl was nearly over at the kill: the test shows little"
     got = json.loads(result.read_text())
@@ -108,6 +127,10 @@ def test_the_consumed_graph_survives_a_killed_worker_and_a_killed_consumer(
     edges = {(s, d) for s, ds in links.items() for d in ds if d in links}
     assert edges == _file_edges(dirs, crawled)  # edge for edge
     assert len(edges) > 1000
+    # … and the graph the embedded crawl of the same web makes, node for node, edge for edge
+    alone_nodes = _crawled([embedded])
+    assert set(links) == alone_nodes
+    assert edges == _file_edges([embedded], alone_nodes)
     # no double effect: each page applied once by the final consumer (its journal's replay
     # included), and the journal of both runs holds each page once
     assert set(got["updates"].values()) == {1}
@@ -190,3 +213,70 @@ def test_graph_follow_keeps_the_live_statistics_that_status_shows(
     files = graph_stats_json(out)
     keys = ("nodes", "edges", "pending", "scc_count", "largest_scc", "dangling", "in_degree")
     assert {k: files[k] for k in keys} == {k: live[k] for k in keys}
+
+
+def _crawl_redis(redis_url: str, seed: str, resolve: Path, out: Path, *extra: str) -> list[str]:
+    return gossamer(
+        "crawl", "--redis", redis_url, seed, "--workers", "2", "-o", str(out), "--scope", "all",
+        "--resolve-file", str(resolve), "--allow-private", "--user-agent", UA, "--live-graph",
+        "-q", *extra,
+    )  # fmt: skip
+
+
+def test_crawl_redis_with_live_graph_runs_the_graph_consumer(
+    tmp_path: Path, redis_url: str
+) -> None:
+    """`gossamer crawl --redis … --workers 2 --live-graph`, typed as a user would: the
+    command runs the crawl's graph consumer beside its workers, and its final statistics
+    are the crawled pages and the edges between them."""
+    out = tmp_path / "out"
+    with serve_in_thread(WebSpec(seed=21, hosts=12, pages_mean=12)) as web:
+        resolve = web.write_resolve_file(tmp_path / "resolve.txt")
+        done = subprocess.run(
+            _crawl_redis(redis_url, web.url(0, 0), resolve, out, "--delay", "0"),
+            capture_output=True, text=True, timeout=300, check=False,
+        )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    crawl_id = done.stdout.strip()
+    data = status(redis_url, crawl_id)
+    dirs = [Path(w["out"]) for w in data["workers"]]
+    crawled = _crawled(dirs)
+    edges = _file_edges(dirs, crawled)
+    live = json.loads((out / "graph" / crawl_id / "stats.json").read_text())
+    assert live["final"] is True
+    assert (live["nodes"], live["edges"]) == (len(crawled), len(edges)) and len(edges) > 100
+    assert data["graph"]["nodes"] == len(crawled)
+
+
+def test_crawl_redis_with_live_graph_stopped_by_sigint_keeps_every_page(
+    tmp_path: Path, redis_url: str
+) -> None:
+    """^C to `crawl --redis … --live-graph`: the workers stop, then the graph consumer reads
+    what they sent and writes its final statistics: every page the workers logged is in."""
+    out = tmp_path / "out"
+    with serve_in_thread(WebSpec(seed=22, hosts=20, pages_mean=30)) as web:
+        resolve = web.write_resolve_file(tmp_path / "resolve.txt")
+        crawl = subprocess.Popen(
+            _crawl_redis(redis_url, web.url(0, 0), resolve, out, "--delay", "0.05"),
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )  # fmt: skip
+        try:
+            wait_for(
+                "40 pages logged",
+                lambda: len(_crawled(sorted(out.glob("w*")))) >= 40,
+                120,
+            )
+            crawl.send_signal(signal.SIGINT)
+            stdout, stderr = crawl.communicate(timeout=300)
+        finally:
+            if crawl.poll() is None:
+                crawl.kill()
+                crawl.wait()
+    assert crawl.returncode == 130, stderr
+    crawl_id = stdout.strip()
+    dirs = [Path(w["out"]) for w in status(redis_url, crawl_id)["workers"]]
+    crawled = _crawled(dirs)
+    live = json.loads((out / "graph" / crawl_id / "stats.json").read_text())
+    assert live["final"] is True
+    assert live["nodes"] == len(crawled) >= 40
+    assert live["edges"] == len(_file_edges(dirs, crawled))

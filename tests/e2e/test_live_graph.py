@@ -6,6 +6,8 @@ after a resume (the live graph seeded with the earlier run's pages)."""
 from __future__ import annotations
 
 import json
+import os
+import signal
 import subprocess
 import sys
 import time
@@ -139,3 +141,114 @@ def _first_url(out: Path) -> str:
             url: str = record["url"]
             return url
     raise AssertionError("no seed fetched")
+
+
+_NO_NUMPY_CRAWL = """
+import sys
+from pathlib import Path
+sys.path.insert(0, {helpers!r})
+from _crawl_helpers import crawl_settings
+from gossamer.engine.run import run_crawl
+from gossamer.testing import WebSpec, serve_in_thread
+tmp = Path({tmp!r})
+with serve_in_thread(WebSpec(seed=5, hosts=4, pages_mean=8)) as web:
+    web.write_resolve_file(tmp / "resolve.txt")
+    settings = crawl_settings(tmp, tmp / "crawl", web.url(0, 0), workers=2, live_graph=True)
+    code = run_crawl(settings)
+print(code, "numpy" in sys.modules, "scipy" in sys.modules)
+"""
+
+
+def test_the_crawls_own_process_imports_no_numpy(tmp_path: Path) -> None:
+    """The statistics are a child's work: the crawl (here a pool's parent, which forks its
+    workers) never imports numpy or scipy, yet its live statistics are written."""
+    script = _NO_NUMPY_CRAWL.format(helpers=str(Path(__file__).parent), tmp=str(tmp_path))
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["0", "False", "False"], done.stderr
+    live = _live(tmp_path / "crawl")
+    assert live["final"] is True and live["nodes"] > 10
+
+
+def _crawl_cmd(out: Path, resolve: Path, seed: str) -> list[str]:
+    return [
+        sys.executable, "-m", "gossamer", "crawl", seed, "-o", str(out), "--scope", "all",
+        "--resolve-file", str(resolve), "--allow-private", "--delay", "0", "--concurrency", "8",
+        "--workers", "2", "--live-graph", "-q",
+    ]  # fmt: skip
+
+
+def _wait_for_lines(proc: subprocess.Popen[bytes], path: Path, lines: int) -> None:
+    """Until `path` holds `lines` lines (a state, not a time), within 60 s."""
+    deadline = time.monotonic() + 60
+    while proc.poll() is None and time.monotonic() < deadline:
+        if path.exists() and path.read_bytes().count(b"\n") >= lines:
+            return
+        time.sleep(0.02)
+    raise AssertionError(f"{path} never held {lines} lines while the crawl ran")
+
+
+def _followers_of(out: Path) -> list[int]:
+    """The live-graph children following `out` (their command line names it)."""
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                argv = (entry / "cmdline").read_bytes().split(b"\0")
+            except OSError:
+                continue
+            if b"gossamer.graph._follow" in argv and str(out).encode() in argv:
+                pids.append(int(entry.name))
+    return pids
+
+
+_BIG = WebSpec(seed=9, hosts=100, pages_mean=150, profile="clean")  # outlasts the waits
+
+
+def test_a_crawl_stopped_by_a_terminals_sigint_writes_its_final_statistics(
+    tmp_path: Path,
+) -> None:
+    """^C reaches the crawl's whole process group; the follower has its own session, so it
+    outlives the crawl's stop and writes the final statistics of what was crawled."""
+    out = tmp_path / "crawl"
+    with serve_in_thread(_BIG) as web:
+        resolve = web.write_resolve_file(tmp_path / "resolve.txt")
+        proc = subprocess.Popen(
+            _crawl_cmd(out, resolve, web.url(0, 0)), start_new_session=True,
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )  # fmt: skip
+        try:
+            _wait_for_lines(proc, out / "crawl.log.jsonl", 300)
+            os.killpg(proc.pid, signal.SIGINT)
+            assert proc.wait(timeout=120) == 130
+        finally:
+            proc.kill()
+            proc.wait()
+    live, files = _live(out), graph_stats_json(out)
+    assert live["final"] is True and live["nodes"] >= 100
+    assert {k: live[k] for k in _KEYS} == {k: files[k] for k in _KEYS}
+    assert not _followers_of(out)
+
+
+def test_the_follower_exits_when_its_crawl_is_killed(tmp_path: Path) -> None:
+    out = tmp_path / "crawl"
+    with serve_in_thread(_BIG) as web:
+        resolve = web.write_resolve_file(tmp_path / "resolve.txt")
+        proc = subprocess.Popen(
+            _crawl_cmd(out, resolve, web.url(0, 0)), start_new_session=True,
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )  # fmt: skip
+        try:
+            _wait_for_lines(proc, out / "crawl.log.jsonl", 300)
+            assert _followers_of(out)
+        finally:
+            os.killpg(proc.pid, signal.SIGKILL)  # the crawl and its workers, not the follower
+            proc.wait()
+    deadline = time.monotonic() + 60
+    while _followers_of(out) and time.monotonic() < deadline:  # its stdin closed: it exits
+        time.sleep(0.05)
+    assert not _followers_of(out)
+    stats = out / "graph" / "stats.json"
+    assert not stats.exists() or json.loads(stats.read_text())["final"] is False

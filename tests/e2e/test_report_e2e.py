@@ -31,8 +31,8 @@ def printed(out: Path, capsys: pytest.CaptureFixture[str]) -> tuple[dict[str, in
     for key, pattern in (
         ("pages", r"^  pages +([\d,]+) "),
         ("runs", r"^  runs +(\d+)$"),
-        ("nodes", r"^  graph +([\d,]+) nodes"),
-        ("edges", r"^  graph +[\d,]+ nodes, ([\d,]+) edges"),
+        ("nodes", r"^  link files +([\d,]+) URLs"),
+        ("edges", r"^  link files +[\d,]+ URLs, ([\d,]+) links"),
     ):
         match = re.search(pattern, text, re.MULTILINE)
         numbers[key] = int(match.group(1).replace(",", "")) if match else None

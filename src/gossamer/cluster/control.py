@@ -25,7 +25,7 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import IO, Any, cast
+from typing import IO, Any, Final, cast
 
 from ..config import CrawlSettings
 from ..engine.progress import ProgressDisplay, WorkersProgress
@@ -204,39 +204,85 @@ def _run_attached(
     are in place (`run_engine`), so a stop forwarded while it starts (connecting, joining
     the member list) ends it cleanly instead of by the default action."""
     out.mkdir(parents=True, exist_ok=True)
-    procs: list[subprocess.Popen[bytes]] = []
-    stopped: list[int] = []
-    asked: set[int] = set()  # the workers sent SIGTERM: each is asked once
-    hurried: set[int] = set()  # … and once more: they abandon their requests in flight
+    # --live-graph: the crawl's graph consumer beside the workers, started first (in its own
+    # session, with the signals a stop uses not held: it stops when told below)
+    follower = _start_follower(url, record, out) if record.settings.get("live_graph") else None
+    try:
+        procs: list[subprocess.Popen[bytes]] = []
+        stopped: list[int] = []
+        asked: set[int] = set()  # the workers sent SIGTERM: each is asked once
+        hurried: set[int] = set()  # … and once more: they abandon their requests in flight
 
-    def forward(signum: int, _frame: object) -> None:
-        # as a pool's parent (engine.pool._supervise): the same signal again is forwarded
-        # again, and a worker that gets its SIGTERM twice abandons its requests in flight
-        repeated = signum in stopped
-        stopped.append(signum)
-        ask_to_stop(procs, hurried if repeated else asked, _attached_alive)
+        def forward(signum: int, _frame: object) -> None:
+            # as a pool's parent (engine.pool._supervise): the same signal again is forwarded
+            # again, and a worker that gets its SIGTERM twice abandons its requests in flight
+            repeated = signum in stopped
+            stopped.append(signum)
+            ask_to_stop(procs, hurried if repeated else asked, _attached_alive)
 
-    with hold_stop_signals():
-        previous = {sig: signal.signal(sig, forward) for sig in STOP_SIGNALS}
-        try:
+        with hold_stop_signals():
+            previous = {sig: signal.signal(sig, forward) for sig in STOP_SIGNALS}
             try:
-                for _ in range(n):
-                    cmd = worker_command(url, record.id, out)
-                    procs.append(
-                        subprocess.Popen(cmd, stdin=subprocess.DEVNULL, env=worker_env(url))
-                    )
-            except BaseException:
-                ask_to_stop(procs, asked, _attached_alive)  # no worker left crawling unattended
-                raise
-            signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)  # a held stop: forward it
-            _watch(client, record, procs, progress, stopped)
-        finally:
-            for sig, handler in previous.items():
-                signal.signal(sig, handler)
-    codes = [p.wait() for p in procs]
+                try:
+                    for _ in range(n):
+                        cmd = worker_command(url, record.id, out)
+                        procs.append(
+                            subprocess.Popen(cmd, stdin=subprocess.DEVNULL, env=worker_env(url))
+                        )
+                except BaseException:
+                    ask_to_stop(procs, asked, _attached_alive)  # no worker left crawling unattended
+                    raise
+                signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)  # a held stop: forward it
+                _watch(client, record, procs, progress, stopped)
+            finally:
+                for sig, handler in previous.items():
+                    signal.signal(sig, handler)
+        codes = [p.wait() for p in procs]
+    finally:
+        if follower is not None:
+            _end_follower(follower, out)
     if stopped:
         return Exit.INTERRUPTED if stopped[0] == signal.SIGINT else Exit.TERMINATED
     return next((c if c >= 0 else 128 - c for c in codes if c != 0), Exit.OK)
+
+
+#: how long the workers' parent waits for the graph consumer's last statistics
+FOLLOWER_END_S: Final = 300.0
+
+
+def _start_follower(url: str, record: CrawlRecord, out: Path) -> subprocess.Popen[bytes]:
+    """`gossamer graph follow` for this crawl, its state (journal, stats.json) in
+    `out/graph/<crawl id>/`, its summary line in `out/graph/follow.log`."""
+    state = out / "graph"
+    state.mkdir(parents=True, exist_ok=True)
+    cmd = [sys.executable, "-m", "gossamer", "graph", "follow", "--crawl", record.id]
+    with (state / "follow.log").open("ab") as log:
+        return subprocess.Popen(
+            [*cmd, "--state", str(state)],
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,  # a terminal's ^C is for the workers; it is told below
+            env=worker_env(url),
+        )
+
+
+def _end_follower(follower: subprocess.Popen[bytes], out: Path) -> None:
+    """The workers are gone: the consumer reads what the stream holds, writes its final
+    statistics and exits (its SIGTERM: `graph follow`). A crawl that finished ends it by
+    itself; a stopped one (^C) is resumed later and a consumer started again then replays
+    its journal."""
+    if follower.poll() is None:
+        follower.send_signal(signal.SIGTERM)
+    try:
+        code = follower.wait(timeout=FOLLOWER_END_S)
+    except subprocess.TimeoutExpired:
+        follower.kill()
+        code = follower.wait()
+    if code != 0:
+        _log.warning(
+            f"the crawl's graph consumer exited with {code} (see {out / 'graph' / 'follow.log'})"
+        )
 
 
 def _attached_alive(p: subprocess.Popen[bytes]) -> bool:

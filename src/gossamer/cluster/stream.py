@@ -26,7 +26,9 @@ from __future__ import annotations
 import json
 import logging
 import os
+import signal
 import struct
+import threading
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Executor, Future
 from dataclasses import dataclass
@@ -214,12 +216,13 @@ def follow(
     block_ms: int = 500,
     until_ended: bool = True,
     on_batch: Callable[[GraphApplier], None] | None = None,
+    stop: threading.Event | None = None,
 ) -> FollowResult:
     """Apply the page events of crawl `crawl` to `graph` until the crawl has ended
     (`finished` or `stopped`) and every event is applied (with `until_ended` False: until
-    the stream has nothing more now). `state`: the consumer's directory (its journal);
-    `consumer`: its name in the group. `on_batch(applier)` runs after each batch (the
-    place for periodic statistics)."""
+    the stream has nothing more now; once `stop` is set: the same, within `block_ms`).
+    `state`: the consumer's directory (its journal); `consumer`: its name in the group.
+    `on_batch(applier)` runs after each batch (the place for periodic statistics)."""
     keys = Keys(crawl)
     ensure_group(client, keys)
     journal_path = state / JOURNAL
@@ -265,6 +268,8 @@ def follow(
                 break
         ended_seen = False
         while True:
+            if stop is not None and stop.is_set():
+                until_ended = False  # drain what the stream holds now, then return
             if until_ended and not ended_seen:
                 # read before the last poll: once ended, every event is in the stream
                 ended_seen = _crawl_state(client, keys) in ("finished", "stopped")
@@ -311,10 +316,25 @@ def follow_main(
             client.set(keys.graph_stats, json.dumps(stats, default=str))
 
         graph = LiveGraph(state / record.id / "stats.json", on_write=publish)
+        stop = threading.Event()
+
+        def finish(signum: int, _frame: object) -> None:
+            # the first SIGINT/SIGTERM: read what the stream holds, write the final
+            # statistics, exit 0 (the journal keeps the rest for a restart); a second one
+            # stops at once
+            if stop.is_set():
+                signal.signal(signum, signal.SIG_DFL)
+                os.kill(os.getpid(), signum)
+            stop.set()
+
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(sig, finish)
         try:
             (state / record.id).mkdir(parents=True, exist_ok=True)
             with graph:
-                result = follow(client, record.id, graph, state / record.id, consumer=consumer)
+                result = follow(
+                    client, record.id, graph, state / record.id, consumer=consumer, stop=stop
+                )
         except OSError as exc:  # the state directory: not writable, full
             _log.error(f"cannot write the consumer's journal in {state}: {exc}")
             return Exit.USAGE if isinstance(exc, PermissionError) else Exit.IOERR

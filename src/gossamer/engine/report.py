@@ -536,8 +536,10 @@ def print_report(out: Path, *, as_json: bool = False) -> int:
     print(f"  crawl log    {log['lines']} lines; outcomes {_kv(log['outcomes'])}")
     print(f"  warc         {report['warc']['files']} files, {report['warc']['bytes']:,} bytes")
     g = report["graph"]
+    # two graphs: the link files name every URL met (crawled or not), the web graph's nodes
+    # are the pages crawled with 2xx/3xx (docs/graph.md, "What a node is")
     print(
-        f"  graph        {g['nodes']:,} nodes, {g['edges']:,} edges "
+        f"  link files   {g['nodes']:,} URLs, {g['edges']:,} links "
         f"({len(g['parts'])} part(s): {', '.join(p or 'single' for p in g['parts']) or '-'})"
     )
     if report.get("graph_stats"):

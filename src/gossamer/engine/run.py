@@ -27,6 +27,8 @@ import logging
 import os
 import signal
 import sqlite3
+import subprocess
+import sys
 import time
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import AbstractAsyncContextManager, contextmanager
@@ -180,7 +182,7 @@ def run_crawl(
             began = time.time()
             with contextlib.ExitStack() as stack:
                 if feed is None and settings.sinks.live_graph:
-                    feed = stack.enter_context(_live_graph(out, resume=resume))
+                    stack.enter_context(_live_graph(out))
                 if workers > 1:
                     code = run_pool(
                         settings, workers, resume=resume, progress=progress,
@@ -199,17 +201,29 @@ def run_crawl(
 
 
 @contextlib.contextmanager
-def _live_graph(out: Path, *, resume: bool) -> Iterator[GraphFeed]:
-    """The crawl's live graph (gossamer.graph.LiveGraph: its statistics in
-    `out/graph/stats.json`), fed by the crawl's page events; a resumed crawl's seeded with
-    the pages of its earlier runs first. The final statistics are written on leaving."""
-    from ..graph import LiveGraph  # (numpy and scipy: only for a crawl that keeps it)
-
-    live = LiveGraph(out / "graph" / "stats.json")
-    if resume:
-        live.seed_from(out)
-    with live, GraphFeed(live) as feed:
-        yield feed
+def _live_graph(out: Path) -> Iterator[None]:
+    """The crawl's live graph: its statistics in `out/graph/stats.json`, computed by a child
+    process from the crawl's files (gossamer/graph/_follow.py: a resumed crawl's earlier runs
+    included), so this process does nothing per page for it and imports no numpy (a pool's
+    workers fork from it). On leaving, the crawl's files closed, it asks for the final
+    statistics and waits for them."""
+    argv = [sys.executable, "-m", "gossamer.graph._follow", str(out)]
+    interval = os.environ.get("GOSSAMER_LIVE_GRAPH_INTERVAL")  # (tests: a quicker refresh)
+    if interval:
+        argv += ["--interval", interval]
+    child = subprocess.Popen(argv, stdin=subprocess.PIPE, start_new_session=True)
+    assert child.stdin is not None
+    try:
+        yield
+    finally:
+        try:
+            child.stdin.write(b"end\n")  # (gossamer.graph._follow.END)
+            child.stdin.close()
+        except OSError:
+            pass  # (it died: its exit status says so below)
+        code = child.wait()
+        if code != 0:  # (its reason is on its stderr; the crawl's own exit status stands)
+            _log.warning(f"the live graph's final statistics for {out} failed (exit {code})")
 
 
 def write_cdx_index(out: Path, code: int) -> int:

@@ -6,8 +6,10 @@
 - `distance_statistics` (`_distances.py`): average distance, effective diameter and diameter,
   exact or estimated; `statistics_of` passes it to `graph_statistics`.
 - `write_graph` (`_export.py`): edge list, DIMACS or GraphML.
-- `LiveGraph` (`_live.py`): a running crawl's OnlineGraph and its statistics, written to
-  `DIR/graph/stats.json` every few seconds and at the end.
+- `LiveGraph` (`_live.py`): an OnlineGraph fed page events and its statistics, written every
+  few seconds and at the end (`gossamer graph follow`, a cluster crawl's live graph).
+- `_follow.py`: an embedded crawl's live graph (`--live-graph`), a child process reading the
+  crawl's files; its statistics in `DIR/graph/stats.json`.
 
 What a node and an edge are, and what each figure means: docs/graph.md.
 """

@@ -1,6 +1,8 @@
-"""The live graph of a running embedded crawl: its pages applied to an `OnlineGraph` as they
-are recorded, and the graph's statistics written to `DIR/graph/stats.json` every few seconds
-and at the end (docs/graph.md, "The live graph").
+"""A live graph fed page events: the pages applied to an `OnlineGraph` as they are recorded,
+and the graph's statistics written to a file every few seconds and at the end. `gossamer graph
+follow` keeps a cluster crawl's this way (cluster/stream.py), and a caller may feed one to
+`run_crawl(feed=GraphFeed(live))`; an embedded crawl's `--live-graph` reads the crawl's files
+in a child process instead (graph/_follow.py: docs/graph.md, "The live graph").
 
     live = LiveGraph(out / "graph" / "stats.json")
     live.seed_from(out)              # a resumed crawl: the pages of its earlier runs

@@ -26,6 +26,7 @@ import json
 import os
 import re
 import warnings
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -226,23 +227,36 @@ def _crawled_urls(directory: Path) -> list[str]:
     urls: dict[str, None] = {}
     for log in logs:
         with open(log, "rb") as f:
-            for raw in f:
-                try:
-                    record = json.loads(raw)
-                except ValueError:
-                    continue  # a line torn by a kill
-                if not isinstance(record, dict) or record.get("depth") is None:
-                    continue
-                status, url = record.get("status"), record.get("url")
-                if isinstance(status, int) and is_node_status(status) and isinstance(url, str):
-                    urls[url] = None
+            urls.update(dict.fromkeys(node_urls(f)))
     return list(urls)
+
+
+def node_urls(lines: Iterable[bytes]) -> Iterator[str]:
+    """The URLs of crawl log lines that make nodes: fetched as a page (depth not null) with
+    status 200–399; lines that are not JSON objects (torn by a kill) are skipped."""
+    for raw in lines:
+        try:
+            record = json.loads(raw)
+        except ValueError:
+            continue  # a line torn by a kill
+        if not isinstance(record, dict) or record.get("depth") is None:
+            continue
+        status, url = record.get("status"), record.get("url")
+        if isinstance(status, int) and is_node_status(status) and isinstance(url, str):
+            yield url
 
 
 def _edge_part(path: Path) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
     """(src ids, dst ids) of one graph/edges*.tsv part: header and a torn last line skipped."""
     data = path.read_bytes()
-    data = data[: data.rfind(b"\n") + 1]
+    return edge_lines(data[: data.rfind(b"\n") + 1], path)
+
+
+def edge_lines(
+    data: bytes, path: Path
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """(src ids, dst ids) of whole `src<TAB>dst<TAB>kind` lines of a graph part (its header
+    line skipped when `data` starts with it). ValueError naming `path` for other lines."""
     if data.startswith(b"src\t"):
         data = data[data.find(b"\n") + 1 :]
     tokens = data.split()
@@ -283,6 +297,17 @@ def load_crawl_dir(directory: Path) -> LoadedGraph:
     urls = _crawled_urls(directory)
     ids = np.array(sorted({node_id(u) for u in urls}), dtype=np.int64)
     src, dst = edge_parts(directory)
+    adj, pending = crawl_graph(ids, src, dst)
+    return LoadedGraph(adj=adj, ids=ids, pending=pending, source=str(directory))
+
+
+def crawl_graph(
+    ids: npt.NDArray[np.int64], src: npt.NDArray[np.int64], dst: npt.NDArray[np.int64]
+) -> tuple[sp.csr_array, int]:
+    """(adjacency, pending) of a crawl whose nodes are the sorted graph ids `ids` and whose
+    graph parts hold the arcs (src, dst): the arcs between two nodes (self-loops dropped) and
+    the number of distinct arcs from a node to a page not crawled. Shared by `graph stats DIR`
+    and the live graph's follower (graph/_follow.py), so their figures agree."""
     n = len(ids)
     si = np.searchsorted(ids, src).clip(0, max(n - 1, 0))
     di = np.searchsorted(ids, dst).clip(0, max(n - 1, 0))
@@ -294,6 +319,4 @@ def load_crawl_dir(directory: Path) -> LoadedGraph:
     if waiting.any():
         pairs = np.unique(np.stack([src[waiting], dst[waiting]], axis=1), axis=0)
         pending = len(pairs)
-    return LoadedGraph(
-        adj=adjacency(n, si[keep], di[keep]), ids=ids, pending=pending, source=str(directory)
-    )
+    return adjacency(n, si[keep], di[keep]), pending
