@@ -146,6 +146,23 @@ def test_algorithm_validates_on_generated_graphs(name: str, kind: str) -> None:
         check_apsd(make, n, edges, threshold=threshold)
 
 
+class AlwaysGathers(Algorithm2):
+    gather_below = 10**9  # the pruned (gathered columns) update on every insertion
+
+
+class NeverGathers(Algorithm2):
+    gather_below = 0  # whole rows, as Algorithm 1, after the early stop
+
+
+@pytest.mark.parametrize("variant", [AlwaysGathers, NeverGathers])
+def test_both_updates_of_algorithm2(variant: Callable[[int], APSDAlgorithm]) -> None:
+    # The graphs above (n ≤ 60) never have fewer than nc / 64 changed columns.
+    rng = np.random.default_rng(5)
+    for kind in KINDS.values():
+        for _ in range(GRAPHS_PER_KIND // 2):
+            check_apsd(variant, *kind(rng))
+
+
 @pytest.mark.parametrize("name", sorted(APSD))
 def test_every_intermediate_answer_of_a_singular_algorithm(name: str) -> None:
     info, make = apsd_named(name)
