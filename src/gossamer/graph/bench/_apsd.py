@@ -44,7 +44,10 @@ edges, per insertion sequence:
 (fewer bytes per row operation: the row updates are memory bound). Ausiello's algorithm is
 pointer chasing over trees, one vertex at a time, so its matrices are Python lists of lists
 (a list item is read in ~20 ns, a numpy scalar in ~100 ns) and its trees dicts of sets: its
-cost is the number of tree nodes it visits, as the algorithm's is.
+cost is the number of tree nodes it visits, as the algorithm's is. Its memory is the trees':
+a random graph of 1000 vertices and 4000 edges (970 251 reachable pairs) took 513 MB more
+peak RSS, against 2 MB for Algorithm 1's int16 matrix (SPAWC saw 31 % of memory against
+1.1 %).
 """
 
 from __future__ import annotations
@@ -247,7 +250,7 @@ class BatchBFS(_BFSRecompute):
 @register_apsd(
     "ausiello",
     "Ausiello et al. 1991: DESC/ANC minimal-path trees, FORWARD/BACKWARD, pruned (iterative)",
-    max_n=3000,
+    max_n=2000,  # ~0.5 kB per reachable pair (module docstring): 2 GB when all 2000² are
 )
 class Ausiello:
     """Ausiello, Italiano, Marchetti-Spaccamela and Nanni's incremental algorithm for unit
