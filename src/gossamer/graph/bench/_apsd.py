@@ -250,7 +250,7 @@ class BatchBFS(_BFSRecompute):
 @register_apsd(
     "ausiello",
     "Ausiello et al. 1991: DESC/ANC minimal-path trees, FORWARD/BACKWARD, pruned (iterative)",
-    max_n=2000,  # ~0.5 kB per reachable pair (module docstring): 2 GB when all 2000² are
+    max_n=2000,  # ~0.5 kB per reachable pair (module docstring): 2 GB for 2000² of them
 )
 class Ausiello:
     """Ausiello, Italiano, Marchetti-Spaccamela and Nanni's incremental algorithm for unit
