@@ -13,6 +13,7 @@ from gossamer.graph.bench import APSD, APSDAlgorithm, apsd_named, names, referen
 from gossamer.graph.bench._apsd import (
     Algorithm1,
     Algorithm2,
+    Ausiello,
     Matrix,
     _sentinel,
     ausiello_sequence,
@@ -258,3 +259,36 @@ def test_distance_matrix_type_and_sentinel() -> None:
     for dtype, inf in (_sentinel(10), _sentinel(20000)):
         # a min-plus step adds two sentinels: it must not wrap around
         assert int(np.iinfo(dtype).max) >= 2 * inf
+
+
+def test_ausiello_keeps_its_minimal_path_trees() -> None:
+    """After each graph, DESC(x) and ANC(y) are minimal-path trees: FORWARD[x][y] is a vertex
+    one step closer to x with an edge to y, BACKWARD[y][x] one with an edge from x one step
+    closer to y, and the children sets are exactly the inverse of those pointers."""
+    rng = np.random.default_rng(13)
+    for kind in KINDS.values():
+        for _ in range(5):
+            n, edges = kind(rng)
+            alg = Ausiello(n)
+            for src, tgt in edges:
+                alg.add_edge(src, tgt)
+            d = alg._d
+            for x in range(n):
+                desc_children: dict[int, set[int]] = {}
+                for y in range(n):
+                    if x == y or d[x][y] >= n:
+                        assert alg._forward[x][y] == -1 and alg._backward[y][x] == -1
+                        continue
+                    p = alg._forward[x][y]
+                    assert d[x][p] + 1 == d[x][y] and d[p][y] == 1
+                    desc_children.setdefault(p, set()).add(y)
+                    h = alg._backward[y][x]
+                    assert d[h][y] + 1 == d[x][y] and d[x][h] == 1
+                assert {k: v for k, v in alg._desc[x].items() if v} == desc_children
+            for y in range(n):
+                want: dict[int, set[int]] = {}
+                for x in range(n):
+                    h = alg._backward[y][x]
+                    if h != -1:
+                        want.setdefault(h, set()).add(x)
+                assert {k: v for k, v in alg._anc[y].items() if v} == want
