@@ -5,6 +5,7 @@ references (scipy)."""
 
 from __future__ import annotations
 
+from . import _apsd  # noqa: F401  (registers the APSD algorithms)
 from ._api import (
     APSD,
     FAMILIES,
