@@ -219,7 +219,7 @@ def _one_trial(
             elif not proc.is_alive() and not parent_end.poll(0):
                 return _died(proc), None
         if message is None:
-            return Trial(None, None, "timeout"), None
+            return Trial(None, None, "timeout", f"stopped after {timeout:g} s"), None
         kind, seconds, memory, payload = message
         if kind == "error":
             return Trial(None, None, "error", str(payload)), None
