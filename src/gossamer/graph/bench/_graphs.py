@@ -18,9 +18,13 @@ _api.py). `graph_source(text)` is the one entry point: a file path, or a spec:
   3.2 arcs per vertex, as Georgia's 3.2 (Idaho's 2.6); edges in source order, as a DIMACS
   file lists them;
 - `web:N[:FILE]`: the first N pages of a crawl of a real web graph (default the repository's
-  tests/data/graphs/cnr-2000.edges.tsv.gz), breadth-first from page 0, and the links among
-  them in the order a crawler finds them (page by page in crawl order, each page's links in
-  file order); vertices numbered in crawl order;
+  tests/data/graphs/cnr-2000.edges.tsv.gz), breadth-first from page 0; a frontier that runs
+  dry goes on from the first page not seen, as a crawler given its next seed (in cnr-2000,
+  page 0 reaches 311 pages; the ids are in URL order, so the next page is a neighbour). The
+  links among those pages come in the order a crawler finds them: page by page in crawl
+  order, each page's links in file order; vertices are numbered in crawl order. (A seed with
+  many links, such as cnr-2000's largest hub, would make the first few thousand pages a star
+  of its children: no graph to benchmark.)
 - `sanity:1|2|3`: small graphs of the sizes of SPAWC's sc1 (8 vertices, 11 edges), sc2 (8, 14)
   and sc3 (4, 6). Their edges are not in the seed (only their sizes are), so these are
   hand-written graphs of those sizes, each with a cycle, a repeated edge or a self-loop, and
