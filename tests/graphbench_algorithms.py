@@ -5,13 +5,17 @@ the CLI and `reproduce` are tested with them before (and independently of) the r
 - `test-broken`: forgets the last edge inserted (wrong whenever that edge matters);
 - `test-slow`: sleeps 0.2 s per edge (any graph of 20+ edges passes a 2 s timeout);
 - `test-batch` (batch): works only in flush(), which the harness must call at the end;
-- `test-raises`: raises in add_edge.
+- `test-raises`: raises in add_edge;
+- `test-hog`: the reference, holding 64 MiB it has written to (the memory measurement's check);
+- `test-small`: the reference, registered with max_n = 4.
 Names start with `test-` so that they never clash with the real algorithms' names.
 """
 
 from __future__ import annotations
 
 import time
+
+import numpy as np
 
 from gossamer.graph.bench import (
     reference_components,
@@ -92,9 +96,20 @@ class Raises(Reference):
         raise RuntimeError("deliberately broken add_edge")
 
 
+HOG_BYTES = 64 * 2**20
+
+
+class Hog(Reference):
+    def __init__(self, n: int) -> None:
+        super().__init__(n)
+        self.ballast = np.ones(HOG_BYTES, dtype=np.uint8)  # written: resident
+
+
 for _register in (register_apsd, register_scc):
     _register("test-reference", "test only: the scipy reference")(Reference)
     _register("test-broken", "test only: forgets the last edge")(Broken)
     _register("test-slow", "test only: sleeps per edge")(Slow)
     _register("test-batch", "test only: works in flush()", batch=True)(Batch)
     _register("test-raises", "test only: raises in add_edge")(Raises)
+    _register("test-hog", "test only: holds 64 MiB")(Hog)
+    _register("test-small", "test only: max_n 4", max_n=4)(Reference)

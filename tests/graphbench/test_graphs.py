@@ -7,6 +7,7 @@ import gzip
 import importlib.util
 import math
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -36,16 +37,16 @@ def test_ninth_challenge_gr_file_is_read_in_order_one_based_weights_ignored() ->
 
 @pytest.mark.parametrize("writer", [write_dimacs, write_edgelist])
 def test_round_trip_keeps_n_order_repeats_self_loops_and_isolated_vertices(
-    tmp_path: Path, writer: object
+    tmp_path: Path, writer: Callable[..., None]
 ) -> None:
     edges = [(3, 1), (1, 3), (3, 1), (2, 2), (0, 5), (5, 0), (0, 5)]  # 4 and 6 isolated
     seq = EdgeSequence(7, edges, "mixed")
     out = tmp_path / "g.txt"
-    writer(seq, out)  # type: ignore[operator]
+    writer(seq, out)
     back = graph_source(str(out))
     assert (back.n, back.edges) == (7, edges)
     big = graph_source("sparse:300:900:seed=4")
-    writer(big, out, force=True)  # type: ignore[operator]
+    writer(big, out, force=True)
     again = graph_source(str(out))
     assert (again.n, again.edges) == (big.n, big.edges)
 

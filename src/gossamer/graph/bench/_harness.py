@@ -49,7 +49,7 @@ from ._api import (
 )
 from ._graphs import EdgeSequence
 
-__all__ = ["SHOW_MAX_N", "RunResult", "Trial", "format_answer", "run", "run_all"]
+__all__ = ["SHOW_MAX_N", "RunResult", "Trial", "feed", "format_answer", "run", "run_all"]
 
 Status = Literal["ok", "timeout", "failed", "error", "too big"]
 SHOW_MAX_N = 30  # `--show` prints an n × n matrix: wider than a terminal beyond this
@@ -151,29 +151,37 @@ def _peak_rss() -> int:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # KiB on Linux
 
 
+def feed(alg: Any, edges: list[tuple[int, int]], threshold: int) -> None:
+    """Insert `edges` in order, `flush()` after every `threshold` of them (0: never) and at
+    the end unless the last edge was just flushed, as SPAWC's gbench does with a batch
+    threshold ("executed one last time" when the count is not a multiple of it)."""
+    add, flush = alg.add_edge, alg.flush
+    if threshold > 0:
+        for i, (src, tgt) in enumerate(edges, 1):
+            add(src, tgt)
+            if i % threshold == 0:
+                flush()
+        if edges and len(edges) % threshold == 0:
+            return
+    else:
+        for src, tgt in edges:
+            add(src, tgt)
+    flush()
+
+
 def _child(
     conn: Connection, family: Family, algorithm: str, seq: EdgeSequence, threshold: int,
     send_answer: bool,
 ) -> None:  # fmt: skip
     """A trial, in the child: build, insert, flush, and send (seconds, memory, answer)."""
     try:
-        make, batch, _ = _factory(family, algorithm)
+        make, batch, _ = _factory(family, algorithm)  # batch: only they get flush() midway
         _reset_peak()
         baseline = _status_kib("VmRSS")
         base = baseline * 1024 if baseline is not None else _peak_rss()
-        step = threshold if batch and threshold > 0 else 0
         start = time.perf_counter()
         alg = make(seq.n)
-        add, flush = alg.add_edge, alg.flush
-        if step:
-            for i, (src, tgt) in enumerate(seq.edges, 1):
-                add(src, tgt)
-                if i % step == 0:
-                    flush()
-        else:
-            for src, tgt in seq.edges:
-                add(src, tgt)
-        flush()
+        feed(alg, seq.edges, threshold if batch else 0)
         seconds = time.perf_counter() - start
         memory = max(0, _peak_rss() - base)
         answer = None
@@ -340,8 +348,8 @@ def format_answer(family: Family, answer: npt.NDArray[Any]) -> str:
     prints them."""
     if family == "apsd":
         n = answer.shape[0]
-        width = max(2, len(str(n - 1)), *(len(_num(x)) for x in answer.ravel())) if n else 2
         cells = [[("-" if math.isinf(x) else _num(x)) for x in row] for row in answer.tolist()]
+        width = max(2, len(str(n - 1)), *(len(c) for row in cells for c in row)) if n else 2
         header = " " * width + " " + " ".join(f"{v:>{width}}" for v in range(n))
         lines = [header] + [
             f"{u:>{width}} " + " ".join(f"{c:>{width}}" for c in row) for u, row in enumerate(cells)
