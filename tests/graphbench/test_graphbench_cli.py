@@ -158,3 +158,16 @@ def test_reproduce_quick_writes_tables_and_plots(tmp_path: Path) -> None:
     results = json.loads((out / "results.json").read_text())
     assert {r["family"] for r in results} == {"apsd", "scc"}
     assert all(r["validated"] is not None for r in results if r["status"] in ("ok", "failed"))
+
+
+def test_docs_algorithm_table_is_the_registrys() -> None:
+    """docs/graphbench.md's table between its markers is `gossamer graphbench list
+    --markdown` of the product (no test-only algorithm): regenerate it when one is added."""
+    doc = (TESTS.parent / "docs" / "graphbench.md").read_text()
+    begin = "<!-- graphbench list --markdown: begin -->\n"
+    table = doc[doc.index(begin) + len(begin) : doc.index("<!-- graphbench list --markdown: end")]
+    done = subprocess.run(
+        [sys.executable, "-m", "gossamer", "graphbench", "list", "--markdown"],
+        capture_output=True, text=True, timeout=60, check=True,
+    )  # fmt: skip
+    assert table == done.stdout, "paste `gossamer graphbench list --markdown` into the doc"
