@@ -100,7 +100,9 @@ class EdgeSequence:
 
 def read_graph_file(path: Path) -> EdgeSequence:
     """A DIMACS file or an edge list (module docstring). ValueError (one line) on bad input."""
-    if path.is_dir() or not path.exists():
+    if path.is_dir():
+        raise ValueError(f"{path}: a directory, not a graph file")
+    if not path.exists():
         raise ValueError(f"{path}: no such file")
     data = _read_bytes(path)
     header = _dimacs_header(data)

@@ -29,6 +29,7 @@ import resource
 import statistics
 import time
 import traceback
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
@@ -209,7 +210,12 @@ def _one_trial(
         name=f"graphbench-{algorithm}",
         daemon=True,
     )
-    proc.start()
+    with warnings.catch_warnings():
+        # Python ≥ 3.12 warns when a process with threads forks (a lock held by another
+        # thread stays locked in the child); the child runs only the algorithm, numpy and
+        # the pipe, none of which another thread of ours holds
+        warnings.filterwarnings("ignore", r".*multi-threaded.*fork", DeprecationWarning)
+        proc.start()
     child_end.close()
     deadline = time.monotonic() + timeout
     try:
