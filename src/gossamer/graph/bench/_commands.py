@@ -25,12 +25,12 @@ def _seconds(value: float | None) -> str:
     return "-" if value is None else f"{value:.6f}"
 
 
-def _report_line(result: RunResult) -> str:
+def _report_line(result: RunResult, width: int = 16) -> str:
     memory = "-" if result.memory is None else f"{result.memory / 2**20:.1f} MiB"
     validation = {None: "not validated", True: "passed", False: "FAILED"}[result.validated]
     status = result.status if result.status != "failed" else "wrong answer"
     line = (
-        f"{result.algorithm:<16} {result.graph:<24} n={result.n:<6} m={result.m:<8} "
+        f"{result.algorithm:<{width}} {result.graph:<24} n={result.n:<6} m={result.m:<8} "
         f"trials={len(result.trials):<2} min={_seconds(result.min)} "
         f"mean={_seconds(result.mean)} stdev={_seconds(result.stdev)} memory={memory} "
         f"{status}, {validation}"
@@ -61,8 +61,9 @@ def run_command(args: argparse.Namespace) -> int:
         print(json.dumps([r.as_json() for r in results]))
     else:
         print(f"graph {seq.name}: {seq.n} vertices, {seq.m} edges, density {seq.density:.2%}")
+        width = max(16, *(len(r.algorithm) for r in results))
         for result in results:
-            print(_report_line(result))
+            print(_report_line(result, width))
             if args.show and result.answer is not None:
                 print(format_answer(family, result.answer))
     bad = [r for r in results if r.status in ("failed", "error")]
@@ -102,6 +103,7 @@ def list_command(args: argparse.Namespace) -> int:
     if args.markdown:
         print(list_markdown())
         return Exit.OK
+    width = max(16, *(len(name) for name in [*APSD, *SCC]))
     for family in FAMILIES:
         table = APSD if family == "apsd" else SCC
         print(f"{family}: {len(table)} algorithm(s)")
@@ -109,7 +111,7 @@ def list_command(args: argparse.Namespace) -> int:
             flags = (" [batch]" if info.batch else "") + (
                 f" [n <= {info.max_n}]" if info.max_n is not None else ""
             )
-            print(f"  {name:<16} {info.summary}{flags}")
+            print(f"  {name:<{width}} {info.summary}{flags}")
     return Exit.OK
 
 
