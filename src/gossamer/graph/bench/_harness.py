@@ -14,8 +14,8 @@ times, each trial in a child process so that a run past its timeout is stopped c
   parent does not count. Without /proc, `resource.getrusage`'s ru_maxrss is used instead
   (then inherited pages may count).
 - **Warm-up**: before both, the algorithm runs once on a 2-vertex graph, so that its lazy
-  imports and first-call allocations are not counted (they were 5–7 MiB and up to 40 ms for
-  the numpy algorithms at n = 8); the timeout's clock includes it.
+  imports and first-call allocations are not counted (the numpy algorithms showed 5–7 MiB at
+  n = 8 without it, 0.1 MiB with it); the timeout's clock includes it.
 - **Validation** (`validate`): the last trial's final answer is compared with the reference
   (`reference_distances` / `reference_components` of _api.py, scipy), computed in the parent;
   a difference makes the result `failed`, naming the cells or vertices that differ.
@@ -176,7 +176,7 @@ def feed(alg: Any, edges: list[tuple[int, int]], threshold: int) -> None:
 
 def _warm_up(make: Callable[[int], Any], family: Family) -> None:
     """Run the algorithm once on a 2-vertex graph, so that its lazy imports and first-call
-    allocations (5–7 MiB for a numpy or scipy algorithm's first call, measured) are not
+    allocations (5–7 MiB for a numpy algorithm at n = 8, measured) are not
     counted in the trial's time and memory."""
     alg = make(2)
     feed(alg, [(0, 1), (1, 0)], 0)
