@@ -659,6 +659,10 @@ def _add_graphbench(sub: Any) -> None:
         "--timeout", type=float, default=None, metavar="S",
         help="per trial (default 5, or 2 with --quick)",
     )  # fmt: skip
+    e.add_argument(
+        "--algorithm", nargs="+", metavar="NAME",
+        help="run these (in each family that has them) instead of SPAWC's figures' algorithms",
+    )  # fmt: skip
     e.set_defaults(func=_run_graphbench, action="reproduce")
 
 

@@ -120,6 +120,8 @@ def test_convert_spec_to_dimacs_to_edgelist_and_back(tmp_path: Path) -> None:
           "--show"), "--show prints an n × n result: complete:31 has 31 vertices, more than 30"),
         (("run", "--family", "apsd", "--algorithm", "test-reference", "--graph", "sanity:1",
           "--trials", "0"), "trials and threshold must be at least 1"),
+        (("reproduce", "-o", "x", "--quick", "--algorithm", "test-reference", "nope"),
+         "no algorithm 'nope' in any family (known: test-reference"),
         (("convert", "sanity:1", "out.x", "--to", "graphml"),
          "--to must be one of dimacs, edgelist"),
         (("run", "--family", "bfs", "--algorithm", "x", "--graph", "sanity:1"),
@@ -139,7 +141,11 @@ def test_bad_input_is_one_error_line_and_exit_2(
 
 def test_reproduce_quick_writes_tables_and_plots(tmp_path: Path) -> None:
     out = tmp_path / "figures"
-    done = gossamer("graphbench", "reproduce", "-o", out, "--quick", "--timeout", "0.5")
+    algorithms = ("test-reference", "test-broken", "test-slow", "test-batch", "test-hog")
+    done = gossamer(
+        "graphbench", "reproduce", "-o", out, "--quick", "--timeout", "0.5",
+        "--algorithm", *algorithms,
+    )  # fmt: skip
     # test-broken's wrong answers are found and make the command fail, after writing it all
     assert done.returncode == 1, done.stderr
     assert "gossamer: wrong answer: apsd test-broken sparse:8:24:seed=1" in done.stderr
@@ -155,6 +161,8 @@ def test_reproduce_quick_writes_tables_and_plots(tmp_path: Path) -> None:
     assert "| 8 | 24 | " in apsd and "**WRONG**" in apsd
     assert "| test-slow | none (timeout at 8) |" in apsd
     assert "| test-reference | 32 |" in apsd  # --quick stops at n = 32
+    assert "| n | m | test-reference | test-broken | test-slow | test-batch | test-hog |" in apsd
+    assert "test-raises" not in apsd  # registered, not asked for
     results = json.loads((out / "results.json").read_text())
     assert {r["family"] for r in results} == {"apsd", "scc"}
     assert all(r["validated"] is not None for r in results if r["status"] in ("ok", "failed"))

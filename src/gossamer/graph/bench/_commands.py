@@ -123,7 +123,13 @@ def reproduce_command(args: argparse.Namespace) -> int:
         raise ValueError(f"-o {out}: exists and is not a directory")
     if args.timeout is not None and args.timeout <= 0:
         raise ValueError(f"--timeout must be positive, not {args.timeout}")
-    options = ReproduceOptions(out=out, quick=args.quick, timeout=args.timeout)
+    only = tuple(args.algorithm) if args.algorithm else None
+    if only is not None:
+        unknown = [a for a in only if a not in APSD and a not in SCC]
+        if unknown:
+            known = ", ".join(dict.fromkeys([*APSD, *SCC])) or "none"
+            raise ValueError(f"no algorithm {unknown[0]!r} in any family (known: {known})")
+    options = ReproduceOptions(out=out, quick=args.quick, timeout=args.timeout, algorithms=only)
     result = reproduce(options, progress=lambda line: print(line, flush=True))
     for path in result.files:
         print(f"wrote {path}")
