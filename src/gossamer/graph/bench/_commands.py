@@ -130,7 +130,11 @@ def reproduce_command(args: argparse.Namespace) -> int:
             known = ", ".join(dict.fromkeys([*APSD, *SCC])) or "none"
             raise ValueError(f"no algorithm {unknown[0]!r} in any family (known: {known})")
     options = ReproduceOptions(out=out, quick=args.quick, timeout=args.timeout, algorithms=only)
-    result = reproduce(options, progress=lambda line: print(line, flush=True))
+    try:
+        result = reproduce(options, progress=lambda line: print(line, flush=True))
+    except OSError as exc:
+        print(f"gossamer: {out}: cannot write: {exc}", file=sys.stderr)
+        return Exit.IOERR
     for path in result.files:
         print(f"wrote {path}")
     print(f"reproduce: {result.seconds:.1f} s")
