@@ -7,6 +7,7 @@ the CLI and `reproduce` are tested with them before (and independently of) the r
 - `test-batch` (batch): works only in flush(), which the harness must call at the end;
 - `test-raises`: raises in add_edge;
 - `test-hog`: the reference, holding 64 MiB it has written to (the memory measurement's check);
+- `test-hog-pieces`: the same with 16 MiB in 1 MiB arrays;
 - `test-small`: the reference, registered with max_n = 4.
 Names start with `test-` so that they never clash with the real algorithms' names.
 """
@@ -105,6 +106,15 @@ class Hog(Reference):
         self.ballast = np.ones(HOG_BYTES, dtype=np.uint8)  # written: resident
 
 
+class HogInPieces(Reference):
+    """16 MiB in 1 MiB arrays: small enough to come from the heap once glibc has raised its
+    mmap threshold (as it does after a process frees a large array)."""
+
+    def __init__(self, n: int) -> None:
+        super().__init__(n)
+        self.pieces = [np.ones(2**20, dtype=np.uint8) for _ in range(16)]
+
+
 for _register in (register_apsd, register_scc):
     _register("test-reference", "test only: the scipy reference")(Reference)
     _register("test-broken", "test only: forgets the last edge")(Broken)
@@ -112,4 +122,5 @@ for _register in (register_apsd, register_scc):
     _register("test-batch", "test only: works in flush()", batch=True)(Batch)
     _register("test-raises", "test only: raises in add_edge")(Raises)
     _register("test-hog", "test only: holds 64 MiB")(Hog)
+    _register("test-hog-pieces", "test only: holds 16 MiB in 1 MiB arrays")(HogInPieces)
     _register("test-small", "test only: max_n 4", max_n=4)(Reference)
