@@ -141,7 +141,7 @@ def test_bad_input_is_one_error_line_and_exit_2(
 
 def test_reproduce_quick_writes_tables_and_plots(tmp_path: Path) -> None:
     out = tmp_path / "figures"
-    algorithms = ("test-reference", "test-broken", "test-slow", "test-batch", "test-hog")
+    algorithms = ("test-reference", "test-broken", "test-slow", "test-batch")
     done = gossamer(
         "graphbench", "reproduce", "-o", out, "--quick", "--timeout", "0.5",
         "--algorithm", *algorithms,
@@ -161,7 +161,7 @@ def test_reproduce_quick_writes_tables_and_plots(tmp_path: Path) -> None:
     assert "| 8 | 24 | " in apsd and "**WRONG**" in apsd
     assert "| test-slow | none (timeout at 8) |" in apsd
     assert "| test-reference | 32 |" in apsd  # --quick stops at n = 32
-    assert "| n | m | test-reference | test-broken | test-slow | test-batch | test-hog |" in apsd
+    assert "| n | m | test-reference | test-broken | test-slow | test-batch |" in apsd
     assert "test-raises" not in apsd  # registered, not asked for
     results = json.loads((out / "results.json").read_text())
     assert {r["family"] for r in results} == {"apsd", "scc"}
