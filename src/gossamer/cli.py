@@ -32,6 +32,7 @@ def build_parser(with_testweb: bool = True) -> argparse.ArgumentParser:
     _add_cluster(sub)
     _add_report(sub)
     _add_graph(sub)
+    _add_graphbench(sub)
     _add_experiment(sub)
     demo = sub.add_parser(
         "demo",
@@ -605,6 +606,74 @@ def _run_graph_export(args: argparse.Namespace) -> int:
     return Exit.OK
 
 
+def _add_graphbench(sub: Any) -> None:
+    p = sub.add_parser(
+        "graphbench",
+        help="benchmark and validate dynamic APSD and SCC algorithms (docs/graphbench.md)",
+        description="SPAWC's GraphBench: feed edge insertion sequences to the dynamic "
+        "all-pairs shortest distance (apsd) and strongly connected components (scc) "
+        "algorithms, time them over trials with a timeout, validate them against scipy. A "
+        "graph SOURCE is a DIMACS .gr file, an edge list, or a generator spec: complete:N, "
+        "sparse:N[:M][:seed=S], dense:N[:DENSITY][:seed=S], ausiello:N, road:N[:seed=S], "
+        "web:N[:FILE], sanity:1|2|3.",
+    )
+    b_sub = p.add_subparsers(dest="graphbench_command", required=True, metavar="ACTION")
+    r = b_sub.add_parser("run", help="run algorithms on a graph: trials, timeout, validation")
+    r.add_argument("--family", required=True, choices=("apsd", "scc"), help="apsd or scc")
+    r.add_argument(
+        "--algorithm", required=True, nargs="+", metavar="NAME",
+        help="one or more registered algorithms (`gossamer graphbench list`), or all",
+    )  # fmt: skip
+    r.add_argument("--graph", required=True, metavar="SOURCE", help="file or generator spec")
+    r.add_argument("--trials", type=int, default=3, metavar="N", help="runs each (default 3)")
+    r.add_argument(
+        "--timeout", type=float, default=60.0, metavar="S",
+        help="stop a trial after S seconds and report it as timeout (default 60)",
+    )  # fmt: skip
+    r.add_argument(
+        "--threshold", type=int, default=1, metavar="T",
+        help="a batch algorithm's flush() every T edges (SPAWC's batch threshold; default 1)",
+    )  # fmt: skip
+    r.add_argument(
+        "--validate", action="store_true",
+        help="compare the final answer with scipy's; a difference exits 1 and names it",
+    )  # fmt: skip
+    r.add_argument("--show", action="store_true", help="print the final answer (n <= 30)")
+    r.add_argument("--json", action="store_true", help="print one JSON list of the results")
+    r.set_defaults(func=_run_graphbench, action="run")
+    c = b_sub.add_parser("convert", help="convert a graph to DIMACS or an edge list")
+    c.add_argument("source", metavar="IN", help="file or generator spec")
+    c.add_argument("out", type=Path, metavar="OUT", help="the file to write")
+    c.add_argument("--to", required=True, metavar="FORMAT", help="dimacs or edgelist")
+    c.add_argument("--force", action="store_true", help="overwrite OUT if it exists")
+    c.set_defaults(func=_run_graphbench, action="convert")
+    s = b_sub.add_parser("list", help="the registered algorithms of each family")
+    s.add_argument("--markdown", action="store_true", help="as a markdown table")
+    s.set_defaults(func=_run_graphbench, action="list")
+    e = b_sub.add_parser(
+        "reproduce", help="SPAWC's Figures 9 and 15 again: markdown tables and PNG plots"
+    )
+    e.add_argument("-o", "--out", type=Path, required=True, metavar="DIR", help="output directory")
+    e.add_argument("--quick", action="store_true", help="tiny sizes, 2 s timeout (for the tests)")
+    e.add_argument(
+        "--timeout", type=float, default=None, metavar="S",
+        help="per trial (default 5, or 2 with --quick)",
+    )  # fmt: skip
+    e.add_argument(
+        "--algorithm", nargs="+", metavar="NAME",
+        help="run these (in each family that has them) instead of SPAWC's figures' algorithms",
+    )  # fmt: skip
+    e.set_defaults(func=_run_graphbench, action="reproduce")
+
+
+def _run_graphbench(args: argparse.Namespace) -> int:
+    from .graph.bench import _commands
+
+    action = getattr(_commands, f"{args.action}_command")
+    code: int = action(args)
+    return code
+
+
 def _add_experiment(sub: Any) -> None:
     from .experiments import EXPERIMENTS
 
@@ -650,7 +719,7 @@ def _run_experiment(args: argparse.Namespace) -> int:
 _LIGHT_COMMANDS = frozenset(
     {
         "crawl", "crawl-worker", "report", "worker", "status", "stop", "workers", "experiment",
-        "graph",
+        "graph", "graphbench",
     }
 )
 
