@@ -5,6 +5,7 @@ references (scipy)."""
 
 from __future__ import annotations
 
+from . import _scc  # noqa: F401  (registers the SCC algorithms)
 from ._api import (
     APSD,
     FAMILIES,

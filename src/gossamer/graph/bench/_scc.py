@@ -1,0 +1,455 @@
+"""GraphBench's dynamic strongly connected components algorithms (SPAWC section 6, Figures 10
+and 13, Figure 5's SCCAlgorithmFactory list), each registered by name with `register_scc`.
+
+| name           | SPAWC class          | work per insertion (n vertices, b-bit blocks)       |
+|----------------|----------------------|-----------------------------------------------------|
+| `naive`        | SCCFloydWarshall     | Warshall's closure from scratch: n numpy steps of   |
+|                |                      | n × n booleans, O(n³), then every pair compared     |
+| `tarjan`       | SCCTarjan            | Tarjan's algorithm from scratch, O(n + m), in Python |
+| `yellin`       | SCCYellin            | Yellin's incremental closure, O(d · new pairs)       |
+| `algorithm1-b` | SCCAlgorithm1_8 … 64 | Figure 13: OR rows of ⌈size/b⌉ uintb blocks, O(n²/b) |
+| `algorithm2`   | SCCAlgorithm2_64     | Figure 13 on Python-int rows and columns, only the   |
+|                |                      | rows that gain bits touched                          |
+| `algorithm3`   | SCCAlgorithm3_64     | Figure 13 on one Python-int row per component; a    |
+|                |                      | merged component's rows freed at once                |
+
+Why numpy for `naive` and Algorithm 1, Python integers for Algorithms 2 and 3, and plain Python
+for Tarjan and Yellin: Algorithm 1 *is* the block loop of Figure 13 (lines 11 and 25), so its
+rows are numpy arrays of uint8/16/32/64 and one numpy operation runs that loop over the
+⌈size/b⌉ blocks of every predecessor row at once (`T[preds] |= T[src]`): the loop over blocks is
+numpy's C loop, one OR per b-bit block, so an 8-bit block does 8 times the element operations of
+a 64-bit one — the block width shows in the work as it did in SPAWC's Figure 14. The gather/OR/
+scatter of rows on a 2-D array has a fixed per-call cost of a few µs, so for sparse updates a
+Python int per row (one C loop over 30-bit digits per `|`, no call into numpy) is cheaper:
+Algorithms 2 and 3 use that (measured with `python -m gossamer.graph.bench._scc`, figures in
+docs/graphbench.md and in `_measure` below). Tarjan and Yellin are pointer-chasing algorithms
+with no block loop to hand to C; they are written as tight Python loops over adjacency lists
+and sets, so their cost is their number of steps times CPython's cost of one step, the same for
+both, which keeps the comparison between them fair (a compiled Tarjan — scipy's — is the
+reference, not a contender).
+
+Self-loops change nothing (a vertex always reaches itself); a repeated edge is one edge.
+Components are labelled by one member's id; `canonical` renumbers them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from ._api import Labels, register_scc
+
+__all__ = [
+    "Algorithm1",
+    "Algorithm2",
+    "Algorithm3",
+    "NaiveClosure",
+    "RecomputedTarjan",
+    "Yellin",
+]
+
+# The largest n each dense structure is meant for: a bool n × n matrix (naive: 16 MB at 4000,
+# and O(n³) per insertion makes anything larger pointless), an n × n bit matrix (Algorithm 1:
+# 200 MB at 40 000), two of them as Python ints (Algorithm 2: rows and columns).
+_NAIVE_MAX_N = 4_000
+_BITMATRIX_MAX_N = 40_000
+_BITMATRIX2_MAX_N = 28_000
+
+
+def _check(n: int, src: int, tgt: int) -> None:
+    if not (0 <= src < n and 0 <= tgt < n):
+        raise ValueError(f"edge ({src}, {tgt}) outside the graph's vertices 0 … {n - 1}")
+
+
+def _bits(x: int) -> Iterator[int]:
+    """The positions of the set bits of x, lowest first (one C-level step per set bit)."""
+    while x:
+        low = x & -x
+        yield low.bit_length() - 1
+        x ^= low
+
+
+@register_scc(
+    "naive",
+    "transitive closure recomputed by Warshall's algorithm (numpy booleans) after every "
+    "insertion, then every pair (i, j) with T[i][j] and T[j][i] merged (SPAWC Figure 10)",
+    max_n=_NAIVE_MAX_N,
+)
+class NaiveClosure:
+    """SCC NAIVE ADD EDGE (Figure 10): the edge is added to the adjacency matrix, the closure T
+    recomputed from it by Warshall's algorithm (the boolean Floyd–Warshall: for each k, row i
+    gains row k where T[i][k]; n numpy steps of n × n each, O(n³) per insertion), then the
+    components read from T ∧ Tᵀ: every pair that reaches each other is merged (vectorised:
+    each vertex takes the smallest id it is mutually reachable with, O(n²))."""
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+        self.adjacency = np.eye(n, dtype=np.bool_)
+        self.labels: Labels = np.arange(n, dtype=np.int64)
+
+    def add_edge(self, src: int, tgt: int) -> None:
+        _check(self.n, src, tgt)
+        self.adjacency[src, tgt] = True
+        closure = self.adjacency.copy()
+        for k in range(self.n):
+            # i reaches j through k: rows that reach k gain row k (Warshall's update)
+            closure |= closure[:, k : k + 1] & closure[k]
+        mutual = closure & closure.T
+        self.labels = np.argmax(mutual, axis=1).astype(np.int64)
+
+    def flush(self) -> None:
+        pass
+
+    def components(self) -> Labels:
+        return self.labels.copy()
+
+
+@register_scc(
+    "tarjan",
+    "Tarjan's algorithm recomputed from scratch after every insertion (iterative, pure Python "
+    "over adjacency lists: O(n + m) Python steps per insertion)",
+)
+class RecomputedTarjan:
+    """SCCTarjan: the graph as adjacency lists (a set per vertex drops repeated edges), and
+    after every insertion Tarjan's one-pass DFS with lowlinks, written iteratively (an explicit
+    stack of (vertex, iterator over its successors)) so deep graphs do not hit Python's
+    recursion limit. Pure Python on purpose: its cost is Tarjan's O(n + m) steps, not a C
+    library's (scipy's connected_components is the reference the others are checked against)."""
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+        self.successors: list[set[int]] = [set() for _ in range(n)]
+        self.labels: Labels = np.arange(n, dtype=np.int64)
+
+    def add_edge(self, src: int, tgt: int) -> None:
+        _check(self.n, src, tgt)
+        self.successors[src].add(tgt)
+        self.labels = np.asarray(self._tarjan(), dtype=np.int64)
+
+    def _tarjan(self) -> list[int]:
+        n = self.n
+        successors = self.successors
+        index = [-1] * n
+        low = [0] * n
+        on_stack = [False] * n
+        label = [0] * n
+        stack: list[int] = []
+        counter = 0
+        for root in range(n):
+            if index[root] >= 0:
+                continue
+            index[root] = low[root] = counter
+            counter += 1
+            stack.append(root)
+            on_stack[root] = True
+            work: list[tuple[int, Iterator[int]]] = [(root, iter(successors[root]))]
+            while work:
+                v, it = work[-1]
+                for w in it:
+                    if index[w] < 0:
+                        index[w] = low[w] = counter
+                        counter += 1
+                        stack.append(w)
+                        on_stack[w] = True
+                        work.append((w, iter(successors[w])))
+                        break
+                    if on_stack[w] and index[w] < low[v]:
+                        low[v] = index[w]
+                else:
+                    work.pop()
+                    if work:
+                        parent = work[-1][0]
+                        if low[v] < low[parent]:
+                            low[parent] = low[v]
+                    if low[v] == index[v]:
+                        while True:
+                            w = stack.pop()
+                            on_stack[w] = False
+                            label[w] = v
+                            if w == v:
+                                break
+        return label
+
+    def flush(self) -> None:
+        pass
+
+    def components(self) -> Labels:
+        return self.labels.copy()
+
+
+@register_scc(
+    "yellin",
+    "Yellin's (1993) incremental transitive closure with reference counts, O(d · m*) over a "
+    "sequence; the component of src read from its descendants ∩ ancestors after an insertion",
+)
+class Yellin:
+    """Yellin, "Speeding up dynamic transitive closure for bounded degree graphs" (Acta
+    Informatica 30, 1993), insertions only. For every pair (x, y) it keeps
+    `count[x][y]` = the number of edges (z, y) with z reachable from x (x itself included):
+    y is reachable from x exactly when the count is positive (or y = x). Inserting (a, b) adds 1
+    to count[x][b] for every x reaching a; a pair whose count becomes positive is new, and
+    each new pair (x, y) adds 1 to count[x][c] for the d out-edges (y, c) of y, so each pair of
+    the final closure m* is paid for once, by d increments: O(d · m*) over the whole sequence.
+    (The counts are what lets Yellin delete edges too; insertions alone would need only the
+    sets, and the counts are kept so the work done is Yellin's.)
+
+    The variant in SPAWC's GraphBench "was not fully working"; this one is checked against
+    scipy in tests/graphbench/test_scc.py. Components: an insertion (a, b) can only create a
+    cycle through a, so when b reaches a afterwards, the component of a becomes
+    descendants(a) ∩ ancestors(a) (a set intersection) and every member takes a's label."""
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+        self.successors: list[set[int]] = [set() for _ in range(n)]
+        self.count: list[dict[int, int]] = [{} for _ in range(n)]
+        self.descendants: list[set[int]] = [{v} for v in range(n)]
+        self.ancestors: list[set[int]] = [{v} for v in range(n)]
+        self.labels = list(range(n))
+
+    def add_edge(self, src: int, tgt: int) -> None:
+        _check(self.n, src, tgt)
+        if tgt in self.successors[src]:
+            return  # a repeated edge: the counts already hold it
+        self.successors[src].add(tgt)
+        successors = self.successors
+        for x in list(self.ancestors[src]):
+            count = self.count[x]
+            descendants = self.descendants[x]
+            pending = [tgt]
+            while pending:
+                y = pending.pop()
+                seen = count.get(y, 0)
+                count[y] = seen + 1
+                if seen == 0 and y not in descendants:
+                    descendants.add(y)
+                    self.ancestors[y].add(x)
+                    pending.extend(successors[y])
+        if src in self.descendants[tgt] and self.labels[src] != self.labels[tgt]:
+            label = self.labels[src]
+            for v in self.descendants[src] & self.ancestors[src]:
+                self.labels[v] = label
+
+    def flush(self) -> None:
+        pass
+
+    def components(self) -> Labels:
+        return np.asarray(self.labels, dtype=np.int64)
+
+
+_BLOCK_TYPES: dict[int, type[np.unsignedinteger[Any]]] = {
+    8: np.uint8,
+    16: np.uint16,
+    32: np.uint32,
+    64: np.uint64,
+}
+
+
+class Algorithm1:
+    """SCC ALGORITHM1 ADD EDGE (SPAWC Figure 13): the transitive closure T as a bit matrix,
+    row u holding the vertices u reaches (u included), each row ⌈n/b⌉ blocks of b bits — a
+    numpy array of uint8/16/32/64 (`block_bits` 8/16/32/64), so the figure's loops over blocks
+    (lines 11 and 25) are numpy's C loops over b-bit elements: OR-ing a row costs ⌈size/b⌉
+    element operations, 8 times more with 8-bit blocks than with 64-bit ones. As in the figure,
+    `size` is one past the largest vertex seen so far and only its ⌈size/b⌉ blocks are touched.
+
+    Per insertion (src, tgt): set T[src][tgt], OR row tgt into row src (line 12), merge src and
+    tgt when tgt reaches src (line 15); then every predecessor n of src (T[n][src], one block
+    read per row: line 22) ORs row src into its own (lines 25–26), and is merged with src when
+    src reaches it (line 29). The predecessors are found and updated by one numpy call each
+    (`T[preds, :blocks] |= T[src, :blocks]`): O(size · blocks) per insertion, O(n²/b) words,
+    the figure's O(n³) over n insertions. MERGE COMPONENTS relabels a component, O(n)."""
+
+    def __init__(self, n: int, block_bits: int = 64) -> None:
+        self.n = n
+        self.block_bits = block_bits
+        dtype = _BLOCK_TYPES[block_bits]
+        self.blocks_total = -(-n // block_bits)
+        self.T = np.zeros((n, self.blocks_total), dtype=dtype)
+        self.masks = (np.ones(block_bits, dtype=dtype) << np.arange(block_bits, dtype=dtype))
+        vertices = np.arange(n)
+        self.T[vertices, vertices // block_bits] |= self.masks[vertices % block_bits]
+        self.size = 0
+        self.labels: Labels = np.arange(n, dtype=np.int64)
+
+    def _row_bits(self, row: int, blocks: int) -> npt.NDArray[np.bool_]:
+        """Row `row` of T as booleans (little-endian bytes of the blocks, bit i of block w is
+        vertex w·b + i)."""
+        raw = np.ascontiguousarray(self.T[row, :blocks]).view(np.uint8)
+        return np.unpackbits(raw, bitorder="little").astype(np.bool_)
+
+    def add_edge(self, src: int, tgt: int) -> None:
+        _check(self.n, src, tgt)
+        if src == tgt:
+            return
+        b = self.block_bits
+        T = self.T
+        self.size = size = max(self.size, src + 1, tgt + 1)
+        blocks = -(-size // b)
+        T[src, tgt // b] |= self.masks[tgt % b]
+        T[src, :blocks] |= T[tgt, :blocks]  # lines 11-12
+        if T[tgt, src // b] & self.masks[src % b]:  # line 15
+            self._merge_pair(src, tgt)
+        # lines 19-22: the predecessors of src (column src: one block per row)
+        preds = np.flatnonzero(T[:size, src // b] & self.masks[src % b])
+        preds = preds[(preds != src) & (preds != tgt)]
+        if preds.size == 0:
+            return
+        T[preds, :blocks] |= T[src, :blocks]  # lines 25-26, every predecessor at once
+        self._merge_predecessors(src, preds, blocks)
+
+    def _merge_pair(self, src: int, tgt: int) -> None:
+        """Line 16: src and tgt reach each other; their components merge (relabel, O(n))."""
+        old = self.labels[tgt]
+        self.labels[self.labels == old] = self.labels[src]
+
+    def _merge_predecessors(self, src: int, preds: npt.NDArray[np.intp], blocks: int) -> None:
+        """Lines 29-30: a predecessor that src reaches merges with src. Every vertex of their
+        components is such a predecessor, so relabelling them all is the merge."""
+        reached = preds[self._row_bits(src, blocks)[preds]]
+        if reached.size:
+            self.labels[reached] = self.labels[src]
+
+    def flush(self) -> None:
+        pass
+
+    def components(self) -> Labels:
+        return self.labels.copy()
+
+
+def _register_algorithm1(block_bits: int) -> None:
+    def make(n: int) -> Algorithm1:
+        return Algorithm1(n, block_bits)
+
+    register_scc(
+        f"algorithm1-{block_bits}",
+        f"SPAWC's Algorithm 1 (Figure 13): bit-matrix transitive closure, rows of {block_bits}-bit "
+        "blocks (numpy), predecessors' rows OR-ed, components merged when both ways reachable",
+        max_n=_BITMATRIX_MAX_N,
+    )(make)
+
+
+for _bits_per_block in (8, 16, 32, 64):
+    _register_algorithm1(_bits_per_block)
+
+
+@register_scc(
+    "algorithm2",
+    "SPAWC's Algorithm 2 (its crawler's): Algorithm 1 on Python-int rows and columns; an edge "
+    "already implied costs O(1), only rows that gain bits are OR-ed",
+    max_n=_BITMATRIX2_MAX_N,
+)
+class Algorithm2:
+    """SCCAlgorithm2_64, "similar to Algorithm 1" with implementation-specific optimisations
+    (SPAWC does not print them; these are gossamer's choices):
+
+    - rows *and* columns of T as Python ints (arbitrary-length bitsets: `|`, `&` run in C over
+      the integer's digits, so OR-ing a row is the 64-bit-block loop of Algorithm 1 without a
+      numpy call per insertion). The column of src, `ancestors[src]`, gives the predecessors
+      at once instead of reading one block per row (Figure 13 line 22 scans every row).
+    - an edge whose target src already reaches adds nothing: O(1), no row read.
+    - of the predecessors of src, only those not already reaching tgt gain bits (a row that
+      holds tgt already holds everything tgt reaches), and only the vertices src newly reaches
+      gain ancestors: work is proportional to the rows and columns that change, each O(n/64)
+      words. The worst case stays Algorithm 1's O(n²/64) per insertion, twice the memory.
+    - components: when tgt reaches src, the new component of src is
+      descendants(src) ∩ ancestors(src), one AND; its members take src's label."""
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+        self.descendants = [1 << v for v in range(n)]
+        self.ancestors = [1 << v for v in range(n)]
+        self.labels = list(range(n))
+
+    def add_edge(self, src: int, tgt: int) -> None:
+        _check(self.n, src, tgt)
+        descendants = self.descendants
+        if descendants[src] >> tgt & 1:
+            return  # src reaches tgt already (self-loops and repeated edges included)
+        ancestors = self.ancestors
+        gained = descendants[tgt] & ~descendants[src]  # what src (and its ancestors) may gain
+        updated = ancestors[src] & ~ancestors[tgt]  # the rows that do not hold tgt yet
+        for x in _bits(updated):
+            descendants[x] |= gained
+        for y in _bits(gained):
+            ancestors[y] |= updated
+        if descendants[tgt] >> src & 1:
+            label = self.labels[src]
+            for v in _bits(descendants[src] & ancestors[src]):
+                self.labels[v] = label
+
+    def flush(self) -> None:
+        pass
+
+    def components(self) -> Labels:
+        return np.asarray(self.labels, dtype=np.int64)
+
+
+@register_scc(
+    "algorithm3",
+    "SPAWC's Algorithm 3: Algorithm 2 with less memory: one Python-int row per component "
+    "(a merged component's other rows freed at once), no columns; predecessors scanned",
+    max_n=_BITMATRIX_MAX_N,
+)
+class Algorithm3:
+    """SCCAlgorithm3_64: "uses slightly less memory than Algorithm 2 but … frees memory more
+    often" (SPAWC section 6.3, nothing more is said). gossamer's reading:
+
+    - no column bitsets (half Algorithm 2's memory): the predecessors are found as in Figure 13,
+      by reading bit src of every row (line 22), so that scan is back;
+    - one row per component instead of one per vertex (all members of a component reach the
+      same vertices): when components merge, the rows of all but the representative are
+      freed at that moment, so the matrix shrinks as the graph condenses — memory freed "more
+      often", and the predecessor scan runs over components, not vertices;
+    - a row is a Python int, as long as its highest set bit: it grows lazily and a vertex that
+      reaches nothing costs one small int;
+    - an edge already implied (tgt's bit set in src's component row) costs O(1), as in
+      Algorithm 2.
+    Components: `rep[v]` is v's representative; a merge points the members at src's."""
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+        self.rep = list(range(n))
+        self.rows: dict[int, int] = {v: 1 << v for v in range(n)}
+        self.members: dict[int, list[int]] = {}
+
+    def add_edge(self, src: int, tgt: int) -> None:
+        _check(self.n, src, tgt)
+        rep = self.rep
+        rows = self.rows
+        s, t = rep[src], rep[tgt]
+        row_src = rows[s]
+        if row_src >> tgt & 1:
+            return  # already implied (self-loops, repeated edges, same component)
+        row_src |= rows[t]
+        rows[s] = row_src
+        src_bit = 1 << src
+        tgt_bit = 1 << tgt
+        cycle = 0  # the representatives src reaches that reach src: one component with s
+        for r, row in rows.items():
+            if r != s and row & src_bit and not row & tgt_bit:
+                rows[r] = row | row_src
+                if row_src >> r & 1:
+                    cycle |= 1 << r
+        if rows[t] & src_bit:
+            cycle |= 1 << t
+        if cycle:
+            self._merge(s, cycle)
+
+    def _merge(self, s: int, others: int) -> None:
+        members = self.members.setdefault(s, [s])
+        for r in _bits(others):
+            if r == s:
+                continue
+            del self.rows[r]  # the freed row: s's row is the component's
+            for v in self.members.pop(r, [r]):
+                self.rep[v] = s
+                members.append(v)
+
+    def flush(self) -> None:
+        pass
+
+    def components(self) -> Labels:
+        return np.asarray(self.rep, dtype=np.int64)
