@@ -205,8 +205,8 @@ def test_algorithm_on_a_graph_spanning_several_blocks(name: str) -> None:
 def test_block_width_sets_the_blocks_the_rows_are_made_of() -> None:
     for bits, dtype in ((8, np.uint8), (16, np.uint16), (32, np.uint32), (64, np.uint64)):
         algorithm = Algorithm1(130, bits)
-        assert algorithm.T.dtype == dtype
-        assert algorithm.T.shape == (130, -(-130 // bits))
+        assert algorithm.blocks.dtype == dtype
+        assert algorithm.blocks.shape == (-(-130 // bits), 130)
 
 
 @pytest.mark.parametrize("name", ALGORITHMS)
@@ -222,7 +222,7 @@ class NeverMergesPredecessors(Algorithm1):
     """Broken on purpose: Figure 13 line 29 left out (a predecessor that src reaches is not
     merged), so only src and tgt merge when an edge closes a cycle."""
 
-    def _merge_predecessors(self, src: int, preds: npt.NDArray[np.intp], blocks: int) -> None:
+    def _merge_predecessors(self, src: int, preds: npt.NDArray[np.intp], nb: int) -> None:
         pass
 
 

@@ -14,19 +14,25 @@ and 13, Figure 5's SCCAlgorithmFactory list), each registered by name with `regi
 |                |                      | merged component's rows freed at once                |
 
 Why numpy for `naive` and Algorithm 1, Python integers for Algorithms 2 and 3, and plain Python
-for Tarjan and Yellin: Algorithm 1 *is* the block loop of Figure 13 (lines 11 and 25), so its
-rows are numpy arrays of uint8/16/32/64 and one numpy operation runs that loop over the
-⌈size/b⌉ blocks of every predecessor row at once (`T[preds] |= T[src]`): the loop over blocks is
-numpy's C loop, one OR per b-bit block, so an 8-bit block does 8 times the element operations of
-a 64-bit one — the block width shows in the work as it did in SPAWC's Figure 14. The gather/OR/
-scatter of rows on a 2-D array has a fixed per-call cost of a few µs, so for sparse updates a
-Python int per row (one C loop over 30-bit digits per `|`, no call into numpy) is cheaper:
-Algorithms 2 and 3 use that (measured with `python -m gossamer.graph.bench._scc`, figures in
-docs/graphbench.md and in `_measure` below). Tarjan and Yellin are pointer-chasing algorithms
-with no block loop to hand to C; they are written as tight Python loops over adjacency lists
-and sets, so their cost is their number of steps times CPython's cost of one step, the same for
-both, which keeps the comparison between them fair (a compiled Tarjan — scipy's — is the
-reference, not a contender).
+for Tarjan and Yellin (figures from `.venv/bin/python bench/bench_scc.py --only rows`, this
+2-core machine, shared, so ±30 %):
+
+- Algorithm 1 *is* the block loop of Figure 13 (lines 11 and 25): its rows are numpy
+  uint8/16/32/64 blocks and one numpy call runs that loop for all predecessors, one b-bit
+  block per element (see `Algorithm1`), so the block width shows in the cost as in SPAWC's
+  Figure 14: one row OR-ed into 4000 rows of n = 4000 took 2.6 ms with 8-bit blocks, 1.2 ms
+  16-bit, 0.76 ms 32-bit, 0.50 ms 64-bit.
+- A numpy call costs 2–3 µs however little it does; a Python int row OR is one C loop over
+  the integer's digits with no call overhead: one row into one row 0.2 µs against 2.4 µs,
+  into 30 rows 1.4 µs against 3.5 µs, into all 4000 rows 0.40 ms against 0.50 ms (64-bit
+  blocks). Incremental updates touch few rows, so Algorithms 2 and 3 (whose point is to touch
+  only the rows that change) use Python ints, bit tests `row >> v & 1`.
+- Tarjan and Yellin are pointer-chasing algorithms with no block loop to hand to C; they are
+  tight Python loops over adjacency sets, so their cost is their number of steps times
+  CPython's cost of one step, the same for both, which keeps the comparison between them fair
+  (a compiled Tarjan, scipy's, is the reference, not a contender).
+- The naive closure is Warshall's algorithm with each of its n steps one numpy operation on
+  the n × n boolean matrix: the O(n³) work is numpy's, the O(n) loop Python's.
 
 Self-loops change nothing (a vertex always reaches itself); a repeated edge is one edge.
 Components are labelled by one member's id; `canonical` renumbers them.
@@ -249,35 +255,43 @@ _BLOCK_TYPES: dict[int, type[np.unsignedinteger[Any]]] = {
 
 class Algorithm1:
     """SCC ALGORITHM1 ADD EDGE (SPAWC Figure 13): the transitive closure T as a bit matrix,
-    row u holding the vertices u reaches (u included), each row ⌈n/b⌉ blocks of b bits — a
-    numpy array of uint8/16/32/64 (`block_bits` 8/16/32/64), so the figure's loops over blocks
-    (lines 11 and 25) are numpy's C loops over b-bit elements: OR-ing a row costs ⌈size/b⌉
-    element operations, 8 times more with 8-bit blocks than with 64-bit ones. As in the figure,
-    `size` is one past the largest vertex seen so far and only its ⌈size/b⌉ blocks are touched.
+    row u holding the vertices u reaches (u included), each row ⌈n/b⌉ blocks of b bits
+    (`block_bits` b = 8/16/32/64: numpy uint8/16/32/64). As in the figure, `size` is one past
+    the largest vertex seen so far and only the first ⌈size/b⌉ blocks of a row are touched.
 
-    Per insertion (src, tgt): set T[src][tgt], OR row tgt into row src (line 12), merge src and
-    tgt when tgt reaches src (line 15); then every predecessor n of src (T[n][src], one block
-    read per row: line 22) ORs row src into its own (lines 25–26), and is merged with src when
-    src reaches it (line 29). The predecessors are found and updated by one numpy call each
-    (`T[preds, :blocks] |= T[src, :blocks]`): O(size · blocks) per insertion, O(n²/b) words,
-    the figure's O(n³) over n insertions. MERGE COMPONENTS relabels a component, O(n)."""
+    Per insertion (src, tgt): set T[src][tgt], OR the blocks of row tgt into row src (lines
+    11–12), merge src and tgt when tgt reaches src (line 15); then every predecessor n of src
+    (T[n][src]: one block read per row, line 22) ORs the blocks of row src into its own (lines
+    25–26) and is merged with src when src reaches it (line 29). O(size · ⌈size/b⌉) block
+    operations per insertion, the figure's O(n³/b) over a sequence; MERGE COMPONENTS is O(n).
+
+    How the block width shows in the work: T is stored block-major, `blocks[i, v]` = block i
+    of row v, and lines 25–26 for all predecessors are one numpy call,
+    `blocks[:nb, preds] |= blocks[:nb, src]`: a gather/OR/scatter along the last axis, which
+    numpy runs one element — one b-bit block — at a time. So the call does ⌈size/b⌉ · |preds|
+    block operations and 8-bit blocks cost up to 8 times 64-bit ones, as SPAWC's C loop did
+    (its Figure 14). Measured with `.venv/bin/python bench/bench_scc.py --only rows`: n = 4000,
+    one row OR-ed into all 4000 rows: 2.0–2.6 ms with uint8, 1.2–1.4 ms uint16, 0.6–0.8 ms
+    uint32, 0.3–0.5 ms uint64. Stored row-major instead (`T[preds] |= T[src]`, whole
+    contiguous rows), numpy copies rows with memcpy and ORs them with SIMD whatever the element
+    type: 0.17–0.3 ms for the 16-, 32- and 64-bit widths alike — faster, but the block width
+    would no longer mean anything, so it is not what Algorithm 1 measures."""
 
     def __init__(self, n: int, block_bits: int = 64) -> None:
         self.n = n
         self.block_bits = block_bits
         dtype = _BLOCK_TYPES[block_bits]
-        self.blocks_total = -(-n // block_bits)
-        self.T = np.zeros((n, self.blocks_total), dtype=dtype)
-        self.masks = (np.ones(block_bits, dtype=dtype) << np.arange(block_bits, dtype=dtype))
+        self.blocks = np.zeros((-(-n // block_bits), n), dtype=dtype)
+        self.masks = np.ones(block_bits, dtype=dtype) << np.arange(block_bits, dtype=dtype)
         vertices = np.arange(n)
-        self.T[vertices, vertices // block_bits] |= self.masks[vertices % block_bits]
+        self.blocks[vertices // block_bits, vertices] |= self.masks[vertices % block_bits]
         self.size = 0
         self.labels: Labels = np.arange(n, dtype=np.int64)
 
-    def _row_bits(self, row: int, blocks: int) -> npt.NDArray[np.bool_]:
-        """Row `row` of T as booleans (little-endian bytes of the blocks, bit i of block w is
+    def _row_bits(self, row: int, nb: int) -> npt.NDArray[np.bool_]:
+        """Row `row` of T as booleans (little-endian bytes of its blocks: bit i of block w is
         vertex w·b + i)."""
-        raw = np.ascontiguousarray(self.T[row, :blocks]).view(np.uint8)
+        raw = np.ascontiguousarray(self.blocks[:nb, row]).view(np.uint8)
         return np.unpackbits(raw, bitorder="little").astype(np.bool_)
 
     def add_edge(self, src: int, tgt: int) -> None:
@@ -285,30 +299,30 @@ class Algorithm1:
         if src == tgt:
             return
         b = self.block_bits
-        T = self.T
+        blocks = self.blocks
         self.size = size = max(self.size, src + 1, tgt + 1)
-        blocks = -(-size // b)
-        T[src, tgt // b] |= self.masks[tgt % b]
-        T[src, :blocks] |= T[tgt, :blocks]  # lines 11-12
-        if T[tgt, src // b] & self.masks[src % b]:  # line 15
+        nb = -(-size // b)
+        blocks[tgt // b, src] |= self.masks[tgt % b]
+        blocks[:nb, src] |= blocks[:nb, tgt]  # lines 11-12
+        if blocks[src // b, tgt] & self.masks[src % b]:  # line 15
             self._merge_pair(src, tgt)
-        # lines 19-22: the predecessors of src (column src: one block per row)
-        preds = np.flatnonzero(T[:size, src // b] & self.masks[src % b])
+        # lines 19-22: the predecessors of src, bit src of each row (block src // b)
+        preds = np.flatnonzero(blocks[src // b, :size] & self.masks[src % b])
         preds = preds[(preds != src) & (preds != tgt)]
         if preds.size == 0:
             return
-        T[preds, :blocks] |= T[src, :blocks]  # lines 25-26, every predecessor at once
-        self._merge_predecessors(src, preds, blocks)
+        blocks[:nb, preds] |= blocks[:nb, src, None]  # lines 25-26, every predecessor at once
+        self._merge_predecessors(src, preds, nb)
 
     def _merge_pair(self, src: int, tgt: int) -> None:
         """Line 16: src and tgt reach each other; their components merge (relabel, O(n))."""
         old = self.labels[tgt]
         self.labels[self.labels == old] = self.labels[src]
 
-    def _merge_predecessors(self, src: int, preds: npt.NDArray[np.intp], blocks: int) -> None:
+    def _merge_predecessors(self, src: int, preds: npt.NDArray[np.intp], nb: int) -> None:
         """Lines 29-30: a predecessor that src reaches merges with src. Every vertex of their
         components is such a predecessor, so relabelling them all is the merge."""
-        reached = preds[self._row_bits(src, blocks)[preds]]
+        reached = preds[self._row_bits(src, nb)[preds]]
         if reached.size:
             self.labels[reached] = self.labels[src]
 
