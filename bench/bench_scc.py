@@ -1,7 +1,7 @@
 """GraphBench's dynamic SCC algorithms (gossamer.graph.bench._scc): seconds per edge-insertion
 sequence, and why Algorithm 1 uses numpy rows and Algorithms 2 and 3 Python-int rows.
 
-    .venv/bin/python bench/bench_scc.py                        # sizes 200 and 1000, ~1 minute
+    .venv/bin/python bench/bench_scc.py                        # sizes 200 and 1000, ~3 minutes
     .venv/bin/python bench/bench_scc.py --sizes 300 --cap 5    # one size, 5 s per run at most
     .venv/bin/python bench/bench_scc.py --only rows            # the row-OR measurement alone
 
@@ -9,8 +9,11 @@ Sequences (seeded): `path` inserts (0,1), (1,2), … (n-2,n-1) then (n-1,0): eve
 gives each of its predecessors a new vertex (Θ(n²) closure updates, the SCC analogue of
 SPAWC's Appendix C.1 sequences) and the last edge merges everything; `sparse`: 2n random
 edges; `dense`: min(n²/4, 20 000) random edges; `complete`: every ordered pair of
-min(n, 150) vertices, shuffled. A run is skipped (`-`) once the same algorithm passed `--cap`
-seconds on a smaller size of that sequence; the answer of every run is checked against scipy.
+min(n, 150) vertices, shuffled. A run is abandoned after `--cap` seconds (`>cap`) and larger
+sizes of that sequence skipped (`-`); every answer is checked against scipy (`!` marks a wrong
+one). `memory`: the peak of Python's allocations (tracemalloc, numpy's arrays included) while
+each algorithm runs the `sparse` and `path` sequences of the largest size (tracemalloc slows
+Python code down, so these runs may take 4 × `--cap`).
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from __future__ import annotations
 import argparse
 import random
 import time
+import tracemalloc
 from collections.abc import Callable
 
 import numpy as np
@@ -54,11 +58,17 @@ SEQUENCES: dict[str, Callable[[int, random.Random], tuple[int, Edges]]] = {
 }
 
 
-def run(make: Callable[[int], SCCAlgorithm], n: int, edges: Edges) -> tuple[float, bool]:
+def run(
+    make: Callable[[int], SCCAlgorithm], n: int, edges: Edges, cap: float
+) -> tuple[float, bool | None]:
+    """Seconds for the sequence and whether the answer is scipy's; None when the run passed
+    `cap` seconds (checked every 16 insertions) and was abandoned."""
     start = time.perf_counter()
     algorithm = make(n)
-    for src, tgt in edges:
+    for i, (src, tgt) in enumerate(edges):
         algorithm.add_edge(src, tgt)
+        if i % 16 == 15 and time.perf_counter() - start > cap:
+            return time.perf_counter() - start, None
     algorithm.flush()
     seconds = time.perf_counter() - start
     ok = bool(np.array_equal(canonical(algorithm.components()), reference_components(n, edges)))
@@ -79,9 +89,9 @@ def algorithms(sizes: list[int], cap: float, only: list[str] | None) -> None:
                 if over:
                     cells.append("-")
                     continue
-                seconds, ok = run(make, n, edges)
-                over = seconds > cap
-                cells.append(f"{seconds:.3f}" + ("" if ok else " WRONG"))
+                seconds, ok = run(make, n, edges, cap)
+                over = ok is None
+                cells.append(f">{cap:g}" if ok is None else f"{seconds:.3f}" + ("" if ok else " !"))
             print(f"{name:<15}" + "".join(f"{c:>12}" for c in cells))
         print("edges: " + ", ".join(f"n={n}: {len(e)}" for n, e in graphs))
 
@@ -117,14 +127,33 @@ def rows(n: int, preds: int, repeat: int = 50) -> None:
     print(f"  Python int  {(time.perf_counter() - start) / repeat * 1e6:12.1f}")
 
 
+def memory(n: int, cap: float, only: list[str] | None) -> None:
+    chosen = [a for a in names("scc") if not only or a in only]
+    print(f"\nmemory: peak MB allocated while running, n={n}")
+    print(f"{'algorithm':<15}{'sparse':>12}{'path':>12}")
+    for name in chosen:
+        cells = []
+        for build in (sparse, path_then_close):
+            size, edges = build(n, random.Random(n))
+            tracemalloc.start()
+            _, ok = run(SCC[name][1], size, edges, 4 * cap)
+            peak = tracemalloc.get_traced_memory()[1]
+            tracemalloc.stop()
+            cells.append(f">{4 * cap:g} s" if ok is None else f"{peak / 1e6:.2f}")
+        print(f"{name:<15}" + "".join(f"{c:>12}" for c in cells))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[200, 1000])
-    parser.add_argument("--cap", type=float, default=10.0, help="seconds; larger sizes skipped")
-    parser.add_argument("--only", nargs="+", help="algorithm names, or 'rows'")
+    parser.add_argument("--cap", type=float, default=5.0, help="seconds a run may take")
+    parser.add_argument("--only", nargs="+", help="algorithm names, 'rows' or 'memory'")
     args = parser.parse_args()
-    if args.only != ["rows"]:
-        algorithms(args.sizes, args.cap, args.only)
+    chosen = [a for a in args.only or [] if a not in ("rows", "memory")] or None
+    if not args.only or chosen:
+        algorithms(args.sizes, args.cap, chosen)
+    if not args.only or "memory" in args.only:
+        memory(max(args.sizes), args.cap, chosen)
     if not args.only or "rows" in args.only:
         for n, preds in ((1000, 1), (1000, 30), (1000, 1000), (4000, 300), (4000, 4000)):
             rows(n, preds)
