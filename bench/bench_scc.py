@@ -143,6 +143,30 @@ def memory(n: int, cap: float, only: list[str] | None) -> None:
         print(f"{name:<15}" + "".join(f"{c:>12}" for c in cells))
 
 
+def set_bits(n: int = 4000, repeat: int = 200) -> None:
+    """Listing the set bits of an n-bit Python int: peeling the lowest bit off one at a time
+    against numpy's unpackbits of its bytes (gossamer.graph.bench._scc._bits picks by count)."""
+    rng = random.Random(n)
+    print(f"\nset bits of a {n}-bit int: µs per listing")
+    print(f"  {'bits set':<10}{'peeling':>10}{'numpy':>10}")
+    for k in (1, 8, 32, 128, 1000):
+        x = sum(1 << b for b in rng.sample(range(n), k)) | 1 << (n - 1)
+        start = time.perf_counter()
+        for _ in range(repeat):
+            y, out = x, []
+            while y:
+                low = y & -y
+                out.append(low.bit_length() - 1)
+                y ^= low
+        peel = (time.perf_counter() - start) / repeat * 1e6
+        start = time.perf_counter()
+        for _ in range(repeat):
+            raw = np.frombuffer(x.to_bytes((x.bit_length() + 7) // 8, "little"), dtype=np.uint8)
+            np.flatnonzero(np.unpackbits(raw, bitorder="little")).tolist()
+        unpack = (time.perf_counter() - start) / repeat * 1e6
+        print(f"  {k:<10}{peel:10.1f}{unpack:10.1f}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[200, 1000])
@@ -157,6 +181,7 @@ def main() -> None:
     if not args.only or "rows" in args.only:
         for n, preds in ((1000, 1), (1000, 30), (1000, 1000), (4000, 300), (4000, 4000)):
             rows(n, preds)
+        set_bits()
 
 
 if __name__ == "__main__":
