@@ -19,7 +19,7 @@ from gossamer.graph.bench import (
     reference_components,
     scc_named,
 )
-from gossamer.graph.bench._scc import Algorithm1
+from gossamer.graph.bench._scc import Algorithm1, _bits
 
 Edges = list[tuple[int, int]]
 ALGORITHMS = [
@@ -207,6 +207,14 @@ def test_block_width_sets_the_blocks_the_rows_are_made_of() -> None:
         algorithm = Algorithm1(130, bits)
         assert algorithm.blocks.dtype == dtype
         assert algorithm.blocks.shape == (-(-130 // bits), 130)
+
+
+def test_set_bits_listed_both_ways() -> None:
+    """_bits peels up to 32 set bits and unpacks more with numpy: both give the positions."""
+    rng = random.Random(7)
+    for count in (0, 1, 2, 31, 32, 33, 100, 500):
+        positions = sorted(rng.sample(range(700), count))
+        assert _bits(sum(1 << p for p in positions)) == positions
 
 
 @pytest.mark.parametrize("name", ALGORITHMS)
