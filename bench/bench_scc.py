@@ -1,19 +1,19 @@
 """GraphBench's dynamic SCC algorithms (gossamer.graph.bench._scc): seconds per edge-insertion
 sequence, and why Algorithm 1 uses numpy rows and Algorithms 2 and 3 Python-int rows.
 
-    .venv/bin/python bench/bench_scc.py                        # sizes 200 and 1000, ~3 minutes
+    .venv/bin/python bench/bench_scc.py                        # sizes 200 and 1000, ~2 minutes
     .venv/bin/python bench/bench_scc.py --sizes 300 --cap 5    # one size, 5 s per run at most
     .venv/bin/python bench/bench_scc.py --only rows            # the row-OR measurement alone
 
 Sequences (seeded): `path` inserts (0,1), (1,2), … (n-2,n-1) then (n-1,0): every insertion
 gives each of its predecessors a new vertex (Θ(n²) closure updates, the SCC analogue of
 SPAWC's Appendix C.1 sequences) and the last edge merges everything; `sparse`: 2n random
-edges; `dense`: min(n²/4, 20 000) random edges; `complete`: every ordered pair of
-min(n, 150) vertices, shuffled. A run is abandoned after `--cap` seconds (`>cap`) and larger
-sizes of that sequence skipped (`-`); every answer is checked against scipy (`!` marks a wrong
-one). `memory`: the peak of Python's allocations (tracemalloc, numpy's arrays included) while
-each algorithm runs the `sparse` and `path` sequences of the largest size (tracemalloc slows
-Python code down, so these runs may take 4 × `--cap`).
+edges; `dense`: min(n²/4, 20 000) random edges; `complete`: every ordered pair of n/4
+vertices, shuffled ((n/4)(n/4 - 1) edges). A run is abandoned after `--cap` seconds (`>cap`)
+and larger sizes of that sequence skipped (`-`); every answer is checked against scipy (`!`
+marks a wrong one). `memory`: the peak of Python's allocations (tracemalloc, numpy's arrays
+included) while each algorithm runs the `sparse` and `path` sequences of the largest size
+(tracemalloc slows Python code down, so these runs may take 4 × `--cap`).
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ def dense(n: int, rng: random.Random) -> tuple[int, Edges]:
 
 
 def complete(n: int, rng: random.Random) -> tuple[int, Edges]:
-    k = min(n, 150)
+    k = max(n // 4, 2)
     pairs = [(u, v) for u in range(k) for v in range(k) if u != v]
     rng.shuffle(pairs)
     return k, pairs
