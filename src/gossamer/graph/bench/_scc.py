@@ -63,6 +63,9 @@ __all__ = [
 _NAIVE_MAX_N = 4_000
 _BITMATRIX_MAX_N = 40_000
 _BITMATRIX2_MAX_N = 28_000
+# Yellin keeps a count, a descendant and an ancestor entry per pair of the closure: 538 MB at
+# n = 2000 on 4000 random edges (closure nearly full; `bench/bench_scc.py --only memory`).
+_YELLIN_MAX_N = 2_000
 
 
 def _check(n: int, src: int, tgt: int) -> None:
@@ -199,6 +202,7 @@ class RecomputedTarjan:
     "yellin",
     "Yellin's (1993) incremental transitive closure with reference counts, O(d · m*) over a "
     "sequence; the component of src read from its descendants ∩ ancestors after an insertion",
+    max_n=_YELLIN_MAX_N,
 )
 class Yellin:
     """Yellin, "Speeding up dynamic transitive closure for bounded degree graphs" (Acta
