@@ -158,6 +158,9 @@ def test_every_scc_algorithm_is_registered() -> None:
         info, make = scc_named(name)
         assert info.name == name and info.summary and not info.batch
         assert isinstance(make(3), SCCAlgorithm)
+        empty = make(0)
+        empty.flush()
+        assert empty.components().shape == (0,)
 
 
 @pytest.mark.parametrize("kind", list(KINDS))

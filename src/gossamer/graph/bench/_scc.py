@@ -1,16 +1,17 @@
 """GraphBench's dynamic strongly connected components algorithms (SPAWC section 6, Figures 10
-and 13, Figure 5's SCCAlgorithmFactory list), each registered by name with `register_scc`.
+and 13, Figure 5's SCCAlgorithmFactory list), each registered by name with `register_scc`;
+docs/graphbench/scc-algorithms.md has their measurements.
 
-| name           | SPAWC class          | work per insertion (n vertices, b-bit blocks)       |
-|----------------|----------------------|-----------------------------------------------------|
-| `naive`        | SCCFloydWarshall     | Warshall's closure from scratch: n numpy steps of   |
-|                |                      | n × n booleans, O(n³), then every pair compared     |
+| name           | SPAWC class          | work per insertion (n vertices, b-bit blocks)        |
+|----------------|----------------------|------------------------------------------------------|
+| `naive`        | SCCFloydWarshall     | Warshall's closure from scratch: n numpy steps on    |
+|                |                      | n × n booleans, O(n³), then every pair compared      |
 | `tarjan`       | SCCTarjan            | Tarjan's algorithm from scratch, O(n + m), in Python |
 | `yellin`       | SCCYellin            | Yellin's incremental closure, O(d · new pairs)       |
 | `algorithm1-b` | SCCAlgorithm1_8 … 64 | Figure 13: OR rows of ⌈size/b⌉ uintb blocks, O(n²/b) |
 | `algorithm2`   | SCCAlgorithm2_64     | Figure 13 on Python-int rows and columns, only the   |
 |                |                      | rows that gain bits touched                          |
-| `algorithm3`   | SCCAlgorithm3_64     | Figure 13 on one Python-int row per component; a    |
+| `algorithm3`   | SCCAlgorithm3_64     | Figure 13 on one Python-int row per component; a     |
 |                |                      | merged component's rows freed at once                |
 
 Why numpy for `naive` and Algorithm 1, Python integers for Algorithms 2 and 3, and plain Python
