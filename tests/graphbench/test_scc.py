@@ -4,6 +4,7 @@ scipy's components on generated graphs of every kind, after several insertions a
 from __future__ import annotations
 
 import itertools
+import pickle
 import random
 from collections.abc import Callable, Iterator, Sequence
 
@@ -158,6 +159,8 @@ def test_every_scc_algorithm_is_registered() -> None:
         info, make = scc_named(name)
         assert info.name == name and info.summary and not info.batch
         assert isinstance(make(3), SCCAlgorithm)
+        assert pickle.loads(pickle.dumps(make)) is make or name.startswith("algorithm1-")
+        assert type(pickle.loads(pickle.dumps(make))(3)) is type(make(3))
         empty = make(0)
         empty.flush()
         assert empty.components().shape == (0,)

@@ -41,6 +41,7 @@ Components are labelled by one member's id; `canonical` renumbers them.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator
 from typing import Any
 
@@ -347,20 +348,16 @@ class Algorithm1:
         return self.labels.copy()
 
 
-def _register_algorithm1(block_bits: int) -> None:
-    def make(n: int) -> Algorithm1:
-        return Algorithm1(n, block_bits)
-
+# One registration per block width; the factory is a functools.partial of the class (not a
+# closure) so that it pickles, should a harness hand it to a child process.
+for _block_bits in (8, 16, 32, 64):
     register_scc(
-        f"algorithm1-{block_bits}",
-        f"SPAWC's Algorithm 1 (Figure 13): bit-matrix transitive closure, rows of {block_bits}-bit "
-        "blocks (numpy), predecessors' rows OR-ed, components merged when both ways reachable",
+        f"algorithm1-{_block_bits}",
+        f"SPAWC's Algorithm 1 (Figure 13): bit-matrix transitive closure, rows of "
+        f"{_block_bits}-bit blocks (numpy), predecessors' rows OR-ed, components merged when "
+        "both ways reachable",
         max_n=_BITMATRIX_MAX_N,
-    )(make)
-
-
-for _bits_per_block in (8, 16, 32, 64):
-    _register_algorithm1(_bits_per_block)
+    )(functools.partial(Algorithm1, block_bits=_block_bits))
 
 
 @register_scc(
