@@ -5,7 +5,7 @@ references (scipy)."""
 
 from __future__ import annotations
 
-from . import _apsd  # noqa: F401  (registers the APSD algorithms)
+from . import _apsd, _scc  # noqa: F401  (importing them registers their algorithms)
 from ._api import (
     APSD,
     FAMILIES,
