@@ -50,7 +50,7 @@ def test_a_stop_during_the_spawn_reaches_every_worker_once(
 
     monkeypatch.setattr(control, "worker_command", fake_command)
     before = [signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)]
-    record: Any = SimpleNamespace(id="c1")  # only its id is read without progress
+    record: Any = SimpleNamespace(id="c1", settings={})  # only these are read without progress
     code = control._run_attached(None, "redis://unused", record, tmp_path, 3, None)  # type: ignore[arg-type]
     assert code == 130  # the first signal was SIGINT
     reports = [json.loads(p.read_text()) for p in spawned]

@@ -114,7 +114,7 @@ def test_the_consumed_graph_survives_a_killed_worker_and_a_killed_consumer(
         )  # fmt: skip
         assert alone.returncode == 0, alone.stderr
     assert codes == [-signal.SIGKILL, 0], logs(out)
-    assert remaining > 100, "the crawl was nearly over at the kill: the test shows little"
+    assert remaining >= 50, "the crawl was nearly over at the kill: the test shows little"
     got = json.loads(result.read_text())
     crawled = _crawled(dirs)
     print(

@@ -154,7 +154,7 @@ def graphs(kind: str) -> Iterator[tuple[int, Edges]]:
 
 
 def test_every_scc_algorithm_is_registered() -> None:
-    assert names("scc") == ALGORITHMS
+    assert [a for a in names("scc") if not a.startswith("test-")] == ALGORITHMS  # (tests' own)
     for name in ALGORITHMS:
         info, make = scc_named(name)
         assert info.name == name and info.summary and not info.batch
