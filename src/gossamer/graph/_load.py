@@ -143,6 +143,19 @@ def _strip_comments(data: bytes) -> bytes:
     return b"\n".join(b"" if ln.lstrip()[:1] in (b"#", b"%") else ln for ln in lines)
 
 
+def int_tokens(text: bytes) -> npt.NDArray[np.int64] | None:
+    """The whitespace-separated integers of `text` (comments stripped), parsed in C; None when
+    a token is not an integer (fromstring warns, and stops, at the first it cannot read). Ids
+    beyond 64 bits saturate at the int64 bounds: callers check for those."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        try:
+            values: npt.NDArray[np.int64] = np.fromstring(text, dtype=np.int64, sep=" ")
+        except (ValueError, DeprecationWarning):
+            return None
+    return values
+
+
 def _first_bad_line(path: Path, data: bytes) -> str:
     for number, raw in enumerate(data.split(b"\n"), 1):
         line = raw.strip()
@@ -162,12 +175,7 @@ def load_edgelist(path: Path) -> LoadedGraph:
     if header is not None:
         return _load_dimacs(path, raw, header)
     data = _strip_comments(raw)
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")  # fromstring warns, and stops, at a token it cannot read
-        try:
-            values = np.fromstring(data, dtype=np.int64, sep=" ")
-        except (ValueError, DeprecationWarning):
-            values = None
+    values = int_tokens(data)
     if values is None or len(values) % 2:
         raise ValueError(_first_bad_line(path, raw))
     ids: list[str] | npt.NDArray[np.int64]

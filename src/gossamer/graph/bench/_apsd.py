@@ -110,6 +110,7 @@ class _Recompute:
         self._dtype, self._inf = _sentinel(n)
         self._edges: set[tuple[int, int]] = set()
         self._d: Matrix = self._initial()
+        self._dirty = False  # (batch: edges came in since the last recompute)
 
     def _initial(self) -> Matrix:
         d: Matrix = np.full((self.n, self.n), self._inf, dtype=self._dtype)
@@ -128,6 +129,31 @@ class _Recompute:
 
     def distances(self) -> npt.NDArray[np.float64]:
         return _as_float(self._d, self._inf)
+
+
+class _Naive(_Recompute):
+    """The naive approach (before its recompute in the bases): the whole matrix recomputed
+    after every insertion that adds an edge."""
+
+    def add_edge(self, src: int, tgt: int) -> None:
+        if self._record(src, tgt):
+            self._recompute()
+
+    def flush(self) -> None:
+        pass
+
+
+class _Batch(_Recompute):
+    """A batch recompute (before its recompute in the bases): edges recorded, the matrix
+    recomputed at `flush()` when edges came in."""
+
+    def add_edge(self, src: int, tgt: int) -> None:
+        self._dirty |= self._record(src, tgt)
+
+    def flush(self) -> None:
+        if self._dirty:
+            self._recompute()
+            self._dirty = False
 
 
 class _FloydWarshallRecompute(_Recompute):
@@ -176,15 +202,8 @@ class _BFSRecompute(_Recompute):
     "naive: Floyd–Warshall recomputed after every insertion (numpy, O(n³) per edge)",
     max_n=1000,
 )
-class FloydWarshall(_FloydWarshallRecompute):
+class FloydWarshall(_Naive, _FloydWarshallRecompute):
     """SPAWC §5.2: the whole distance matrix recomputed by Floyd–Warshall per insertion."""
-
-    def add_edge(self, src: int, tgt: int) -> None:
-        if self._record(src, tgt):
-            self._recompute()
-
-    def flush(self) -> None:
-        pass
 
 
 @register_apsd(
@@ -192,15 +211,8 @@ class FloydWarshall(_FloydWarshallRecompute):
     "naive: BFS from every vertex recomputed after every insertion (scipy sparse frontiers)",
     max_n=4000,
 )
-class NaiveBFS(_BFSRecompute):
+class NaiveBFS(_Naive, _BFSRecompute):
     """SPAWC §5.2 with BFS from every vertex instead of Floyd–Warshall (module docstring)."""
-
-    def add_edge(self, src: int, tgt: int) -> None:
-        if self._record(src, tgt):
-            self._recompute()
-
-    def flush(self) -> None:
-        pass
 
 
 @register_apsd(
@@ -209,20 +221,8 @@ class NaiveBFS(_BFSRecompute):
     batch=True,
     max_n=1000,
 )
-class BatchFloydWarshall(_FloydWarshallRecompute):
+class BatchFloydWarshall(_Batch, _FloydWarshallRecompute):
     """Edges recorded; Floyd–Warshall recomputed at `flush()` when edges came in."""
-
-    def __init__(self, n: int) -> None:
-        super().__init__(n)
-        self._dirty = False
-
-    def add_edge(self, src: int, tgt: int) -> None:
-        self._dirty |= self._record(src, tgt)
-
-    def flush(self) -> None:
-        if self._dirty:
-            self._recompute()
-            self._dirty = False
 
 
 @register_apsd(
@@ -231,20 +231,8 @@ class BatchFloydWarshall(_FloydWarshallRecompute):
     batch=True,
     max_n=4000,
 )
-class BatchBFS(_BFSRecompute):
+class BatchBFS(_Batch, _BFSRecompute):
     """Edges recorded; BFS from every vertex recomputed at `flush()` when edges came in."""
-
-    def __init__(self, n: int) -> None:
-        super().__init__(n)
-        self._dirty = False
-
-    def add_edge(self, src: int, tgt: int) -> None:
-        self._dirty |= self._record(src, tgt)
-
-    def flush(self) -> None:
-        if self._dirty:
-            self._recompute()
-            self._dirty = False
 
 
 @register_apsd(

@@ -46,7 +46,6 @@ import importlib
 import math
 import os
 import re
-import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -55,7 +54,7 @@ from typing import Final
 import numpy as np
 import numpy.typing as npt
 
-from .._load import _dimacs_header, _first_bad_line, _read_bytes, _strip_comments
+from .._load import _dimacs_header, _first_bad_line, _read_bytes, _strip_comments, int_tokens
 
 __all__ = [
     "GENERATORS",
@@ -139,12 +138,7 @@ def read_edgelist(path: Path, data: bytes) -> EdgeSequence:
     first = data.lstrip()[:200]
     declared = _EDGELIST_HEADER.match(first)
     text = _strip_comments(data)
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")  # fromstring warns, and stops, at a token it cannot read
-        try:
-            values = np.fromstring(text, dtype=np.int64, sep=" ")
-        except (ValueError, DeprecationWarning):
-            values = None
+    values = int_tokens(text)
     if values is None or len(values) % 2:
         raise ValueError(_first_bad_line(path, data))
     if declared is not None:
