@@ -100,8 +100,9 @@ def test_status_and_metrics(tmp_path: Path) -> None:
     assert samples[("gossamer_body_bytes_total", (("crawl", "crawl"),))] == 1500
     assert samples[("gossamer_responses_total", (("crawl", "crawl"), ("status", "200")))] == 2
     assert samples[("gossamer_graph_nodes", (("crawl", "crawl"),))] == 2
-    key = ("gossamer_worker_pages_total", (("crawl", "crawl"), ("machine", status["workers"][0]
-                                                                ["machine"]), ("worker", "embedded")))  # fmt: skip
+    machine = status["workers"][0]["machine"]
+    labels = (("crawl", "crawl"), ("machine", machine), ("worker", "embedded"))
+    key = ("gossamer_worker_pages_total", labels)
     assert samples[key] == 2
     # the collector lives in the app's own registry, not prometheus-client's global one
     assert not any(m.name.startswith("gossamer") for m in REGISTRY.collect())
