@@ -19,6 +19,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from starlette.testclient import TestClient
 
 from gossamer.dashboard import ClusterSource, EmbeddedSource, SourceError, make_app
+from gossamer.dashboard._app import required_token
 
 LOCAL = "http://127.0.0.1:8700"
 
@@ -129,6 +130,17 @@ def test_a_token_is_required_on_every_request(tmp_path: Path) -> None:
     assert page.status_code == 200 and "gossamer_dashboard_token" in page.headers["set-cookie"]
     assert "httponly" in page.headers["set-cookie"].lower()
     assert client.get("/api/status").status_code == 200  # by the cookie
+
+
+def test_a_token_is_generated_for_any_address_but_loopback() -> None:
+    for host in ("127.0.0.1", "127.0.0.2", "::1", "localhost"):
+        assert required_token(host, None) == (None, False)
+    assert required_token("127.0.0.1", "given") == ("given", False)
+    assert required_token("0.0.0.0", "given") == ("given", False)
+    for host in ("0.0.0.0", "192.0.2.7", "::", "dashboard.example"):
+        token, generated = required_token(host, None)
+        assert generated and token is not None and len(token) >= 24
+    assert required_token("0.0.0.0", None) != required_token("0.0.0.0", None)
 
 
 def _sleeper() -> subprocess.Popen[bytes]:

@@ -44,7 +44,14 @@ from ._sources import ClusterSource, EmbeddedSource, SourceError, StatusSource
 
 _log = logging.getLogger(__name__)
 
-__all__ = ["HEARTBEAT_S", "PUSH_INTERVAL_S", "StatusHub", "dashboard_main", "make_app"]
+__all__ = [
+    "HEARTBEAT_S",
+    "PUSH_INTERVAL_S",
+    "StatusHub",
+    "dashboard_main",
+    "make_app",
+    "required_token",
+]
 
 #: the least time between two status events (and how often the source is read while a page
 #: is open): events arrive within this plus one source read of a change
@@ -258,6 +265,15 @@ def make_app(source: StatusSource, *, token: str | None = None) -> Starlette:
     return app
 
 
+def required_token(host: str, token: str | None) -> tuple[str | None, bool]:
+    """The token every request must carry when listening on `host` (None: none needed) and
+    whether it was generated: `token` as given; on an address other than loopback, a new
+    random one when none was given."""
+    if token is None and not _is_loopback(host):
+        return secrets.token_urlsafe(24), True
+    return token, False
+
+
 def open_source(directory: Path | None, redis: str | None, crawl: str | None) -> StatusSource:
     """The source the command line names (SourceError: none, both, or one that fails)."""
     if (directory is None) == (redis is None):
@@ -286,8 +302,8 @@ def dashboard_main(
     if token is not None and not token:
         _log.error("--token must not be empty")
         return Exit.USAGE
-    if token is None and not _is_loopback(host):
-        token = secrets.token_urlsafe(24)
+    token, generated = required_token(host, token)
+    if generated:
         print(f"dashboard token: {token}", file=sys.stderr, flush=True)
     try:
         source = open_source(directory, redis, crawl)
