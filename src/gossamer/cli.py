@@ -558,7 +558,9 @@ def _add_dashboard(sub: Any) -> None:
     )
     p.add_argument("dir", type=Path, nargs="?", metavar="DIR", help="a crawl directory")
     p.add_argument(
-        "--redis", metavar="URL", help="a cluster crawl's Redis (instead of DIR)"
+        "--redis",
+        metavar="URL",
+        help="a cluster crawl's Redis, instead of DIR (default without DIR: $GOSSAMER_REDIS)",
     )
     p.add_argument("--crawl", metavar="ID", help="the cluster crawl (default: the only one)")
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
@@ -575,8 +577,11 @@ def _add_dashboard(sub: Any) -> None:
 def _run_dashboard(args: argparse.Namespace) -> int:
     from .dashboard import dashboard_main
 
+    redis = args.redis
+    if redis is None and args.dir is None:
+        redis = os.environ.get("GOSSAMER_REDIS")
     return dashboard_main(
-        args.dir, redis=args.redis, crawl=args.crawl, host=args.host, port=args.port,
+        args.dir, redis=redis, crawl=args.crawl, host=args.host, port=args.port,
         token=args.token,
     )  # fmt: skip
 

@@ -276,11 +276,22 @@ def test_bad_command_lines_are_one_error_line(
 ) -> None:
     out = finished_crawl_dir(tmp_path)
     argv = [str(out) if a == "DIR" else str(tmp_path / a) if a == "nowhere" else a for a in args]
+    env = {k: v for k, v in os.environ.items() if k != "GOSSAMER_REDIS"}
     done = subprocess.run(
-        gossamer("dashboard", *argv), capture_output=True, text=True, timeout=30, check=False
-    )
+        gossamer("dashboard", *argv), capture_output=True, text=True, timeout=30, check=False,
+        env=env,
+    )  # fmt: skip
     assert done.returncode == 2, done.stderr
     assert message in done.stderr and len(done.stderr.strip().splitlines()) == 1, done.stderr
+
+
+def test_an_unreachable_redis_is_one_error_line_and_exit_69(tmp_path: Path) -> None:
+    env = {**os.environ, "GOSSAMER_REDIS": "redis://:hunter2@127.0.0.1:1/0"}  # nothing listens
+    done = subprocess.run(
+        gossamer("dashboard"), capture_output=True, text=True, timeout=30, check=False, env=env
+    )
+    assert done.returncode == 69, done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1 and "hunter2" not in done.stderr
 
 
 def test_a_busy_port_is_one_error_line(tmp_path: Path) -> None:
