@@ -81,6 +81,17 @@ def test_the_log_tail_reads_only_new_whole_lines(tmp_path: Path) -> None:
     assert source.snapshot()["totals"]["requests"] == 1
 
 
+def test_the_log_is_read_in_chunks_that_split_lines(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from gossamer.dashboard import _sources
+
+    out = make_crawl_dir(tmp_path)
+    whole = EmbeddedSource(out).snapshot()["totals"]
+    monkeypatch.setattr(_sources, "_CHUNK", 7)  # every line split across chunks
+    assert EmbeddedSource(out).snapshot()["totals"] == whole
+
+
 def test_a_directory_that_is_no_crawl_is_refused(tmp_path: Path) -> None:
     with pytest.raises(SourceError, match="not a crawl directory"):
         EmbeddedSource(tmp_path)

@@ -67,6 +67,9 @@ class _Rate:
         return round((pages - p0) / (now - t0), 1) if now > t0 else 0.0
 
 
+_CHUNK = 4 << 20
+
+
 class _LogTail:
     """The crawl log's counts, read incrementally: only the bytes appended since the last
     call. A line not yet ended (a write in progress) waits for the next call; a log that
@@ -98,12 +101,16 @@ class _LogTail:
             return
         with self.path.open("rb") as f:
             f.seek(self._offset)
-            data = f.read()
-        self._offset += len(data)
-        data = self._rest + data
-        cut = data.rfind(b"\n") + 1
-        self._rest = data[cut:]
-        for raw in data[:cut].splitlines():
+            # in chunks: the first read of a long crawl's log (GBs) holds one chunk at a time
+            while chunk := f.read(_CHUNK):
+                self._offset += len(chunk)
+                data = self._rest + chunk
+                cut = data.rfind(b"\n") + 1
+                self._rest = data[cut:]
+                self._count(data[:cut])
+
+    def _count(self, lines: bytes) -> None:
+        for raw in lines.splitlines():
             try:
                 rec = json.loads(raw)
             except ValueError:
