@@ -122,7 +122,7 @@ def test_status_and_metrics(tmp_path: Path) -> None:
 
 def test_loopback_without_token_answers_loopback_host_names_only(tmp_path: Path) -> None:
     app = make_app(EmbeddedSource(make_crawl_dir(tmp_path)))
-    for base in (LOCAL, "http://localhost:8700", "http://[::1]:8700"):
+    for base in (LOCAL, "http://localhost:8700", "http://[::1]:8700", "http://[::1]"):
         assert TestClient(app, base_url=base).get("/api/status").status_code == 200
     rebound = TestClient(app, base_url="http://evil.example:8700")  # DNS rebinding
     for path in ("/", "/api/status", "/metrics", "/events", "/dashboard.js"):

@@ -140,6 +140,13 @@ def _is_loopback(host: str) -> bool:
         return False
 
 
+def _host_name(host: str) -> str:
+    """The name of a Host header: without its port, an IPv6 address without brackets."""
+    if host.startswith("["):
+        return host[1:].partition("]")[0]
+    return host.rpartition(":")[0] if ":" in host else host
+
+
 def make_app(source: StatusSource, *, token: str | None = None) -> Starlette:
     """The dashboard app over `source`. `token`: required on every request (None: none,
     and then only loopback Host names are answered)."""
@@ -150,7 +157,7 @@ def make_app(source: StatusSource, *, token: str | None = None) -> Starlette:
     script = resources.files(__package__).joinpath("static/dashboard.js").read_bytes()
 
     def refused(request: Request) -> Response | None:
-        host = (request.headers.get("host") or "").rsplit(":", 1)[0]
+        host = _host_name(request.headers.get("host") or "")
         if token is None:
             if not _is_loopback(host):
                 return JSONResponse({"error": "unknown Host"}, status_code=403)
