@@ -11,6 +11,10 @@ function num(v, digits) {
   return typeof v === "number" ? fmt.format(v) : String(v);
 }
 
+function text(v) {
+  return v === null || v === undefined ? "-" : String(v);
+}
+
 function bytes(v) {
   if (v === null || v === undefined) return "-";
   const units = ["B", "KiB", "MiB", "GiB", "TiB"];
@@ -37,7 +41,7 @@ function render(s) {
   document.getElementById("last-event").textContent = new Date().toLocaleTimeString();
   const src = s.source.kind === "cluster" ? "cluster " + s.source.redis : s.source.directory;
   set("coordinator", "source", src);
-  set("coordinator", "pid", num(c.pid));
+  set("coordinator", "pid", text(c.pid));
   set("coordinator", "elapsed", duration(c.elapsed_s));
   set("coordinator", "pages_per_s", num(t.pages_per_s, 1));
   set("coordinator", "workers", num(t.workers));
@@ -62,7 +66,7 @@ function render(s) {
     tr.dataset.worker = w.id;
     const hosts = (w.hosts || []).slice(0, 3).join(", ") + ((w.hosts || []).length > 3 ? " …" : "");
     const beat = w.beat_age_s === null || w.beat_age_s === undefined ? "-" : w.beat_age_s + " s ago";
-    for (const v of [w.id, w.machine, num(w.pid), w.state, num(w.pages), num(w.pages_per_s, 1),
+    for (const v of [w.id, w.machine, text(w.pid), w.state, num(w.pages), num(w.pages_per_s, 1),
                      num(w.errors), hosts, beat]) {
       const td = document.createElement("td");
       td.textContent = v;
