@@ -34,6 +34,7 @@ def build_parser(with_testweb: bool = True) -> argparse.ArgumentParser:
     _add_graph(sub)
     _add_graphbench(sub)
     _add_experiment(sub)
+    _add_dashboard(sub)
     demo = sub.add_parser(
         "demo",
         help="start the simulated web on loopback, crawl it, print the report and the audit",
@@ -547,6 +548,44 @@ def _run_report(args: argparse.Namespace) -> int:
     return print_report(args.dir, as_json=args.json)
 
 
+def _add_dashboard(sub: Any) -> None:
+    p = sub.add_parser(
+        "dashboard",
+        help="watch and stop a crawl from a browser; /api/status, /events, /metrics",
+        description="Serve a web page, a JSON status, server-sent events and Prometheus "
+        "metrics for the crawl in DIR (an embedded crawl) or the cluster crawl in --redis "
+        "(docs/dashboard.md).",
+    )
+    p.add_argument("dir", type=Path, nargs="?", metavar="DIR", help="a crawl directory")
+    p.add_argument(
+        "--redis",
+        metavar="URL",
+        help="a cluster crawl's Redis, instead of DIR (default without DIR: $GOSSAMER_REDIS)",
+    )
+    p.add_argument("--crawl", metavar="ID", help="the cluster crawl (default: the only one)")
+    p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    p.add_argument("--port", type=int, default=8700, help="port to listen on (default 8700)")
+    p.add_argument(
+        "--token",
+        help="required on every request (default: none on loopback; generated and printed "
+        "for any other --host)",
+    )
+    _log_flags(p)
+    p.set_defaults(func=_run_dashboard)
+
+
+def _run_dashboard(args: argparse.Namespace) -> int:
+    from .dashboard import dashboard_main
+
+    redis = args.redis
+    if redis is None and args.dir is None:
+        redis = os.environ.get("GOSSAMER_REDIS")
+    return dashboard_main(
+        args.dir, redis=redis, crawl=args.crawl, host=args.host, port=args.port,
+        token=args.token,
+    )  # fmt: skip
+
+
 def _add_graph(sub: Any) -> None:
     p = sub.add_parser(
         "graph",
@@ -719,7 +758,7 @@ def _run_experiment(args: argparse.Namespace) -> int:
 _LIGHT_COMMANDS = frozenset(
     {
         "crawl", "crawl-worker", "report", "worker", "status", "stop", "workers", "experiment",
-        "graph", "graphbench",
+        "graph", "graphbench", "dashboard",
     }
 )
 

@@ -330,17 +330,8 @@ def _scan_log(path: Path, runs: list[dict[str, Any]]) -> dict[str, Any]:
                     end = t + float(rec.get("duration") or 0.0)
                     last = per_last[bucket]
                     per_last[bucket] = end if last is None else max(last, end)
-                outcome, status = str(rec.get("outcome")), rec.get("status")
-                outcomes[outcome] += 1
-                statuses[str(status)] += 1
                 body_bytes += int(rec.get("bytes") or 0)
-                # errors counted as the crawler counts them (Crawler._record, _record_aux)
-                is_page = rec.get("depth") is not None
-                if status is None:
-                    errors[outcome if is_page else f"{outcome}/{rec.get('error') or _UNKNOWN}"] += 1
-                elif is_page and rec.get("error"):
-                    errors[str(rec["error"])] += 1
-                if is_page and status is not None and status not in RETRY_STATUSES:
+                if count_log_record(rec, outcomes, statuses, errors):
                     fetches += 1
                     per_pages[bucket] += 1
                     url = str(rec.get("url"))
@@ -360,6 +351,27 @@ def _scan_log(path: Path, runs: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 _UNKNOWN = "fetch/error/unknown"
+
+
+def count_log_record(
+    rec: dict[str, Any],
+    outcomes: Counter[str],
+    statuses: Counter[str],
+    errors: Counter[str],
+) -> bool:
+    """Count one crawl log record's outcome, status and error (errors as the crawler counts
+    them: Crawler._record, _record_aux); whether it is a page fetch (a page's final answer,
+    not a robots.txt or a status the crawler retries). The report and the dashboard's tail
+    of a running crawl's log count alike."""
+    outcome, status = str(rec.get("outcome")), rec.get("status")
+    outcomes[outcome] += 1
+    statuses[str(status)] += 1
+    is_page = rec.get("depth") is not None
+    if status is None:
+        errors[outcome if is_page else f"{outcome}/{rec.get('error') or _UNKNOWN}"] += 1
+    elif is_page and rec.get("error"):
+        errors[str(rec["error"])] += 1
+    return is_page and status is not None and status not in RETRY_STATUSES
 
 
 def _timestamp(value: Any) -> float | None:

@@ -1,0 +1,120 @@
+"""`/metrics`: the status snapshot in Prometheus' text format (prometheus-client).
+
+A custom Collector turns one snapshot into metric families at each scrape, in a registry of
+the dashboard's own (`metrics_registry`): nothing is registered in prometheus-client's global
+REGISTRY, so two dashboards (or tests) in one process never clash, and no counter is kept
+here — the crawl's files or Redis hold the truth, the scrape reads it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector, CollectorRegistry
+
+__all__ = ["StatusCollector", "metrics_registry"]
+
+#: the live graph's figures exported as gauges (docs/graph.md)
+GRAPH_GAUGES = (
+    ("nodes", "pages in the web graph"),
+    ("edges", "links in the web graph"),
+    ("pending", "links to pages not crawled yet"),
+    ("scc_count", "strongly connected components"),
+    ("largest_scc", "nodes of the largest strongly connected component"),
+    ("dangling", "nodes without out-links"),
+    ("average_distance", "average distance between connected nodes"),
+    ("diameter", "graph diameter"),
+)
+
+
+class StatusCollector(Collector):
+    """The metric families of one snapshot, taken at each scrape."""
+
+    def __init__(self, snapshot: Callable[[], dict[str, Any]]) -> None:
+        self._snapshot = snapshot
+
+    def collect(self) -> Iterator[Metric]:
+        s = self._snapshot()
+        crawl, totals = s["crawl"], s["totals"]
+        labels = ["crawl"]
+        cid = [str(crawl["id"])]
+
+        def gauge(name: str, doc: str, value: float | None) -> Iterator[Metric]:
+            if value is not None:
+                g = GaugeMetricFamily(f"gossamer_{name}", doc, labels=labels)
+                g.add_metric(cid, float(value))
+                yield g
+
+        def counter(name: str, doc: str, value: float | None) -> Iterator[Metric]:
+            if value is not None:
+                c = CounterMetricFamily(f"gossamer_{name}", doc, labels=labels)
+                c.add_metric(cid, float(value))
+                yield c
+
+        running = GaugeMetricFamily(
+            "gossamer_crawl_state", "1 for the crawl's current state", labels=["crawl", "state"]
+        )
+        running.add_metric([*cid, str(crawl["state"])], 1.0)
+        yield running
+        yield from counter("pages", "pages crawled (page fetches)", totals["pages"])
+        yield from counter("requests", "requests made (crawl log lines)", totals["requests"])
+        yield from counter("body_bytes", "response body bytes received", totals["bytes"])
+        yield from counter("errors", "fetch errors", totals["errors"])
+        yield from gauge("pages_per_second", "pages per second now", totals["pages_per_s"])
+        yield from gauge("workers", "live workers", totals["workers"])
+        yield from gauge("max_pages", "the crawl's page limit", crawl["max_pages"])
+        if totals.get("statuses") is not None:
+            by_status = CounterMetricFamily(
+                "gossamer_responses", "responses by HTTP status", labels=["crawl", "status"]
+            )
+            for status, n in totals["statuses"].items():
+                by_status.add_metric([*cid, str(status)], float(n))
+            yield by_status
+        if totals.get("outcomes") is not None:
+            by_outcome = CounterMetricFamily(
+                "gossamer_outcomes", "requests by outcome key", labels=["crawl", "outcome"]
+            )
+            for outcome, n in totals["outcomes"].items():
+                by_outcome.add_metric([*cid, str(outcome)], float(n))
+            yield by_outcome
+        fr = s.get("frontier")
+        if fr:
+            urls = GaugeMetricFamily(
+                "gossamer_frontier_urls", "URLs in the frontier by state", labels=["crawl", "state"]
+            )
+            for key in ("queued", "leased", "done", "failed"):
+                if fr.get(key) is not None:
+                    urls.add_metric([*cid, key], float(fr[key]))
+            yield urls
+            yield from gauge("frontier_hosts", "hosts known to the frontier", fr.get("hosts"))
+        workers = s.get("workers") or []
+        if workers:
+            w_pages = CounterMetricFamily(
+                "gossamer_worker_pages", "pages crawled by each worker",
+                labels=["crawl", "worker", "machine"],
+            )  # fmt: skip
+            w_rate = GaugeMetricFamily(
+                "gossamer_worker_pages_per_second", "each worker's pages per second",
+                labels=["crawl", "worker", "machine"],
+            )  # fmt: skip
+            for w in workers:
+                wkey = [*cid, str(w["id"]), str(w["machine"])]
+                w_pages.add_metric(wkey, float(w["pages"]))
+                w_rate.add_metric(wkey, float(w["pages_per_s"] or 0.0))
+            yield w_pages
+            yield w_rate
+        g = s.get("graph")
+        if g:
+            for key, doc in GRAPH_GAUGES:
+                value = g.get(key)
+                if isinstance(value, int | float) and not isinstance(value, bool):
+                    yield from gauge(f"graph_{key}", doc, value)
+
+
+def metrics_registry(snapshot: Callable[[], dict[str, Any]]) -> CollectorRegistry:
+    """A registry of its own holding one StatusCollector over `snapshot`."""
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(StatusCollector(snapshot))
+    return registry

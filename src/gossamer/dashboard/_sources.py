@@ -1,0 +1,411 @@
+"""Where the dashboard's figures come from: a crawl directory (`EmbeddedSource`) or a cluster
+crawl in Redis (`ClusterSource`). Both answer `snapshot()` with the same JSON-able shape (the
+`/api/status` body, docs/dashboard.md) and `stop()`; both are synchronous (file and Redis
+reads) and are called off the event loop.
+
+The embedded source reads only what the crawl writes anyway — crawl.json, runs.jsonl, the
+`lock` file's pid, the crawl log, the frontier's counters row, stats.json and the live
+graph's graph/stats.json — so watching costs the crawl nothing but the reads. The crawl log
+is tailed: each snapshot reads only the lines appended since the last one (counted by
+`engine.report.count_log_record`, as `gossamer report` counts them), so a snapshot's cost
+does not grow with the crawl. The cluster source is `gossamer status`'s `crawl_status`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import socket
+import sqlite3
+import threading
+import time
+from collections import Counter, deque
+from pathlib import Path
+from typing import Any, Protocol
+
+from ..engine.report import count_log_record, live_graph_stats, stats_end_reason
+from ..sinks import read_run_records
+
+__all__ = ["ClusterSource", "EmbeddedSource", "SourceError", "StatusSource"]
+
+
+class SourceError(Exception):
+    """The source cannot be opened or cannot do what was asked; the message says why."""
+
+
+class StatusSource(Protocol):
+    """What the dashboard reads a crawl through."""
+
+    def snapshot(self) -> dict[str, Any]:
+        """The crawl's status now (the `/api/status` body)."""
+        ...
+
+    def stop(self) -> str:
+        """Ask the crawl to stop gracefully; what was done, in words (SourceError: cannot)."""
+        ...
+
+    def close(self) -> None: ...
+
+
+#: seconds of samples the embedded source's pages/s is measured over
+RATE_WINDOW_S = 5.0
+
+
+class _Rate:
+    """pages/s over the last RATE_WINDOW_S seconds, from (time, pages) samples."""
+
+    def __init__(self) -> None:
+        self._samples: deque[tuple[float, int]] = deque()
+
+    def add(self, now: float, pages: int) -> float:
+        self._samples.append((now, pages))
+        while len(self._samples) > 2 and now - self._samples[1][0] >= RATE_WINDOW_S:
+            self._samples.popleft()
+        t0, p0 = self._samples[0]
+        return round((pages - p0) / (now - t0), 1) if now > t0 else 0.0
+
+
+_CHUNK = 4 << 20
+
+
+class _LogTail:
+    """The crawl log's counts, read incrementally: only the bytes appended since the last
+    call. A line not yet ended (a write in progress) waits for the next call; a log that
+    shrank (replaced) is read again from its start."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._offset = 0
+        self._rest = b""
+        self._reset()
+
+    def _reset(self) -> None:
+        self._offset, self._rest = 0, b""
+        self.requests = self.pages = self.bytes = 0
+        self.outcomes: Counter[str] = Counter()
+        self.statuses: Counter[str] = Counter()
+        self.errors: Counter[str] = Counter()
+        self.modified: float | None = None
+
+    def read(self) -> None:
+        try:
+            st = self.path.stat()
+        except FileNotFoundError:
+            return
+        if st.st_size < self._offset:
+            self._reset()
+        self.modified = st.st_mtime
+        if st.st_size == self._offset:
+            return
+        with self.path.open("rb") as f:
+            f.seek(self._offset)
+            # in chunks: the first read of a long crawl's log (GBs) holds one chunk at a time
+            while chunk := f.read(_CHUNK):
+                self._offset += len(chunk)
+                data = self._rest + chunk
+                cut = data.rfind(b"\n") + 1
+                self._rest = data[cut:]
+                self._count(data[:cut])
+
+    def _count(self, lines: bytes) -> None:
+        for raw in lines.splitlines():
+            try:
+                rec = json.loads(raw)
+            except ValueError:
+                continue  # a torn line of a killed run
+            if not isinstance(rec, dict):
+                continue
+            self.requests += 1
+            self.bytes += int(rec.get("bytes") or 0)
+            if count_log_record(rec, self.outcomes, self.statuses, self.errors):
+                self.pages += 1
+
+
+def _frontier_counts(path: Path) -> dict[str, Any] | None:
+    """The embedded frontier's counters row (frontier/sqlite.py keeps it exact), read through
+    a read-only connection: one row, no scan. None when there is no frontier yet."""
+    if not path.is_file():
+        return None
+    db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=1.0)
+    try:
+        row = db.execute(
+            "SELECT queued, leased, done, failed, retries, hosts, dead_hosts FROM counters"
+        ).fetchone()
+    finally:
+        db.close()
+    if row is None:
+        return None
+    keys = ("queued", "leased", "done", "failed", "retries", "hosts", "dead_hosts")
+    return dict(zip(keys, (int(v or 0) for v in row), strict=True))
+
+
+def _process_alive(pid: int) -> bool:
+    """Whether `pid` runs and (where /proc tells) is a gossamer process: a crawl killed
+    without its end recorded leaves a pid another program may have been given since."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return True  # no /proc: trust the pid
+    return b"gossamer" in cmdline
+
+
+class EmbeddedSource:
+    """A crawl directory (`gossamer crawl -o DIR`), running or not."""
+
+    kind = "embedded"
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory
+        manifest = directory / "crawl.json"
+        if not manifest.is_file():
+            raise SourceError(
+                f"{directory} is not a crawl directory (no crawl.json); give the -o "
+                "directory of a crawl, or --redis URL for a cluster crawl"
+            )
+        try:
+            self._settings = json.loads(manifest.read_text())
+        except (OSError, ValueError) as exc:
+            raise SourceError(f"cannot read {manifest}: {exc}") from exc
+        self._tail = _LogTail(directory / "crawl.log.jsonl")
+        self._rate = _Rate()
+        self._lock = threading.Lock()  # snapshots may overlap (/api/status, the event loop)
+        self._stop_sent: int | None = None  # the pid sent SIGTERM by stop()
+
+    def _pid(self) -> int | None:
+        try:
+            return int((self.directory / "lock").read_text().split()[0])
+        except (OSError, ValueError, IndexError):
+            return None
+
+    def _running_pid(self, runs: list[dict[str, Any]]) -> int | None:
+        """The crawling process's pid, None when no crawl runs in the directory: its last run
+        has no end recorded and the pid in its lock file is alive."""
+        last_start = next((r for r in reversed(runs) if r.get("event") == "start"), None)
+        if last_start is None:
+            return None
+        ended = any(r.get("event") == "end" and r.get("run") == last_start.get("run") for r in runs)
+        pid = self._pid()
+        if ended or pid is None or not _process_alive(pid):
+            return None
+        return pid
+
+    def snapshot(self) -> dict[str, Any]:
+        with self._lock:
+            return self._snapshot()
+
+    def _snapshot(self) -> dict[str, Any]:
+        now = time.time()
+        out = self.directory
+        runs = read_run_records(out / "runs.jsonl")
+        starts = [r for r in runs if r.get("event") == "start"]
+        pid = self._running_pid(runs)
+        stats = _read_json(out / "stats.json")
+        max_pages = self._settings.get("max_pages")
+        end_reason = None
+        if pid is not None:
+            state = "stopping" if self._stop_sent == pid else "running"
+        elif not starts:
+            state = "not started"
+        else:
+            last = starts[-1]
+            end = next(
+                (r for r in runs if r.get("event") == "end" and r.get("run") == last.get("run")),
+                None,
+            )
+            end_reason = stats_end_reason((end or {}).get("stats") or stats, max_pages)
+            state = "ended" if end is not None else "killed"
+        self._tail.read()
+        tail = self._tail
+        frontier, frontier_error = None, None
+        try:
+            frontier = _frontier_counts(out / "frontier.sqlite")
+        except sqlite3.Error as exc:
+            frontier_error = str(exc)
+        started = float(starts[-1]["time"]) if starts else None
+        ends = [float(r["time"]) for r in runs if r.get("event") == "end"]
+        until = now if pid is not None else (ends[-1] if ends else tail.modified or now)
+        elapsed = max(0.0, until - started) if started is not None else 0.0
+        rate = self._rate.add(now, tail.pages) if pid is not None else 0.0
+        errors = sum(tail.errors.values())
+        workers: list[dict[str, Any]] = []
+        if pid is not None or starts:
+            workers.append(
+                {
+                    "id": "embedded",
+                    "machine": socket.gethostname(),
+                    "pid": pid if pid is not None else self._pid(),
+                    "state": state,
+                    "pages": tail.pages,
+                    "pages_per_s": rate,
+                    "errors": errors,
+                    "processes": int(starts[-1].get("workers") or 1) if starts else None,
+                    "hosts": [],
+                    "last_heartbeat": tail.modified,
+                    "beat_age_s": round(max(0.0, now - tail.modified), 1)
+                    if tail.modified
+                    else None,
+                }
+            )
+        return {
+            "source": {"kind": self.kind, "directory": str(out)},
+            "crawl": {
+                "id": out.name,
+                "state": state,
+                "end_reason": end_reason,
+                "pid": pid,
+                "started": started,
+                "elapsed_s": round(elapsed, 1),
+                "runs": len(starts),
+                "max_pages": max_pages,
+                "seeds": list(self._settings.get("seeds") or []),
+            },
+            "totals": {
+                "pages": tail.pages,
+                "pages_per_s": rate,
+                "requests": tail.requests,
+                "bytes": tail.bytes,
+                "errors": errors,
+                "statuses": {k: v for k, v in sorted(tail.statuses.items()) if k != "None"},
+                "outcomes": dict(tail.outcomes.most_common()),
+                "workers": 1 if pid is not None else 0,
+            },
+            "frontier": frontier,
+            "frontier_error": frontier_error,
+            "workers": workers,
+            "graph": live_graph_stats(out / "graph" / "stats.json"),
+            "time": now,
+        }
+
+    def stop(self) -> str:
+        """SIGTERM to the crawling process, as a terminal's `kill` would: a graceful stop
+        (it finishes its batches, writes its statistics; `gossamer crawl --resume` goes on)."""
+        with self._lock:
+            pid = self._running_pid(read_run_records(self.directory / "runs.jsonl"))
+            if pid is None:
+                raise SourceError(f"no crawl is running in {self.directory}")
+            try:
+                os.kill(pid, signal.SIGTERM)
+            except ProcessLookupError:
+                raise SourceError(f"no crawl is running in {self.directory}") from None
+            self._stop_sent = pid
+            return f"sent SIGTERM to the crawl's process {pid}"
+
+    def close(self) -> None:
+        pass
+
+
+def _read_json(path: Path) -> dict[str, Any] | None:
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+class ClusterSource:
+    """A cluster crawl in Redis (`gossamer crawl --redis`): `crawl_status`, as `gossamer
+    status --json` shows it, in the dashboard's shape. The Redis URL is kept here and only
+    its redacted form (`redact`) ever leaves this object."""
+
+    kind = "cluster"
+
+    def __init__(self, url: str, crawl_id: str | None) -> None:
+        from ..cluster._redis import RedisConnectError, redact
+        from ..cluster.control import CONTROL_PATIENCE
+        from ..cluster.registry import RegistryError, load_crawl
+        from ..cluster.worker import connect_redis
+
+        self._shown_url = redact(url)
+        try:
+            self._client = connect_redis(url, patience=CONTROL_PATIENCE)
+        except RedisConnectError as exc:
+            raise SourceError(str(exc)) from exc
+        try:
+            self._crawl_id = load_crawl(self._client, crawl_id).id
+        except RegistryError as exc:
+            self._client.close()
+            raise SourceError(str(exc)) from exc
+        self._lock = threading.Lock()  # one redis-py client, used from worker threads
+
+    def snapshot(self) -> dict[str, Any]:
+        from ..cluster.control import crawl_status
+        from ..cluster.registry import load_crawl, settle_stopped
+
+        with self._lock:
+            record = load_crawl(self._client, self._crawl_id)
+            if record.state == "stopping" and settle_stopped(self._client, record):
+                record = load_crawl(self._client, record.id)  # its workers are gone
+            data = crawl_status(self._client, record)
+        c, tot, fr = data["crawl"], data["totals"], data["frontier"]
+        workers = [
+            {
+                "id": w["id"],
+                "machine": w["machine"],
+                "pid": w["pid"],
+                "state": w["state"],
+                "pages": w["pages"],
+                "pages_per_s": w["pages_per_s"],
+                "errors": w["errors"],
+                "requests": w["requests"],
+                "hosts": w["hosts"],
+                "last_heartbeat": w["last_beat"] or None,
+                "beat_age_s": w["beat_age_s"],
+            }
+            for w in data["workers"]
+        ]
+        return {
+            "source": {"kind": self.kind, "redis": self._shown_url},
+            "crawl": {
+                "id": c["id"],
+                "state": c["state"],
+                "end_reason": None,
+                "pid": None,
+                "started": c["created"],
+                "elapsed_s": tot["elapsed_s"],
+                "runs": None,
+                "max_pages": c["max_pages"],
+                "seeds": c["seeds"],
+                "partition": c["partition"].get("name"),
+            },
+            "totals": {
+                "pages": tot["pages"],
+                "pages_per_s": tot["pages_per_s"],
+                "requests": sum(w["requests"] for w in workers),
+                "bytes": None,  # workers do not publish it (docs/dashboard.md)
+                "errors": sum(w["errors"] for w in workers),
+                "statuses": None,
+                "outcomes": None,
+                "workers": tot["workers"],
+            },
+            "frontier": fr,
+            "frontier_error": data["frontier_error"],
+            "workers": workers,
+            "graph": data["graph"],
+            "time": data["server_time"],
+        }
+
+    def stop(self) -> str:
+        """As `gossamer stop`: the crawl is set stopping; every worker finishes its batches
+        and leaves."""
+        from ..cluster.registry import load_crawl, request_stop
+
+        with self._lock:
+            record = load_crawl(self._client, self._crawl_id)
+            if record.state in ("stopped", "finished"):
+                raise SourceError(f"crawl {record.id} is {record.state} already")
+            state = record.state
+            if state == "running":
+                state = request_stop(self._client, record)
+            return f"crawl {record.id}: {state}"
+
+    def close(self) -> None:
+        with contextlib.suppress(Exception):
+            self._client.close()
