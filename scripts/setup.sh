@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Set up gossamer from nothing on Debian/Ubuntu with Python >= 3.11:
-# Debian packages (servers used by tests and benchmarks), then a virtualenv in .venv.
+# Debian packages (servers used by tests and benchmarks, and the headless Chromium with its
+# chromedriver that the browser tests drive: tests/browser.py), then a virtualenv in .venv.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
-DEB_PACKAGES="redis-server nginx-light wrk tinyproxy"
+DEB_PACKAGES="redis-server nginx-light wrk tinyproxy chromium chromium-driver"
 missing=""
 for p in $DEB_PACKAGES; do
   dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"
