@@ -1,0 +1,81 @@
+"""The browser harness's helpers that need no browser: the PNG check of `screenshot` and the
+/proc scan the cleanup relies on (gossamer.testing._browser)."""
+
+from __future__ import annotations
+
+import io
+import subprocess
+import sys
+import time
+import zlib
+from pathlib import Path
+
+import pytest
+from PIL import Image  # matplotlib's dependency
+
+from gossamer.testing._browser import BrowserError, browser_processes, chromium_flags, png_size
+
+
+def png(width: int, height: int) -> bytes:
+    buffer = io.BytesIO()
+    Image.new("RGB", (width, height), (10, 20, 30)).save(buffer, "PNG")
+    return buffer.getvalue()
+
+
+def test_png_size_of_a_valid_png() -> None:
+    assert png_size(png(37, 11)) == (37, 11)
+
+
+@pytest.mark.parametrize(
+    ("damage", "message"),
+    [
+        (lambda b: b"GIF89a" + b[6:], "bad signature"),
+        (lambda b: b[:-1], "truncated PNG chunk"),
+        (lambda b: b[:40], "truncated PNG chunk"),
+        (lambda b: b[:20] + bytes([b[20] ^ 1]) + b[21:], "bad CRC"),  # IHDR's width
+        (lambda b: b[: len(b) - 12], "out of order or missing"),  # IEND cut off
+    ],
+)
+def test_png_size_refuses_a_damaged_png(damage: object, message: str) -> None:
+    assert callable(damage)
+    with pytest.raises(BrowserError, match=message):
+        png_size(damage(png(8, 8)))
+
+
+def test_png_size_refuses_a_png_without_image_data() -> None:
+    def chunk(kind: bytes, body: bytes) -> bytes:
+        crc = zlib.crc32(kind + body).to_bytes(4, "big")
+        return len(body).to_bytes(4, "big") + kind + body + crc
+
+    header = (4).to_bytes(4, "big") * 2 + bytes([8, 2, 0, 0, 0])
+    data = b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IEND", b"")
+    with pytest.raises(BrowserError, match="out of order or missing"):
+        png_size(data)
+
+
+def test_browser_processes_finds_the_group_and_the_directory(tmp_path: Path) -> None:
+    """A process group's members and an outsider naming the directory are found; once they
+    are dead (zombies included, until reaped) they are not."""
+    sleeper = [sys.executable, "-c", "import time, sys; time.sleep(60)"]
+    leader = subprocess.Popen([*sleeper, "leader"], start_new_session=True)
+    outsider = subprocess.Popen([*sleeper, str(tmp_path / "home")], start_new_session=True)
+    try:
+        assert browser_processes(leader.pid, tmp_path) == sorted([leader.pid, outsider.pid])
+        leader.kill()
+        outsider.kill()
+        # not waited for: zombies once SIGKILL lands, which count as dead
+        deadline = time.monotonic() + 10
+        while browser_processes(leader.pid, tmp_path) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert browser_processes(leader.pid, tmp_path) == []
+    finally:
+        for proc in (leader, outsider):
+            proc.kill()
+            proc.wait(10)
+
+
+def test_chromium_flags(tmp_path: Path) -> None:
+    flags = chromium_flags(tmp_path / "profile", (640, 480))
+    assert "--headless=new" in flags and "--no-sandbox" in flags
+    assert f"--user-data-dir={tmp_path / 'profile'}" in flags
+    assert "--window-size=640,480" in flags
