@@ -8,7 +8,9 @@ PY=${PYTHON:-python3}
 DEB_PACKAGES="redis-server nginx-light wrk tinyproxy chromium chromium-driver"
 missing=""
 for p in $DEB_PACKAGES; do
-  dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"
+  # "install ok installed": `dpkg -s` alone also succeeds for a removed package whose config
+  # files are left ("deinstall ok config-files")
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
 done
 if [ -n "$missing" ]; then
   SUDO=""

@@ -22,7 +22,7 @@ import pytest
 if TYPE_CHECKING:
     from gossamer.testing._browser import Browser
 
-# gossamer.testing._browser (and selenium, ~0.2 s) is imported by the tests that use a browser
+# gossamer.testing._browser (and selenium: ~80 ms) is imported by the tests that use a browser
 # only: this plugin is loaded by every pytest run, and by every pytest a test starts.
 
 
