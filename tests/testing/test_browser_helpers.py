@@ -74,6 +74,21 @@ def test_browser_processes_finds_the_group_and_the_directory(tmp_path: Path) -> 
             proc.wait(10)
 
 
+def test_browser_processes_does_not_match_a_longer_directory(tmp_path: Path) -> None:
+    """`root` browser1 is not a prefix match for browser10's processes."""
+    other = tmp_path / "browser10"
+    proc = subprocess.Popen(
+        [sys.executable, "-c", "import time; time.sleep(60)", str(other / "profile")],
+        start_new_session=True,
+    )
+    try:
+        assert browser_processes(-1, tmp_path / "browser1") == []
+        assert browser_processes(-1, other) == [proc.pid]
+    finally:
+        proc.kill()
+        proc.wait(10)
+
+
 def test_chromium_flags(tmp_path: Path) -> None:
     flags = chromium_flags(tmp_path / "profile", (640, 480))
     assert "--headless=new" in flags and "--no-sandbox" in flags

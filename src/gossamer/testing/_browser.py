@@ -120,7 +120,9 @@ def _major_versions(chromium: str, chromedriver: str) -> tuple[str, str]:
         ).stdout
         # "Chromium 156.0.8078.108 built on Debian ..." / "ChromeDriver 156.0.8078.108 (...)"
         words = [w for w in out.split() if w[:1].isdigit()]
-        return words[0].split(".")[0] if words else "?"
+        if not words:
+            raise BrowserError(f"{binary} --version printed no version: {out.strip()!r}")
+        return words[0].split(".")[0]
 
     return version(chromium), version(chromedriver)
 
@@ -309,7 +311,9 @@ def _stat_fields(pid: str) -> tuple[str, int] | None:
 def browser_processes(group: int, root: Path) -> list[int]:
     """Live processes (zombies are dead) in process group `group` or whose command line
     contains `root` — a browser's processes, found in /proc."""
-    marker = str(root).encode()
+    # with the separator: /tmp/t/browser1 must not match /tmp/t/browser10's processes (every
+    # process of ours names a path inside root: root/profile, root/home/...)
+    marker = os.path.join(root, "").encode()
     found = []
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
