@@ -13,6 +13,8 @@ from pathlib import Path
 import pytest
 from PIL import Image  # matplotlib's dependency
 
+import gossamer.testing._browser as browser_module
+from browser_fixtures import require_browser
 from gossamer.testing._browser import BrowserError, browser_processes, chromium_flags, png_size
 
 
@@ -94,3 +96,21 @@ def test_chromium_flags(tmp_path: Path) -> None:
     assert "--headless=new" in flags and "--no-sandbox" in flags
     assert f"--user-data-dir={tmp_path / 'profile'}" in flags
     assert "--window-size=640,480" in flags
+
+
+def test_no_chromium_skips_saying_why(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(browser_module, "CHROMIUM_CANDIDATES", ("/nonexistent/chromium",))
+    reason = browser_module.missing_browser_reason()
+    assert reason == "chromium not found: install it (scripts/setup.sh installs chromium)"
+    monkeypatch.delenv("GOSSAMER_REQUIRE_BROWSER", raising=False)
+    with pytest.raises(pytest.skip.Exception, match="browser tests need a browser: chromium"):
+        require_browser()
+    monkeypatch.setenv("GOSSAMER_REQUIRE_BROWSER", "1")
+    with pytest.raises(pytest.fail.Exception, match="browser tests need a browser: chromium"):
+        require_browser()
+
+
+def test_no_chromedriver_skips_saying_why(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(browser_module, "CHROMEDRIVER_CANDIDATES", ("/nonexistent/chromedriver",))
+    reason = browser_module.missing_browser_reason()
+    assert reason is not None and reason.startswith("chromedriver not found")
