@@ -252,8 +252,12 @@ def test_screenshot_is_a_png_of_the_page(
         assert rgb.getpixel((600, 250)) == (255, 255, 255)  # right of it
 
 
-def test_no_process_left_when_the_body_fails(tmp_path: Path) -> None:
+def test_no_process_left_when_the_body_fails(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     require_browser()
+    # and Selenium Manager is never run (it would download a driver): here it would fail
+    monkeypatch.setenv("SE_MANAGER_PATH", "/bin/false")
     with pytest.raises(RuntimeError, match="the test failed"), start_browser(tmp_path) as running:
         running.driver.get("about:blank")
         pids = running.processes()
