@@ -27,6 +27,7 @@ from browser_fixtures import require_browser
 from gossamer.testing._browser import (
     Browser,
     browser_processes,
+    find_chromium,
     png_size,
     screenshot,
     start_browser,
@@ -264,6 +265,8 @@ def test_no_process_left_when_the_body_fails(
         group = running.process_group
         assert {"chromedriver", "chromium"} <= names(pids)
         assert len(pids) >= 4  # driver, browser, zygote, renderer, ...
+        # Debian's Chromium, the real binary, launched by the chromedriver found
+        assert f"Launching chrome: {find_chromium()} " in running.log_tail(10**6)
         raise RuntimeError("the test failed")
     assert [pid for pid in pids if alive(pid)] == []
     assert browser_processes(group, tmp_path.resolve()) == []
