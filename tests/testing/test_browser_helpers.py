@@ -62,7 +62,13 @@ def test_browser_processes_finds_the_group_and_the_directory(tmp_path: Path) -> 
     leader = subprocess.Popen([*sleeper, "leader"], start_new_session=True)
     outsider = subprocess.Popen([*sleeper, str(tmp_path / "home")], start_new_session=True)
     try:
-        assert browser_processes(leader.pid, tmp_path) == sorted([leader.pid, outsider.pid])
+        # Popen returns once exec has begun; the kernel sets the new command line a moment
+        # later (seen: the outsider missing from one scan in 15)
+        both = sorted([leader.pid, outsider.pid])
+        deadline = time.monotonic() + 10
+        while browser_processes(leader.pid, tmp_path) != both and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert browser_processes(leader.pid, tmp_path) == both
         leader.kill()
         outsider.kill()
         # not waited for: zombies once SIGKILL lands, which count as dead
@@ -84,8 +90,11 @@ def test_browser_processes_does_not_match_a_longer_directory(tmp_path: Path) -> 
         start_new_session=True,
     )
     try:
-        assert browser_processes(-1, tmp_path / "browser1") == []
+        deadline = time.monotonic() + 10  # until its command line is set (see above)
+        while browser_processes(-1, other) != [proc.pid] and time.monotonic() < deadline:
+            time.sleep(0.01)
         assert browser_processes(-1, other) == [proc.pid]
+        assert browser_processes(-1, tmp_path / "browser1") == []
     finally:
         proc.kill()
         proc.wait(10)
