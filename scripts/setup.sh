@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
 # Set up gossamer from nothing on Debian/Ubuntu with Python >= 3.11:
-# Debian packages (servers used by tests and benchmarks), then a virtualenv in .venv.
+# Debian packages (servers used by tests and benchmarks, and the headless Chromium with its
+# chromedriver that the browser tests drive: gossamer/testing/_browser.py), then a .venv.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
-DEB_PACKAGES="redis-server nginx-light wrk tinyproxy"
+DEB_PACKAGES="redis-server nginx-light wrk tinyproxy chromium chromium-driver"
 missing=""
 for p in $DEB_PACKAGES; do
-  dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"
+  # "install ok installed": `dpkg -s` alone also succeeds for a removed package whose config
+  # files are left ("deinstall ok config-files")
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
 done
 if [ -n "$missing" ]; then
   SUDO=""

@@ -1,5 +1,6 @@
-"""Plugins for every test: the Redis server fixtures (tests/redis_fixtures.py) and the
-library's log configuration of the command (tests/log_fixtures.py)."""
+"""Plugins for every test: the Redis server fixtures (tests/redis_fixtures.py), the
+library's log configuration of the command (tests/log_fixtures.py) and the headless Chromium
+of the browser tests (tests/browser_fixtures.py)."""
 
 import os
 
@@ -8,4 +9,4 @@ import os
 for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
 
-pytest_plugins = ["redis_fixtures", "log_fixtures"]
+pytest_plugins = ["redis_fixtures", "log_fixtures", "browser_fixtures"]
