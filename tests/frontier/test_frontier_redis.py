@@ -394,3 +394,31 @@ def test_a_worker_killed_between_two_calls_of_a_relaxation_loses_nothing(
         assert k > 10  # (the case has that many calls to be killed at)
     finally:
         disconnect(client)
+
+
+def test_a_cycle_of_edges_adding_no_depth_is_relaxed_once(redis_url: str) -> None:
+    """A page canonical to itself (an edge adding no depth back to the page): lowering it
+    must not replay its own lowering forever (its lw mark answers `lowered` again at the same
+    depth; the call expands a (URL, depth) once)."""
+    client = connect(redis_url)
+    try:
+        f = RedisFrontier(client, "selfloop", max_depth=3)
+        p = _page("p.example", 2)
+        f.put_discovered([p])
+        (batch,) = f.lease(1, 1)
+        itself = replace(p, parent=p.url, parent_fp=p.fp, delta=0)  # rel=canonical to itself
+        f.put_discovered([itself, _page("c.example", 3, p)])
+        done = [Outcome(u.url, u.fp, Verdict.DONE, status=200) for u in batch.urls]
+        f.complete(batch.token, done)
+        finished = threading.Event()
+
+        def lower() -> None:
+            f.put_discovered([_page("p.example", 0)])  # P found from a seed
+            finished.set()
+
+        threading.Thread(target=lower, daemon=True).start()
+        assert finished.wait(20), "put_discovered replayed the self-loop forever"
+        got = {u.url: u.depth for b in f.lease(5, 5) for u in b.urls}
+        assert got == {"http://c.example/": 1}
+    finally:
+        disconnect(client)

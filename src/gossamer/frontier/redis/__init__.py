@@ -556,6 +556,10 @@ class RedisFrontier:
         # the marks this call set (lua/depth.lua's uq and lw: shard, kind, fp, depth), cleared
         # once all is done: a replay of the same offers walks from them to what is left
         marks: list[tuple[int, str, bytes, int]] = []
+        # (fp, depth) whose children this call relaxed: a URL answered as lowered again at
+        # the same depth (an lw mark's replay) is expanded once per call — else a cycle of
+        # edges adding no depth (a self-canonical page, a redirect loop) would replay forever
+        expanded: set[tuple[bytes, int]] = set()
         while work:
             by_shard_work: dict[int, list[tuple[int, int, Discovered | None, int]]] = {}
             for w in work:
@@ -592,6 +596,9 @@ class RedisFrontier:
                         )
                     )
                 for fp_raw, d, children in lowered:
+                    if (fp_raw, int(d)) in expanded:
+                        continue
+                    expanded.add((fp_raw, int(d)))
                     marks.append((shard, "w", fp_raw, int(d)))
                     for cfp, cshard, delta in _EDGE.iter_unpack(children):
                         work.append((cfp, int(d) + delta, None, cshard))
