@@ -45,6 +45,12 @@ def _crawled(dirs: list[Path]) -> set[str]:
     }
 
 
+def _logging(out: Path) -> list[Path]:
+    """The worker directories under `out` whose crawl log exists yet (a worker creates its
+    directory before its log)."""
+    return sorted(d for d in out.glob("w*") if (d / "crawl.log.jsonl").is_file())
+
+
 def _file_edges(dirs: list[Path], crawled: set[str]) -> set[tuple[str, str]]:
     """The union of the workers' graph files' edges between crawled pages."""
     return {
@@ -263,7 +269,7 @@ def test_crawl_redis_with_live_graph_stopped_by_sigint_keeps_every_page(
         try:
             wait_for(
                 "40 pages logged",
-                lambda: len(_crawled(sorted(out.glob("w*")))) >= 40,
+                lambda: len(_crawled(_logging(out))) >= 40,
                 120,
             )
             crawl.send_signal(signal.SIGINT)
