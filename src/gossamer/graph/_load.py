@@ -99,13 +99,11 @@ def _dimacs_header(data: bytes) -> bytes | None:
     return None
 
 
-def _load_dimacs(path: Path, data: bytes, header: bytes) -> LoadedGraph:
-    """A DIMACS shortest-path file: `p sp N M`, `a U V W` arcs (1-based; weights ignored)."""
-    fields = header.split()
-    if len(fields) != 4 or not fields[2].isdigit() or not fields[3].isdigit():
-        raise ValueError(f"{path}: bad DIMACS problem line {header[:80]!r} (want `p sp N M`)")
-    n = int(fields[2])
-    arcs: list[bytes] = []
+def dimacs_arcs(path: Path, data: bytes, n: int) -> list[tuple[int, int]]:
+    """The `a U V W` arcs of a DIMACS shortest-path file of `n` nodes, in file order and
+    0-based (weights ignored; `c` and `p` lines skipped). ValueError naming the line for any
+    other line or a node outside 1 … n. Shared by `graph stats` and GraphBench."""
+    arcs: list[tuple[int, int]] = []
     for number, raw in enumerate(data.split(b"\n"), 1):
         line = raw.strip()
         if not line or line[:1] in (b"c", b"p"):
@@ -114,10 +112,22 @@ def _load_dimacs(path: Path, data: bytes, header: bytes) -> LoadedGraph:
         if parts[0] != b"a" or len(parts) not in (3, 4) or not all(
             p.isdigit() and 1 <= int(p) <= n for p in parts[1:3]
         ):
-            raise ValueError(f"{path}:{number}: expected `a U V W` with 1 <= U, V <= {n}")
-        arcs.append(parts[1])
-        arcs.append(parts[2])
-    flat = np.array(arcs, dtype=np.int64) - 1 if arcs else np.empty(0, dtype=np.int64)
+            shown = raw[:80].decode("utf-8", "replace")
+            raise ValueError(
+                f"{path}:{number}: expected `a U V W` with 1 <= U, V <= {n}, got {shown!r}"
+            )
+        arcs.append((int(parts[1]) - 1, int(parts[2]) - 1))
+    return arcs
+
+
+def _load_dimacs(path: Path, data: bytes, header: bytes) -> LoadedGraph:
+    """A DIMACS shortest-path file: `p sp N M`, `a U V W` arcs (1-based; weights ignored)."""
+    fields = header.split()
+    if len(fields) != 4 or not fields[2].isdigit() or not fields[3].isdigit():
+        raise ValueError(f"{path}: bad DIMACS problem line {header[:80]!r} (want `p sp N M`)")
+    n = int(fields[2])
+    arcs = dimacs_arcs(path, data, n)
+    flat = np.array(arcs, dtype=np.int64).reshape(-1) if arcs else np.empty(0, dtype=np.int64)
     ids = np.arange(1, n + 1, dtype=np.int64)
     return LoadedGraph(adj=adjacency(n, flat[0::2], flat[1::2]), ids=ids, pending=None,
                        source=str(path))

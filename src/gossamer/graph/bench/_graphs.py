@@ -54,7 +54,14 @@ from typing import Final
 import numpy as np
 import numpy.typing as npt
 
-from .._load import _dimacs_header, _first_bad_line, _read_bytes, _strip_comments, int_tokens
+from .._load import (
+    _dimacs_header,
+    _first_bad_line,
+    _read_bytes,
+    _strip_comments,
+    dimacs_arcs,
+    int_tokens,
+)
 
 __all__ = [
     "GENERATORS",
@@ -116,20 +123,7 @@ def read_dimacs(path: Path, data: bytes, header: bytes) -> EdgeSequence:
     if len(fields) != 4 or fields[1] != b"sp" or not fields[2].isdigit():
         raise ValueError(f"{path}: bad DIMACS problem line {header[:80]!r} (want `p sp N M`)")
     n = int(fields[2])
-    edges: list[tuple[int, int]] = []
-    for number, raw in enumerate(data.split(b"\n"), 1):
-        line = raw.strip()
-        if not line or line[:1] in (b"c", b"p"):
-            continue
-        parts = line.split()
-        if parts[0] != b"a" or len(parts) not in (3, 4) or not all(
-            p.isdigit() and 1 <= int(p) <= n for p in parts[1:3]
-        ):
-            shown = raw[:80].decode("utf-8", "replace")
-            raise ValueError(
-                f"{path}:{number}: expected `a U V W` with 1 <= U, V <= {n}, got {shown!r}"
-            )
-        edges.append((int(parts[1]) - 1, int(parts[2]) - 1))
+    edges = dimacs_arcs(path, data, n)
     return EdgeSequence(n, edges, path.name)
 
 
