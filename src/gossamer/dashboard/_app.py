@@ -230,7 +230,9 @@ def make_app(source: StatusSource, *, token: str | None = None) -> Starlette:
         body = await asyncio.to_thread(generate_latest, registry)
         return Response(body, media_type=CONTENT_TYPE_LATEST)
 
-    async def stop(request: Request) -> Response:
+    def post_refused(request: Request) -> Response | None:
+        """Why a state-changing POST is refused (None: it is not): the token or loopback
+        check, then an Origin equal to the Host and the page's CSRF token in a header."""
         if (no := refused(request)) is not None:
             return no
         origin = request.headers.get("origin")
@@ -240,6 +242,11 @@ def make_app(source: StatusSource, *, token: str | None = None) -> Starlette:
         given = request.headers.get(CSRF_HEADER) or ""
         if not hmac.compare_digest(given.encode(), csrf.encode()):
             return JSONResponse({"error": "missing or wrong CSRF token"}, status_code=403)
+        return None
+
+    async def stop(request: Request) -> Response:
+        if (no := post_refused(request)) is not None:
+            return no
         try:
             done = await asyncio.to_thread(source.stop)
         except SourceError as exc:
