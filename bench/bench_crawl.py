@@ -309,6 +309,19 @@ def gossamer_cmd(
     return cmd
 
 
+def _live_graph_final_wait(out: Path) -> float | None:
+    """With the live graph on: seconds from the crawl's exit until its final statistics are
+    written (the crawl does not wait for them: docs/graph.md), else None."""
+    from gossamer.engine.report import wait_live_graph
+
+    if not (out / "graph" / "follow.lock").exists():
+        return None
+    began = time.perf_counter()
+    if not wait_live_graph(out, 600):
+        return float("inf")
+    return time.perf_counter() - began
+
+
 def run_gossamer(
     work: Path,
     export: Path,
@@ -341,6 +354,7 @@ def run_gossamer(
             env=env,
             started=lambda: (out / "frontier.sqlite").exists(),
         )
+        graph_wait = _live_graph_final_wait(out)
     log = work / f"{name}.access.log"
     shutil.move(access, log)
     try:
@@ -364,6 +378,11 @@ def run_gossamer(
     )
     if m.returncode != 0 or m.timed_out:
         run.checks.append(f"exit status {m.returncode}{' (timed out)' if m.timed_out else ''}")
+    if graph_wait is not None:
+        run.notes.append(
+            f"live graph: final statistics written {graph_wait:.2f} s after the crawl's exit "
+            "(by a fork of its child, not in the crawl's wall or CPU time)"
+        )
     if not check:
         return run
     run.audit = run_audit(

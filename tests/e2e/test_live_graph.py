@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 from _crawl_helpers import crawl_settings
 
+from gossamer.engine.report import wait_live_graph
 from gossamer.engine.run import run_crawl
 from gossamer.graph import LiveGraph
 from gossamer.sinks.graph import node_id
@@ -45,6 +46,9 @@ _SPEC = WebSpec(
 
 
 def _live(out: Path) -> dict[str, Any]:
+    """The live graph's statistics, once its final ones are written (the crawl does not wait
+    for them: a fork of the live graph's child computes them after the crawl's exit)."""
+    assert wait_live_graph(out, 120), "the final statistics were not written within 120 s"
     stats: dict[str, Any] = json.loads((out / "graph" / "stats.json").read_text())
     return stats
 
@@ -148,6 +152,7 @@ import sys
 from pathlib import Path
 sys.path.insert(0, {helpers!r})
 from _crawl_helpers import crawl_settings
+from gossamer.engine.report import wait_live_graph
 from gossamer.engine.run import run_crawl
 from gossamer.testing import WebSpec, serve_in_thread
 tmp = Path({tmp!r})

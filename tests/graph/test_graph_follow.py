@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 from typing import IO, Any
 
+from gossamer.engine.report import live_graph_finishing, live_graph_locked, wait_live_graph
 from gossamer.graph import graph_statistics, load_crawl_dir
 from gossamer.graph._follow import END, CrawlFollower
 from gossamer.sinks.graph import node_id
@@ -41,6 +42,14 @@ def _files_figures(crawl: Path) -> dict[str, Any]:
 
 def _url(i: int) -> str:
     return f"http://a.test/{i}"
+
+
+def _wait_unlocked(crawl: Path, timeout: float = 60) -> None:
+    """Until no live graph process holds crawl/graph/follow.lock (a state, not a time)."""
+    deadline = time.monotonic() + timeout
+    while live_graph_locked(crawl):
+        assert time.monotonic() < deadline, "graph/follow.lock still held"
+        time.sleep(0.02)
 
 
 def test_reading_in_steps_gives_the_figures_of_the_whole_files(tmp_path: Path) -> None:
@@ -135,6 +144,7 @@ def test_the_child_refreshes_the_statistics_and_writes_the_final_ones_on_end(
         child.wait()
         if child.stdin is not None:
             child.stdin.close()
+    _wait_unlocked(crawl)  # the final statistics: written by the child's fork
     final = json.loads(stats.read_text())
     assert final["final"] is True and final["nodes"] == 30 and final["edges"] == 29
     assert {k: final.get(k) for k in _KEYS} == _files_figures(crawl)
@@ -155,3 +165,51 @@ def test_the_child_exits_without_a_final_write_when_its_crawl_is_gone(tmp_path: 
             child.stdin.close()
     assert json.loads((crawl / "graph" / "stats.json").read_text()) == seen
     assert seen["final"] is False
+
+
+_GATED_CHILD = """
+import sys, time
+from pathlib import Path
+import gossamer.graph._follow as follow
+gate = Path({gate!r})
+real = follow.write_once
+def gated(follower, path, *, final):
+    while final and not gate.exists():  # the final write waits for the test's word
+        time.sleep(0.01)
+    return real(follower, path, final=final)
+follow.write_once = gated
+sys.exit(follow.main([{crawl!r}, "--interval", "0.05"]))
+"""
+
+
+def test_the_crawl_does_not_wait_for_the_final_statistics(tmp_path: Path) -> None:
+    """On `end` the child exits at once; a fork of it writes the final statistics, holding
+    graph/follow.lock until they are written: `gossamer report` (wait_live_graph) waits on
+    that once the crawl's run has ended."""
+    crawl, gate = tmp_path / "crawl", tmp_path / "gate"
+    _append(crawl / "crawl.log.jsonl", _log_line(_url(0)))
+    _append(crawl / "runs.jsonl", b'{"event": "start", "run": 1, "time": 1.0}\n')
+    script = _GATED_CHILD.format(gate=str(gate), crawl=str(crawl))
+    child = subprocess.Popen(
+        [sys.executable, "-c", script], stdin=subprocess.PIPE, start_new_session=True
+    )
+    try:
+        _wait_for(crawl / "graph" / "stats.json", {"nodes": 1})
+        assert live_graph_locked(crawl) and not live_graph_finishing(crawl)  # still running
+        _append(crawl / "crawl.log.jsonl", _log_line(_url(1)))
+        _say(child.stdin, END)
+        assert child.wait(timeout=60) == 0  # gone while its final write waits at the gate
+        _append(crawl / "runs.jsonl", b'{"event": "end", "run": 1, "time": 2.0}\n')
+        assert live_graph_finishing(crawl)
+        assert not wait_live_graph(crawl, 0.2)  # held: the final statistics are not written
+        assert json.loads((crawl / "graph" / "stats.json").read_text())["final"] is False
+        gate.touch()
+        assert wait_live_graph(crawl, 60)
+    finally:
+        child.kill()
+        child.wait()
+        if child.stdin is not None:
+            child.stdin.close()
+        gate.touch()
+    final = json.loads((crawl / "graph" / "stats.json").read_text())
+    assert final["final"] is True and final["nodes"] == 2

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import sys
 import time
 from array import array
@@ -23,6 +24,7 @@ from typing import Any
 import xxhash
 
 from ..sinks import append_run_record, read_run_records, read_stats
+from ..sinks.graph import FOLLOW_LOCK
 from .crawler import RETRY_STATUSES
 
 _log = logging.getLogger(__name__)
@@ -209,6 +211,45 @@ def crawl_report(out: Path) -> dict[str, Any]:
     report["graph"] = graph_counts(out / "graph")
     report["graph_stats"] = live_graph_stats(out / "graph" / "stats.json")
     return report
+
+
+def live_graph_finishing(out: Path) -> bool:
+    """Whether the live graph's final statistics of the crawl in `out` are being computed: its
+    last run has ended (runs.jsonl) and the live graph's process still holds
+    `graph/follow.lock`. (A crawl that runs holds it too, and a killed crawl's child exits
+    without writing: neither is waited for.)"""
+    runs = read_run_records(out / RUNS_FILE)
+    return bool(runs) and runs[-1].get("event") == "end" and live_graph_locked(out)
+
+
+def live_graph_locked(out: Path) -> bool:
+    """Whether a live graph's process (a running crawl's child, or the fork writing an ended
+    crawl's final statistics) holds `out/graph/follow.lock`."""
+    import fcntl
+
+    try:
+        fd = os.open(out / "graph" / FOLLOW_LOCK, os.O_RDONLY)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except OSError:
+        return True  # held
+    finally:
+        os.close(fd)  # (releases the shared lock when it was taken)
+    return False
+
+
+def wait_live_graph(out: Path, timeout: float) -> bool:
+    """Wait (at most `timeout` s) until the live graph's final statistics of the ended crawl
+    in `out` are written, when they are being computed; whether they are (or were never
+    being computed)."""
+    deadline = time.monotonic() + timeout
+    while live_graph_finishing(out):
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.05)
+    return True
 
 
 def live_graph_stats(path: Path) -> dict[str, Any] | None:
@@ -502,7 +543,15 @@ def _distinct(packed: bytes, width: int) -> int:
 # ------------------------------------------------------------------ printing
 
 
+#: the longest `gossamer report` waits for the live graph's final statistics of a crawl
+#: that has just ended (computed after the crawl's exit: docs/graph.md, "The live graph")
+REPORT_GRAPH_WAIT_S = 300.0
+
+
 def print_report(out: Path, *, as_json: bool = False) -> int:
+    if live_graph_finishing(out):
+        print("gossamer: waiting for the live graph's final statistics", file=sys.stderr)
+        wait_live_graph(out, REPORT_GRAPH_WAIT_S)
     try:
         report = crawl_report(out)
     except (ValueError, OSError) as exc:

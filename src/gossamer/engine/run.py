@@ -206,7 +206,8 @@ def _live_graph(out: Path) -> Iterator[None]:
     process from the crawl's files (gossamer/graph/_follow.py: a resumed crawl's earlier runs
     included), so this process does nothing per page for it and imports no numpy (a pool's
     workers fork from it). On leaving, the crawl's files closed, it asks for the final
-    statistics and waits for them."""
+    statistics, which a fork of the child computes while the crawl ends (the child itself
+    exits at once: the crawl's exit is not held for them; `gossamer report` waits for them)."""
     argv = [sys.executable, "-m", "gossamer.graph._follow", str(out)]
     interval = os.environ.get("GOSSAMER_LIVE_GRAPH_INTERVAL")  # (tests: a quicker refresh)
     if interval:
@@ -223,7 +224,7 @@ def _live_graph(out: Path) -> Iterator[None]:
             pass  # (it died: its exit status says so below)
         code = child.wait()
         if code != 0:  # (its reason is on its stderr; the crawl's own exit status stands)
-            _log.warning(f"the live graph's final statistics for {out} failed (exit {code})")
+            _log.warning(f"the live graph of {out} failed (exit {code}): no final statistics")
 
 
 def write_cdx_index(out: Path, code: int) -> int:

@@ -59,6 +59,11 @@ def is_node_status(status: int) -> bool:
     return 200 <= status < 400
 
 
+#: `graph/follow.lock`: held (flock) by an embedded crawl's live-graph child for its whole
+#: life (graph/_follow.py), and by the process computing its final statistics after the crawl
+FOLLOW_LOCK: Final = "follow.lock"
+
+
 def node_id(url: str) -> int:
     """The graph id of `url`: xxh3-64 of its UTF-8 bytes, top bit cleared."""
     return xxhash.xxh3_64_intdigest(url.encode("utf-8", "surrogatepass")) & _MASK
