@@ -277,3 +277,47 @@ def test_pool_gate_waits_without_polling() -> None:
             return len(sent)
 
     assert asyncio.run(main()) == 2  # "A …" then "C …" (the cancel that releases)
+
+
+def test_a_worker_that_does_not_read_never_blocks_the_broker() -> None:
+    """A worker whose socket is full (it does not read: stopped, or busy) gets its lines
+    queued at the broker, which goes on serving the others; once it reads, it gets them all
+    in order."""
+    import socket
+
+    broker = IpGateBroker(3, 1)
+    w0, w1 = (PoolIpGate(broker.worker_socket(k), 1) for k in range(2))
+    idle = broker.worker_socket(2)  # never read until the end
+    broker._ours[2].setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 1024)  # full sooner
+    broker.start()
+
+    async def main() -> None:
+        async def one(gate: PoolIpGate, n: int) -> None:
+            for _ in range(n):
+                async with gate.hold(IP):
+                    await asyncio.sleep(0)
+
+        # two workers contending for one slot: a W and a U to every worker at each turn
+        await asyncio.gather(one(w0, 400), one(w1, 400))
+
+    try:
+        asyncio.run(main())
+        assert broker._outbox[2]  # the idle worker's lines wait at the broker
+        assert broker.held(IP) == 0
+        idle.settimeout(5)
+        data = b""
+        while broker._outbox[2]:  # reading makes room: the broker sends the rest
+            data += idle.recv(65536)
+        idle.setblocking(False)
+        with contextlib.suppress(BlockingIOError):
+            while chunk := idle.recv(65536):
+                data += chunk
+        lines = data.decode().splitlines()
+        assert {line.split(" ")[0] for line in lines} == {"W", "U"}
+        assert [line[0] for line in lines] == ["W", "U"] * (len(lines) // 2)
+        assert len(lines) > 200
+    finally:
+        w0.close()
+        w1.close()
+        idle.close()
+        broker.stop()

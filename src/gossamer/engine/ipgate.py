@@ -232,6 +232,8 @@ class IpGateBroker:
                     k = key.data
                     if k == -1:
                         return
+                    if not self._open[k]:  # gone earlier in this round
+                        continue
                     if events & selectors.EVENT_WRITE:
                         self._flush(k)
                     if events & selectors.EVENT_READ and self._open[k]:
