@@ -1,6 +1,8 @@
-"""Whole crawls of one simulated web: gossamer against a minimal Scrapy CrawlSpider.
+"""Whole crawls of simulated webs: gossamer against two Scrapy spiders and a bare loop.
 
-    .venv/bin/python bench/bench_crawl.py                     # both crawlers, about 2.5 minutes
+    .venv/bin/python bench/bench_crawl.py                     # every crawler, about 4 minutes
+    .venv/bin/python bench/bench_crawl.py --webs default,shared-ip   # both webs, one run
+    .venv/bin/python bench/bench_crawl.py --shared-ip         # every host on one IP
     .venv/bin/python bench/bench_crawl.py --only gossamer     # gossamer alone, about 1.5 min
     .venv/bin/python bench/bench_crawl.py --profile           # + a py-spy profile of gossamer
     .venv/bin/python bench/bench_crawl.py --experiments       # + what-if runs (heap, GC, WARC)
@@ -44,6 +46,15 @@ politeness delay, so both crawlers run with delay 0; each keeps one request in f
    work directory, `gossamer crawl --redis URL … --workers N` (N local `gossamer worker`
    processes, the Redis frontier and IP gate), pages summed over the workers' stats.json,
    audited the same way — and the scaling ratio of pages/s between the worker counts.
+
+7. The shared-IP web (`--shared-ip`, or `--webs default,shared-ip` for both in one run; issue
+   21): 200 hosts x 101 pages, four links in five to another host, every host on one IP, every
+   root a seed; gossamer with `--per-ip 64`, audited with that limit. Beside the CrawlSpider,
+   `scrapy-plain`: the best-tuned plain Spider (selectolax links, CONCURRENT_ITEMS 4, idle
+   spider middlewares off, uvloop); and `bare`: bench/bare_loop.py, pycurl + selectolax in one
+   process without frontier, robots.txt or WARC, the floor of CPU a page. The last section
+   prints, per web, gossamer's N workers / 1 worker, gossamer's default / the best Scrapy
+   (pages/s) and gossamer's 1-worker CPU a page / the bare loop's.
 
 Figures are printed, never asserted; bench/README.md and docs/crawler/bench.md record them.
 Loopback only; every subprocess has a time limit (SIGTERM, then SIGKILL).
@@ -223,6 +234,7 @@ class CrawlRun:
     audit: dict[str, Any] | None = None
     checks: list[str] = field(default_factory=list)  # failed checks, human-readable
     notes: list[str] = field(default_factory=list)
+    web: str = "default"  # which web: "default" or "shared-ip"
 
     @property
     def pages_per_s(self) -> float:
@@ -289,7 +301,7 @@ def gossamer_cmd(
     """The arguments after `python -m gossamer`."""
     cmd = [
         "crawl",
-        SEED_URL,
+        *args.seeds,
         "-o",
         str(out),
         "--scope",
@@ -301,6 +313,8 @@ def gossamer_cmd(
         "0",
         "--concurrency",
         str(args.concurrency),
+        "--per-ip",
+        str(args.per_ip),
         "-q",
         *extra,
     ]
@@ -389,7 +403,7 @@ def run_gossamer(
         log,
         export / "web.json",
         work / f"{name}.audit.json",
-        ["--crawl", str(out)],
+        ["--crawl", str(out), "--per-ip-limit", str(args.per_ip)],
         work / f"{name}.audit.txt",
     )
     pages = run.audit["pages"]
@@ -413,7 +427,11 @@ def run_gossamer(
     return run
 
 
-def run_scrapy(work: Path, export: Path, args: argparse.Namespace) -> CrawlRun | None:
+def run_scrapy(
+    work: Path, export: Path, args: argparse.Namespace, spider: str = "crawl"
+) -> CrawlRun | None:
+    """bench/scrapy_spider.py with `--spider crawl` (the minimal CrawlSpider) or `plain`
+    (the tuned plain Spider), measured and audited as gossamer."""
     try:
         import scrapy
     except ImportError:
@@ -422,16 +440,21 @@ def run_scrapy(work: Path, export: Path, args: argparse.Namespace) -> CrawlRun |
             "it is not a gossamer dependency)"
         )
         return None
-    name = "scrapy"
+    name = f"scrapy-{spider}-{args.web_name}"
     access = export / "logs" / "access.log"
     _fresh_log(access)
-    stats_out = work / "scrapy.stats.json"
+    stats_out = work / f"{name}.stats.json"
     stats_out.unlink(missing_ok=True)
     cmd = [
         sys.executable,
         str(HERE / "scrapy_spider.py"),
-        "--seed",
-        SEED_URL,
+        *(a for seed in args.seeds for a in ("--seed", seed)),
+        "--spider",
+        spider,
+        "--slot",
+        args.scrapy_slot,
+        "--per-slot",
+        "1",
         "--resolve-file",
         str(export / "resolve.txt"),
         "--concurrency",
@@ -445,6 +468,12 @@ def run_scrapy(work: Path, export: Path, args: argparse.Namespace) -> CrawlRun |
         "--stats-out",
         str(stats_out),
     ]
+    if spider == "plain":
+        cmd += ["--concurrent-items", str(args.scrapy_concurrent_items)]
+        with contextlib.suppress(ImportError):
+            import uvloop  # noqa: F401
+
+            cmd.append("--uvloop")
     console = work / f"{name}.console"
 
     def opened() -> bool:
@@ -468,9 +497,15 @@ def run_scrapy(work: Path, export: Path, args: argparse.Namespace) -> CrawlRun |
     if args.scrapy_pages:
         limits.append(f"{args.scrapy_pages:,} pages")
     limit = f"stopped after {' or '.join(limits)}" if limits else "full crawl"
+    kind = (
+        "CrawlSpider"
+        if spider == "crawl"
+        else f"plain Spider, selectolax, CONCURRENT_ITEMS={args.scrapy_concurrent_items}"
+        + (", uvloop" if "--uvloop" in cmd else "")
+    )
     run = CrawlRun(
         crawler=f"Scrapy {scrapy.__version__}",
-        config=f"CrawlSpider, {limit}",
+        config=f"{kind}, {limit}",
         m=m,
         pages=int(st["pages"]),
         requests=int(st["requests"]),
@@ -480,19 +515,30 @@ def run_scrapy(work: Path, export: Path, args: argparse.Namespace) -> CrawlRun |
     run.notes.append(f"finish reason {st.get('finish_reason')}")
     if m.returncode != 0:
         run.checks.append(f"exit status {m.returncode}")
+    if errors := int(s.get("log_count/ERROR", 0)):
+        run.checks.append(f"{errors} errors logged (spider exceptions: see {name}.console)")
     run.audit = run_audit(
         log,
         export / "web.json",
         work / f"{name}.audit.json",
-        ["--seeds", SEED_URL, "--scope", "all", "--user-agent", SCRAPY_UA],
+        [
+            "--seeds",
+            *args.seeds,
+            "--scope",
+            "all",
+            "--user-agent",
+            SCRAPY_UA,
+            "--per-ip-limit",
+            str(args.per_ip),
+        ],
         work / f"{name}.audit.txt",
     )
     pages = run.audit["pages"]
     dup = [u for u, _ in pages.get("duplicates", [])]
-    if dup and set(dup) <= {SEED_URL}:
+    if dup and set(dup) <= set(args.seeds):
         run.notes.append(
-            f"overlap {pages['overlap']:.4f}: the seed was fetched twice (Scrapy's start "
-            "requests skip the dupefilter, so a later link to the seed is fetched again)"
+            f"overlap {pages['overlap']:.4f}: seeds fetched twice (Scrapy's start "
+            "requests skip the dupefilter, so a later link to a seed is fetched again)"
         )
     elif pages["overlap"] != 0:
         run.checks.append(f"overlap {pages['overlap']:.4f} ({len(dup)} URLs fetched twice)")
@@ -743,10 +789,10 @@ def _mb(n: float | None) -> str:
 def print_table(runs: list[CrawlRun]) -> None:
     print("\n## summary (markdown)\n")
     print(
-        "| crawler | configuration | pages | wall s | pages/s | CPU s | CPU ms/page "
+        "| web | crawler | configuration | pages | wall s | pages/s | CPU s | CPU ms/page "
         "| peak RSS MB | RSS growth B/URL | frontier B/URL | coverage | overlap | checks |"
     )
-    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+    print("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
     for r in runs:
         cov = ov = "-"
         if r.audit:
@@ -755,7 +801,7 @@ def print_table(runs: list[CrawlRun]) -> None:
         growth = r.rss_growth_per_url
         fpu = r.frontier_per_url
         print(
-            f"| {r.crawler} | {r.config} | {r.pages:,} | {r.m.wall_s:.1f} "
+            f"| {r.web} | {r.crawler} | {r.config} | {r.pages:,} | {r.m.wall_s:.1f} "
             f"| **{r.pages_per_s:,.0f}** | {r.m.cpu_s:.1f} | {r.cpu_ms_per_page:.2f} "
             f"| {_mb(r.m.peak_rss)} | {f'{growth:,.0f}' if growth is not None else '-'} "
             f"| {f'{fpu:,.0f}' if fpu is not None else '-'} | {cov} | {ov} "
@@ -789,6 +835,104 @@ def describe(r: CrawlRun) -> None:
         print(f"    {note}")
     for c in r.checks:
         print(f"    CHECK FAILED: {c}")
+
+
+def run_bare(work: Path, export: Path, args: argparse.Namespace) -> CrawlRun:
+    """bench/bare_loop.py (pycurl + selectolax, one process, no frontier, robots.txt or
+    WARC): the floor of CPU a page. Audited for overlap only (it ignores robots.txt, and its
+    one bound per IP is its concurrency)."""
+    name = f"bare-{args.web_name}"
+    access = export / "logs" / "access.log"
+    _fresh_log(access)
+    stats_out = work / f"{name}.stats.json"
+    stats_out.unlink(missing_ok=True)
+    cmd = [
+        sys.executable,
+        str(HERE / "bare_loop.py"),
+        *(a for seed in args.seeds for a in ("--seed", seed)),
+        "--resolve-file",
+        str(export / "resolve.txt"),
+        "--concurrency",
+        str(args.concurrency),
+        "--stats-out",
+        str(stats_out),
+    ]
+    with run_nginx(export):
+        m = run_measured(cmd, log=work / f"{name}.console", timeout=args.timeout)
+    log = work / f"{name}.access.log"
+    shutil.move(access, log)
+    try:
+        st = json.loads(stats_out.read_text())
+    except (OSError, ValueError):
+        tail = (work / f"{name}.console").read_text(errors="replace")[-2000:]
+        raise RuntimeError(f"bare loop failed ({m.returncode}): {tail}") from None
+    run = CrawlRun(
+        crawler="bare loop",
+        config="pycurl + selectolax, 1 process, no frontier/robots/WARC",
+        m=m,
+        pages=int(st["pages"]),
+        requests=int(st["requests"]),
+        urls_seen=int(st["seen"]),
+        start_rss=m.start_rss,
+        web=args.web_name,
+    )
+    if m.returncode != 0 or m.timed_out:
+        run.checks.append(f"exit status {m.returncode}{' (timed out)' if m.timed_out else ''}")
+    run.audit = run_audit(
+        log,
+        export / "web.json",
+        work / f"{name}.audit.json",
+        [
+            "--seeds",
+            *args.seeds,
+            "--scope",
+            "all",
+            "--ignore-robots",
+            "--per-ip-limit",
+            str(args.concurrency),
+        ],
+        work / f"{name}.audit.txt",
+    )
+    if run.audit["pages"]["overlap"] != 0:
+        run.checks.append(f"overlap {run.audit['pages']['overlap']:.4f} (must be 0)")
+    return run
+
+
+def print_ratios(runs: list[CrawlRun]) -> None:
+    """The ratios issue 21's "done means" asks for, per web: gossamer's worker counts against
+    one worker, gossamer's default against the best Scrapy, and gossamer's one-worker CPU a
+    page against the bare loop's."""
+    print("\n## ratios (issue 21)\n")
+    for web in dict.fromkeys(r.web for r in runs):
+        here = [r for r in runs if r.web == web and not r.checks]
+        ours = [r for r in here if r.crawler == "gossamer" and "what-if" not in r.config]
+        one = next((r for r in ours if r.config == "1 worker"), None)
+        # gossamer's default (one worker per core), else the run with the most workers
+        default = next((r for r in ours if r.config.startswith("default")), None)
+        if default is None and ours:
+            default = max(ours, key=lambda r: r.m.processes)
+        scrapy = [r for r in here if r.crawler.startswith("Scrapy")]
+        best = max(scrapy, key=lambda r: r.pages_per_s, default=None)
+        bare = next((r for r in here if r.crawler == "bare loop"), None)
+        lines = []
+        if one is not None and one.pages_per_s:
+            lines.extend(
+                f"gossamer {r.config} / 1 worker: {r.pages_per_s / one.pages_per_s:.2f}x pages/s"
+                for r in ours
+                if r is not one
+            )
+        if default is not None and best is not None and best.pages_per_s:
+            lines.append(
+                f"gossamer {default.config} / best Scrapy ({best.config.split(',')[0]}): "
+                f"{default.pages_per_s / best.pages_per_s:.2f}x pages/s"
+            )
+        if one is not None and bare is not None and bare.pages:
+            lines.append(
+                f"gossamer 1 worker CPU a page / bare loop's: "
+                f"{one.cpu_ms_per_page / bare.cpu_ms_per_page:.2f}x "
+                f"({one.cpu_ms_per_page:.2f} / {bare.cpu_ms_per_page:.2f} ms)"
+            )
+        print(f"- {web} web: " + ("; ".join(lines) or "nothing to compare (failed checks?)"))
 
 
 def run_gossamer_cluster(
@@ -842,6 +986,7 @@ def run_gossamer_cluster(
         run.checks.append(f"exit status {m.returncode}{' (timed out)' if m.timed_out else ''}")
     # every worker's directory has the crawl's rules (crawl.json): the audit reads the first
     rules = ["--crawl", str(sorted(out.glob("*/stats.json"))[0].parent)]
+    rules += ["--per-ip-limit", str(args.per_ip)]
     run.audit = run_audit(
         log, export / "web.json", work / f"{name}.audit.json", rules, work / f"{name}.audit.txt"
     )
@@ -873,7 +1018,33 @@ def main(argv: list[str] | None = None) -> int:
     )
     p.add_argument("--scrapy-pages", type=int, default=0, help="stop Scrapy after N pages")
     p.add_argument("--timeout", type=float, default=150.0, help="seconds per crawl at most")
-    p.add_argument("--only", default="gossamer,scrapy", help="gossamer,scrapy (or none)")
+    p.add_argument(
+        "--only",
+        default="gossamer,scrapy,scrapy-plain,bare",
+        help="crawlers: gossamer, scrapy (CrawlSpider), scrapy-plain (tuned Spider), bare "
+        "(pycurl + selectolax loop), comma-separated (or none)",
+    )
+    p.add_argument(
+        "--webs",
+        default="default",
+        help="webs, comma-separated: default (400 hosts, 1 seed, per_ip 1), shared-ip",
+    )
+    p.add_argument(
+        "--shared-ip",
+        action="store_true",
+        help="the shared-IP web only (= --webs shared-ip): every host on one IP",
+    )
+    p.add_argument("--shared-hosts", type=int, default=200, help="shared-IP web: hosts")
+    p.add_argument("--shared-pages", type=int, default=101, help="shared-IP web: pages a host")
+    p.add_argument(
+        "--shared-per-ip", type=int, default=64, help="shared-IP web: gossamer's --per-ip"
+    )
+    p.add_argument(
+        "--scrapy-concurrent-items",
+        type=int,
+        default=4,
+        help="CONCURRENT_ITEMS of the tuned plain Spider",
+    )
     p.add_argument("--profile", action="store_true", help="py-spy profile of a gossamer crawl")
     p.add_argument("--profile-rate", type=int, default=250)
     p.add_argument("--profile-top", type=int, default=25)
@@ -889,125 +1060,183 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = p.parse_args(argv)
     parts = set(args.only.split(","))
+    webs = ["shared-ip"] if args.shared_ip else args.webs.split(",")
+    if bad := [w for w in webs if w not in WEBS]:
+        p.error(f"unknown web {bad[0]!r}: choose from {', '.join(WEBS)}")
+    if bad := sorted(parts - {"gossamer", "scrapy", "scrapy-plain", "bare", "none"}):
+        p.error(f"unknown crawler {bad[0]!r} in --only")
 
-    spec = WebSpec(
-        seed=args.seed,
-        hosts=args.hosts,
-        pages_mean=args.pages_mean,
-        overrides=(("robots_disallow", args.robots_disallow),),
-    )
-    model = model_for(spec)
     print("# gossamer crawl benchmark")
     print(
         f"  machine {os.cpu_count()} CPUs, Python {sys.version.split()[0]}, "
         f"load {' '.join(f'{x:.2f}' for x in os.getloadavg())}"
     )
+    if os.getloadavg()[0] > 0.5:
+        print("  warning: the machine is busy (load above 0.5): figures will be low")
+    runs: list[CrawlRun] = []
+    with _workdir(args.workdir) as work:
+        for web in webs:
+            runs += bench_web(web, parts, args, work / web)
+    if runs:
+        print_table(runs)
+        print_ratios(runs)
+    bad_runs = [r for r in runs if r.crawler == "gossamer" and r.audit and r.checks]
+    return 1 if bad_runs else 0
+
+
+#: The webs: "default", today's (400 hosts, one seed, 1 request per IP), and "shared-ip",
+#: issue 21's (every host on one IP, most links to other hosts, every root a seed).
+WEBS = ("default", "shared-ip")
+
+
+def web_spec(web: str, args: argparse.Namespace) -> WebSpec:
+    robots = (("robots_disallow", args.robots_disallow),)
+    if web == "shared-ip":
+        # 200 hosts x 101 pages: pages_mean far above the cap, so every host has the cap;
+        # locality 0.2: 4 in 5 links go to another host (of the same IP)
+        return WebSpec(
+            seed=args.seed,
+            hosts=args.shared_hosts,
+            pages_mean=1000.0,
+            pages_max=args.shared_pages,
+            locality=0.2,
+            max_ips=1,
+            overrides=robots,
+        )
+    return WebSpec(seed=args.seed, hosts=args.hosts, pages_mean=args.pages_mean, overrides=robots)
+
+
+def bench_web(web: str, parts: set[str], args: argparse.Namespace, work: Path) -> list[CrawlRun]:
+    """Every crawler asked for on one web; `args` carries the web's seeds and limits."""
+    work.mkdir(parents=True, exist_ok=True)
+    spec = web_spec(web, args)
+    model = model_for(spec)
+    args.web_name = web
+    if web == "shared-ip":
+        args.seeds = [f"http://{h.name}/" for h in model.hosts]
+        args.per_ip = args.shared_per_ip
+        args.scrapy_slot = "host"  # one request per host, the concurrency in all (<= per_ip)
+        limits = f"every host's root a seed, per_ip {args.per_ip}, 1 request per host"
+    else:
+        args.seeds = [SEED_URL]
+        args.per_ip = 1
+        args.scrapy_slot = "ip"
+        limits = f"seed {SEED_URL}, 1 request per IP"
+    print(f"\n# web: {web}")
     print(
         f"  web     seed {spec.seed}, {len(model.hosts)} hosts, {len(model.ips())} IPs, "
         f"{model.total_pages:,} pages, clean profile + robots_disallow={args.robots_disallow}"
+        + (", locality 0.2" if web == "shared-ip" else "")
     )
     print(
-        f"  limits  seed {SEED_URL}, scope all, robots obeyed, delay 0 (the simulated web asks "
-        f"for none), 1 request per IP, {args.concurrency} in flight"
+        f"  limits  {limits}, scope all, robots obeyed, delay 0 (the simulated web asks "
+        f"for none), {args.concurrency} in flight"
     )
-    if os.getloadavg()[0] > 0.5:
-        print("  warning: the machine is busy (load above 0.5): figures will be low")
-
     runs: list[CrawlRun] = []
-    with _workdir(args.workdir) as work:
-        export = work / "export"
-        if parts & {"gossamer", "scrapy"} or args.profile or args.experiments or args.cluster:
-            s = export_web(model, export, port=free_port(), workers=args.nginx_workers)
-            print(
-                f"  export  {s.pages:,} pages, {s.bytes / 1e6:.0f} MB in {s.seconds:.1f} s "
-                f"({export}), nginx {args.nginx_workers} worker(s)"
+    export = work / "export"
+    crawlers = {"gossamer", "scrapy", "scrapy-plain", "bare"}
+    if parts & crawlers or args.profile or args.experiments or args.cluster:
+        s = export_web(model, export, port=free_port(), workers=args.nginx_workers)
+        print(
+            f"  export  {s.pages:,} pages, {s.bytes / 1e6:.0f} MB in {s.seconds:.1f} s "
+            f"({export}), nginx {args.nginx_workers} worker(s)"
+        )
+    main_run: CrawlRun | None = None  # the one-worker run: the profile's yardstick
+    if "gossamer" in parts:
+        truth = compute_truth(
+            model, TruthRules(seeds=tuple(args.seeds), scope="all", user_agent="gossamer")
+        )
+        for workers in (int(w) for w in args.gossamer_workers.split(",")):
+            label = (
+                f"{workers} worker{'s' if workers > 1 else ''}"
+                if workers
+                else f"default workers (one per core: {os.cpu_count()})"
             )
-        main_run: CrawlRun | None = None  # the one-worker run: the profile's yardstick
-        if "gossamer" in parts:
-            truth = compute_truth(
-                model, TruthRules(seeds=(SEED_URL,), scope="all", user_agent="gossamer")
+            print(f"\n## gossamer, {label} (WARC + graph on, audited)", flush=True)
+            run = run_gossamer(
+                work,
+                export,
+                args,
+                name=f"gossamer-w{workers}",
+                config=label,
+                workers=workers,
+                truth=truth,
             )
-            for workers in (int(w) for w in args.gossamer_workers.split(",")):
-                label = (
-                    f"{workers} worker{'s' if workers > 1 else ''}"
-                    if workers
-                    else f"default workers (one per core: {os.cpu_count()})"
-                )
-                print(f"\n## gossamer, {label} (WARC + graph on, audited)", flush=True)
-                run = run_gossamer(
-                    work,
-                    export,
-                    args,
-                    name=f"gossamer-w{workers}",
-                    config=label,
-                    workers=workers,
-                    truth=truth,
-                )
-                describe(run)
-                runs.append(run)
-                if workers == 1:
-                    main_run = run
-        cluster_runs: list[CrawlRun] = []
-        for n in (int(w) for w in args.cluster.split(",") if w.strip()):
-            print(f"\n## gossamer cluster mode, {n} worker(s) (Redis, audited)", flush=True)
-            run = run_gossamer_cluster(work, export, args, workers=n)
+            run.web = web
             describe(run)
             runs.append(run)
-            cluster_runs.append(run)
-        if len(cluster_runs) > 1:
-            base = cluster_runs[0]
-            for r in cluster_runs[1:]:
-                print(
-                    f"  scaling {r.config} / {base.config}: "
-                    f"{r.pages_per_s / base.pages_per_s:.2f}x pages/s"
-                )
-        if "scrapy" in parts:
-            print("\n## Scrapy CrawlSpider (same limits)", flush=True)
-            sr = run_scrapy(work, export, args)
+            if workers == 1:
+                main_run = run
+    cluster_runs: list[CrawlRun] = []
+    for n in (int(w) for w in args.cluster.split(",") if w.strip()):
+        print(f"\n## gossamer cluster mode, {n} worker(s) (Redis, audited)", flush=True)
+        run = run_gossamer_cluster(work, export, args, workers=n)
+        run.web = web
+        describe(run)
+        runs.append(run)
+        cluster_runs.append(run)
+    if len(cluster_runs) > 1:
+        base = cluster_runs[0]
+        for r in cluster_runs[1:]:
+            print(
+                f"  scaling {r.config} / {base.config}: "
+                f"{r.pages_per_s / base.pages_per_s:.2f}x pages/s"
+            )
+    for spider, part, title in (
+        ("crawl", "scrapy", "Scrapy CrawlSpider"),
+        ("plain", "scrapy-plain", "Scrapy plain Spider, tuned"),
+    ):
+        if part in parts:
+            print(f"\n## {title} (same limits)", flush=True)
+            sr = run_scrapy(work, export, args, spider)
             if sr is not None:
+                sr.web = web
                 describe(sr)
                 runs.append(sr)
-        if args.experiments:
-            print("\n## gossamer what-if runs, 1 worker (not audited)", flush=True)
-            gc_entry = [  # `python -c CODE crawl …`: sys.argv[1:] are the crawl arguments
-                "-c",
-                "import gc, sys; gc.freeze(); gc.set_threshold(50000, 50, 1000); "
-                "from gossamer.cli import main; sys.exit(main(sys.argv[1:]))",
-            ]
-            variants: list[tuple[str, dict[str, Any]]] = [
-                (
-                    "MALLOC_TRIM_THRESHOLD_=256 MiB",
-                    {"env": {"MALLOC_TRIM_THRESHOLD_": "268435456"}},
-                ),
-                ("gc.freeze + thresholds 50000/50/1000", {"entry": gc_entry}),
-                ("--no-warc", {"extra": ["--no-warc"]}),
-            ]
-            for i, (label, kw) in enumerate(variants):
-                if "env" in kw:
-                    kw["env"] = {**os.environ, **kw["env"]}
-                r = run_gossamer(
-                    work,
-                    export,
-                    args,
-                    name=f"whatif-{i}",
-                    config=f"1 worker, {label}",
-                    check=False,
-                    **kw,
-                )
-                describe(r)
-                runs.append(r)
-        if args.pipeline:
-            bench_pipeline(model, work, args.pipeline_pages)
-        if args.profile:
-            per_page = None
-            if main_run is not None and main_run.pages:
-                busiest = max(main_run.m.thread_cpu.values(), default=main_run.m.cpu_s)
-                per_page = busiest / main_run.pages * 1e6
-            profile_gossamer(work, export, args, per_page)
-    if runs:
-        print_table(runs)
-    bad = [r for r in runs if r.crawler == "gossamer" and r.audit and r.checks]
-    return 1 if bad else 0
+    if "bare" in parts:
+        print("\n## bare loop (pycurl + selectolax: the floor)", flush=True)
+        br = run_bare(work, export, args)
+        describe(br)
+        runs.append(br)
+    if args.experiments:
+        print("\n## gossamer what-if runs, 1 worker (not audited)", flush=True)
+        gc_entry = [  # `python -c CODE crawl …`: sys.argv[1:] are the crawl arguments
+            "-c",
+            "import gc, sys; gc.freeze(); gc.set_threshold(50000, 50, 1000); "
+            "from gossamer.cli import main; sys.exit(main(sys.argv[1:]))",
+        ]
+        variants: list[tuple[str, dict[str, Any]]] = [
+            (
+                "MALLOC_TRIM_THRESHOLD_=256 MiB",
+                {"env": {"MALLOC_TRIM_THRESHOLD_": "268435456"}},
+            ),
+            ("gc.freeze + thresholds 50000/50/1000", {"entry": gc_entry}),
+            ("--no-warc", {"extra": ["--no-warc"]}),
+        ]
+        for i, (label, kw) in enumerate(variants):
+            if "env" in kw:
+                kw["env"] = {**os.environ, **kw["env"]}
+            r = run_gossamer(
+                work,
+                export,
+                args,
+                name=f"whatif-{i}",
+                config=f"1 worker, {label} (what-if)",
+                check=False,
+                **kw,
+            )
+            r.web = web
+            describe(r)
+            runs.append(r)
+    if args.pipeline:
+        bench_pipeline(model, work, args.pipeline_pages)
+    if args.profile:
+        per_page = None
+        if main_run is not None and main_run.pages:
+            busiest = max(main_run.m.thread_cpu.values(), default=main_run.m.cpu_s)
+            per_page = busiest / main_run.pages * 1e6
+        profile_gossamer(work, export, args, per_page)
+    return runs
 
 
 if __name__ == "__main__":

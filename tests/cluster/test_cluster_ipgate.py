@@ -259,3 +259,72 @@ def test_redis_down_is_waited_out(redis_server: RedisServer, redis_url: str) -> 
     finally:
         client.close()
     assert waited >= 0.4 and waited < 10
+
+
+async def _until(cond: Callable[[], bool], bound: float = 10.0) -> None:
+    """Wait for `cond` (checked every 2 ms) for at most `bound` seconds."""
+    deadline = time.monotonic() + bound
+    while not cond():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"not within {bound} s")
+        await asyncio.sleep(0.002)
+
+
+def test_one_host_a_process_polls_for_an_ip(clients: list[RedisClient]) -> None:
+    """Four hosts of one worker wait ~0.3 s for an IP another worker holds every slot of:
+    one of them polls Redis (~20 polls at 5 → 20 ms), not each (68 before)."""
+
+    async def main() -> tuple[int, float]:
+        a = RedisIpGate(clients[0], "c1", 4, owner="w1")
+        b = RedisIpGate(clients[1], "c1", 4, owner="w2")
+        release = asyncio.Event()
+
+        async def holder(gate: RedisIpGate) -> None:
+            async with gate.hold(IP):
+                await release.wait()
+
+        async with a, b:
+            held = [asyncio.create_task(holder(a)) for _ in range(4)]
+            await _until(lambda: a.statistics().held_now == 4)
+            t0 = time.monotonic()
+            waiters = [asyncio.create_task(holder(b)) for _ in range(4)]
+            await asyncio.sleep(0.3)
+            polls, waited = b.statistics().polls, time.monotonic() - t0
+            release.set()
+            await asyncio.gather(*held, *waiters)
+        assert b.statistics().waits == 4
+        return polls, waited
+
+    polls, waited = asyncio.run(main())
+    assert polls <= 6 + waited / 0.02  # the backoff's first polls, then one each max_poll
+
+
+def test_a_slot_let_go_in_this_process_wakes_its_poller(clients: list[RedisClient]) -> None:
+    """limit 2: w1 holds one slot, w2 one and has a host polling for the IP with a 60 s
+    poll: when w2's holder lets its slot go, that host takes it at once, not a poll later."""
+
+    async def main() -> int:
+        a = RedisIpGate(clients[0], "c1", 2, owner="w1")
+        b = RedisIpGate(clients[1], "c1", 2, owner="w2", poll=60.0, max_poll=60.0)
+        other, ours, theirs = asyncio.Event(), asyncio.Event(), asyncio.Event()
+
+        async def holder(gate: RedisIpGate, release: asyncio.Event) -> None:
+            async with gate.hold(IP):
+                await release.wait()
+
+        async with a, b:
+            t_a = asyncio.create_task(holder(a, other))
+            t_b = asyncio.create_task(holder(b, ours))
+            await _until(lambda: a.statistics().held_now + b.statistics().held_now == 2)
+            waiter = asyncio.create_task(holder(b, theirs))
+            await _until(lambda: b.statistics().polls >= 1)
+            ours.set()
+            await t_b
+            await _until(lambda: b.statistics().held_now == 1)  # (a 60 s poll otherwise)
+            polls = b.statistics().polls
+            theirs.set()
+            other.set()
+            await asyncio.gather(t_a, waiter)
+        return polls
+
+    assert asyncio.run(main()) == 1

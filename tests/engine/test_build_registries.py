@@ -22,7 +22,7 @@ from gossamer.cluster.registry import create_crawl, load_crawl
 from gossamer.cluster.worker import ClusterFrontier, ClusterRobotsStore
 from gossamer.config import CrawlSettings
 from gossamer.engine import build
-from gossamer.engine.ipgate import FileIpGate, LocalIpGate
+from gossamer.engine.ipgate import FileIpGate, IpGateBroker, LocalIpGate, PoolIpGate
 from gossamer.engine.run import run_crawl
 from gossamer.fetch import CurlFetcher, Resolver
 from gossamer.fetch._registry import (
@@ -166,18 +166,28 @@ def test_a_pool_s_workers_use_the_registered_fetcher(tmp_path: Path, added: None
 
 
 def test_the_embedded_stores_of_a_crawl_and_of_a_pool_worker(tmp_path: Path) -> None:
-    """The embedded crawl gets a LocalIpGate, a pool's worker a FileIpGate on the crawl's
-    lock files; both the crawl directory's SQLite frontier and robots store."""
+    """The embedded crawl gets a LocalIpGate, a pool's worker a PoolIpGate on its socket to
+    the parent's broker, a worker run by hand a FileIpGate on the crawl's lock files; all
+    the crawl directory's SQLite frontier and robots store."""
     settings = CrawlSettings(seeds=["http://a.example/"], output=tmp_path, per_ip=2)
-    for part, gate in (("", LocalIpGate), ("w0", FileIpGate)):
-        stores = build.embedded_stores(settings, part=part)
+    broker = IpGateBroker(1, 2)
+    sock = broker.worker_socket(0)
+    for part, gate, gate_socket in (
+        ("", LocalIpGate, None),
+        ("w0", PoolIpGate, sock),
+        ("w0", FileIpGate, None),
+    ):
+        stores = build.embedded_stores(settings, part=part, ip_gate_socket=gate_socket)
         try:
             assert isinstance(stores.frontier, SqliteFrontier)
             assert isinstance(stores.robots_store, SqliteRobotsStore)
             assert type(stores.ip_gate) is gate
+            assert stores.ip_gate.limit == 2  # type: ignore[attr-defined]
         finally:
             stores.frontier.close()
             stores.robots_store.close()
+    sock.close()
+    broker.stop()
     assert (tmp_path / "frontier.sqlite").is_file() and (tmp_path / "robots.sqlite").is_file()
 
 

@@ -3,7 +3,7 @@ implementation: the fetcher with its fast path (CurlFetcher against a loopback s
 same behind the cluster's IP-gate guard on a real Redis, the same built by the fetcher
 registry, the unit tests' fake), `fetch` on every registered fetcher, the sinks
 (Recorder into a temporary directory, the unit tests' recording fake) and the IP gate
-(LocalIpGate, FileIpGate, RedisIpGate on a real Redis)."""
+(LocalIpGate, FileIpGate, PoolIpGate, RedisIpGate on a real Redis)."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ from test_crawler_unit import HTML, FakeSinks, StartingFakeFetcher
 
 from gossamer.cluster.ipgate import GatedStartingFetcher, RedisIpGate
 from gossamer.config import CrawlSettings
-from gossamer.engine.ipgate import FileIpGate, LocalIpGate
+from gossamer.engine.ipgate import FileIpGate, IpGateBroker, LocalIpGate, PoolIpGate
 from gossamer.engine.recorder import Recorder
 from gossamer.engine.seams import IpGate, Sinks
 from gossamer.fetch import (
@@ -304,6 +304,18 @@ async def _files(_: pytest.FixtureRequest, limit: int, tmp: Path) -> AsyncIterat
 
 
 @contextlib.asynccontextmanager
+async def _pool(_: pytest.FixtureRequest, limit: int, tmp: Path) -> AsyncIterator[IpGate]:
+    broker = IpGateBroker(1, limit)  # a pool of one worker, served on the broker's thread
+    gate = PoolIpGate(broker.worker_socket(0), limit)
+    broker.start()
+    try:
+        yield gate
+    finally:
+        gate.close()
+        broker.stop()
+
+
+@contextlib.asynccontextmanager
 async def _redis(request: pytest.FixtureRequest, limit: int, tmp: Path) -> AsyncIterator[IpGate]:
     client = connect(request.getfixturevalue("redis_url"))
     try:
@@ -313,7 +325,7 @@ async def _redis(request: pytest.FixtureRequest, limit: int, tmp: Path) -> Async
         client.close()
 
 
-GATES = {"local": _local, "files": _files, "redis": _redis}
+GATES = {"local": _local, "files": _files, "pool": _pool, "redis": _redis}
 
 
 @pytest.fixture(params=sorted(GATES))

@@ -19,10 +19,11 @@ the only one that can overlap.
 
 Waiting: a worker that finds every slot taken polls — after `poll` seconds, then 1.5 times
 longer each time up to `max_poll` (5 ms to 20 ms: a hand-over costs at most that, a long wait
-~50 polls a second) — and marks the IP wanted (`ipwant:<ip>`, a short TTL) so holders
-elsewhere see it: `waiting(ip)` is true when a host of this process waits for the IP, or when
-another worker did at the last refresh — the engine then hands the IP over instead of
-renewing its lease (priority inheritance).
+~50 polls a second), one host per IP and process polling while the others queue behind it,
+and at once when this process lets a slot of the IP go (see `_take`) — and marks the IP
+wanted (`ipwant:<ip>`, a short TTL) so holders elsewhere see it: `waiting(ip)` is true when a
+host of this process waits for the IP, or when another worker did at the last refresh — the
+engine then hands the IP over instead of renewing its lease (priority inheritance).
 """
 
 from __future__ import annotations
@@ -171,7 +172,9 @@ class RedisIpGate:
         self._tokens = itertools.count(1)
         self._held: dict[str, _Hold] = {}  # token -> hold
         self._wanted: frozenset[str] = frozenset()  # IPs another worker waits for
-        self._polling: dict[str, int] = {}  # IP -> hosts of this process polling for a slot
+        self._polling: dict[str, int] = {}  # IP -> hosts of this process waiting for a slot
+        self._pollers: dict[str, asyncio.Lock] = {}  # IP -> held by the one host polling
+        self._wakers: dict[str, asyncio.Event] = {}  # IP -> set when we let a slot go
         self._key_memo: dict[str, list[str]] = {}
         self._task: asyncio.Task[None] | None = None
         self._holds = self._waits = self._polls = self._lost = self._confirmed = self._errors = 0
@@ -227,6 +230,9 @@ class RedisIpGate:
                 _HOLD.reset(reset)
                 del self._held[hold.token]
                 await self._release(hold)
+                woken = self._wakers.get(ip)
+                if woken is not None:  # our poller for the IP tries again now
+                    woken.set()
 
     def guard(self, fetcher: Fetching) -> GatedFetcher:
         """`fetcher` with every request fenced by the current task's hold (with its fast
@@ -246,41 +252,67 @@ class RedisIpGate:
         return keys
 
     async def _take(self, hold: _Hold) -> None:
-        """Take (or confirm) a slot for `hold`'s token, waiting while all are taken."""
+        """Take (or confirm) a slot for `hold`'s token, waiting while all are taken.
+
+        Only one host of this process polls Redis for an IP: the others wait behind it
+        (`_pollers`), and a slot this process lets go wakes the poller at once (`_wakers`)
+        instead of at its next poll. Each waiting host polled on its own before, up to
+        `per_ip` of them (the local gate lets no more through): at `per_ip` 64, 64 scripts
+        of up to 129 key operations each every 5–20 ms per worker and per IP, the same storm
+        as the pool's lock files (issue 21). Across workers this still polls — a released
+        slot is found within `max_poll` — because a blocking wait (BLPOP, or a pub/sub
+        message) would need a connection and a thread of its own per worker: the worker's
+        Redis calls share one I/O thread with its frontier, which a blocking call stalls."""
+        if await self._try(hold):
+            return
+        ip = hold.ip
+        self._waits += 1
+        self._polling[ip] = self._polling.get(ip, 0) + 1
+        poller = self._pollers.get(ip)
+        if poller is None:
+            poller = self._pollers[ip] = asyncio.Lock()
+        try:
+            async with poller:  # behind this process's other waiters of the IP
+                wait = self.poll
+                while not await self._try(hold):
+                    self._polls += 1
+                    woken = self._wakers[ip] = asyncio.Event()
+                    with contextlib.suppress(TimeoutError):
+                        async with asyncio.timeout(wait):
+                            await woken.wait()
+                    if self._wakers.get(ip) is woken:
+                        del self._wakers[ip]
+                    wait = min(wait * 1.5, self.max_poll)
+        finally:
+            if self._polling[ip] == 1:
+                del self._polling[ip]
+                if not poller.locked() and self._pollers.get(ip) is poller:
+                    del self._pollers[ip]
+            else:
+                self._polling[ip] -= 1
+
+    async def _try(self, hold: _Hold) -> bool:
+        """One try to take (or confirm) a slot for `hold`: False when every slot is taken
+        (the IP is marked wanted). Redis errors are waited out here."""
         keys = self._slot_keys(hold.ip)
         args: list[str | int] = [hold.token, self._ttl_ms, self._want_ms]
-        ip = hold.ip
-        waited = False
-        pause = wait = self.poll
-        try:
-            while True:
-                sent = _clock()
-                try:
-                    k = int(cast(int, await self._redis(self._acquire_s, keys=keys, args=args)))
-                except TRANSIENT as exc:
-                    if is_auth_error(exc):  # a password changed: waiting cannot help
-                        raise
-                    self._errors += 1
-                    await asyncio.sleep(pause)
-                    pause = min(pause * 2, 1.0)
-                    continue
-                if k >= 0:
-                    hold.key = keys[k]
-                    hold.valid_until = sent + self.ttl - self.margin
-                    return
-                if not waited:
-                    waited = True
-                    self._waits += 1
-                    self._polling[ip] = self._polling.get(ip, 0) + 1
-                self._polls += 1
-                await asyncio.sleep(wait)
-                wait = min(wait * 1.5, self.max_poll)
-        finally:
-            if waited:
-                if self._polling[ip] == 1:
-                    del self._polling[ip]
-                else:
-                    self._polling[ip] -= 1
+        pause = self.poll
+        while True:
+            sent = _clock()
+            try:
+                k = int(cast(int, await self._redis(self._acquire_s, keys=keys, args=args)))
+            except TRANSIENT as exc:
+                if is_auth_error(exc):  # a password changed: waiting cannot help
+                    raise
+                self._errors += 1
+                await asyncio.sleep(pause)
+                pause = min(pause * 2, 1.0)
+                continue
+            if k < 0:
+                return False
+            hold.key = keys[k]
+            hold.valid_until = sent + self.ttl - self.margin
+            return True
 
     async def _redis(self, call: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         """`call(*args, **kwargs)` on the I/O thread (`io`), or inline without one."""

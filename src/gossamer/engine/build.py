@@ -4,7 +4,8 @@ running crawl out, for the embedded crawl, a pool's worker and a cluster worker 
     stores(mode)   frontier      by name from the frontier registry (frontier/_registry.py):
                                  "sqlite" in the crawl directory, "redis" in a cluster
                    robots store  SqliteRobotsStore (crawl directory) | RedisRobotsStore
-                   IP gate       LocalIpGate (one process) | FileIpGate (a pool's worker)
+                   IP gate       LocalIpGate (one process) | PoolIpGate (a pool's worker)
+                                 | FileIpGate (a worker run by hand)
                                  | RedisIpGate (a cluster worker)
     worker(...)    resolver      Resolver (overrides, DNS cache, private-address guard)
                    fetcher       by name from the fetcher registry (fetch/_registry.py),
@@ -17,6 +18,7 @@ nothing themselves; which frontier backend and fetcher a mode uses is its `Backe
 
 from __future__ import annotations
 
+import socket
 from collections.abc import Callable
 from concurrent.futures import Executor
 from dataclasses import dataclass
@@ -31,7 +33,7 @@ from ..frontier._registry import FrontierPlace
 from ..frontier._registry import open_frontier as open_named_frontier
 from ..robots_store import RobotsStore, SqliteRobotsStore
 from .crawler import Crawler
-from .ipgate import FileIpGate, LocalIpGate
+from .ipgate import FileIpGate, LocalIpGate, PoolIpGate
 from .recorder import Recorder
 from .recrawl import Recrawl
 from .seams import IpGate
@@ -89,10 +91,15 @@ class EmbeddedStores:
 
 
 def embedded_stores(
-    settings: CrawlSettings, *, part: str = "", backends: Backends = EMBEDDED
+    settings: CrawlSettings,
+    *,
+    part: str = "",
+    backends: Backends = EMBEDDED,
+    ip_gate_socket: socket.socket | None = None,
 ) -> EmbeddedStores:
     """The frontier, robots store and IP gate of the embedded crawl (`part` "") or of the
-    pool's worker `part` (its IP gate: lock files shared by the pool)."""
+    pool's worker `part` (its IP gate: the pool's broker on `ip_gate_socket`; without one, a
+    worker run by hand, lock files in the crawl directory)."""
     out = settings.output
     frontier = open_frontier(settings, backends)
     try:  # every process of the crawl (a pool's workers, a resumed run) reads it
@@ -101,7 +108,13 @@ def embedded_stores(
         frontier.close()
         raise
     per_ip = settings.politeness.per_ip
-    gate = FileIpGate(out / "locks", per_ip) if part else LocalIpGate(per_ip)
+    gate: IpGate
+    if ip_gate_socket is not None:
+        gate = PoolIpGate(ip_gate_socket, per_ip)
+    elif part:
+        gate = FileIpGate(out / "locks", per_ip)
+    else:
+        gate = LocalIpGate(per_ip)
     return EmbeddedStores(frontier, robots_store, gate)
 
 

@@ -1,7 +1,8 @@
 """The fork pool of `--workers N`: N worker processes forked from the crawl's process share
-the crawl directory's frontier (each leases its own hosts), the per-IP lock files and the
-crawl log; each writes its own WARC and graph part files, and the parent seeds the
-frontier, forwards stops, shows progress and merges the workers' statistics."""
+the crawl directory's frontier (each leases its own hosts), the per-IP slots (the parent's
+`IpGateBroker`) and the crawl log; each writes its own WARC and graph part files, and the
+parent seeds the frontier, forwards stops, shows progress and merges the workers'
+statistics."""
 
 from __future__ import annotations
 
@@ -25,6 +26,7 @@ from ..sinks import recover, write_stats
 from . import build
 from .crawler import seed_frontier
 from .graphfeed import GraphFeed
+from .ipgate import IpGateBroker
 from .progress import ProgressDisplay, WorkersProgress
 from .recrawl import seed_recrawl
 from .stopping import STOP_GRACE_S, STOP_SIGNALS, ask_to_stop
@@ -43,8 +45,9 @@ def run_pool(
     feed: GraphFeed | None = None,
 ) -> int:
     """N worker processes share the SQLite frontier (each leases its own hosts), the per-IP
-    lock files and the crawl log; each writes its own WARC and graph part files. `feed`:
-    the graph consumer the parent applies the workers' page events to (engine/graphfeed.py)."""
+    slots (served by this process) and the crawl log; each writes its own WARC and graph
+    part files. `feed`: the graph consumer the parent applies the workers' page events to
+    (engine/graphfeed.py)."""
     # One connection for the parent's whole life: seeding, progress and the final counts
     # (statistics() reads the shared tables, so it sees the workers' progress).
     frontier = build.open_frontier(settings, backends)
@@ -84,10 +87,15 @@ def _supervise(
     # here yet, and a worker never touches this process's frontier connection (it opens its
     # own and leaves with os._exit, as multiprocessing's fork children do).
     ctx = multiprocessing.get_context("fork")
+    # the workers' per-IP slots: made before the fork (each worker inherits its socket),
+    # served on a thread of this process once every worker is forked
+    broker = IpGateBroker(workers, settings.politeness.per_ip)
     gc.freeze()  # what was imported stays out of the workers' collections (and their pages)
     procs = [
         ctx.Process(
-            target=_worker_main, args=(out, f"w{k}", os.getpid(), backends), name=f"w{k}"
+            target=_worker_main,
+            args=(out, f"w{k}", os.getpid(), backends, broker, k),
+            name=f"w{k}",
         )
         for k in range(workers)
     ]
@@ -115,6 +123,7 @@ def _supervise(
     try:
         for proc in procs:
             proc.start()
+        broker.start()
         signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)  # a held stop: forward it
         display = None
         if progress is not None:
@@ -139,6 +148,7 @@ def _supervise(
         )
         write_stats(out / "stats.json", summary)
     finally:
+        broker.stop()
         for sig, handler in previous.items():
             signal.signal(sig, handler)
     if any(c == 74 for c in codes):
@@ -158,19 +168,23 @@ def _die_with_parent() -> None:
         pass
 
 
-def _worker_main(out: Path, part: str, parent: int, backends: build.Backends) -> None:
-    """A forked pool worker: die with the parent, then crawl (the exit status is the
-    worker's: sys.exit). SIGINT/SIGTERM arrive blocked (the parent holds them over the
-    fork) and stay pending until `run_engine` has installed the worker's handlers: a stop at
-    any moment of the start-up ends the worker cleanly, not by the default action."""
+def _worker_main(
+    out: Path, part: str, parent: int, backends: build.Backends, broker: IpGateBroker, k: int
+) -> None:
+    """A forked pool worker k: die with the parent, then crawl (the exit status is the
+    worker's: sys.exit), its per-IP slots from the parent's `broker`. SIGINT/SIGTERM arrive
+    blocked (the parent holds them over the fork) and stay pending until `run_engine` has
+    installed the worker's handlers: a stop at any moment of the start-up ends the worker
+    cleanly, not by the default action."""
     _die_with_parent()
+    gate_socket = broker.in_worker(k)
     if os.getppid() != parent:  # the parent died before the line above took effect
         os._exit(1)
     signal.signal(signal.SIGINT, signal.default_int_handler)  # the parent's handlers are
     signal.signal(signal.SIGTERM, signal.SIG_DFL)  # not ours
     from .run import run_worker  # (run imports this module)
 
-    sys.exit(run_worker(out, part, backends))
+    sys.exit(run_worker(out, part, backends, ip_gate_socket=gate_socket))
 
 
 def _forked_alive(p: multiprocessing.process.BaseProcess) -> bool:

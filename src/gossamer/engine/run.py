@@ -26,6 +26,7 @@ import json
 import logging
 import os
 import signal
+import socket
 import sqlite3
 import subprocess
 import sys
@@ -261,13 +262,27 @@ def _end_summary(
     return Exit.NOTHING_FETCHED if failed and code == Exit.OK else code
 
 
-def run_worker(out: Path, part: str, backends: build.Backends = build.EMBEDDED) -> int:
+def run_worker(
+    out: Path,
+    part: str,
+    backends: build.Backends = build.EMBEDDED,
+    *,
+    ip_gate_socket: socket.socket | None = None,
+) -> int:
     """One worker process of a pool (`gossamer crawl-worker`): the parent holds the lock,
-    seeded or reclaimed the frontier, and merges the statistics."""
+    seeded or reclaimed the frontier, and merges the statistics. `ip_gate_socket`: the
+    worker's end of the pool's IP gate broker (None, a worker run by hand: lock files)."""
     settings = load_manifest(out)
     with asyncio.Runner(loop_factory=loop_factory()) as runner:
         return runner.run(
-            _run(settings, resume=False, progress=None, part=part, backends=backends)
+            _run(
+                settings,
+                resume=False,
+                progress=None,
+                part=part,
+                backends=backends,
+                ip_gate_socket=ip_gate_socket,
+            )
         )
 
 
@@ -287,9 +302,12 @@ async def _run(
     progress: IO[str] | None,
     part: str = "",
     backends: build.Backends = build.EMBEDDED,
+    ip_gate_socket: socket.socket | None = None,
 ) -> int:
     revalidate = _load_recrawl(settings)
-    stores = build.embedded_stores(settings, part=part, backends=backends)
+    stores = build.embedded_stores(
+        settings, part=part, backends=backends, ip_gate_socket=ip_gate_socket
+    )
     frontier = stores.frontier
 
     async def prepare() -> None:
