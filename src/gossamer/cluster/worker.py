@@ -9,7 +9,8 @@ The composition (the embedded engine's `run_engine` does the crawling):
     RedisIpGate + its fetcher guard                      per-IP politeness, all machines
     Recorder → DIR/<worker id>/                          this worker's WARC, log, graph
     Heartbeat (a thread)                                 status record every TTL/5 s, the
-                                                         member list, stop requests
+                                                         member list, stop requests, the
+                                                         dead (their leases reclaimed)
     RedisRobotsStore → ClusterRobotsStore                robots.txt answers shared by the
                                                          crawl's workers, retried likewise
 
@@ -29,6 +30,7 @@ import asyncio
 import collections
 import json
 import logging
+import math
 import os
 import queue
 import signal
@@ -50,15 +52,27 @@ from ..engine.run import loop_factory, run_engine
 from ..engine.sink_registry import register_sink, unregister_sink
 from ..engine.stopping import STOP_SIGNALS
 from ..exitcodes import Exit
-from ..frontier import Discovered, Frontier, FrontierStats, HostBatch, Outcome, Outlinks
+from ..fetch import FetchRequest
+from ..frontier import (
+    Discovered,
+    Frontier,
+    FrontierStats,
+    HostBatch,
+    Outcome,
+    Outlinks,
+    StaleLeaseError,
+)
+from ..frontier.redis import token_owner
 from ..outdir import new_directory_problem
 from ..robots_store import RobotsRecord, RobotsStore
 from ..sinks.stats import write_stats
+from ..urls import URLError, host_key
 from ._redis import (
     RedisBadURL,
     RedisClient,
     RedisConnectError,
     RedisUnavailable,
+    boot_clock,
     error_text,
     is_auth_error,
     is_transient,
@@ -229,6 +243,34 @@ class ClusterFrontier:
         self._stats: tuple[float, FrontierStats] | None = None
         self._closed = False
         self.clock: Callable[[], float] = getattr(inner, "clock", time.time)
+        #: until when (boot clock) this worker surely counts alive, so that its leases are
+        #: its own: its last heartbeat's send time + TTL - a margin (the worker sets it).
+        #: After it (frozen, cut off) it leases nothing and renews nothing: other workers
+        #: may be reclaiming its hosts (cluster.members), and it may be a zombie.
+        self.alive_until = math.inf
+        #: its incarnation (cluster.members), which its lease tokens carry
+        self.incarnation = 0
+
+    def set_incarnation(self, incarnation: int) -> None:
+        """This worker's incarnation from now on (its new leases' tokens carry it)."""
+        self.incarnation = incarnation
+        if hasattr(self.inner, "incarnation"):
+            self.inner.incarnation = incarnation
+
+    def alive(self) -> bool:
+        return boot_clock() < self.alive_until
+
+    def tokens_of(self, host: str) -> list[str]:
+        """The lease tokens this worker holds for `host` (safe from another thread)."""
+        return [t for t, h in self._hosts.copy().items() if h == host]
+
+    def holds(self, token: str) -> bool:
+        """Whether the lease `token` is still current in Redis (True for a frontier that
+        cannot tell: one without `holds`)."""
+        holds = getattr(self.inner, "holds", None)
+        if holds is None:
+            return True
+        return bool(retrying(lambda: holds(token), what="frontier"))
 
     def hosts(self) -> tuple[str, ...]:
         """The hosts this worker holds leases on (safe to call from another thread)."""
@@ -242,6 +284,8 @@ class ClusterFrontier:
         return retrying(lambda: self.inner.put_discovered(items), what="frontier")
 
     def lease(self, max_hosts: int, per_host: int, now: float | None = None) -> list[HostBatch]:
+        if not self.alive():  # until the next heartbeat (see alive_until)
+            return []
         size = self.view.lease_size(per_host) if per_host else 0
         batches = retrying(lambda: self.inner.lease(max_hosts, size, now), what="frontier")
         self._held(batches)
@@ -254,7 +298,7 @@ class ClusterFrontier:
         next_fetch_at: float | None = None,
         renew: int = 0,
     ) -> HostBatch | None:
-        size = self.view.lease_size(renew) if renew else 0
+        size = self.view.lease_size(renew) if renew and self.alive() else 0
         try:
             batch = retrying(
                 lambda: self.inner.complete(token, outcomes, next_fetch_at, size), what="frontier"
@@ -483,6 +527,11 @@ class _Worker:
         self._rate = _Rate()
         self._state = "starting"
         self.crawl_state = record.state
+        self.last_beat: Beat | None = None
+        ttl = self.membership.ttl
+        # how much sooner than the TTL the worker stops trusting its last beat (the IP
+        # gate's margin: the server starts the TTL when the beat arrives, not when sent)
+        self.alive_margin = min(max(0.2 * ttl, 0.5), ttl / 2)
 
     def status(self, state: str | None = None) -> WorkerStatus:
         """This worker's status record now (called from the heartbeat thread too: it reads
@@ -520,6 +569,9 @@ class _Worker:
                 extra={"worker_id": self.id},
             )
         self.view.update(beat.members)
+        self.view.dead = beat.dead
+        self.last_beat = beat
+        self.live(beat)
         self.crawl_state = beat.crawl_state
         reason = None
         if beat.crawl_state != "running":
@@ -531,6 +583,45 @@ class _Worker:
             crawler, loop = self.crawler, self.loop
             if crawler is not None and loop is not None:
                 loop.call_soon_threadsafe(crawler.request_stop)
+
+    def live(self, beat: Beat) -> None:
+        """A beat went through: this worker counts alive until its send time + TTL (minus
+        a margin), under the beat's incarnation (a new one when its record had expired:
+        the leases of the old one may have been reclaimed)."""
+        frontier, gate = self.frontier, self.gate
+        until = beat.sent + self.membership.ttl - self.alive_margin
+        if frontier is not None:
+            frontier.set_incarnation(beat.incarnation)  # before the window opens
+            frontier.alive_until = until
+        if gate is not None:
+            gate.alive_until = until
+
+    async def confirm_lease(self, request: FetchRequest) -> None:
+        """Before a request made after `alive_until` (the worker was frozen or cut off from
+        Redis for most of a TTL): wait for a heartbeat, then, when the host's lease was
+        taken by an earlier incarnation (the worker was counted dead meanwhile), make sure
+        it was not reclaimed; StaleLeaseError when it was (the engine gives the batch back
+        unfetched: another worker may be fetching that host now)."""
+        gate, frontier = self.gate, self.frontier
+        if gate is None or frontier is None:
+            return
+        # (set by the heartbeat thread: polled, rarely — only after a freeze or an outage)
+        while True:
+            if boot_clock() < gate.alive_until:
+                break
+            await asyncio.sleep(0.02)
+        try:
+            host = host_key(request.url)
+        except URLError:
+            return
+        current = (self.id, frontier.incarnation)
+        loop = asyncio.get_running_loop()
+        for token in frontier.tokens_of(host):
+            owner = token_owner(token)
+            if owner is None or owner == current:
+                continue
+            if not await loop.run_in_executor(frontier.io_executor, frontier.holds, token):
+                raise StaleLeaseError(f"lease {token!r} was reclaimed while this worker was away")
 
     @asynccontextmanager
     async def session(self, crawler: Crawler, gate: RedisIpGate) -> AsyncIterator[None]:
@@ -765,6 +856,9 @@ async def _work(worker: _Worker, progress: IO[str] | None) -> int:
     stores = await _start_on(io, worker)
     frontier = worker.frontier = stores.frontier
     gate = worker.gate = stores.ip_gate
+    gate.lease_check = worker.confirm_lease
+    if worker.last_beat is not None:  # (the first beat came before the stores)
+        worker.live(worker.last_beat)
 
     def session(crawler: Crawler) -> Any:
         return worker.session(crawler, gate)
