@@ -95,10 +95,11 @@ def test_a_worker_back_from_a_freeze_keeps_its_new_incarnations_leases(
     assert token_owner(batch.token) == ("w1", 1)
     assert b.lease(1, 5) == []  # the death of incarnation 0 leaves incarnation 1's lease
     assert b.reclaim_expired() == 0  # and so does the periodic sweep
-    assert a.holds(batch.token)
+    assert a.extend(batch.token, clock() + 1) > clock()  # still a's
     dead["w1"] = 1  # it dies again
     assert b.reclaim_expired() == 2  # the sweep reclaims it too
-    assert not a.holds(batch.token)
+    with pytest.raises(StaleLeaseError):
+        a.extend(batch.token, clock() + 1)
     with pytest.raises(StaleLeaseError):
         a.complete(batch.token, _done(batch.urls))
     with pytest.raises(ValueError, match="owner"):

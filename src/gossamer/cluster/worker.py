@@ -260,17 +260,15 @@ class ClusterFrontier:
     def alive(self) -> bool:
         return boot_clock() < self.alive_until
 
-    def tokens_of(self, host: str) -> list[str]:
-        """The lease tokens this worker holds for `host` (safe from another thread)."""
-        return [t for t, h in self._hosts.copy().items() if h == host]
-
-    def holds(self, token: str) -> bool:
-        """Whether the lease `token` is still current in Redis (True for a frontier that
-        cannot tell: one without `holds`)."""
-        holds = getattr(self.inner, "holds", None)
-        if holds is None:
-            return True
-        return bool(retrying(lambda: holds(token), what="frontier"))
+    def old_hosts(self) -> set[str]:
+        """The hosts this worker holds under a lease of an earlier incarnation (taken before
+        it was counted dead: other workers may have reclaimed them, or may still do so
+        while their member lists are a beat behind). Safe from another thread."""
+        current = self.incarnation
+        return {
+            h for t, h in self._hosts.copy().items()
+            if (owner := token_owner(t)) is not None and owner[1] != current
+        }  # fmt: skip
 
     def hosts(self) -> tuple[str, ...]:
         """The hosts this worker holds leases on (safe to call from another thread)."""
@@ -586,42 +584,45 @@ class _Worker:
 
     def live(self, beat: Beat) -> None:
         """A beat went through: this worker counts alive until its send time + TTL (minus
-        a margin), under the beat's incarnation (a new one when its record had expired:
-        the leases of the old one may have been reclaimed)."""
+        a margin), under the beat's incarnation (a new one when its record had expired).
+        Its requests take the fast path again only once no lease of an earlier
+        incarnation is left (`confirm_lease` gives those back)."""
         frontier, gate = self.frontier, self.gate
         until = beat.sent + self.membership.ttl - self.alive_margin
         if frontier is not None:
             frontier.set_incarnation(beat.incarnation)  # before the window opens
             frontier.alive_until = until
-        if gate is not None:
+        if gate is not None and (frontier is None or not frontier.old_hosts()):
             gate.alive_until = until
 
     async def confirm_lease(self, request: FetchRequest) -> None:
-        """Before a request made after `alive_until` (the worker was frozen or cut off from
-        Redis for most of a TTL): wait for a heartbeat, then, when the host's lease was
-        taken by an earlier incarnation (the worker was counted dead meanwhile), make sure
-        it was not reclaimed; StaleLeaseError when it was (the engine gives the batch back
-        unfetched: another worker may be fetching that host now)."""
+        """Before a request made outside the gate's `alive_until` (the worker was frozen or
+        cut off from Redis for most of a TTL): wait for a heartbeat; then a request on a
+        lease of an earlier incarnation (the worker was counted dead meanwhile) is not
+        sent: StaleLeaseError, and the engine completes the batch with what it fetched (the
+        URLs left go back; if the lease was reclaimed, the completion is refused and those
+        pages are fetched again by the new holder, as after a lease's expiry). Not asked of
+        Redis: a worker whose member list is a beat behind may still reclaim such a lease
+        after the answer. Once no such lease is left, requests take the fast path again."""
         gate, frontier = self.gate, self.frontier
         if gate is None or frontier is None:
             return
         # (set by the heartbeat thread: polled, rarely — only after a freeze or an outage)
         while True:
-            if boot_clock() < gate.alive_until:
+            if frontier.alive():
                 break
             await asyncio.sleep(0.02)
+        old = frontier.old_hosts()
+        if not old:
+            gate.alive_until = frontier.alive_until
+            return
         try:
             host = host_key(request.url)
         except URLError:
             return
-        current = (self.id, frontier.incarnation)
-        loop = asyncio.get_running_loop()
-        for token in frontier.tokens_of(host):
-            owner = token_owner(token)
-            if owner is None or owner == current:
-                continue
-            if not await loop.run_in_executor(frontier.io_executor, frontier.holds, token):
-                raise StaleLeaseError(f"lease {token!r} was reclaimed while this worker was away")
+        if host in old:
+            raise StaleLeaseError(f"the lease of {host} was taken before this worker was "
+                                  "counted dead: given back")  # fmt: skip
 
     @asynccontextmanager
     async def session(self, crawler: Crawler, gate: RedisIpGate) -> AsyncIterator[None]:

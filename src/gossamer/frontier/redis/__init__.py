@@ -861,17 +861,6 @@ class RedisFrontier:
             self._global(now)
             return n
 
-    def holds(self, token: str) -> bool:
-        """Whether the lease `token` is still current in Redis (not completed, expired and
-        reclaimed, or reclaimed from a dead owner)."""
-        with self._lock:
-            self._check_open()
-            try:
-                self._lookup(token)
-            except StaleLeaseError:
-                return False
-            return True
-
     def _fair(self, max_hosts: int, now: float) -> int:
         """`max_hosts` capped by this worker's share of the hosts in play (`share()`): its
         leased hosts stay within ceil(share x (leases out + shards with a ready host)), at
