@@ -848,19 +848,6 @@ class RedisFrontier:
         self._global(now)  # the hosts are ready now: every worker sees them at once
         return n
 
-    def reclaim_owners(self, owners: Mapping[str, int], now: float | None = None) -> int:
-        """Reclaim every lease of these owners (worker id -> last dead incarnation), expired
-        or not, in every shard the crawl used; the URLs they held are queued again. Returns
-        how many URLs."""
-        with self._lock:
-            self._check_open()
-            now = self._clock() if now is None else now
-            if not owners:
-                return 0
-            n = self._reclaim_shards(self._active(), now, owners=owners)
-            self._global(now)
-            return n
-
     def _fair(self, max_hosts: int, now: float) -> int:
         """`max_hosts` capped by this worker's share of the hosts in play (`share()`): its
         leased hosts stay within ceil(share x (leases out + shards with a ready host)), at
