@@ -73,6 +73,42 @@ def test_silent_workers_die_after_the_ttl_and_come_back(client: RedisClient) -> 
     assert back.expired and [x.id for x in back.members] == ["w1", "w2"]
 
 
+def test_the_dead_are_answered_with_their_incarnation_after_the_ttl(client: RedisClient) -> None:
+    """A silent worker is answered dead (with the incarnation it died in) a TTL after its last
+    beat, not before; back from a freeze it has a new incarnation and is not dead any more."""
+    m = Membership(client, "c1", ttl=1.0)
+    first = m.beat(status("w1"))
+    w2 = m.beat(status("w2")).incarnation
+    assert first.dead == {} and first.sent > 0
+    t0 = time.monotonic()
+    while not (dead := m.beat(status("w1")).dead):  # w1 beats on, w2 is silent
+        assert time.monotonic() - t0 < 5, "w2 never counted dead"
+        time.sleep(0.1)
+    assert time.monotonic() - t0 >= 0.95  # not before its TTL
+    assert dead == {"w2": w2}
+    back = m.beat(status("w2"))  # thawed: a new incarnation, alive again
+    assert back.expired and back.incarnation == w2 + 1
+    assert m.beat(status("w1")).dead == {}
+    assert m.beat(status("w2")).incarnation == w2 + 1  # (only an expired record bumps it)
+
+
+def test_nobody_is_dead_until_a_ttl_of_beats_after_all_beats_stopped(client: RedisClient) -> None:
+    """No beat from anyone for longer than the TTL (Redis paused, or down): every record
+    looks old, but the first beat after it starts a new run of beats, and a worker counts
+    dead only once it stayed silent for a TTL of that run — the others get their chance to
+    beat again before their hosts are taken."""
+    m = Membership(client, "c1", ttl=1.0)
+    m.beat(status("w1"))
+    m.beat(status("w2"))
+    time.sleep(1.5)  # nobody beats (as through a Redis pause)
+    t0 = time.monotonic()
+    assert m.beat(status("w1")).dead == {}  # w2's beat is 1.5 s old, but the run just began
+    while not m.beat(status("w1")).dead:
+        assert time.monotonic() - t0 < 5, "w2 never counted dead"
+        time.sleep(0.1)
+    assert time.monotonic() - t0 >= 0.95
+
+
 def test_deregister_leaves_at_once_and_keeps_the_last_record(client: RedisClient) -> None:
     m = Membership(client, "c1", ttl=5.0)
     m.beat(status("w1"))
@@ -112,6 +148,18 @@ def test_dynamic_is_unrestricted_for_members_and_sizes_leases_by_capacity() -> N
     assert view.lease_size(20) == 30  # 20 x 3 / mean 2
     view.update([Member("w1", 1.0)])  # dropped (expired): nothing until it is back
     assert view.partition(100.0)[0] == frozenset() and view.problem
+
+
+def test_a_worker_shares_the_hosts_by_capacity_under_dynamic_only() -> None:
+    view = PartitionView(Dynamic(), "w2")
+    assert view.share() is None  # not listed yet
+    view.update([Member("w2", 3.0)])
+    assert view.share() is None  # alone: no cap
+    view.update([Member("w1", 1.0), Member("w2", 3.0)])
+    assert view.share() == 0.75
+    static = PartitionView(Modulo(), "w2")
+    static.update([Member("w1", 1.0), Member("w2", 3.0)])
+    assert static.share() is None  # its shards are its share already
 
 
 def test_static_strategies_follow_the_member_list() -> None:

@@ -3,6 +3,8 @@ the heartbeat thread beats while the event loop is blocked and survives a Redis 
 
 from __future__ import annotations
 
+import asyncio
+import math
 import signal
 import threading
 import time
@@ -13,11 +15,14 @@ from typing import Any
 import pytest
 import redis.exceptions
 
+from gossamer.cluster._redis import Keys, boot_clock
+from gossamer.cluster.ipgate import RedisIpGate
 from gossamer.cluster.members import Beat, Membership, PartitionView, WorkerStatus
 from gossamer.cluster.registry import create_crawl, load_crawl
 from gossamer.cluster.worker import ClusterFrontier, Heartbeat, RedisIo, _Worker, exhausted
 from gossamer.config import CrawlSettings
 from gossamer.engine.crawler import Crawler
+from gossamer.fetch import FetchRequest
 from gossamer.frontier import (
     Discovered,
     FrontierStats,
@@ -25,9 +30,10 @@ from gossamer.frontier import (
     HostBatch,
     MemoryFrontier,
     Outcome,
+    StaleLeaseError,
     Verdict,
 )
-from gossamer.frontier.redis import connect
+from gossamer.frontier.redis import RedisFrontier, connect, token_owner
 from gossamer.partition import Dynamic, Member
 from gossamer.testing.redisd import RedisServer
 from gossamer.urls import fingerprint
@@ -166,6 +172,84 @@ def test_the_heartbeats_status_reads_the_crawlers_snapshot_not_its_counters(
         (mine,) = [s for s in worker.membership.statuses() if s.id == "w1"]
         assert (mine.pages, mine.requests, mine.errors) == (5, 6, 1)
     finally:
+        client.close()
+
+
+class Recorded:
+    """A fetcher with the fast path that records the URLs it was asked for."""
+
+    def __init__(self) -> None:
+        self.urls: list[str] = []
+
+    def start(self, request: FetchRequest) -> asyncio.Future[Any]:
+        self.urls.append(request.url)
+        fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        fut.set_result(request.url)
+        return fut
+
+    async def fetch(self, request: FetchRequest) -> Any:
+        self.urls.append(request.url)
+        return request.url
+
+    def poll(self) -> None:
+        pass
+
+    async def aclose(self) -> None:
+        pass
+
+
+def test_a_worker_back_from_the_dead_gives_its_old_leases_back_before_any_request(
+    redis_url: str, tmp_path: Path
+) -> None:
+    """A worker whose heartbeat record expired (frozen past the TTL) leases nothing until a
+    beat goes through; that beat gives it a new incarnation, and a request on a lease of the
+    old one is not sent (StaleLeaseError: the engine gives the batch back) while requests on
+    other hosts go on; once no old lease is left, the fast path opens again."""
+    client = connect(redis_url)
+    settings = CrawlSettings(seeds=["http://a.example/"], output=tmp_path, delay=0)
+    crawl_id = create_crawl(client, settings.seeds, settings)
+    record = load_crawl(client, crawl_id)
+    worker = _Worker(redis_url, client, record, "w1", settings, capacity=1.0, machine="m")
+    frontier = ClusterFrontier(RedisFrontier(client, crawl_id, owner="w1"), worker.view)
+    gate = RedisIpGate(client, crawl_id, 1, owner="w1", ttl=record.heartbeat_ttl)
+    worker.frontier, worker.gate = frontier, gate
+    gate.lease_check = worker.confirm_lease
+    try:
+        worker.on_beat(worker.membership.beat(worker.status()))
+        first = frontier.incarnation
+        assert gate.alive_until == frontier.alive_until > boot_clock()
+        (batch,) = frontier.lease(4, 5)
+        assert token_owner(batch.token) == ("w1", first)
+        # frozen past the TTL: its last beat is too old, its record gone
+        frontier.alive_until = gate.alive_until = -math.inf
+        client.delete(Keys(crawl_id).heartbeat("w1"))
+        frontier.put_discovered([Discovered("http://b.example/", "b.example", 0,
+                                            fingerprint("http://b.example/"))])  # fmt: skip
+        assert frontier.lease(4, 5) == []  # not before a beat goes through
+        back = worker.membership.beat(worker.status())
+        assert back.expired and back.incarnation == first + 1
+        worker.on_beat(back)
+        assert frontier.old_hosts() == {batch.host}
+        assert gate.alive_until == -math.inf  # requests take the slow path
+        (other,) = frontier.lease(4, 5)  # a new lease, of the new incarnation
+        assert token_owner(other.token) == ("w1", first + 1)
+        fetcher = Recorded()
+        guarded = gate.guard(fetcher)
+
+        async def requests() -> None:
+            async with gate, gate.hold("127.0.0.1"):
+                with pytest.raises(StaleLeaseError):
+                    await guarded.start(FetchRequest(batch.urls[0].url))
+                assert await guarded.start(FetchRequest(other.urls[0].url))
+                frontier.complete(batch.token, [])  # the engine gives the batch back
+                assert frontier.old_hosts() == set()
+                await guarded.start(FetchRequest(other.urls[0].url))
+                assert gate.alive_until == frontier.alive_until  # the fast path again
+
+        asyncio.run(requests())
+        assert fetcher.urls == [other.urls[0].url] * 2  # nothing on the old lease
+    finally:
+        frontier.close()
         client.close()
 
 

@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import redis
 from test_cluster import (
     audit_web,
     create_crawl,
@@ -23,20 +22,23 @@ from test_cluster import (
     workers,
 )
 
+from gossamer.frontier.redis import connect, disconnect
 from gossamer.testing import WebSpec, canonical_url, read_logs, serve_in_thread
 from gossamer.testing._truth import request_url
 from gossamer.testing.redisd import RedisServer
 
 
 def leases(redis_url: str, crawl_id: str) -> dict[str, tuple[str, frozenset[str]]]:
-    """Every lease of the crawl's frontier in Redis: token -> (host, its leased URLs).
+    """Every lease of the crawl's frontier in Redis (one server or a Redis Cluster): token ->
+    (host, its leased URLs).
 
     Read from the frontier's keys (docstring of gossamer.frontier.redis): per shard, `t`
     maps lease tokens to hosts; a leased host's `h:<host>` hash holds its token (`tk`) and
     its leased URLs (`lf`: entries `score \\1 member` joined by `\\2`, a member being
     `fp \\0 attempts \\0 depth \\0 parent \\0 url`)."""
     out: dict[str, tuple[str, frozenset[str]]] = {}
-    with redis.Redis.from_url(redis_url) as r:
+    r = connect(redis_url)
+    try:
         for key in r.scan_iter(match=f"gs:{crawl_id}:{{*}}:t", count=1000):
             prefix = key[: -len(b"t")]
             for token, host in r.hgetall(key).items():
@@ -49,6 +51,8 @@ def leases(redis_url: str, crawl_id: str) -> dict[str, tuple[str, frozenset[str]
                     if entry
                 }
                 out[token.decode()] = (host.decode(), frozenset(urls))
+    finally:
+        disconnect(r)
     return out
 
 

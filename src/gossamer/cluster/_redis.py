@@ -239,6 +239,19 @@ class Keys:
         return self.prefix + "beats"
 
     @property
+    def pulse(self) -> str:
+        """hash: `last`, the server time of the last heartbeat of any worker, and `since`,
+        the start of the current run of heartbeats (none for half a TTL starts a new one):
+        a worker counts dead only after a TTL of beats (cluster.members)"""
+        return self.prefix + "pulse"
+
+    @property
+    def incarnations(self) -> str:
+        """hash: worker id -> its incarnation (bumped when it comes back after its
+        heartbeat expired); its lease tokens carry it"""
+        return self.prefix + "inc"
+
+    @property
     def caps(self) -> str:
         """hash: live worker id -> capacity"""
         return self.prefix + "caps"
@@ -275,6 +288,14 @@ class Keys:
     def ip_want(self, ip: str) -> str:
         """string with a short TTL: someone waits for a slot of the IP"""
         return f"{self.prefix}ipwant:{ip}"
+
+
+def boot_clock() -> float:
+    """A monotonic clock that also counts suspended time (Linux CLOCK_BOOTTIME): how long a
+    worker may trust its last heartbeat (or IP slot) is measured on it."""
+    if hasattr(time, "CLOCK_BOOTTIME"):
+        return time.clock_gettime(time.CLOCK_BOOTTIME)
+    return time.monotonic()
 
 
 def server_time(client: RedisClient) -> float:

@@ -17,6 +17,12 @@ read); outside it, the slot is confirmed (or taken again, waiting for the IP lik
 waiter) before the request leaves. A request already on the wire when the worker froze is
 the only one that can overlap.
 
+The same holds for the worker's leases, which other workers reclaim once its heartbeat is a
+TTL old (cluster.members): the worker sets `alive_until` (its last heartbeat's send time plus
+the TTL, minus a margin) and `lease_check`; a request after `alive_until` first awaits
+`lease_check(request)`, which waits for a heartbeat and raises StaleLeaseError when the
+host's lease was reclaimed meanwhile (the engine then gives the batch back unfetched).
+
 Waiting: a worker that finds every slot taken polls — after `poll` seconds, then 1.5 times
 longer each time up to `max_poll` (5 ms to 20 ms: a hand-over costs at most that, a long wait
 ~50 polls a second), one host per IP and process polling while the others queue behind it,
@@ -35,7 +41,7 @@ import functools
 import itertools
 import math
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from concurrent.futures import Executor
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -178,6 +184,10 @@ class RedisIpGate:
         self._key_memo: dict[str, list[str]] = {}
         self._task: asyncio.Task[None] | None = None
         self._holds = self._waits = self._polls = self._lost = self._confirmed = self._errors = 0
+        #: until when (this machine's boot clock) the worker surely counts alive and its
+        #: leases its own; a request after it awaits `lease_check` first (cluster.worker)
+        self.alive_until = math.inf
+        self.lease_check: Callable[[FetchRequest], Awaitable[None]] | None = None
 
     # ------------------------------------------------------------------ life cycle
     async def __aenter__(self) -> RedisIpGate:
@@ -382,6 +392,9 @@ class GatedFetcher:
         self.gate = gate
 
     async def fetch(self, request: FetchRequest) -> FetchResult:
+        gate = self.gate
+        if gate.lease_check is not None and _clock() >= gate.alive_until:
+            await gate.lease_check(request)  # (raises StaleLeaseError: the lease was lost)
         hold = _HOLD.get()
         if hold is not None and _clock() >= hold.valid_until:
             await self.gate.confirm(hold)
@@ -410,7 +423,8 @@ class GatedStartingFetcher(GatedFetcher):
 
     def start(self, request: FetchRequest) -> asyncio.Future[FetchResult]:
         hold = _HOLD.get()
-        if hold is None or _clock() < hold.valid_until:
+        now = _clock()
+        if (hold is None or now < hold.valid_until) and now < self.gate.alive_until:
             return self._inner_start(request)
         return asyncio.ensure_future(self.fetch(request))
 

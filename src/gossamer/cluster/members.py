@@ -11,7 +11,17 @@ beats every `ttl / 5` seconds. A beat is one Lua call (all keys in the crawl's `
   worker was asked to stop.
 
 A beat that finds its own `hb:` record gone (the worker was frozen, SIGSTOP, or cut off
-longer than the TTL) says so (`Beat.expired`): the worker is back under the same id.
+longer than the TTL) says so (`Beat.expired`): the worker is back under the same id, in a new
+*incarnation* (`inc`, bumped by that beat), which its lease tokens carry (frontier.redis).
+
+Each beat also answers the dead: every worker whose last beat (`beats`) is older than the
+TTL, with the incarnation it died in. Their leases are reclaimed at once (a SIGKILLed
+worker's hosts come back within the TTL, not the lease's 120 s); a worker that was only
+frozen comes back under a later incarnation, whose leases are not. A worker counts dead only
+after a TTL of Redis serving beats: `pulse` keeps the server time of the last beat and the
+start of the current run of beats (`since`, reset when no beat came for half a TTL), and a
+worker is dead when now - max(its last beat, since) > TTL — after Redis itself was paused or
+down, every worker has a TTL to beat again before anyone reclaims its leases.
 `deregister` removes a worker at once and, when it was the last one of a stopping crawl,
 marks the crawl stopped.
 """
@@ -20,12 +30,12 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field
 from typing import Any, Final, cast
 
 from ..partition import Member, PartitionError, Strategy, capacity_lease_size
-from ._redis import Keys, RedisClient, server_time, text
+from ._redis import Keys, RedisClient, boot_clock, server_time, text
 
 __all__ = [
     "Beat",
@@ -81,15 +91,32 @@ class Beat:
     crawl_state: str
     stop_requested: bool
     members: tuple[Member, ...]
+    #: this worker's incarnation (bumped by a beat that found its record expired)
+    incarnation: int = 0
+    #: the dead workers: id -> the incarnation they died in (their leases are reclaimed)
+    dead: Mapping[str, int] = field(default_factory=dict)
+    #: when the beat was sent (this machine's boot clock): the worker is surely alive, and
+    #: its leases its own, until sent + TTL (minus a margin)
+    sent: float = 0.0
 
 
 _BEAT = """
--- KEYS: live, workers, hb:<id>, meta, stopreq, caps, beats
+-- KEYS: live, workers, hb:<id>, meta, stopreq, caps, beats, pulse, inc
 -- ARGV: id, status JSON, TTL (ms), capacity
 local t = redis.call('TIME')
 local nows = t[1] .. '.' .. string.format('%06d', tonumber(t[2]))
 local now = tonumber(nows)
 local expired = redis.call('EXISTS', KEYS[3]) == 0 and 1 or 0
+local inc = tonumber(redis.call('HGET', KEYS[9], ARGV[1]) or '-1')
+if expired == 1 then
+  inc = inc + 1
+  redis.call('HSET', KEYS[9], ARGV[1], inc)
+end
+local ttl = tonumber(ARGV[3]) / 1000
+local pulse = redis.call('HMGET', KEYS[8], 'last', 'since')
+local since = tonumber(pulse[2] or '')
+if not pulse[1] or not since or now - tonumber(pulse[1]) > ttl / 2 then since = now end
+redis.call('HSET', KEYS[8], 'last', nows, 'since', string.format('%.6f', since))
 redis.call('SET', KEYS[3], ARGV[2], 'PX', ARGV[3])
 redis.call('HSET', KEYS[2], ARGV[1], ARGV[2])
 redis.call('HSET', KEYS[7], ARGV[1], nows)
@@ -105,7 +132,15 @@ local caps = {}
 if #ids > 0 then caps = redis.call('HMGET', KEYS[6], unpack(ids)) end
 local state = redis.call('HGET', KEYS[4], 'state') or ''
 local stop = redis.call('SISMEMBER', KEYS[5], ARGV[1])
-return {nows, expired, state, stop, ids, caps}
+local dead = {}
+local bt = redis.call('HGETALL', KEYS[7])
+for j = 1, #bt, 2 do
+  if now - math.max(tonumber(bt[j + 1]), since) > ttl then
+    dead[#dead + 1] = bt[j]
+    dead[#dead + 1] = redis.call('HGET', KEYS[9], bt[j]) or '0'
+  end
+end
+return {nows, expired, state, stop, ids, caps, inc, dead}
 """
 
 _DEREGISTER = """
@@ -156,25 +191,30 @@ class Membership:
         return f"w{int(self.client.incr(self.keys.seq))}"
 
     def beat(self, status: WorkerStatus) -> Beat:
-        """Publish `status` (its id's heartbeat) and learn the live members."""
+        """Publish `status` (its id's heartbeat) and learn the live members and the dead."""
         k = self.keys
+        sent = boot_clock()
         reply = cast(
             list[Any],
             self._beat(
                 keys=[k.live, k.workers, k.heartbeat(status.id), k.meta, k.stop_requests,
-                      k.caps, k.beats],
+                      k.caps, k.beats, k.pulse, k.incarnations],
                 args=[status.id, status.to_json(), max(1, round(self.ttl * 1000)),
                       repr(status.capacity)],
             ),
         )  # fmt: skip
-        nows, expired, state, stop, ids, caps = reply
+        nows, expired, state, stop, ids, caps, inc, raw_dead = reply
+        dead = {text(raw_dead[j]): int(raw_dead[j + 1]) for j in range(0, len(raw_dead), 2)}
         members = []
         for raw_id, cap in zip(ids, caps, strict=True):
             try:
                 members.append(Member(text(raw_id), float(cap) if cap is not None else 1.0))
             except (PartitionError, ValueError):
                 members.append(Member(text(raw_id)))
-        return Beat(float(nows), bool(expired), text(state), bool(stop), tuple(members))
+        return Beat(
+            float(nows), bool(expired), text(state), bool(stop), tuple(members), int(inc), dead,
+            sent,
+        )
 
     def deregister(self, status: WorkerStatus) -> str:
         """Leave the crawl at once, keeping `status` as the worker's last record; the
@@ -251,6 +291,9 @@ class PartitionView:
         # (members, answer, from, until): one answer is reused while it holds
         self._cache: tuple[tuple[Member, ...], frozenset[int] | None, float, float] | None = None
         self.problem: str | None = None  # why this worker may lease nothing, if it may not
+        #: the dead workers of the last heartbeat (id -> incarnation): the frontier
+        #: reclaims their leases (`dead_owners`)
+        self.dead: Mapping[str, int] = {}
 
     @property
     def members(self) -> tuple[Member, ...]:
@@ -278,6 +321,20 @@ class PartitionView:
                 return frozenset(), now + 1.0
         self._cache = (members, answer, start, until)
         return answer, until
+
+    def share(self) -> float | None:
+        """The fraction of the hosts in play this worker may hold at once under an
+        unrestricted strategy (`dynamic`) when it is not alone: its capacity over the live
+        members' (4 sites and 2 workers: 2 each, not 4 for the first to lease). None (no
+        limit) alone, before it is listed, or under a static strategy (its shards are its
+        share already)."""
+        members = self._members
+        if not self.strategy.unrestricted or len(members) < 2:
+            return None
+        mine = [m.capacity for m in members if m.id == self.member_id]
+        if not mine:
+            return None
+        return mine[0] / sum(m.capacity for m in members)
 
     def lease_size(self, per_host: int) -> int:
         """URLs to lease per host: for an unrestricted strategy (`dynamic`), `per_host` scaled

@@ -9,7 +9,8 @@ The composition (the embedded engine's `run_engine` does the crawling):
     RedisIpGate + its fetcher guard                      per-IP politeness, all machines
     Recorder → DIR/<worker id>/                          this worker's WARC, log, graph
     Heartbeat (a thread)                                 status record every TTL/5 s, the
-                                                         member list, stop requests
+                                                         member list, stop requests, the
+                                                         dead (their leases reclaimed)
     RedisRobotsStore → ClusterRobotsStore                robots.txt answers shared by the
                                                          crawl's workers, retried likewise
 
@@ -29,6 +30,7 @@ import asyncio
 import collections
 import json
 import logging
+import math
 import os
 import queue
 import signal
@@ -50,15 +52,27 @@ from ..engine.run import loop_factory, run_engine
 from ..engine.sink_registry import register_sink, unregister_sink
 from ..engine.stopping import STOP_SIGNALS
 from ..exitcodes import Exit
-from ..frontier import Discovered, Frontier, FrontierStats, HostBatch, Outcome, Outlinks
+from ..fetch import FetchRequest
+from ..frontier import (
+    Discovered,
+    Frontier,
+    FrontierStats,
+    HostBatch,
+    Outcome,
+    Outlinks,
+    StaleLeaseError,
+)
+from ..frontier.redis import token_owner
 from ..outdir import new_directory_problem
 from ..robots_store import RobotsRecord, RobotsStore
 from ..sinks.stats import write_stats
+from ..urls import URLError, host_key
 from ._redis import (
     RedisBadURL,
     RedisClient,
     RedisConnectError,
     RedisUnavailable,
+    boot_clock,
     error_text,
     is_auth_error,
     is_transient,
@@ -229,6 +243,32 @@ class ClusterFrontier:
         self._stats: tuple[float, FrontierStats] | None = None
         self._closed = False
         self.clock: Callable[[], float] = getattr(inner, "clock", time.time)
+        #: until when (boot clock) this worker surely counts alive, so that its leases are
+        #: its own: its last heartbeat's send time + TTL - a margin (the worker sets it).
+        #: After it (frozen, cut off) it leases nothing and renews nothing: other workers
+        #: may be reclaiming its hosts (cluster.members), and it may be a zombie.
+        self.alive_until = math.inf
+        #: its incarnation (cluster.members), which its lease tokens carry
+        self.incarnation = 0
+
+    def set_incarnation(self, incarnation: int) -> None:
+        """This worker's incarnation from now on (its new leases' tokens carry it)."""
+        self.incarnation = incarnation
+        if hasattr(self.inner, "incarnation"):
+            self.inner.incarnation = incarnation
+
+    def alive(self) -> bool:
+        return boot_clock() < self.alive_until
+
+    def old_hosts(self) -> set[str]:
+        """The hosts this worker holds under a lease of an earlier incarnation (taken before
+        it was counted dead: other workers may have reclaimed them, or may still do so
+        while their member lists are a beat behind). Safe from another thread."""
+        current = self.incarnation
+        return {
+            h for t, h in self._hosts.copy().items()
+            if (owner := token_owner(t)) is not None and owner[1] != current
+        }  # fmt: skip
 
     def hosts(self) -> tuple[str, ...]:
         """The hosts this worker holds leases on (safe to call from another thread)."""
@@ -242,6 +282,8 @@ class ClusterFrontier:
         return retrying(lambda: self.inner.put_discovered(items), what="frontier")
 
     def lease(self, max_hosts: int, per_host: int, now: float | None = None) -> list[HostBatch]:
+        if not self.alive():  # until the next heartbeat (see alive_until)
+            return []
         size = self.view.lease_size(per_host) if per_host else 0
         batches = retrying(lambda: self.inner.lease(max_hosts, size, now), what="frontier")
         self._held(batches)
@@ -254,7 +296,7 @@ class ClusterFrontier:
         next_fetch_at: float | None = None,
         renew: int = 0,
     ) -> HostBatch | None:
-        size = self.view.lease_size(renew) if renew else 0
+        size = self.view.lease_size(renew) if renew and self.alive() else 0
         try:
             batch = retrying(
                 lambda: self.inner.complete(token, outcomes, next_fetch_at, size), what="frontier"
@@ -483,6 +525,11 @@ class _Worker:
         self._rate = _Rate()
         self._state = "starting"
         self.crawl_state = record.state
+        self.last_beat: Beat | None = None
+        ttl = self.membership.ttl
+        # how much sooner than the TTL the worker stops trusting its last beat (the IP
+        # gate's margin: the server starts the TTL when the beat arrives, not when sent)
+        self.alive_margin = min(max(0.2 * ttl, 0.5), ttl / 2)
 
     def status(self, state: str | None = None) -> WorkerStatus:
         """This worker's status record now (called from the heartbeat thread too: it reads
@@ -520,6 +567,9 @@ class _Worker:
                 extra={"worker_id": self.id},
             )
         self.view.update(beat.members)
+        self.view.dead = beat.dead
+        self.last_beat = beat
+        self.live(beat)
         self.crawl_state = beat.crawl_state
         reason = None
         if beat.crawl_state != "running":
@@ -531,6 +581,48 @@ class _Worker:
             crawler, loop = self.crawler, self.loop
             if crawler is not None and loop is not None:
                 loop.call_soon_threadsafe(crawler.request_stop)
+
+    def live(self, beat: Beat) -> None:
+        """A beat went through: this worker counts alive until its send time + TTL (minus
+        a margin), under the beat's incarnation (a new one when its record had expired).
+        Its requests take the fast path again only once no lease of an earlier
+        incarnation is left (`confirm_lease` gives those back)."""
+        frontier, gate = self.frontier, self.gate
+        until = beat.sent + self.membership.ttl - self.alive_margin
+        if frontier is not None:
+            frontier.set_incarnation(beat.incarnation)  # before the window opens
+            frontier.alive_until = until
+        if gate is not None and (frontier is None or not frontier.old_hosts()):
+            gate.alive_until = until
+
+    async def confirm_lease(self, request: FetchRequest) -> None:
+        """Before a request made outside the gate's `alive_until` (the worker was frozen or
+        cut off from Redis for most of a TTL): wait for a heartbeat; then a request on a
+        lease of an earlier incarnation (the worker was counted dead meanwhile) is not
+        sent: StaleLeaseError, and the engine completes the batch with what it fetched (the
+        URLs left go back; if the lease was reclaimed, the completion is refused and those
+        pages are fetched again by the new holder, as after a lease's expiry). Not asked of
+        Redis: a worker whose member list is a beat behind may still reclaim such a lease
+        after the answer. Once no such lease is left, requests take the fast path again."""
+        gate, frontier = self.gate, self.frontier
+        if gate is None or frontier is None:
+            return
+        # (set by the heartbeat thread: polled, rarely — only after a freeze or an outage)
+        while True:
+            if frontier.alive():
+                break
+            await asyncio.sleep(0.02)
+        old = frontier.old_hosts()
+        if not old:
+            gate.alive_until = frontier.alive_until
+            return
+        try:
+            host = host_key(request.url)
+        except URLError:
+            return
+        if host in old:
+            raise StaleLeaseError(f"the lease of {host} was taken before this worker was "
+                                  "counted dead: given back")  # fmt: skip
 
     @asynccontextmanager
     async def session(self, crawler: Crawler, gate: RedisIpGate) -> AsyncIterator[None]:
@@ -765,6 +857,9 @@ async def _work(worker: _Worker, progress: IO[str] | None) -> int:
     stores = await _start_on(io, worker)
     frontier = worker.frontier = stores.frontier
     gate = worker.gate = stores.ip_gate
+    gate.lease_check = worker.confirm_lease
+    if worker.last_beat is not None:  # (the first beat came before the stores)
+        worker.live(worker.last_beat)
 
     def session(crawler: Crawler) -> Any:
         return worker.session(crawler, gate)

@@ -146,7 +146,14 @@ def cluster_stores(
     from ..cluster.worker import ClusterFrontier, ClusterRobotsStore
     from ..robots_store import RedisRobotsStore
 
-    place = FrontierPlace(redis=client, crawl_id=record.id, partition=view.partition)
+    place = FrontierPlace(
+        redis=client,
+        crawl_id=record.id,
+        partition=view.partition,
+        owner=worker_id,
+        dead_owners=lambda: view.dead,
+        share=view.share,
+    )
     inner = open_named_frontier(backends.frontier, settings, place)
     frontier = ClusterFrontier(inner, view, io)
     gate = RedisIpGate(

@@ -438,7 +438,9 @@ class Crawler:
                         last_end = await self._sitemaps(
                             host, policy, batch, delay, last_end, discovered
                         )
-            except _Abandoned:  # robots.txt or a sitemap in flight when the crawl stopped
+            except (_Abandoned, StaleLeaseError):  # robots.txt or a sitemap in flight when
+                # the crawl stopped, or the lease found lost before its request (a cluster
+                # worker back from a freeze: cluster.worker): nothing is fetched
                 await self._settle(batch, [], discovered, None, 0)
                 return
             current: HostBatch | None = batch
@@ -566,7 +568,9 @@ class Crawler:
             while nxt is not None:
                 try:
                     result = await nxt
-                except _LeaseLost:  # during the host's delay: the URLs left go back
+                except (_LeaseLost, StaleLeaseError):  # during the host's delay, or found
+                    # lost before the request (a cluster worker back from a freeze whose
+                    # leases were reclaimed: cluster.worker): the URLs left go back
                     nxt = None
                     break
                 except asyncio.CancelledError:

@@ -26,7 +26,7 @@ from ._protocol import Frontier, FrontierError
 
 if TYPE_CHECKING:
     from ..config import CrawlSettings
-    from .redis import Partition, RedisClient
+    from .redis import DeadOwners, Partition, RedisClient, Share
 
 __all__ = [
     "FRONTIERS",
@@ -49,6 +49,11 @@ class FrontierPlace:
     redis: RedisClient | None = None
     crawl_id: str | None = None
     partition: Partition | None = None
+    #: a cluster worker's id, the dead workers (whose leases it reclaims) and its share of
+    #: the hosts in play (frontier.redis.RedisFrontier's `owner`, `dead_owners`, `share`)
+    owner: str = ""
+    dead_owners: DeadOwners | None = None
+    share: Share | None = None
 
 
 FrontierFactory = Callable[["CrawlSettings", FrontierPlace], Frontier]
@@ -92,6 +97,9 @@ def _redis(settings: CrawlSettings, place: FrontierPlace) -> Frontier:
         # after its lease's end, which under `phase` is the phase's end: the next phase's
         # worker takes the host only then, so those pages are not fetched twice
         reclaim_grace=reclaim_grace(settings.frontier.lease_ttl),
+        owner=place.owner,
+        dead_owners=place.dead_owners,
+        share=place.share,
     )
 
 

@@ -42,11 +42,12 @@ from __future__ import annotations
 
 import heapq
 import math
+import re
 import secrets
 import struct
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from importlib import resources
 from typing import Any, Final, NamedTuple, TypeVar, Unpack, cast
@@ -72,11 +73,26 @@ from .._protocol import (
 )
 from .._settle import settle
 
-__all__ = ["Partition", "RedisClient", "RedisFrontier", "connect", "disconnect"]
+__all__ = [
+    "DeadOwners",
+    "Partition",
+    "RedisClient",
+    "RedisFrontier",
+    "Share",
+    "connect",
+    "disconnect",
+    "token_owner",
+]
 
 RedisClient = redis.Redis | redis.cluster.RedisCluster
 #: partition(now) -> (shards this worker may lease now, or None for any; until when that holds)
 Partition = Callable[[float], tuple[frozenset[int] | None, float]]
+#: dead_owners() -> {worker id: the last incarnation known dead}: their leases are reclaimed
+DeadOwners = Callable[[], Mapping[str, int]]
+#: share() -> the fraction of the hosts in play this worker may hold at once (None: any)
+Share = Callable[[], float | None]
+_OWNER: Final = re.compile(r"[A-Za-z0-9]+")
+_TOKEN_OWNER: Final = re.compile(r"\d+-([A-Za-z0-9]+)_(\d+)\.")
 
 _SIGN: Final = 1 << 63
 _WRAP: Final = 1 << 64
@@ -131,6 +147,12 @@ def disconnect(client: RedisClient) -> None:
             if node.redis_connection is not None:
                 node.redis_connection.connection_pool.disconnect()
     client.close()
+
+
+def token_owner(token: str) -> tuple[str, int] | None:
+    """The owner and its incarnation named by a lease token (None: a token without one)."""
+    m = _TOKEN_OWNER.match(token)
+    return None if m is None else (m[1], int(m[2]))
 
 
 def _to_redis(fp: int) -> str:
@@ -213,6 +235,16 @@ class RedisFrontier:
     (the last response processed after the lease's end: its requests all began before it)
     still counts instead of the next worker fetching those pages again; 0 (the contract's
     default) reclaims at expiry.
+
+    Cluster workers also give `owner` (their worker id) and `dead_owners`: lease tokens then
+    name their owner and its `incarnation` (`<shard>-<owner>_<incarnation>.<random>`), and
+    the leases of owners that `dead_owners()` reports (a worker whose heartbeat stopped:
+    cluster.members) are reclaimed as soon as they appear there, on the next `lease`, not
+    when they expire; the periodic sweep reclaims them too. A worker that was only frozen
+    comes back under a new incarnation: the leases of its old one were reclaimed (their
+    completion is refused as stale), those of the new one are not. `share()` is the
+    fraction of the hosts in play (leased or ready) this worker may hold at once (None: no
+    limit): with few hosts and several idle workers one worker does not take them all.
     """
 
     def __init__(
@@ -225,6 +257,9 @@ class RedisFrontier:
         seen: str = "exact",
         retry_for: float = _RETRY_FOR,
         reclaim_grace: float = 0.0,
+        owner: str = "",
+        dead_owners: DeadOwners | None = None,
+        share: Share | None = None,
         **knobs: Unpack[FrontierKnobs],
     ) -> None:
         if not crawl or any(c in crawl for c in "{}: \t\r\n"):
@@ -240,6 +275,18 @@ class RedisFrontier:
         if not reclaim_grace >= 0:
             raise ValueError(f"reclaim_grace must be >= 0, not {reclaim_grace!r}")
         self._grace = reclaim_grace
+        if owner and not _OWNER.fullmatch(owner):
+            raise ValueError(f"an owner is letters and digits, not {owner!r}")
+        self.owner = owner
+        #: the owner's incarnation, in its tokens (a worker back after a freeze takes a new
+        #: one: the heartbeat's, cluster.members)
+        self.incarnation = 0
+        self._dead_owners = dead_owners
+        self._reclaimed_owners: dict[str, int] = {}  # dead owners whose leases were reclaimed
+        self._share = share
+        # (leases out, shards with a ready host) at the last index call: the hosts in play
+        self._in_play: tuple[int, int] | None = None
+        self._sharing = False  # the last lease was capped by a share below 1
         self._lock = threading.RLock()
         self._closed = False
         self._held: dict[str, _Held] = {}
@@ -410,6 +457,7 @@ class RedisFrontier:
             len(p.exp_add),
             len(p.exp_del),
             len(p.activate),
+            _num(now),
         ]
         for shard, (ver, score, host) in p.hints.items():
             args += [shard, ver, score, host]
@@ -426,8 +474,9 @@ class RedisFrontier:
         self._known_active.update(p.activate)
         self._pending = _Pending({}, {}, set(), [])
         granted = int(reply[0])
+        self._in_play = (int(reply[1]), int(reply[2]))
         sep = reply.index(b"|")
-        cands = [(_s(reply[i]), int(reply[i + 1]), float(reply[i + 2])) for i in range(1, sep, 3)]
+        cands = [(_s(reply[i]), int(reply[i + 1]), float(reply[i + 2])) for i in range(3, sep, 3)]
         return granted, cands, [_s(x) for x in reply[sep + 1 :]]
 
     def _maybe_flush(self, now: float) -> None:
@@ -742,6 +791,12 @@ class RedisFrontier:
                 return []
             if now >= self._next_sweep:
                 self._sweep(now)
+            else:
+                self._reclaim_dead(now)
+            max_hosts = self._fair(max_hosts, now)
+            if max_hosts <= 0:
+                self._maybe_flush(now)
+                return []
             limit = self.options.max_pages
             want = -1 if limit is None else max_hosts * per_host
             k = max_hosts + 1  # the best host of k shards holds the best max_hosts hosts
@@ -759,11 +814,57 @@ class RedisFrontier:
             if limit is not None and granted > used:
                 self._pending.pub -= granted - used
                 self._global(now)
+            elif out and self._sharing:
+                # the leases in the index at once: another worker's share counts them now,
+                # not 50 ms later (when it could have taken a host of this one's share)
+                self._global(now)
             else:
                 self._maybe_flush(now)
             if self.options.max_depth is not None and out:
                 out = self._current_depths(out)
             return out
+
+    def _token_base(self, nbytes: int) -> str:
+        """The random part of a lease token, after the owner and its incarnation if any."""
+        if not self.owner:
+            return secrets.token_hex(nbytes)
+        return f"{self.owner}_{self.incarnation}.{secrets.token_hex(nbytes)}"
+
+    def _dead(self) -> dict[str, int]:
+        """The dead owners (`dead_owners()`), this one aside."""
+        if self._dead_owners is None:
+            return {}
+        return {w: i for w, i in self._dead_owners().items() if w != self.owner}
+
+    def _reclaim_dead(self, now: float) -> int:
+        """Reclaim the leases of owners newly reported dead (each death once: an owner
+        that comes back and dies again, under a later incarnation, is new again)."""
+        dead = self._dead()
+        new = {w: i for w, i in dead.items() if self._reclaimed_owners.get(w, -1) < i}
+        self._reclaimed_owners = dead
+        if not new:
+            return 0
+        n = self._reclaim_shards(self._active(), now, owners=new)
+        self._global(now)  # the hosts are ready now: every worker sees them at once
+        return n
+
+    def _fair(self, max_hosts: int, now: float) -> int:
+        """`max_hosts` capped by this worker's share of the hosts in play (`share()`): its
+        leased hosts stay within ceil(share x (leases out + shards with a ready host)), at
+        least one. The leased hosts of all workers plus the ready ones are shared out, so the
+        caps of all workers add up to at least that: a ready host always fits under some
+        worker's cap. With many hosts the cap is far above any worker's concurrency."""
+        if self._share is None:
+            return max_hosts
+        share = self._share()
+        self._sharing = share is not None and share < 1
+        if share is None or share >= 1:
+            return max_hosts
+        if self._in_play is None:
+            self._global(now)
+        leases, ready = self._in_play or (0, 0)
+        fair = max(1, math.ceil((leases + ready) * share - 1e-9))
+        return min(max_hosts, fair - len(self._held))
 
     def _current_depths(self, batches: list[HostBatch]) -> list[HostBatch]:
         """The batches with each URL's depth now (`dp`, lua/depth.lua): a queued entry keeps
@@ -795,7 +896,7 @@ class RedisFrontier:
             per_host,
             -1 if slots == math.inf else int(slots),
             _num(expires),
-            secrets.token_hex(10),
+            self._token_base(10),
             *shards,
         ]
 
@@ -838,7 +939,7 @@ class RedisFrontier:
                 lim_score,
                 lim_host,
                 shard,
-                secrets.token_hex(10),
+                self._token_base(10),
             ]
             reply = self._shard_many([("lease", shard, args)])[0]
             self._hint(shard, reply[1])
@@ -897,7 +998,7 @@ class RedisFrontier:
             if renew and self.options.max_pages is not None:
                 granted, _, _ = self._global(now, reserve=renew)
             expires = now + self.options.lease_ttl
-            new_token = f"{held.shard}-{secrets.token_hex(12)}"
+            new_token = f"{held.shard}-{self._token_base(12)}"
             args: list[Any] = [
                 _num(now),
                 token,
@@ -994,11 +1095,15 @@ class RedisFrontier:
         return sorted(int(m) for m in cast(set[bytes], members))
 
     def _reclaim_shards(
-        self, shards: set[int] | list[int], now: float, sweep: bool = False
+        self,
+        shards: set[int] | list[int],
+        now: float,
+        sweep: bool = False,
+        owners: Mapping[str, int] | None = None,
     ) -> int:
         rest_from = min(now, self._clock())
         pol = self.options.politeness
-        args = [
+        args: list[Any] = [
             _num(now),
             _num(rest_from),
             _num(pol.default_delay),
@@ -1006,6 +1111,8 @@ class RedisFrontier:
             _num(now - self._grace),  # leases expired before this are reclaimed
             1 if sweep else 0,  # every shard's hint answered (a dead worker's unsent ones)
         ]
+        for who, inc in sorted((owners or {}).items()):
+            args += [who, inc]
         calls = [("reclaim", s, args) for s in sorted(shards)]
         n = 0
         for (_, shard, _), reply in zip(calls, self._shard_many(calls), strict=True):
@@ -1019,7 +1126,9 @@ class RedisFrontier:
         """Reclaim expired leases in every shard the crawl used and refresh the index from
         the shards (repairs what a worker dying between two calls left stale)."""
         self._next_sweep = now + _SWEEP_EVERY
-        n = self._reclaim_shards(self._active(), now, sweep=True)
+        dead = self._dead()
+        self._reclaimed_owners = dead
+        n = self._reclaim_shards(self._active(), now, sweep=True, owners=dead)
         self._global(now)
         return n
 

@@ -2,9 +2,10 @@
 -- ARGV: prefix (gs:<crawl>:{g}:), cutoff (now minus the reclaim grace), published delta,
 -- reserve (-1: none), max pages, allowed shards ('' any, else a string of 0/1 by shard),
 -- candidates wanted (k), expired leases wanted, n hint updates, n expiry adds, n expiry
--- deletes, n new shards, then the updates (shard, version, score, host: '' = no work), the
--- adds (shard|token, expiry), the deletes, the new shards. Reply: {granted, candidates (host,
--- shard, score)..., '|', expired (shard|token)...}
+-- deletes, n new shards, now, then the updates (shard, version, score, host: '' = no work),
+-- the adds (shard|token, expiry), the deletes, the new shards. Reply: {granted, leases out,
+-- shards with a ready host, candidates (host, shard, score)..., '|', expired
+-- (shard|token)...}; the two counts are what a worker's fair share of hosts is taken of
 --
 -- `hm` holds, per shard, "version \t score \t member" of its entry in `hint` (member: best
 -- host \t shard). An update older than the stored version is dropped; one that changes
@@ -12,7 +13,7 @@
 local G = ARGV[1]
 local HINT, HM, ACT, PUB, EXP = G .. 'hint', G .. 'hm', G .. 'act', G .. 'pub', G .. 'exp'
 local cutoff = ARGV[2]  -- leases that expired before it may be reclaimed
-local i = 13
+local i = 14
 for _ = 1, tonumber(ARGV[9]) do
   local shard, ver, score, host = ARGV[i], tonumber(ARGV[i + 1]), ARGV[i + 2], ARGV[i + 3]
   i = i + 4
@@ -50,7 +51,10 @@ if want >= 0 then
   granted = math.max(0, math.min(want, tonumber(ARGV[5]) - pub))
   if granted > 0 then redis.call('INCRBY', PUB, granted) end
 end
-local out = {granted}
+-- leases out (one a leased host; an entry a worker never removed waits for the sweep) and
+-- the shards whose best host is ready now (a hint's score is its lease order, at most its
+-- next fetch time, when ready; its next fetch time when resting)
+local out = {granted, redis.call('ZCARD', EXP), redis.call('ZCOUNT', HINT, '-inf', ARGV[13])}
 local k, allowed = tonumber(ARGV[6 + 1]), ARGV[6]
 if k > 0 then
   local found, start = 0, 0
