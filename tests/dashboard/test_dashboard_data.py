@@ -207,6 +207,7 @@ def test_events_log_streams_new_records_in_bounded_batches(tmp_path: Path) -> No
 def test_an_info_stream_of_one_worker(tmp_path: Path) -> None:
     out = make_crawl_dir(tmp_path)
     with _log_stream(out, "worker=w2") as events:
+        assert next(events) == []  # the stream's first event (no n=): it is open, caught up
         _with_diagnostics(
             out,
             {"time": 5.0, "level": "info", "worker": "w1", "message": "not this one"},
