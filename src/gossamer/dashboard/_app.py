@@ -312,7 +312,8 @@ def make_app(source: StatusSource, *, token: str | None = None) -> Starlette:
                 # the first event, always: the last n records (n=, default none: []); a
                 # client that has it knows the stream is open and every later record is in
                 # its later events
-                yield f"event: log\ndata: {json.dumps(log_hub.ring.last(n or 0, level, worker))}\n\n"
+                first = log_hub.ring.last(n or 0, level, worker)
+                yield f"event: log\ndata: {json.dumps(first)}\n\n"
                 while True:
                     if not await log_hub.wait_new(cursor, HEARTBEAT_S):
                         yield ": heartbeat\n\n"
