@@ -33,11 +33,14 @@ def gossamer(*args: str) -> list[str]:
 
 
 @contextlib.contextmanager
-def dashboard(*args: str) -> Iterator[str]:
+def dashboard(
+    *args: str, env: dict[str, str] | None = None, cwd: Path | None = None
+) -> Iterator[str]:
     """`gossamer dashboard ARGS --port 0`; its base URL (read from the line it prints)."""
     proc = subprocess.Popen(
-        gossamer("dashboard", "--port", "0", *args), stderr=subprocess.PIPE, text=True
-    )
+        gossamer("dashboard", "--port", "0", *args), stderr=subprocess.PIPE, text=True,
+        env=env, cwd=cwd,
+    )  # fmt: skip
     try:
         assert proc.stderr is not None
         seen = []
