@@ -14,6 +14,8 @@ Crawl directory layout (docs/crawler/outputs.md):
     stats.json          final statistics (of the last run)
     runs.jsonl          a line as each run starts and ends (`gossamer report` sums the runs)
     lock                held while a crawler runs in the directory
+    workers/            each crawling process's heartbeat (engine/heartbeat.py)
+    control.json        a running pool's worker count (`gossamer workers --scale N DIR`)
 """
 
 from __future__ import annotations
