@@ -86,7 +86,7 @@ def test_a_pool_scaled_2_3_1_crawls_everything_once_politely(tmp_path: Path) -> 
             assert r.returncode == 0, r.stderr
             # the retired workers finish their batches and leave; their beats go with them
             wait_for("w1 and w2 gone", lambda: {b["id"] for b in read_beats(out)} == {"w0"}, crawl)
-            assert running_ids(out) == {"w0"}
+            assert running_ids(out) == {"w0"}, read_beats(out)
             with pytest.raises(ProcessLookupError):
                 import os
 
