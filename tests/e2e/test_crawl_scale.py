@@ -2,7 +2,8 @@
 DIR`): a real `gossamer crawl --workers 2` of the simulated web grown to 3 and shrunk to 1,
 then audited (every page of the truth, none fetched twice, politeness kept); its statistics
 count every worker that ran, its heartbeats follow the pool, and a resume after scaling goes
-on. The dashboard's /api/scale takes the same code path (tests/e2e/test_dashboard_control.py)."""
+on. The dashboard's /api/scale takes the same code path
+(tests/e2e/test_dashboard_control_e2e.py)."""
 
 from __future__ import annotations
 
