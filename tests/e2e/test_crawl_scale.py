@@ -181,3 +181,17 @@ def test_scaling_refusals_and_a_resume_after_scaling(tmp_path: Path) -> None:
                 again.wait()
         after = json.loads((out / "stats.json").read_text())
         assert after["workers"] == 2 and after["frontier"]["done"] > before
+
+
+def test_workers_without_a_directory_or_redis_is_one_error_line(tmp_path: Path) -> None:
+    import os
+
+    env = {k: v for k, v in os.environ.items() if k != "GOSSAMER_REDIS"}
+    for args, message in [
+        ((), "give a crawl directory DIR or --redis URL (or $GOSSAMER_REDIS)"),
+        ((str(tmp_path), "--crawl", "x"), "--crawl ID is for a cluster crawl (--redis URL)"),
+    ]:
+        done = subprocess.run(gossamer("workers", "--scale", "2", *args), capture_output=True,
+                              text=True, timeout=30, check=False, env=env)  # fmt: skip
+        assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
+        assert message in done.stderr
