@@ -141,7 +141,9 @@ class IpGateBroker:
 
     Make it before forking; in forked worker k call `in_worker(k)` (its end of its socket
     pair; closes every other end, so a dead worker's end reaches end of file), in the parent
-    `start()` once every worker is forked, `stop()` at the end.
+    `start()` once every worker is forked, `stop()` at the end. A pool that grows while it
+    runs (`gossamer workers --scale`) calls `add_worker()` before forking one more worker and
+    `forked(k)` after.
 
     Lines on a socket (ASCII, one per message), worker to broker: `A <id> <ip>` (acquire),
     `R <id>` (release), `C <id>` (cancel: a pending acquire is dropped, a granted one
@@ -162,9 +164,10 @@ class IpGateBroker:
         self._inbox = [b""] * workers
         self._outbox = [bytearray() for _ in range(workers)]
         self._open = [True] * workers
-        self._stop_r, self._stop_w = os.pipe()
+        self._stop_r, self._stop_w = os.pipe()  # b"!": stop; b"+": a worker added
         self._sel: selectors.BaseSelector | None = None
         self._thread: threading.Thread | None = None
+        self._served: set[int] = set()  # the workers the thread serves or served (thread's)
 
     def worker_socket(self, k: int) -> socket.socket:
         """Worker k's end for a gate in this process (a copy: `start()` closes the original,
@@ -197,9 +200,48 @@ class IpGateBroker:
         for k, sock in enumerate(self._ours):
             sock.setblocking(False)
             sel.register(sock, selectors.EVENT_READ, k)
+            self._served.add(k)
         sel.register(self._stop_r, selectors.EVENT_READ, -1)
         self._thread = threading.Thread(target=self._serve, name="ip-gate-broker", daemon=True)
         self._thread.start()
+
+    def add_worker(self) -> int:
+        """After `start()`, before forking one more worker: its socket pair; its number k
+        (the child calls `in_worker(k)`, the parent `forked(k)`). The thread serves it from
+        `forked(k)` on; until then it sends it nothing (`_open[k]` is False), and the lists
+        only grow, at their ends, so the thread's indexes stay valid."""
+        ours, theirs = socket.socketpair()
+        self._inbox.append(b"")
+        self._outbox.append(bytearray())
+        self._open.append(False)
+        self._theirs.append(theirs)
+        self._ours.append(ours)
+        return len(self._ours) - 1
+
+    def forked(self, k: int) -> None:
+        """In the parent, worker k (from `add_worker`) forked: close its end here (its death
+        then reads as end of file) and have the thread serve it."""
+        sock = self._theirs[k]
+        if sock is not None:
+            sock.close()
+            self._theirs[k] = None
+        with contextlib.suppress(OSError):
+            os.write(self._stop_w, b"+")
+
+    def _serve_added(self) -> None:
+        """(The thread) serve the workers `forked` since the last call, telling each which
+        IPs others wait for now (as every worker was told when the wait began)."""
+        sel = self._sel
+        assert sel is not None
+        for k, sock in enumerate(list(self._ours)):
+            if k in self._served or self._theirs[k] is not None:
+                continue  # served already, or not forked yet
+            sock.setblocking(False)
+            sel.register(sock, selectors.EVENT_READ, k)
+            self._served.add(k)
+            self._open[k] = True
+            for ip in self._queue:
+                self._send(k, f"W {ip}\n")
 
     def stop(self) -> None:
         """Stop serving and close everything (idempotent)."""
@@ -231,7 +273,10 @@ class IpGateBroker:
                 for key, events in sel.select():
                     k = key.data
                     if k == -1:
-                        return
+                        if b"!" in os.read(self._stop_r, 64):
+                            return
+                        self._serve_added()
+                        continue
                     if not self._open[k]:  # gone earlier in this round
                         continue
                     if events & selectors.EVENT_WRITE:
