@@ -87,7 +87,8 @@ def test_a_pool_scaled_2_3_1_crawls_everything_once_politely(tmp_path: Path) -> 
             assert r.returncode == 0, r.stderr
             # the retired workers finish their batches and leave; their beats go with them
             wait_for("w1 and w2 gone", lambda: {b["id"] for b in read_beats(out)} == {"w0"}, crawl)
-            assert running_ids(out) == {"w0"}, read_beats(out)
+            # w0 runs on, or has just ended the crawl (a small web: it may finish first)
+            assert [b["state"] in ("running", "exited") for b in read_beats(out)] == [True]
             with pytest.raises(ProcessLookupError):
                 import os
 
