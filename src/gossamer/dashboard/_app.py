@@ -263,6 +263,23 @@ def make_app(source: StatusSource, *, token: str | None = None) -> Starlette:
             finally:
                 poller.cancel()
 
+    # the page's other static files: its CSS and the vendored chart library (static/vendor/)
+    static_files = {
+        "/dashboard.css": "text/css",
+        "/vendor/uPlot.iife.min.js": "text/javascript",
+        "/vendor/uPlot.min.css": "text/css",
+    }
+    static_bodies = {
+        path: resources.files(__package__).joinpath("static" + path).read_bytes()
+        for path in static_files
+    }
+
+    async def static(request: Request) -> Response:
+        if (no := refused(request)) is not None:
+            return no
+        path = request.url.path
+        return Response(static_bodies[path], media_type=static_files[path])
+
     app = Starlette(
         routes=[
             Route("/", index),
@@ -271,6 +288,7 @@ def make_app(source: StatusSource, *, token: str | None = None) -> Starlette:
             Route("/events", events),
             Route("/metrics", metrics),
             Route("/api/stop", stop, methods=["POST"]),
+            *(Route(path, static) for path in static_files),
         ],
         lifespan=lifespan,
     )

@@ -1,0 +1,478 @@
+"""The dashboard's page in a real headless Chromium, fed by a scripted status source through
+the real app (`make_app`, served by uvicorn on a free loopback port): what the page shows for
+each status key, its tabs, the Setup form's requests and the server's refusal shown verbatim,
+the worker table at 100 workers, the slider, stop, the charts and the bounded log tail.
+
+The endpoints other parts of the server own (POST /api/start, /api/scale, /api/resume; GET
+/api/log, /events/log, /api/history) are scripted here, in front of the app's own routes, with
+the request and answer shapes of the contract (docs/dashboard.md): these tests check the page,
+not those endpoints. tests/e2e/test_dashboard_browser.py runs the page against the real ones
+and real crawls."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import copy
+import json
+import socket
+import threading
+import time
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+import pytest
+import uvicorn
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.routing import Route
+
+from gossamer.dashboard import make_app
+from gossamer.testing._browser import (
+    Browser,
+    wait_for,
+    wait_for_element,
+    wait_for_js,
+    wait_for_text,
+)
+
+By_CSS = "css selector"
+POSTS = ("/api/start", "/api/resume", "/api/scale")
+
+
+def degree(alpha: float, nodes: int) -> dict[str, Any]:
+    bins = [{"min": 0, "max": 0, "count": 12}]
+    k = 0
+    while 2**k <= 512:
+        lo, hi = 2**k, 2 ** (k + 1) - 1
+        count = int(nodes * (lo ** (1 - alpha) - (hi + 1) ** (1 - alpha)))
+        bins.append({"min": lo, "max": hi, "count": count})
+        k += 1
+    fit = {"alpha": alpha, "sigma": 0.03, "xmin": 2, "n_tail": nodes // 3, "ks": 0.02}
+    return {"max": 700, "mean": 8.5, "histogram": bins, "power_law": fit}
+
+
+def worker(i: int, pages: int, state: str = "running") -> dict[str, Any]:
+    return {
+        "id": f"w{i}", "machine": "m1", "pid": 1000 + i, "state": state,
+        "hosts": [f"h{i}.test", f"h{i + 50}.test"], "pages": pages, "pages_per_s": pages / 10,
+        "errors": i % 3, "last_heartbeat": time.time(), "beat_age_s": 0.4,
+    }  # fmt: skip
+
+
+def status(**changes: Any) -> dict[str, Any]:
+    s: dict[str, Any] = {
+        "source": {"kind": "embedded", "directory": "/tmp/crawl"},
+        "crawl": {
+            "id": "crawl", "state": "running", "end_reason": None, "pid": 4242,
+            "started": time.time() - 75, "elapsed_s": 75.0, "runs": 1, "max_pages": 5000,
+            "seeds": ["http://h0.test/"],
+        },
+        "totals": {
+            "pages": 1234, "pages_per_s": 48.5, "requests": 1300, "bytes": 21_000_000,
+            "bytes_per_s": 820_000.0, "errors": 7, "statuses": {"200": 1234}, "outcomes": {},
+            "workers": 2,
+        },
+        "frontier": {"queued": 900, "leased": 4, "done": 1234, "failed": 7, "hosts": 60},
+        "workers": [worker(0, 600), worker(1, 634)],
+        "graph": {
+            "nodes": 2100, "edges": 31000, "scc_count": 12, "largest_scc": 1900, "dangling": 300,
+            "diameter": None, "diameter_lower_bound": 9, "average_distance": 4.37,
+            "in_degree": degree(2.1, 2000), "out_degree": degree(2.6, 2000), "final": False,
+        },
+        "top_hosts": [
+            {"host": f"h{i}.test", "queued": 90 - i, "fetched": 20 + i, "errors": 0,
+             "delay_s": 0.5, "state": "leased" if i < 2 else "waiting"}
+            for i in range(20)
+        ],
+        "control": {
+            "workers": 2, "can_start": False, "can_resume": False, "can_stop": True,
+            "can_scale": True, "max_workers": 8,
+        },
+    }  # fmt: skip
+    for key, value in changes.items():
+        section, _, field = key.partition("__")
+        if field:
+            s[section][field] = value
+        else:
+            s[section] = value
+    return s
+
+
+class ScriptedSource:
+    """A StatusSource whose status the test sets; `stop` marks the crawl stopping."""
+
+    def __init__(self, initial: dict[str, Any]) -> None:
+        self._lock = threading.Lock()
+        self._status = initial
+        self.stops = 0
+
+    def set(self, new: dict[str, Any]) -> None:
+        with self._lock:
+            self._status = new
+
+    def snapshot(self) -> dict[str, Any]:
+        with self._lock:
+            s = copy.deepcopy(self._status)
+        s["time"] = time.time()
+        return s
+
+    def stop(self) -> str:
+        with self._lock:
+            self.stops += 1
+            self._status["crawl"]["state"] = "stopping"
+        return "sent SIGTERM to the crawl (pid 4242)"
+
+    def close(self) -> None:
+        pass
+
+
+class Scripted:
+    """The scripted endpoints: answers the test sets, requests recorded; log batches queued
+    for /events/log."""
+
+    def __init__(self) -> None:
+        self.requests: list[tuple[str, Any]] = []
+        self.answers: dict[str, list[tuple[int, dict[str, Any]]]] = {}
+        self.log_records: list[dict[str, Any]] = []
+        self.log_batches: asyncio.Queue[list[dict[str, Any]]] | None = None
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self.history: dict[str, list[float]] | None = None
+
+    def answer(self, path: str, code: int, body: dict[str, Any]) -> None:
+        self.answers.setdefault(path, []).append((code, body))
+
+    def push_log(self, batch: list[dict[str, Any]]) -> None:
+        assert self.loop is not None and self.log_batches is not None
+        self.loop.call_soon_threadsafe(self.log_batches.put_nowait, batch)
+
+    def posted(self, path: str) -> list[Any]:
+        return [body for p, body in self.requests if p == path]
+
+    def routes(self) -> list[Route]:
+        async def post(request: Request) -> Response:
+            self.requests.append((request.url.path, await request.json()))
+            queue = self.answers.get(request.url.path) or [(200, {"ok": True, "message": "ok"})]
+            code, body = queue.pop(0) if len(queue) > 1 else queue[0]
+            return JSONResponse(body, status_code=code)
+
+        async def log(request: Request) -> Response:
+            self.requests.append((request.url.path, dict(request.query_params)))
+            return JSONResponse({"records": self.log_records})
+
+        async def history(request: Request) -> Response:
+            if self.history is None:
+                return JSONResponse({"error": "no history"}, status_code=404)
+            return JSONResponse(self.history)
+
+        async def log_events(request: Request) -> Response:
+            self.requests.append((request.url.path, dict(request.query_params)))
+            self.loop = asyncio.get_running_loop()
+            self.log_batches = asyncio.Queue()
+            queue = self.log_batches
+
+            async def stream() -> AsyncIterator[str]:
+                yield ": open\n\n"
+                while True:
+                    batch = await queue.get()
+                    yield f"event: log\ndata: {json.dumps(batch)}\n\n"
+
+            return StreamingResponse(stream(), media_type="text/event-stream")
+
+        return [
+            *(Route(p, post, methods=["POST"]) for p in POSTS),
+            Route("/api/log", log),
+            Route("/events/log", log_events),
+            Route("/api/history", history),
+        ]
+
+
+@contextlib.contextmanager
+def serve(app: Starlette) -> Iterator[str]:
+    """`app` under uvicorn in a thread on a free loopback port; its base URL."""
+    sock = socket.create_server(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    server = uvicorn.Server(
+        uvicorn.Config(app, log_level="warning", timeout_graceful_shutdown=1, lifespan="on")
+    )
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    try:
+        deadline = time.monotonic() + 10
+        while not server.started:
+            assert thread.is_alive() and time.monotonic() < deadline, "uvicorn did not start"
+            time.sleep(0.01)
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
+        sock.close()
+        assert not thread.is_alive(), "uvicorn did not stop"
+
+
+@pytest.fixture
+def scripted() -> Scripted:
+    return Scripted()
+
+
+@pytest.fixture
+def source() -> ScriptedSource:
+    return ScriptedSource(status())
+
+
+@pytest.fixture
+def base(source: ScriptedSource, scripted: Scripted) -> Iterator[str]:
+    app = make_app(source)
+    for route in reversed(scripted.routes()):  # in front of the app's own, when it has them
+        app.router.routes.insert(0, route)
+    with serve(app) as url:
+        yield url
+
+
+def texts(browser: Browser, css: str) -> list[str]:
+    return [e.text for e in browser.driver.find_elements(By_CSS, css)]
+
+
+def field(browser: Browser, root: str, name: str) -> str:
+    return str(browser.driver.find_element(By_CSS, f'#{root} [data-field="{name}"]').text)
+
+
+def test_status_tab_shows_the_coordinator_pane_graph_and_charts(
+    base: str, source: ScriptedSource, browser: Browser
+) -> None:
+    d = browser.driver
+    d.get(base + "/")
+    wait_for_text(d, "#crawl-state", "running")
+    assert d.find_element(By_CSS, "#tab-status").get_attribute("aria-selected") == "true"
+    assert not d.find_element(By_CSS, "#panel-status").get_attribute("hidden")
+    assert d.find_element(By_CSS, "#panel-setup").get_attribute("hidden") is not None
+    assert d.find_element(By_CSS, "#pages").text == "1,234"
+    assert d.find_element(By_CSS, "#workers-count").text == "2"
+    shown = {
+        name: field(browser, "coordinator", name)
+        for name in ("pid", "elapsed", "pages_per_s", "bytes", "bytes_per_s", "max_pages",
+                     "requests", "errors", "queued", "known", "hosts", "end_reason")
+    }  # fmt: skip
+    assert shown == {
+        "pid": "4242", "elapsed": "1m 15s", "pages_per_s": "48.5", "bytes": "20.0 MiB",
+        "bytes_per_s": "800.8 KiB/s", "max_pages": "5,000", "requests": "1,300", "errors": "7",
+        "queued": "900", "known": "2,145", "hosts": "60", "end_reason": "-",
+    }  # fmt: skip
+    graph = {k: field(browser, "graph", k) for k in ("nodes", "scc_count", "dangling", "diameter",
+                                                      "average_distance")}  # fmt: skip
+    assert graph == {"nodes": "2,100", "scc_count": "12", "dangling": "300", "diameter": "≥9",
+                     "average_distance": "4.37"}  # fmt: skip
+    # the charts are drawn (uPlot canvases) with the histogram's positive bins (10) and a fit
+    for chart in ("#chart-rate", "#chart-in-degree", "#chart-out-degree"):
+        wait_for_element(d, f"{chart} canvas")
+    assert d.find_element(By_CSS, "#chart-in-degree").get_attribute("data-points") == "10"
+    assert "α = 2.10" in d.find_element(By_CSS, "#fit-in").text
+    assert texts(browser, "#top-hosts tbody tr td:first-child")[:2] == ["h0.test", "h1.test"]
+    assert len(texts(browser, "#top-hosts tbody tr")) == 20
+    # the next status is on the page within a second of the server reading it
+    points = int(d.find_element(By_CSS, "#chart-rate").get_attribute("data-points"))
+    source.set(status(totals__pages=1500, totals__pages_per_s=61.0))
+    t0 = time.time()
+    wait_for_text(d, "#pages", "1,500", timeout=5)
+    handled = d.execute_script("return window.gossamerPage.lastHandledAt") / 1000
+    assert handled - t0 < 1.0
+    wait_for_js(d, f"Number(document.querySelector('#chart-rate').dataset.points) > {points}")
+    assert d.find_element(By_CSS, "#chart-rate").get_attribute("data-last") == "61"
+    # a crawl that ended: the state and reason, stop and the slider disabled
+    ended = status(crawl__state="ended", crawl__end_reason="max-pages", crawl__pid=None)
+    ended["control"].update(can_stop=False, can_scale=False)
+    source.set(ended)
+    wait_for_text(d, "#crawl-state", "ended")
+    assert field(browser, "coordinator", "end_reason") == "max-pages"
+    for button in ("#stop", "#scale", "#scale-apply"):
+        assert not d.find_element(By_CSS, button).is_enabled(), button
+
+
+def test_rate_chart_starts_from_the_history(
+    base: str, scripted: Scripted, browser: Browser
+) -> None:
+    now = time.time()
+    scripted.history = {
+        "t": [now - 60 + 2 * i for i in range(30)], "pages": list(range(30)),
+        "pages_per_s": [10.0 + i for i in range(30)], "bytes": list(range(30)),
+        "bytes_per_s": [1e5] * 30,
+    }  # fmt: skip
+    browser.driver.get(base + "/")
+    points = "Number(document.querySelector('#chart-rate').dataset.points)"
+    wait_for_js(browser.driver, f"{points} >= 31")
+
+
+def test_worker_table_at_100_workers_scrolls_under_a_fixed_header_and_sorts(
+    base: str, source: ScriptedSource, browser: Browser
+) -> None:
+    d = browser.driver
+    source.set(status(workers=[worker(i, (i * 37) % 101) for i in range(100)], totals__workers=100))
+    d.get(base + "/")
+    wait_for(d, lambda d: len(d.find_elements(By_CSS, "#worker-table tbody tr")) == 100 or None)
+    box = d.find_element(By_CSS, "#worker-table").find_element("xpath", "..")
+    height = box.size["height"]
+    assert 150 < height < 400, height  # the table scrolls in its box; the page stays short
+    assert texts(browser, "#worker-table tbody tr td:first-child")[:3] == ["w0", "w1", "w2"]
+    assert "100 · 100 running" in d.find_element(By_CSS, "#worker-summary").text
+    d.execute_script("arguments[0].scrollTop = arguments[0].scrollHeight", box)
+    header = d.find_element(By_CSS, "#worker-table thead th")
+    assert abs(header.location["y"] - box.location["y"]) <= 2  # still at the box's top
+    # sort by pages (most first), then fewest first
+    d.find_element(By_CSS, '#worker-table th[data-key="pages"] button').click()
+    pages = [int(t) for t in texts(browser, "#worker-table tbody tr td:nth-child(6)")]
+    assert pages == sorted(pages, reverse=True) and pages[0] == 100
+    d.find_element(By_CSS, '#worker-table th[data-key="pages"] button').click()
+    pages = [int(t) for t in texts(browser, "#worker-table tbody tr td:nth-child(6)")]
+    assert pages == sorted(pages)
+    # the order holds across status events
+    source.set(status(workers=[worker(i, (i * 37) % 101 + 1) for i in range(100)]))
+    first_pages = "document.querySelector('#worker-table tbody td:nth-child(6)').textContent"
+    wait_for_js(d, f"{first_pages} === '1'")
+
+
+def test_setup_form_sends_the_seeds_and_settings_and_shows_the_refusal_verbatim(
+    base: str, source: ScriptedSource, scripted: Scripted, browser: Browser
+) -> None:
+    d = browser.driver
+    control = {"workers": None, "can_start": True, "can_resume": False, "can_stop": False,
+               "can_scale": False, "max_workers": 8}  # fmt: skip
+    source.set(status(crawl__state="not started", crawl__pid=None, workers=[], control=control))
+    refusal = "--max-pages must be at least 1 (got 0)"
+    scripted.answer("/api/start", 400, {"error": refusal})
+    scripted.answer("/api/start", 200, {"ok": True, "message": "crawl started (pid 77)"})
+    d.get(base + "/")
+    # a crawl not started yet opens on Setup
+    wait_for(d, lambda d: d.find_element(By_CSS, "#tab-setup").get_attribute("aria-selected")
+             == "true" or None)  # fmt: skip
+    assert not d.find_element(By_CSS, "#partition").is_displayed()  # cluster only
+    assert not d.find_element(By_CSS, "#resume").is_enabled()
+    seeds = d.find_element(By_CSS, "#seeds")
+    seeds.send_keys("http://a.test/\nhttp://b.test/\nhttp://c.test/\nhttp://a.test/")
+    d.find_element(By_CSS, "#seed-add").click()
+    assert texts(browser, "#seed-list li span") == ["http://a.test/", "http://b.test/",
+                                                     "http://c.test/"]  # fmt: skip
+    d.find_element(By_CSS, "#seed-list li:nth-child(2) button").click()
+    assert texts(browser, "#seed-list li span") == ["http://a.test/", "http://c.test/"]
+    d.find_element(By_CSS, "#max-pages").send_keys("0")
+    workers = d.find_element(By_CSS, "#workers")
+    workers.clear()
+    workers.send_keys("3")
+    d.find_element(By_CSS, "#scope option[value='all']").click()
+    d.find_element(By_CSS, "#delay").send_keys("0.25")
+    d.find_element(By_CSS, "#start").click()
+    wait_for_text(d, "#setup-error", refusal)
+    assert d.find_element(By_CSS, "#setup-error").text == refusal
+    assert scripted.posted("/api/start") == [{
+        "seeds": ["http://a.test/", "http://c.test/"], "max_pages": 0, "workers": 3,
+        "scope": "all", "delay": 0.25, "partition": None, "max_depth": None,
+    }]  # fmt: skip
+    assert d.find_element(By_CSS, "#tab-setup").get_attribute("aria-selected") == "true"
+    # corrected: started, and the page turns to the Status tab
+    max_pages = d.find_element(By_CSS, "#max-pages")
+    max_pages.clear()
+    max_pages.send_keys("100")
+    d.find_element(By_CSS, "#start").click()
+    wait_for(d, lambda d: d.find_element(By_CSS, "#tab-status").get_attribute("aria-selected")
+             == "true" or None)  # fmt: skip
+    assert scripted.posted("/api/start")[1]["max_pages"] == 100
+    assert d.find_element(By_CSS, "#setup-error").text == ""
+
+
+def test_setup_of_a_cluster_crawl_offers_the_partition(
+    base: str, source: ScriptedSource, scripted: Scripted, browser: Browser
+) -> None:
+    d = browser.driver
+    s = status(source={"kind": "cluster", "redis": "redis://:***@127.0.0.1:6379/0"})
+    s["control"].update(can_start=True, can_resume=True)
+    source.set(s)
+    scripted.answer("/api/resume", 409, {"error": "a cluster crawl resumes by starting workers"})
+    d.get(base + "/#setup")
+    wait_for_text(d, "#source", "cluster redis://:***@")
+    assert d.find_element(By_CSS, "#partition").is_displayed()
+    d.find_element(By_CSS, "#seeds").send_keys("http://a.test/")
+    d.find_element(By_CSS, "#partition option[value='consistent']").click()
+    d.find_element(By_CSS, "#resume").click()
+    wait_for_text(d, "#setup-error", "a cluster crawl resumes by starting workers")
+    assert scripted.posted("/api/resume") == [{}]
+    d.find_element(By_CSS, "#start").click()  # the seed typed and not added is sent too
+    wait_for(d, lambda d: scripted.posted("/api/start") or None)
+    sent = scripted.posted("/api/start")[0]
+    assert sent["seeds"] == ["http://a.test/"] and sent["partition"] == "consistent"
+
+
+def test_slider_scales_and_stop_stops(
+    base: str, source: ScriptedSource, scripted: Scripted, browser: Browser
+) -> None:
+    d = browser.driver
+    d.get(base + "/")
+    wait_for_text(d, "#scale-value", "2")
+    scale = d.find_element(By_CSS, "#scale")
+    assert scale.get_attribute("max") == "8" and scale.get_attribute("value") == "2"
+    scale.send_keys("\ue014")  # ArrowRight: 3
+    assert d.find_element(By_CSS, "#scale-value").text == "3"
+    # a status event while the slider was moved and not applied leaves it where it is
+    source.set(status(totals__pages=1300))
+    wait_for_text(d, "#pages", "1,300")
+    assert d.find_element(By_CSS, "#scale").get_attribute("value") == "3"
+    d.find_element(By_CSS, "#scale-apply").click()
+    wait_for(d, lambda d: scripted.posted("/api/scale") or None)
+    assert scripted.posted("/api/scale") == [{"workers": 3}]
+    wait_for_text(d, "#control-message", "ok")
+    grown = status(workers=[worker(i, 100) for i in range(3)], totals__workers=3)
+    grown["control"]["workers"] = 3
+    source.set(grown)
+    wait_for(d, lambda d: len(d.find_elements(By_CSS, "#worker-table tbody tr")) == 3 or None)
+    scripted.answer("/api/scale", 409, {"error": "the crawl has ended"})
+    d.find_element(By_CSS, "#scale-apply").click()
+    wait_for_text(d, "#control-message", "refused: the crawl has ended")
+    # stop: confirmed in the browser's dialog, sent to the app's real /api/stop
+    d.find_element(By_CSS, "#stop").click()
+    d.switch_to.alert.accept()
+    wait_for_text(d, "#control-message", "sent SIGTERM to the crawl")
+    wait_for_text(d, "#crawl-state", "stopping")
+    assert source.stops == 1
+
+
+def test_log_tail_is_filtered_streamed_and_bounded(
+    base: str, scripted: Scripted, browser: Browser
+) -> None:
+    d = browser.driver
+    t = time.time()
+    scripted.log_records = [
+        {"time": t - 2, "level": "info", "worker": None, "kind": "diagnostic",
+         "message": "crawl started"},
+        {"time": t - 1, "level": "warning", "worker": "w1", "kind": "fetch", "message": "",
+         "url": "http://h1.test/missing", "status": 404, "outcome": "fetch/status/404"},
+    ]  # fmt: skip
+    d.get(base + "/")
+    wait_for(d, lambda d: len(d.find_elements(By_CSS, "#log li")) == 2 or None)
+    lines = texts(browser, "#log li")
+    assert lines[0].endswith("INFO    crawl started")
+    assert "WARNING w1 404 fetch/status/404 http://h1.test/missing" in lines[1]
+    assert scripted.posted("/api/log")[-1] == {"level": "info", "n": "200"}
+    wait_for(d, lambda d: scripted.log_batches is not None or None)
+    scripted.push_log([
+        {"time": t + i, "level": "info", "worker": "w0", "kind": "fetch", "message": "",
+         "url": f"http://h0.test/{i}", "status": 200, "outcome": "ok"}
+        for i in range(300)
+    ])  # fmt: skip
+    wait_for_text(d, "#log li:last-child", "http://h0.test/299")
+    scripted.push_log([
+        {"time": t + 300 + i, "level": "info", "worker": "w0", "kind": "diagnostic",
+         "message": f"line {i}"} for i in range(400)
+    ])  # fmt: skip
+    wait_for_text(d, "#log li:last-child", "line 399")
+    assert len(d.find_elements(By_CSS, "#log li")) == 500  # the oldest went
+    assert "http://h0.test/200" in d.find_element(By_CSS, "#log li:first-child").text
+    # a filter: the log is read again with it and the stream reopened with it
+    scripted.log_records = []
+    first_stream = scripted.log_batches
+    d.find_element(By_CSS, "#log-level option[value='warning']").click()
+    wait_for(d, lambda d: scripted.log_batches is not first_stream or None)
+    assert scripted.posted("/events/log")[-1] == {"level": "warning"}
+    wait_for(d, lambda d: not d.find_elements(By_CSS, "#log li") or None)
+    d.find_element(By_CSS, "#log-worker option[value='w1']").click()
+    wait_for(d, lambda d: scripted.posted("/events/log")[-1] == {"level": "warning",
+                                                                   "worker": "w1"} or None)
+    assert scripted.posted("/api/log")[-1] == {"level": "warning", "worker": "w1", "n": "200"}
