@@ -13,6 +13,12 @@ an application that embeds it decides where its records go. Only the command (cl
 What stays `print` is a command's output, not a diagnostic: `gossamer report`, `status`, the
 `--json` outputs, and the live progress display and end summary (engine/progress.py).
 
+A crawl also appends its diagnostics to `DIR/gossamer.log.jsonl` (`DIAGNOSTICS_FILE`, the
+`json` format plus `time`, Unix seconds, and `worker`, the process's worker id), whatever
+stderr shows: `diagnostics_file` installs that handler for the crawl's life (engine/run.py,
+cluster/worker.py). The dashboard's log tail reads it (docs/dashboard.md, "Log tail").
+Diagnostics are few (a handful a run, none per page), so the file costs nothing measurable.
+
 Levels mean: error, the command fails (or a part of its work did: "nothing is lost" lines);
 warning, something is wrong and being worked around (Redis unreachable, retrying); info,
 progress worth a line (a worker joins, a crawl stops).
@@ -20,11 +26,14 @@ progress worth a line (a worker joins, a crawl stops).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
+import multiprocessing
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from pathlib import Path
 from typing import TextIO
 
 FORMATS = ("human", "json")
@@ -32,6 +41,8 @@ LEVELS = ("debug", "info", "warning", "error")
 FORMAT_ENV = "GOSSAMER_LOG_FORMAT"
 LEVEL_ENV = "GOSSAMER_LOG_LEVEL"
 ROOT = "gossamer"
+#: the crawl's diagnostics, one JSON object a line, in its output directory
+DIAGNOSTICS_FILE = "gossamer.log.jsonl"
 
 # a record's own attributes: whatever else it carries came in `extra=`
 _RECORD_FIELDS = frozenset(vars(logging.LogRecord("", 0, "", 0, "", None, None))) | {
@@ -142,3 +153,47 @@ def unconfigure() -> None:
         logger.removeHandler(_installed)
     logger.setLevel(logging.NOTSET)
     _installed, _chosen = None, None
+
+
+def process_worker_id() -> str:
+    """This process's worker id in an embedded crawl: a pool worker's process name (`w0`,
+    `w1`, …: engine/pool.py names them so), `main` for the crawl's own process."""
+    name = multiprocessing.current_process().name
+    return "main" if name == "MainProcess" else name
+
+
+class DiagnosticsFormatter(JsonFormatter):
+    """The `json` format plus `time` (Unix seconds, for readers that sort and compare) and
+    `worker`: the one given, else the record's `worker_id` extra, else `process_worker_id()`
+    (taken when the record is written: a forked pool worker inherits the handler)."""
+
+    def __init__(self, worker: str | None = None) -> None:
+        super().__init__()
+        self.worker = worker
+
+    def format(self, record: logging.LogRecord) -> str:
+        entry = json.loads(super().format(record))
+        entry["time"] = round(record.created, 6)
+        entry["worker"] = (
+            self.worker or getattr(record, "worker_id", None) or process_worker_id()
+        )
+        return json.dumps(entry, default=str, ensure_ascii=False)
+
+
+@contextlib.contextmanager
+def diagnostics_file(directory: Path, worker: str | None = None) -> Iterator[Path]:
+    """While inside: the `gossamer` loggers' records (those the logger's level lets through)
+    are also appended to `directory/DIAGNOSTICS_FILE`, one JSON object a line. Appended
+    (O_APPEND): the processes of a pool, which inherit the handler when forked, add whole
+    lines to the one file. A write that fails (disk full) is reported once by logging's
+    handleError on stderr and does not stop the crawl."""
+    path = directory / DIAGNOSTICS_FILE
+    handler = logging.FileHandler(path, mode="a", encoding="utf-8", delay=True)
+    handler.setFormatter(DiagnosticsFormatter(worker))
+    logger = logging.getLogger(ROOT)
+    logger.addHandler(handler)
+    try:
+        yield path
+    finally:
+        logger.removeHandler(handler)
+        handler.close()

@@ -255,6 +255,12 @@ class Keys:
         return self.prefix + "events"
 
     @property
+    def log(self) -> str:
+        """stream: the workers' diagnostics (cluster/logstream.py), capped by MAXLEN ~, read
+        by the dashboard's log tail"""
+        return self.prefix + "log"
+
+    @property
     def graph_stats(self) -> str:
         """string: JSON of the live graph's statistics, written by `gossamer graph follow`
         every few seconds (docs/graph.md), read by `gossamer status`"""

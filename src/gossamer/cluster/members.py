@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any, Final, cast
 
 from ..partition import Member, PartitionError, Strategy, capacity_lease_size
@@ -35,6 +35,8 @@ __all__ = [
 ]
 
 WORKER_STATES: Final = ("starting", "crawling", "idle", "stopping", "stopped")
+#: HTTP statuses and outcome keys a status record carries at most (the most common)
+STATUS_KEYS_MAX: Final = 20
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,6 +60,12 @@ class WorkerStatus:
     out: str = ""
     started_at: float = 0.0
     last_beat: float = 0.0
+    # for the dashboard's totals (a record of an older worker has none): response body
+    # bytes, requests by HTTP status and by outcome key, the STATUS_KEYS_MAX most common of
+    # each (a record stays under ~1.5 kB however many kinds a crawl meets)
+    body_bytes: int = 0
+    statuses: dict[str, int] = field(default_factory=dict)
+    outcomes: dict[str, int] = field(default_factory=dict)
 
     def to_json(self) -> str:
         return json.dumps(asdict(self))
@@ -66,6 +74,9 @@ class WorkerStatus:
     def from_json(cls, raw: str | bytes, **override: Any) -> WorkerStatus:
         data = json.loads(raw)
         data["hosts"] = tuple(data.get("hosts", ()))
+        for key in ("statuses", "outcomes"):
+            if not isinstance(data.get(key, {}), dict):
+                data[key] = {}
         data.update(override)
         fields = cls.__dataclass_fields__
         return cls(**{k: v for k, v in data.items() if k in fields})

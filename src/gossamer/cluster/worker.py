@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import heapq
 import json
 import logging
 import os
@@ -35,7 +36,7 @@ import signal
 import socket
 import threading
 import time
-from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Executor, Future
 from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
@@ -43,6 +44,7 @@ from typing import IO, Any, ParamSpec, TypeVar
 
 import redis.exceptions
 
+from .. import logs
 from ..config import CrawlSettings
 from ..engine import build
 from ..engine.crawler import Crawler
@@ -67,7 +69,8 @@ from ._redis import (
     retrying,
 )
 from .ipgate import RedisIpGate
-from .members import Beat, Membership, PartitionView, WorkerStatus
+from .logstream import redis_diagnostics
+from .members import STATUS_KEYS_MAX, Beat, Membership, PartitionView, WorkerStatus
 from .registry import (
     CrawlRecord,
     RegistryError,
@@ -449,6 +452,12 @@ class _Rate:
         return (pages - p0) / (t - t0) if t > t0 else 0.0
 
 
+def _most_common(counts: Mapping[Any, int]) -> dict[str, int]:
+    """The STATUS_KEYS_MAX largest counts, keys as str (a status record's JSON)."""
+    top = heapq.nlargest(STATUS_KEYS_MAX, counts.items(), key=lambda kv: kv[1])
+    return {str(k): v for k, v in top}
+
+
 class _Worker:
     """One worker's life in a crawl: what the heartbeat, the session and the exit share."""
 
@@ -508,6 +517,9 @@ class _Worker:
             pages_per_s=round(self._rate.add(time.monotonic(), pages), 1),
             out=str(self.settings.output),
             started_at=self.started_at,
+            body_bytes=c.bytes if c is not None else 0,
+            statuses=_most_common(c.statuses if c is not None else {}),
+            outcomes=_most_common(c.outcomes if c is not None else {}),
         )
 
     def on_beat(self, beat: Beat) -> None:
@@ -697,6 +709,25 @@ def run_worker(
             f"cannot prepare {wdir}: {exc}", extra={"crawl_id": record.id, "path": str(wdir)}
         )
         return Exit.IOERR if isinstance(exc, OSError) else Exit.USAGE
+    # its diagnostics also to wdir/gossamer.log.jsonl and the crawl's log stream (the
+    # dashboard's log tail: cluster/logstream.py)
+    with logs.diagnostics_file(wdir, worker_id), redis_diagnostics(client, record.id, worker_id):
+        return _run_joined(url, client, record, worker_id, settings, wdir, capacity, machine,
+                           progress)  # fmt: skip
+
+
+def _run_joined(
+    url: str,
+    client: RedisClient,
+    record: CrawlRecord,
+    worker_id: str,
+    settings: CrawlSettings,
+    wdir: Path,
+    capacity: float,
+    machine: str,
+    progress: IO[str] | None,
+) -> int:
+    """The worker's crawl, once it has its id and directory."""
     worker = _Worker(url, client, record, worker_id, settings, capacity=capacity, machine=machine)
     _log.info(
         f"worker {worker_id} ({machine}, pid {os.getpid()}) joins crawl {record.id}; "

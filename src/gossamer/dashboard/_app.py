@@ -28,6 +28,7 @@ import logging
 import secrets
 import socket
 import sys
+import time
 from collections.abc import AsyncIterator, Iterator
 from importlib import resources
 from pathlib import Path
@@ -39,6 +40,8 @@ from starlette.responses import HTMLResponse, JSONResponse, Response, StreamingR
 from starlette.routing import Route
 
 from ..exitcodes import Exit
+from ._history import History
+from ._logtail import LAST_MAX, LEVELS, LogHub, skipped_record
 from ._metrics import metrics_registry
 from ._sources import ClusterSource, EmbeddedSource, SourceError, StatusSource
 
@@ -89,10 +92,12 @@ class StatusHub:
         self._changed = asyncio.Condition()
         self._streams = 0
         self._has_streams = asyncio.Event()
+        self.history = History()  # the charts' samples (GET /api/history)
 
     async def read(self) -> dict[str, Any]:
         """Read the source now (off the loop); wake the streams if it changed."""
         data = await asyncio.to_thread(self.source.snapshot)
+        self.history.add(data)
         steady = _steady(data)
         async with self._changed:
             self.data = data
@@ -254,14 +259,90 @@ def make_app(source: StatusSource, *, token: str | None = None) -> Starlette:
         _log.info(f"dashboard: stop: {done}")
         return JSONResponse({"ok": True, "message": done})
 
+    # --- the log tail and the history (docs/dashboard.md, "Log tail", "History")
+    log_hub = LogHub(source, PUSH_INTERVAL_S)
+
+    def log_query(request: Request) -> tuple[str, str | None, int | None] | Response:
+        """(level, worker, n) of a log request, or its 400 answer."""
+        q = request.query_params
+        level = q.get("level") or "debug"
+        if level not in LEVELS:
+            return JSONResponse(
+                {"error": f"level: {level!r} is not one of {', '.join(LEVELS)}"}, status_code=400
+            )
+        n: int | None = None
+        if "n" in q:
+            try:
+                n = int(q["n"])
+            except ValueError:
+                n = 0
+            if not 1 <= n <= LAST_MAX:
+                return JSONResponse(
+                    {"error": f"n: {q['n']!r} is not a whole number from 1 to {LAST_MAX}"},
+                    status_code=400,
+                )
+        return level, q.get("worker") or None, n
+
+    async def log_last(request: Request) -> Response:
+        if (no := refused(request)) is not None:
+            return no
+        query = log_query(request)
+        if isinstance(query, Response):
+            return query
+        level, worker, n = query
+        try:
+            await log_hub.refresh()
+        except Exception as exc:
+            return JSONResponse({"error": f"cannot read the crawl's log: {exc}"}, status_code=503)
+        return JSONResponse({"records": log_hub.ring.last(n or 200, level, worker)})
+
+    async def log_events(request: Request) -> Response:
+        if (no := refused(request)) is not None:
+            return no
+        query = log_query(request)
+        if isinstance(query, Response):
+            return query
+        level, worker, n = query
+
+        async def stream() -> AsyncIterator[str]:
+            with log_hub.stream_open():
+                with contextlib.suppress(Exception):
+                    await log_hub.refresh()
+                cursor = log_hub.ring.cursor
+                if n:  # n=: the stream starts with the last n records
+                    yield f"event: log\ndata: {json.dumps(log_hub.ring.last(n, level, worker))}\n\n"
+                while True:
+                    if not await log_hub.wait_new(cursor, HEARTBEAT_S):
+                        yield ": heartbeat\n\n"
+                        continue
+                    records, skipped, cursor = log_hub.ring.since(cursor, level, worker)
+                    if skipped:
+                        records.insert(0, skipped_record(skipped, time.time()))
+                    if records:
+                        yield f"event: log\ndata: {json.dumps(records)}\n\n"
+                        await asyncio.sleep(PUSH_INTERVAL_S)  # a batch at most this often
+
+        return StreamingResponse(
+            stream(),
+            media_type="text/event-stream",
+            headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"},
+        )
+
+    async def history(request: Request) -> Response:
+        if (no := refused(request)) is not None:
+            return no
+        return JSONResponse(hub.history.as_json())
+
     @contextlib.asynccontextmanager
     async def lifespan(_app: Starlette) -> AsyncIterator[None]:
         async with asyncio.TaskGroup() as tg:
             poller = tg.create_task(hub.run())
+            log_poller = tg.create_task(log_hub.run())
             try:
                 yield
             finally:
                 poller.cancel()
+                log_poller.cancel()
 
     # the page's other static files: its CSS and the vendored chart library (static/vendor/)
     static_files = {
@@ -287,12 +368,16 @@ def make_app(source: StatusSource, *, token: str | None = None) -> Starlette:
             Route("/api/status", status),
             Route("/events", events),
             Route("/metrics", metrics),
+            Route("/api/log", log_last),
+            Route("/events/log", log_events),
+            Route("/api/history", history),
             Route("/api/stop", stop, methods=["POST"]),
             *(Route(path, static) for path in static_files),
         ],
         lifespan=lifespan,
     )
     app.state.hub = hub
+    app.state.log_hub = log_hub
     app.state.csrf = csrf
     return app
 

@@ -26,7 +26,11 @@ GRAPH_GAUGES = (
     ("dangling", "nodes without out-links"),
     ("average_distance", "average distance between connected nodes"),
     ("diameter", "graph diameter"),
+    ("diameter_lower_bound", "a lower bound of the graph diameter (sampled graphs)"),
+    ("effective_diameter", "the graph's effective diameter (90th percentile distance)"),
 )
+#: the degree distributions' figures exported as gauges (graph.in_degree, graph.out_degree)
+DEGREE_GAUGES = (("max", "largest"), ("mean", "mean"))
 
 
 class StatusCollector(Collector):
@@ -63,6 +67,10 @@ class StatusCollector(Collector):
         yield from counter("body_bytes", "response body bytes received", totals["bytes"])
         yield from counter("errors", "fetch errors", totals["errors"])
         yield from gauge("pages_per_second", "pages per second now", totals["pages_per_s"])
+        yield from gauge(
+            "body_bytes_per_second", "response body bytes per second now",
+            totals.get("bytes_per_s"),
+        )  # fmt: skip
         yield from gauge("workers", "live workers", totals["workers"])
         yield from gauge("max_pages", "the crawl's page limit", crawl["max_pages"])
         if totals.get("statuses") is not None:
@@ -89,6 +97,10 @@ class StatusCollector(Collector):
                     urls.add_metric([*cid, key], float(fr[key]))
             yield urls
             yield from gauge("frontier_hosts", "hosts known to the frontier", fr.get("hosts"))
+            yield from gauge(
+                "frontier_dead_hosts", "hosts given up (too many errors)", fr.get("dead_hosts")
+            )
+            yield from counter("frontier_retries", "fetches retried", fr.get("retries"))
         workers = s.get("workers") or []
         if workers:
             w_pages = CounterMetricFamily(
@@ -99,18 +111,52 @@ class StatusCollector(Collector):
                 "gossamer_worker_pages_per_second", "each worker's pages per second",
                 labels=["crawl", "worker", "machine"],
             )  # fmt: skip
+            w_errors = CounterMetricFamily(
+                "gossamer_worker_errors", "fetch errors of each worker",
+                labels=["crawl", "worker", "machine"],
+            )  # fmt: skip
+            w_up = GaugeMetricFamily(
+                "gossamer_worker_up", "1 for a live worker, 0 for one that exited or died",
+                labels=["crawl", "worker", "machine"],
+            )  # fmt: skip
+            w_age = GaugeMetricFamily(
+                "gossamer_worker_heartbeat_age_seconds", "seconds since each worker's last beat",
+                labels=["crawl", "worker", "machine"],
+            )  # fmt: skip
             for w in workers:
                 wkey = [*cid, str(w["id"]), str(w["machine"])]
                 w_pages.add_metric(wkey, float(w["pages"]))
                 w_rate.add_metric(wkey, float(w["pages_per_s"] or 0.0))
-            yield w_pages
-            yield w_rate
+                w_errors.add_metric(wkey, float(w.get("errors") or 0))
+                up = w.get("state") not in ("dead", "stopped", "exited", "ended", "killed")
+                w_up.add_metric(wkey, 1.0 if up else 0.0)
+                if w.get("beat_age_s") is not None:
+                    w_age.add_metric(wkey, float(w["beat_age_s"]))
+            yield from (w_pages, w_rate, w_errors, w_up, w_age)
         g = s.get("graph")
         if g:
             for key, doc in GRAPH_GAUGES:
                 value = g.get(key)
                 if isinstance(value, int | float) and not isinstance(value, bool):
                     yield from gauge(f"graph_{key}", doc, value)
+            for side in ("in", "out"):
+                dist = g.get(f"{side}_degree")
+                if isinstance(dist, dict):
+                    for key, what in DEGREE_GAUGES:
+                        value = dist.get(key)
+                        if isinstance(value, int | float) and not isinstance(value, bool):
+                            yield from gauge(
+                                f"graph_{side}_degree_{key}", f"{what} {side}-degree", value
+                            )
+        top = s.get("top_hosts")
+        if top:
+            queued = GaugeMetricFamily(
+                "gossamer_top_host_queued", "URLs queued on each of the top hosts (at most 20)",
+                labels=["crawl", "host"],
+            )  # fmt: skip
+            for h in top:
+                queued.add_metric([*cid, str(h["host"])], float(h["queued"]))
+            yield queued
 
 
 def metrics_registry(snapshot: Callable[[], dict[str, Any]]) -> CollectorRegistry:

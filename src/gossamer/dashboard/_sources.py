@@ -26,7 +26,10 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from ..engine.report import count_log_record, live_graph_stats, stats_end_reason
+from ..logs import DIAGNOSTICS_FILE
 from ..sinks import read_run_records
+from ._hosts import TOP_HOSTS_EVERY_S, cluster_top_hosts, sqlite_top_hosts
+from ._logtail import LogRing, diagnostic_record, fetch_level, fetch_record
 
 __all__ = ["ClusterSource", "EmbeddedSource", "SourceError", "StatusSource"]
 
@@ -47,6 +50,12 @@ class StatusSource(Protocol):
         ...
 
     def close(self) -> None: ...
+
+    # the log tail (_logtail.py): the ring the sources add records to, and a read that
+    # brings it up to date
+    log_ring: LogRing
+
+    def read_log(self) -> None: ...
 
 
 #: seconds of samples the embedded source's pages/s is measured over
@@ -75,8 +84,9 @@ class _LogTail:
     call. A line not yet ended (a write in progress) waits for the next call; a log that
     shrank (replaced) is read again from its start."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, ring: LogRing | None = None) -> None:
         self.path = path
+        self.ring = ring  # fetch records go there too (the log tail: _logtail.py)
         self._offset = 0
         self._rest = b""
         self._reset()
@@ -110,7 +120,12 @@ class _LogTail:
                 self._count(data[:cut])
 
     def _count(self, lines: bytes) -> None:
-        for raw in lines.splitlines():
+        ring = self.ring
+        rows = lines.splitlines()
+        # the log tail's records: only the last ring-full of lines can stay in the ring, and
+        # the warnings (their own ring); the rest would be pushed out at once
+        recent = len(rows) - ring.size if ring is not None else len(rows)
+        for k, raw in enumerate(rows):
             try:
                 rec = json.loads(raw)
             except ValueError:
@@ -121,6 +136,41 @@ class _LogTail:
             self.bytes += int(rec.get("bytes") or 0)
             if count_log_record(rec, self.outcomes, self.statuses, self.errors):
                 self.pages += 1
+            if ring is not None and (k >= recent or fetch_level(rec) == "warning"):
+                ring.add(fetch_record(rec))
+
+
+class _DiagnosticsTail:
+    """The crawl's diagnostics file (logs.DIAGNOSTICS_FILE), read from where the last call
+    stopped, into the log ring. A handful of lines a run: no chunking needed beyond the
+    ring's bound."""
+
+    def __init__(self, path: Path, ring: LogRing) -> None:
+        self.path = path
+        self.ring = ring
+        self._offset = 0
+
+    def read(self) -> None:
+        try:
+            size = self.path.stat().st_size
+        except FileNotFoundError:
+            return
+        if size < self._offset:
+            self._offset = 0
+        if size == self._offset:
+            return
+        with self.path.open("rb") as f:
+            f.seek(max(self._offset, size - (1 << 20)))  # the last MB at most
+            data = f.read(size - f.tell())
+        cut = data.rfind(b"\n") + 1
+        self._offset = size - len(data) + cut
+        for raw in data[:cut].splitlines():
+            try:
+                rec = json.loads(raw)
+            except ValueError:
+                continue
+            if isinstance(rec, dict):
+                self.ring.add(diagnostic_record(rec))
 
 
 def _frontier_counts(path: Path) -> dict[str, Any] | None:
@@ -174,8 +224,13 @@ class EmbeddedSource:
             self._settings = json.loads(manifest.read_text())
         except (OSError, ValueError) as exc:
             raise SourceError(f"cannot read {manifest}: {exc}") from exc
-        self._tail = _LogTail(directory / "crawl.log.jsonl")
+        self.log_ring = LogRing()
+        self._tail = _LogTail(directory / "crawl.log.jsonl", self.log_ring)
+        self._diagnostics = _DiagnosticsTail(directory / DIAGNOSTICS_FILE, self.log_ring)
         self._rate = _Rate()
+        self._bytes_rate = _Rate()
+        self._hosts_read = 0.0  # monotonic time top_hosts was last read
+        self._top_hosts: list[dict[str, Any]] | None = None
         self._lock = threading.Lock()  # snapshots may overlap (/api/status, the event loop)
         self._stop_sent: int | None = None  # the pid sent SIGTERM by stop()
 
@@ -234,6 +289,13 @@ class EmbeddedSource:
         until = now if pid is not None else (ends[-1] if ends else tail.modified or now)
         elapsed = max(0.0, until - started) if started is not None else 0.0
         rate = self._rate.add(now, tail.pages) if pid is not None else 0.0
+        bytes_rate = self._bytes_rate.add(now, tail.bytes) if pid is not None else 0.0
+        if self._top_hosts is None or time.monotonic() - self._hosts_read >= TOP_HOSTS_EVERY_S:
+            self._hosts_read = time.monotonic()
+            try:
+                self._top_hosts = sqlite_top_hosts(out / "frontier.sqlite")
+            except sqlite3.Error:
+                self._top_hosts = None  # (frontier_error says why, from the counters read)
         errors = sum(tail.errors.values())
         workers: list[dict[str, Any]] = []
         if pid is not None or starts:
@@ -276,13 +338,22 @@ class EmbeddedSource:
                 "statuses": {k: v for k, v in sorted(tail.statuses.items()) if k != "None"},
                 "outcomes": dict(tail.outcomes.most_common()),
                 "workers": 1 if pid is not None else 0,
+                "bytes_per_s": bytes_rate,
             },
             "frontier": frontier,
             "frontier_error": frontier_error,
             "workers": workers,
+            "top_hosts": self._top_hosts,
             "graph": live_graph_stats(out / "graph" / "stats.json"),
             "time": now,
         }
+
+    def read_log(self) -> None:
+        """Bring the log ring up to date (the crawl log's new fetches, the new diagnostics):
+        the same tail the status reads, so the crawl log is read once for both."""
+        with self._lock:
+            self._tail.read()
+            self._diagnostics.read()
 
     def stop(self) -> str:
         """SIGTERM to the crawling process, as a terminal's `kill` would: a graceful stop
@@ -334,6 +405,26 @@ class ClusterSource:
             self._client.close()
             raise SourceError(str(exc)) from exc
         self._lock = threading.Lock()  # one redis-py client, used from worker threads
+        self.log_ring = LogRing()
+        self._log_after = "0"  # the last log stream entry read
+        self._bytes_rate = _Rate()
+
+    def read_log(self) -> None:
+        """The workers' new diagnostics from the crawl's log stream (cluster/logstream.py),
+        into the log ring: one XRANGE of at most a ring-full."""
+        from ..cluster.logstream import read_log_stream
+
+        with self._lock:
+            lines, self._log_after = read_log_stream(
+                self._client, self._crawl_id, self._log_after, self.log_ring.size
+            )
+        for line in lines:
+            try:
+                rec = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(rec, dict):
+                self.log_ring.add(diagnostic_record(rec))
 
     def snapshot(self) -> dict[str, Any]:
         from ..cluster.control import crawl_status
@@ -344,7 +435,24 @@ class ClusterSource:
             if record.state == "stopping" and settle_stopped(self._client, record):
                 record = load_crawl(self._client, record.id)  # its workers are gone
             data = crawl_status(self._client, record)
+            live_hosts = [
+                h for w in data["workers"] if w["state"] not in ("dead", "stopped")
+                for h in w["hosts"]
+            ]  # fmt: skip
+            top_hosts = cluster_top_hosts(
+                self._client, record.id, live_hosts, float(data["server_time"])
+            )
         c, tot, fr = data["crawl"], data["totals"], data["frontier"]
+        # the workers' heartbeats carry bytes and their most common statuses and outcomes
+        # (cluster/members.py WorkerStatus): summed here
+        statuses: Counter[str] = Counter()
+        outcomes: Counter[str] = Counter()
+        for w in data["workers"]:
+            statuses.update(w.get("statuses") or {})
+            outcomes.update(w.get("outcomes") or {})
+        total_bytes = sum(int(w.get("body_bytes") or 0) for w in data["workers"])
+        running = c["state"] in ("running", "stopping")
+        bytes_rate = self._bytes_rate.add(time.time(), total_bytes) if running else 0.0
         workers = [
             {
                 "id": w["id"],
@@ -379,15 +487,17 @@ class ClusterSource:
                 "pages": tot["pages"],
                 "pages_per_s": tot["pages_per_s"],
                 "requests": sum(w["requests"] for w in workers),
-                "bytes": None,  # workers do not publish it (docs/dashboard.md)
+                "bytes": total_bytes,
                 "errors": sum(w["errors"] for w in workers),
-                "statuses": None,
-                "outcomes": None,
+                "statuses": dict(sorted(statuses.items(), key=lambda kv: kv[0].zfill(3))),
+                "outcomes": dict(outcomes.most_common()),
                 "workers": tot["workers"],
+                "bytes_per_s": bytes_rate,
             },
             "frontier": fr,
             "frontier_error": data["frontier_error"],
             "workers": workers,
+            "top_hosts": top_hosts,
             "graph": data["graph"],
             "time": data["server_time"],
         }

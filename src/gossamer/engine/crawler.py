@@ -87,6 +87,9 @@ class CrawlCounters:
     errors: Counter[str] = field(default_factory=Counter)
     statuses: Counter[int] = field(default_factory=Counter)
     dropped: Counter[str] = field(default_factory=Counter)
+    # requests by the crawl log's outcome key (what `gossamer report` counts from the log):
+    # a cluster worker's heartbeat carries its most common ones (docs/dashboard.md)
+    outcomes: Counter[str] = field(default_factory=Counter)
     discovered: int = 0
     active_hosts: int = 0
     started_at: float = field(default_factory=time.time)
@@ -114,6 +117,7 @@ class CrawlSnapshot:
     statuses: Mapping[int, int] = field(default_factory=lambda: MappingProxyType({}))
     errors: Mapping[str, int] = field(default_factory=lambda: MappingProxyType({}))
     dropped: Mapping[str, int] = field(default_factory=lambda: MappingProxyType({}))
+    outcomes: Mapping[str, int] = field(default_factory=lambda: MappingProxyType({}))
 
     @property
     def error_count(self) -> int:
@@ -136,6 +140,7 @@ class CrawlSnapshot:
             statuses=MappingProxyType(dict(c.statuses)),
             errors=MappingProxyType(dict(c.errors)),
             dropped=MappingProxyType(dict(c.dropped)),
+            outcomes=MappingProxyType(dict(c.outcomes)),
         )
 
 
@@ -833,6 +838,7 @@ class Crawler:
             verdict = Verdict.RETRY if retry else Verdict.FAILED
             if key == ERROR_TOO_SLOW:  # a server that trickles once trickles again: each try
                 verdict = Verdict.FAILED  # would hold the host and its IP low_speed_time more
+            c.outcomes[key] += 1
             self.sinks.log(result, depth=depth, parent=parent, outcome=key)
             return verdict, key
         c.statuses[result.status] += 1
@@ -840,6 +846,7 @@ class Crawler:
         self.sinks.exchange(result)
         if result.status in RETRY_STATUSES:
             key = f"fetch/status/{result.status}"
+            c.outcomes[key] += 1
             self.sinks.log(result, depth=depth, parent=parent, outcome=key)
             return Verdict.RETRY, key
         c.pages += 1
@@ -851,6 +858,7 @@ class Crawler:
         if result.error:  # e.g. a body that failed to decode
             c.errors[result.error] += 1
             outcome = result.error
+        c.outcomes[outcome] += 1
         self.sinks.log(result, depth=depth, parent=parent, outcome=outcome)
         return Verdict.DONE, None if outcome.startswith("ok") else outcome
 
@@ -862,6 +870,7 @@ class Crawler:
         else:
             c.statuses[result.status] += 1
             self.sinks.exchange(result)
+        c.outcomes[what] += 1
         self.sinks.log(result, depth=-1, parent=None, outcome=f"{what}")
 
     def _links(

@@ -35,6 +35,7 @@ from contextlib import AbstractAsyncContextManager, contextmanager
 from pathlib import Path
 from typing import IO, Any
 
+from .. import logs
 from ..config import CrawlSettings, SettingsError
 from ..exitcodes import Exit
 from ..fetch import Fetcher, Fetching
@@ -170,7 +171,9 @@ def run_crawl(
             settings = prepare_directory(settings, resume=False)
         out = settings.output
         workers = settings.effective_workers()
-        with _dir_lock(out):
+        # diagnostics also to DIR/gossamer.log.jsonl (the dashboard's log tail), once the
+        # directory is this process's
+        with _dir_lock(out), logs.diagnostics_file(out):
             # runs.jsonl: one line as each run starts and ends, so `gossamer report` can sum
             # the runs of a resumed crawl (stats.json holds the last run's alone)
             try:

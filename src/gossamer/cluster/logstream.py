@@ -1,0 +1,107 @@
+"""A cluster crawl's diagnostics on a capped Redis stream, for the dashboard's log tail.
+
+Workers run on other machines, so their `DIR/<id>/gossamer.log.jsonl` is out of the
+dashboard's reach: each worker also sends its diagnostics (the `gossamer` loggers' records,
+as the worker's --log-level lets through) to the crawl's stream `Keys.log`, one entry a
+record (field `r`: the record's JSON, `logs.DiagnosticsFormatter`'s), each XADD capped with
+`MAXLEN ~ LOG_STREAM_MAXLEN`: the stream holds the last few thousand records whatever the
+crawl's length, and nobody has to trim it. Diagnostics are few (a handful a worker a run), so
+this costs Redis nothing measurable.
+
+The sends happen on a thread of the handler's own, from a bounded queue: a log call on the
+event loop never waits for Redis, and a Redis that is down or slow drops records (counted in
+`dropped`, said in the next record that gets through) rather than holding the crawl.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import queue
+import threading
+from collections.abc import Iterator
+from typing import Any, Final, cast
+
+from .. import logs
+from ._redis import Keys, RedisClient, text
+
+__all__ = ["LOG_STREAM_MAXLEN", "RedisLogHandler", "read_log_stream", "redis_diagnostics"]
+
+#: entries the stream keeps (MAXLEN ~: Redis trims whole nodes, so a few more)
+LOG_STREAM_MAXLEN: Final = 5_000
+#: records waiting to be sent at most; more are dropped (counted)
+_QUEUE_MAX: Final = 1_000
+_FIELD: Final = b"r"
+
+
+class RedisLogHandler(logging.Handler):
+    """Sends each record to the crawl's log stream (see the module docstring)."""
+
+    def __init__(self, client: RedisClient, crawl: str, worker: str) -> None:
+        super().__init__()
+        self.setFormatter(logs.DiagnosticsFormatter(worker))
+        self.key = Keys(crawl).log
+        self.client = client
+        self.dropped = 0
+        self._queue: queue.Queue[str | None] = queue.Queue(_QUEUE_MAX)
+        self._thread = threading.Thread(target=self._send, name="log-stream", daemon=True)
+        self._thread.start()
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            self._queue.put_nowait(self.format(record))
+        except queue.Full:
+            self.dropped += 1
+        except Exception:
+            self.handleError(record)
+
+    def _send(self) -> None:
+        while (line := self._queue.get()) is not None:
+            try:
+                self.client.xadd(
+                    self.key, {_FIELD: line}, maxlen=LOG_STREAM_MAXLEN, approximate=True
+                )
+            except Exception:
+                self.dropped += 1  # (logging it would come back here)
+
+    def close(self, timeout: float = 2.0) -> None:
+        """Send what is queued (for at most `timeout` s: Redis may be gone), then stop."""
+        with contextlib.suppress(queue.Full):
+            self._queue.put(None, timeout=timeout)
+        self._thread.join(timeout)
+        super().close()
+
+
+@contextlib.contextmanager
+def redis_diagnostics(client: RedisClient, crawl: str, worker: str) -> Iterator[None]:
+    """While inside: the `gossamer` loggers' records also go to the crawl's log stream."""
+    handler = RedisLogHandler(client, crawl, worker)
+    logger = logging.getLogger(logs.ROOT)
+    logger.addHandler(handler)
+    try:
+        yield
+    finally:
+        logger.removeHandler(handler)
+        handler.close()
+
+
+def read_log_stream(
+    client: RedisClient, crawl: str, after: str, count: int
+) -> tuple[list[str], str]:
+    """The record lines added to the crawl's log stream after the entry id `after` ("0":
+    from the start; "$"-like starts are the caller's: pass the last id it saw), at most
+    `count` of them (the newest when more: XREVRANGE, then put in order), and the id to
+    read after next time."""
+    if after == "0":
+        raw = cast(list[Any], client.xrevrange(Keys(crawl).log, "+", "-", count=count))
+        raw.reverse()
+    else:
+        raw = cast(list[Any], client.xrange(Keys(crawl).log, f"({after}", "+", count=count))
+    lines = []
+    last = after
+    for entry_id, fields in raw:
+        last = text(entry_id)
+        value = (fields.get(_FIELD) or fields.get("r")) if isinstance(fields, dict) else None
+        if value is not None:
+            lines.append(text(value))
+    return lines, last

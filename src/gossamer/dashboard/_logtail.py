@@ -1,0 +1,266 @@
+"""The dashboard's live log tail: the crawl's diagnostics and its fetches, bounded.
+
+Records (docs/dashboard.md, "Log tail") come from:
+
+- the crawl log's fetch records (`crawl.log.jsonl`), turned into log records by the same
+  tail that counts them for the status (`_sources._LogTail`): the file is read once for both;
+- the crawl's diagnostics: `DIR/gossamer.log.jsonl` for an embedded crawl (logs.py,
+  `diagnostics_file`), tailed the same way; the capped Redis stream the workers of a cluster
+  crawl send theirs to (cluster/logstream.py).
+
+They go to a `LogRing`: the last RING_SIZE records, plus the last RING_SIZE of warning and
+above in a ring of their own (a crawl at 3,000 pages/s pushes an info record out of the
+first ring in under a second; its warnings stay longer). Nothing else is kept: the ring is
+what `GET /api/log` answers from and what `/events/log` streams; records that came and went
+while nobody looked are not counted anywhere but in the sequence numbers.
+
+A stream sends the records added since its last batch, at most every PUSH_INTERVAL_S and at
+most BATCH_MAX a batch: when more came (or they left the ring before it could send them), it
+sends the newest BATCH_MAX after one `kind: skipped` record saying how many it left out. So a
+page shows a burst of 3,000 lines a second as 2 batches of 200 a second, not 3,000 DOM rows.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import threading
+from collections import deque
+from collections.abc import Iterator
+from datetime import datetime
+from typing import Any, Final
+
+__all__ = [
+    "BATCH_MAX",
+    "LAST_MAX",
+    "LEVELS",
+    "RING_SIZE",
+    "Cursor",
+    "LogHub",
+    "LogRing",
+    "diagnostic_record",
+    "fetch_level",
+    "fetch_record",
+    "level_rank",
+    "skipped_record",
+]
+
+_log = logging.getLogger(__name__)
+
+LEVELS: Final = ("debug", "info", "warning", "error")
+_RANK: Final = {name: k for k, name in enumerate(LEVELS)} | {"critical": 3}
+#: records kept (each of the two rings)
+RING_SIZE: Final = 2_000
+#: records an event of /events/log carries at most
+BATCH_MAX: Final = 200
+#: records GET /api/log answers at most (n=)
+LAST_MAX: Final = 1_000
+
+
+def level_rank(level: str) -> int:
+    """debug 0 … error 3 (critical counts as error; an unknown level as info)."""
+    return _RANK.get(level, 1)
+
+
+def _unix(stamp: Any) -> float | None:
+    if isinstance(stamp, int | float) and not isinstance(stamp, bool):
+        return float(stamp)
+    try:
+        return datetime.fromisoformat(str(stamp)).timestamp()
+    except ValueError:
+        return None
+
+
+def fetch_level(rec: dict[str, Any]) -> str:
+    """A crawl log record's level: `warning` for a fetch error (no status: its outcome key
+    says which) and for a page whose outcome is not ok (a 4xx or 5xx, a status retried, a
+    body that failed to decode); `info` for the rest: ok pages, redirects, 304s, and the
+    robots.txt and sitemap fetches (depth -1 or none), whose 404 is the normal answer."""
+    status = rec.get("status")
+    if status is None:
+        return "warning"
+    outcome = str(rec.get("outcome") or "")
+    depth = rec.get("depth")
+    is_page = isinstance(depth, int) and depth >= 0
+    if is_page and not outcome.startswith("ok") and outcome != "not-modified":
+        return "warning"
+    return "info"
+
+
+def fetch_record(rec: dict[str, Any]) -> dict[str, Any]:
+    """A crawl log record as a log tail record (docs/dashboard.md). The crawl log does not
+    say which pool worker fetched: `worker` is the record's own `worker` field when it has
+    one, else null."""
+    status = rec.get("status")
+    outcome = str(rec.get("outcome"))
+    url = str(rec.get("url"))
+    words = f"{status if status is not None else rec.get('error') or outcome} {url}"
+    if outcome != "ok":
+        words += f" ({outcome})"
+    worker = rec.get("worker")
+    return {
+        "time": _unix(rec.get("time")),
+        "level": fetch_level(rec),
+        "worker": str(worker) if worker is not None else None,
+        "kind": "fetch",
+        "message": words,
+        "url": url,
+        "status": status if isinstance(status, int) else None,
+        "outcome": outcome,
+    }
+
+
+def diagnostic_record(rec: dict[str, Any]) -> dict[str, Any]:
+    """A diagnostics line (logs.DiagnosticsFormatter's JSON) as a log tail record."""
+    level = str(rec.get("level") or "info").lower()
+    worker = rec.get("worker") or rec.get("worker_id")
+    return {
+        "time": _unix(rec.get("time", rec.get("ts"))),
+        "level": "error" if level == "critical" else level,
+        "worker": str(worker) if worker is not None else None,
+        "kind": "diagnostic",
+        "message": str(rec.get("message") or ""),
+    }
+
+
+def _matches(rec: dict[str, Any], least: int, worker: str | None) -> bool:
+    if level_rank(rec["level"]) < least:
+        return False
+    return worker is None or rec.get("worker") == worker
+
+
+#: where a stream is: (records added, warnings added) when it last sent
+Cursor = tuple[int, int]
+
+
+class LogRing:
+    """The last RING_SIZE records and, apart, the last RING_SIZE of warning and above; each
+    with its number in its ring (1, 2, …), which tells a stream what it has not sent yet and
+    how many left the ring before it could. Thread-safe: records are added on the source's
+    read thread, read on the event loop's."""
+
+    def __init__(self, size: int = RING_SIZE) -> None:
+        self.size = size
+        self.added = 0  # records ever added
+        self.warnings = 0  # … of them warning and above
+        self._all: deque[tuple[int, dict[str, Any]]] = deque(maxlen=size)
+        self._warnings: deque[tuple[int, dict[str, Any]]] = deque(maxlen=size)
+        self._lock = threading.Lock()
+
+    @property
+    def cursor(self) -> Cursor:
+        """Now: a stream that starts here sends only what is added from now on."""
+        with self._lock:
+            return self.added, self.warnings
+
+    def add(self, rec: dict[str, Any]) -> None:
+        with self._lock:
+            self.added += 1
+            self._all.append((self.added, rec))
+            if level_rank(rec["level"]) >= 2:
+                self.warnings += 1
+                self._warnings.append((self.warnings, rec))
+
+    def extend(self, recs: list[dict[str, Any]]) -> None:
+        for rec in recs:
+            self.add(rec)
+
+    def last(self, n: int, level: str = "debug", worker: str | None = None) -> list[dict[str, Any]]:
+        """The last `n` records at `level` or above (of `worker`), oldest first."""
+        least = level_rank(level)
+        out: list[dict[str, Any]] = []
+        with self._lock:
+            for _k, rec in reversed(self._warnings if least >= 2 else self._all):
+                if len(out) >= n:
+                    break
+                if _matches(rec, least, worker):
+                    out.append(rec)
+        out.reverse()
+        return out
+
+    def since(
+        self, cursor: Cursor, level: str = "debug", worker: str | None = None,
+        limit: int = BATCH_MAX,
+    ) -> tuple[list[dict[str, Any]], int, Cursor]:
+        """(records, skipped, cursor): the matching records added after `cursor`, the newest
+        `limit` of them, oldest first; how many were left out (matching ones beyond `limit`,
+        plus those of the ring read that left it before this call: they may or may not
+        have matched); the cursor to pass next time."""
+        least = level_rank(level)
+        out: list[dict[str, Any]] = []
+        skipped = 0
+        with self._lock:
+            ring, seen = (self._warnings, cursor[1]) if least >= 2 else (self._all, cursor[0])
+            for k, rec in reversed(ring):
+                if k <= seen:
+                    break
+                if _matches(rec, least, worker):
+                    if len(out) < limit:
+                        out.append(rec)
+                    else:
+                        skipped += 1
+            if ring:
+                skipped += max(0, ring[0][0] - seen - 1)  # gone before this read
+            now = (self.added, self.warnings)
+        out.reverse()
+        return out, skipped, now
+
+
+def skipped_record(n: int, now: float) -> dict[str, Any]:
+    """The record a batch starts with when `n` records were left out of it."""
+    return {
+        "time": now,
+        "level": "warning",
+        "worker": None,
+        "kind": "skipped",
+        "message": f"{n} records skipped",
+    }
+
+
+class LogHub:
+    """Keeps a source's log ring up to date while log streams are open (every `interval`
+    s, off the event loop) and wakes them when records came."""
+
+    def __init__(self, source: Any, interval: float) -> None:
+        self.source = source
+        self.ring: LogRing = source.log_ring
+        self.interval = interval
+        self._changed = asyncio.Condition()
+        self._streams = 0
+        self._has_streams = asyncio.Event()
+
+    async def refresh(self) -> None:
+        before = self.ring.cursor
+        await asyncio.to_thread(self.source.read_log)
+        if self.ring.cursor != before:
+            async with self._changed:
+                self._changed.notify_all()
+
+    async def run(self) -> None:
+        while True:
+            await self._has_streams.wait()
+            try:
+                await self.refresh()
+            except Exception as exc:  # a source that fails now may answer next time
+                _log.warning(f"dashboard: reading the crawl's log failed: {exc}")
+            await asyncio.sleep(self.interval)
+
+    async def wait_new(self, cursor: Cursor, within: float) -> bool:
+        """Wait until records came after `cursor` (True) or `within` s passed (False)."""
+        async with self._changed:
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(within):
+                    await self._changed.wait_for(lambda: self.ring.cursor != cursor)
+            return self.ring.cursor != cursor
+
+    @contextlib.contextmanager
+    def stream_open(self) -> Iterator[None]:
+        self._streams += 1
+        self._has_streams.set()
+        try:
+            yield
+        finally:
+            self._streams -= 1
+            if not self._streams:
+                self._has_streams.clear()

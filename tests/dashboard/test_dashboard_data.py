@@ -1,0 +1,289 @@
+"""The dashboard's data (issue 20, slice 2, "data"): the log tail (its ring, the level of a
+fetch, GET /api/log, /events/log with its bounded batches), the crawl's diagnostics file,
+top hosts from a real SQLite frontier, bytes/s and GET /api/history, and the /metrics
+additions — through Starlette's test client over crawl directories as a crawl writes them."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import multiprocessing
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+from starlette.testclient import TestClient
+from test_dashboard import LOCAL, _log_line, make_crawl_dir
+
+from gossamer import logs
+from gossamer.dashboard import EmbeddedSource, make_app
+from gossamer.dashboard._history import History
+from gossamer.dashboard._hosts import sqlite_top_hosts
+from gossamer.dashboard._logtail import BATCH_MAX, LogRing, fetch_level, fetch_record
+from gossamer.frontier import Discovered, Outcome, Verdict
+from gossamer.frontier.sqlite import SqliteFrontier
+from gossamer.urls import fingerprint
+
+
+def _rec(level: str, worker: str | None = None, message: str = "m") -> dict[str, Any]:
+    return {"time": 1.0, "level": level, "worker": worker, "kind": "diagnostic",
+            "message": message}  # fmt: skip
+
+
+# ------------------------------------------------------------------------------ the ring
+
+
+def test_the_ring_filters_by_level_and_worker_and_keeps_warnings_longer() -> None:
+    ring = LogRing(size=5)
+    ring.add(_rec("warning", "w1", "old warning"))
+    for k in range(10):  # pushes the warning out of the ring of every level
+        ring.add(_rec("info", "w0", f"info {k}"))
+    ring.add(_rec("error", "w0", "an error"))
+    assert [r["message"] for r in ring.last(3)] == ["info 8", "info 9", "an error"]
+    assert [r["message"] for r in ring.last(10, "warning")] == ["old warning", "an error"]
+    assert [r["message"] for r in ring.last(10, "error")] == ["an error"]
+    assert [r["message"] for r in ring.last(10, "warning", "w1")] == ["old warning"]
+    assert ring.last(10, "debug", "w9") == []
+
+
+def test_since_sends_the_newest_and_counts_what_it_left_out() -> None:
+    ring = LogRing(size=50)
+    cursor = ring.cursor
+    for k in range(30):
+        ring.add(_rec("info", "w0", f"r{k}"))
+    records, skipped, cursor = ring.since(cursor, limit=10)
+    assert [r["message"] for r in records] == [f"r{k}" for k in range(20, 30)]
+    assert skipped == 20
+    assert ring.since(cursor) == ([], 0, cursor)
+    for k in range(70):  # more than the ring holds: 20 left it unseen
+        ring.add(_rec("info", "w0", f"s{k}"))
+    records, skipped, cursor = ring.since(cursor, limit=BATCH_MAX)
+    assert len(records) == 50 and records[-1]["message"] == "s69" and skipped == 20
+    # a warning stream reads the warning ring: its own count of what it missed
+    ring.add(_rec("warning", "w0", "w"))
+    records, skipped, _ = ring.since(cursor, "warning")
+    assert [r["message"] for r in records] == ["w"] and skipped == 0
+
+
+def test_fetch_levels() -> None:
+    page = {"depth": 1, "status": 200, "outcome": "ok"}
+    assert fetch_level(page) == "info"
+    assert fetch_level({**page, "outcome": "ok/truncated"}) == "info"
+    assert fetch_level({**page, "status": 304, "outcome": "not-modified"}) == "info"
+    assert fetch_level({**page, "status": 404, "outcome": "fetch/status/404"}) == "warning"
+    assert fetch_level({**page, "status": 503, "outcome": "fetch/status/503"}) == "warning"
+    assert fetch_level({**page, "status": None, "outcome": "fetch/error/dns"}) == "warning"
+    assert fetch_level({**page, "outcome": "parse/error/decode"}) == "warning"
+    robots = {"depth": -1, "status": 404, "outcome": "robots"}
+    assert fetch_level(robots) == "info"  # no robots.txt: the normal answer
+    assert fetch_level({**robots, "status": None}) == "warning"
+    rec = fetch_record({"time": "2026-11-26T05:00:00.000000Z", "url": "http://a.test/x",
+                        "status": 404, "depth": 0, "outcome": "fetch/status/404"})  # fmt: skip
+    assert rec["level"] == "warning" and rec["kind"] == "fetch" and rec["status"] == 404
+    assert rec["message"] == "404 http://a.test/x (fetch/status/404)"
+    assert rec["time"] == pytest.approx(1795669200.0) and rec["worker"] is None
+
+
+# ------------------------------------------------------------------- the diagnostics file
+
+
+def test_a_crawls_diagnostics_go_to_its_file_with_the_worker(tmp_path: Path) -> None:
+    log = logging.getLogger("gossamer.test.data")
+    with logs.diagnostics_file(tmp_path) as path:
+        log.warning("main says", extra={"path": "x"})
+        log.warning("a cluster worker says", extra={"worker_id": "w7"})
+        ctx = multiprocessing.get_context("fork")
+        p = ctx.Process(target=log.warning, args=("a pool worker says",), name="w3")
+        p.start()
+        p.join(10)
+    log.warning("after: not in the file")
+    lines = [json.loads(x) for x in path.read_text().splitlines()]
+    assert [(x["message"], x["worker"], x["level"]) for x in lines] == [
+        ("main says", "main", "warning"),
+        ("a cluster worker says", "w7", "warning"),
+        ("a pool worker says", "w3", "warning"),
+    ]
+    assert all(abs(x["time"] - time.time()) < 60 and x["ts"].endswith("Z") for x in lines)
+    assert lines[0]["path"] == "x"
+    assert logs.DIAGNOSTICS_FILE == path.name == "gossamer.log.jsonl"
+
+
+# ------------------------------------------------------------------------- the endpoints
+
+
+def _with_diagnostics(out: Path, *recs: dict[str, Any]) -> None:
+    with (out / logs.DIAGNOSTICS_FILE).open("a") as f:
+        f.writelines(json.dumps(r) + "\n" for r in recs)
+
+
+def test_api_log_answers_the_last_records_filtered(tmp_path: Path) -> None:
+    out = make_crawl_dir(tmp_path)  # 2 ok pages, 1 fetch error
+    _with_diagnostics(
+        out,
+        {"time": 5.0, "level": "info", "worker": "w0", "message": "w0 starts"},
+        {"time": 6.0, "level": "warning", "worker": "w1", "message": "w1 waits"},
+    )
+    client = TestClient(make_app(EmbeddedSource(out)), base_url=LOCAL)
+    records = client.get("/api/log").json()["records"]
+    kinds = sorted((r["kind"], r["level"]) for r in records)
+    assert kinds == [("diagnostic", "info"), ("diagnostic", "warning"), ("fetch", "info"),
+                     ("fetch", "info"), ("fetch", "warning")]  # fmt: skip
+    warnings = client.get("/api/log?level=warning").json()["records"]
+    assert sorted(r["message"] for r in warnings) == ["timeout http://a.test/c (fetch/error/x)",
+                                                     "w1 waits"]  # fmt: skip
+    assert [r["message"] for r in client.get("/api/log?worker=w0").json()["records"]] == [
+        "w0 starts"
+    ]
+    assert len(client.get("/api/log?n=2").json()["records"]) == 2
+    for bad in ("level=loud", "n=0", "n=1001", "n=x"):
+        r = client.get(f"/api/log?{bad}")
+        assert r.status_code == 400 and "error" in r.json(), bad
+    assert TestClient(client.app, base_url="http://evil.example").get("/api/log").status_code == 403
+
+
+def _events(lines: Any) -> Any:
+    """The data of each `event: log` of an SSE line iterator."""
+    event = None
+    for line in lines:
+        if line.startswith("event: "):
+            event = line[7:]
+        elif line.startswith("data: ") and event == "log":
+            yield json.loads(line[6:])
+
+
+@contextlib.contextmanager
+def _log_stream(out: Path, query: str) -> Iterator[Iterator[list[dict[str, Any]]]]:
+    """/events/log?QUERY of a dashboard over `out`, its app's lifespan running (the log
+    hub's reads): the data of each event."""
+    with (
+        TestClient(make_app(EmbeddedSource(out)), base_url=LOCAL) as client,
+        client.stream("GET", f"/events/log?{query}") as stream,
+    ):
+        assert stream.headers["content-type"].startswith("text/event-stream")
+        yield _events(stream.iter_lines())
+
+
+def test_events_log_streams_new_records_in_bounded_batches(tmp_path: Path) -> None:
+    out = make_crawl_dir(tmp_path)
+    with _log_stream(out, "level=warning&n=5") as events:
+        first = next(events)  # n=5: the last warnings first
+        assert [r["message"] for r in first] == ["timeout http://a.test/c (fetch/error/x)"]
+        with (out / "crawl.log.jsonl").open("a") as f:
+            f.write(_log_line("http://a.test/ok", 200, 10))  # info: not for this stream
+            f.write(_log_line("http://a.test/gone", 404, 10, outcome="fetch/status/404"))
+        batch = next(events)
+        assert [(r["kind"], r["status"], r["url"]) for r in batch] == [
+            ("fetch", 404, "http://a.test/gone")
+        ]
+        burst = 3 * BATCH_MAX
+        lines = "".join(
+            _log_line(f"http://a.test/e{k}", None, 0, error="timeout") for k in range(burst)
+        )
+        with (out / "crawl.log.jsonl").open("ab", buffering=0) as raw:
+            raw.write(lines.encode())  # one write: read at once, more than a batch holds
+        sent, skipped, batches = [], 0, []
+        while not sent or sent[-1]["url"] != f"http://a.test/e{burst - 1}":
+            batch = next(events)
+            batches.append(batch)
+            assert len(batch) <= BATCH_MAX + 1
+            for r in batch:
+                if r["kind"] == "skipped":
+                    assert r["level"] == "warning" and r is batch[0]
+                    skipped += int(r["message"].removesuffix(" records skipped"))
+                else:
+                    sent.append(r)
+        assert len(sent) + skipped == burst and skipped >= burst - 2 * BATCH_MAX
+        assert batches[-1][0]["kind"] == "skipped" and len(batches[-1]) == BATCH_MAX + 1
+
+
+def test_an_info_stream_of_one_worker(tmp_path: Path) -> None:
+    out = make_crawl_dir(tmp_path)
+    with _log_stream(out, "worker=w2") as events:
+        _with_diagnostics(
+            out,
+            {"time": 5.0, "level": "info", "worker": "w1", "message": "not this one"},
+            {"time": 6.0, "level": "debug", "worker": "w2", "message": "this one"},
+        )
+        assert [r["message"] for r in next(events)] == ["this one"]
+
+
+# ------------------------------------------------------------------------- top hosts
+
+
+def _frontier_with_hosts(path: Path, sizes: dict[str, int]) -> SqliteFrontier:
+    f = SqliteFrontier(path)
+    items = []
+    for host, n in sizes.items():
+        for k in range(n):
+            url = f"http://{host}/p{k}"
+            items.append(Discovered(url=url, host=host, depth=0, fp=fingerprint(url)))
+    f.put_discovered(items)
+    return f
+
+
+def test_top_hosts_are_what_the_sqlite_frontier_holds(tmp_path: Path) -> None:
+    sizes = {f"h{k}.test": k + 1 for k in range(30)}
+    f = _frontier_with_hosts(tmp_path / "frontier.sqlite", sizes)
+    try:
+        batches = f.lease(30, 3, now=time.time())  # 3 URLs of every host leased
+        assert len(batches) == 30
+        for batch in batches:  # … and fetched, but h28's, which stays leased
+            if batch.host != "h28.test":
+                done = [Outcome(u.url, u.fp, Verdict.DONE, status=200) for u in batch.urls]
+                f.complete(batch.token, done)
+        top = sqlite_top_hosts(tmp_path / "frontier.sqlite")
+    finally:
+        f.close()
+    assert top is not None and len(top) == 20
+    by_host = {t["host"]: t for t in top}
+    assert [t["host"] for t in top[:3]] == ["h28.test", "h29.test", "h27.test"]
+    assert by_host["h29.test"] == {"host": "h29.test", "queued": 27, "fetched": 3,
+                                   "errors": 0, "delay_s": 0.0, "state": "ready"}  # fmt: skip
+    assert by_host["h28.test"]["queued"] == 29 and by_host["h28.test"]["fetched"] == 0
+    assert by_host["h28.test"]["state"] == "leased"
+    assert "h0.test" not in by_host  # 20 shown: the smallest left out
+    assert sqlite_top_hosts(tmp_path / "none.sqlite") is None
+
+
+def test_status_has_top_hosts_bytes_per_s_and_history(tmp_path: Path) -> None:
+    out = make_crawl_dir(tmp_path)
+    _frontier_with_hosts(out / "frontier.sqlite", {"a.test": 2, "b.test": 1}).close()
+    client = TestClient(make_app(EmbeddedSource(out)), base_url=LOCAL)
+    status = client.get("/api/status").json()
+    assert [h["host"] for h in status["top_hosts"]] == ["a.test", "b.test"]
+    assert status["totals"]["bytes_per_s"] == 0.0  # the crawl ended
+    history = client.get("/api/history").json()
+    assert set(history) == {"t", "pages", "pages_per_s", "bytes", "bytes_per_s"}
+    assert history["pages"] == [2.0] and history["bytes"] == [1500.0]
+
+
+def test_history_keeps_one_sample_every_2_s_for_an_hour() -> None:
+    h = History(every=2.0, span=10.0)
+    for k in range(40):  # a read every 0.5 s for 20 s
+        h.add({"time": 1000 + k * 0.5, "totals": {"pages": k, "pages_per_s": 2.0, "bytes": 9}})
+    j = h.as_json()
+    assert j["t"] == [1008.0, 1010.0, 1012.0, 1014.0, 1016.0, 1018.0]  # the last 10 s
+    assert j["pages"] == [16.0, 20.0, 24.0, 28.0, 32.0, 36.0] and j["bytes_per_s"] == [0.0] * 6
+    assert History().as_json() == {"t": [], "pages": [], "pages_per_s": [], "bytes": [],
+                                   "bytes_per_s": []}  # fmt: skip
+
+
+def test_metrics_has_the_new_families(tmp_path: Path) -> None:
+    out = make_crawl_dir(tmp_path)
+    _frontier_with_hosts(out / "frontier.sqlite", {"a.test": 2}).close()
+    (out / "graph" / "stats.json").write_text(json.dumps(
+        {"nodes": 2, "edges": 1, "diameter_lower_bound": 3,
+         "in_degree": {"max": 4, "mean": 1.5, "histogram": []}}
+    ))  # fmt: skip
+    text = TestClient(make_app(EmbeddedSource(out)), base_url=LOCAL).get("/metrics").text
+    names = {s.name for fam in text_string_to_metric_families(text) for s in fam.samples}
+    for name in ("gossamer_body_bytes_per_second", "gossamer_frontier_dead_hosts",
+                 "gossamer_frontier_retries_total", "gossamer_worker_errors_total",
+                 "gossamer_worker_up", "gossamer_worker_heartbeat_age_seconds",
+                 "gossamer_graph_diameter_lower_bound", "gossamer_graph_in_degree_max",
+                 "gossamer_graph_in_degree_mean", "gossamer_top_host_queued"):  # fmt: skip
+        assert name in names, name
