@@ -32,6 +32,7 @@ from pathlib import Path
 import pytest
 
 from gossamer.dashboard import make_app
+from gossamer.dashboard._logtail import LogRing
 from gossamer.testing import WebSpec, serve_in_thread
 from gossamer.testing._browser import (
     Browser,
@@ -48,6 +49,11 @@ def _missing_routes() -> list[str]:
     """The routes these tests need that this dashboard does not serve yet."""
 
     class Nothing:
+        log_ring = LogRing()
+
+        def read_log(self) -> None:
+            pass
+
         def snapshot(self) -> dict[str, object]:
             return {}
 

@@ -3,32 +3,32 @@ the real app (`make_app`, served by uvicorn on a free loopback port): what the p
 each status key, its tabs, the Setup form's requests and the server's refusal shown verbatim,
 the worker table at 100 workers, the slider, stop, the charts and the bounded log tail.
 
-The endpoints other parts of the server own (POST /api/start, /api/scale, /api/resume; GET
-/api/log, /events/log, /api/history) are scripted here, in front of the app's own routes, with
-the request and answer shapes of the contract (docs/dashboard.md): these tests check the page,
-not those endpoints. tests/e2e/test_dashboard_browser.py runs the page against the real ones
-and real crawls."""
+The log tail (/api/log, /events/log) and the history (/api/history) are the app's own, over
+the scripted source's log ring and the hub's history. The control requests (POST /api/start,
+/api/scale, /api/resume) are scripted here, in front of the app's own routes, with the request
+and answer shapes of the contract (docs/dashboard.md): these tests check what the page sends
+and shows, not what the server does with it. tests/e2e/test_dashboard_browser.py runs the page
+against the real ones and real crawls."""
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import copy
-import json
 import socket
 import threading
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
 import uvicorn
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from gossamer.dashboard import make_app
+from gossamer.dashboard._logtail import LogRing
 from gossamer.testing._browser import (
     Browser,
     wait_for,
@@ -101,12 +101,24 @@ def status(**changes: Any) -> dict[str, Any]:
 
 
 class ScriptedSource:
-    """A StatusSource whose status the test sets; `stop` marks the crawl stopping."""
+    """A StatusSource whose status the test sets; `stop` marks the crawl stopping; log records
+    the test adds reach the ring at the next read, as a crawl's new log lines do."""
 
     def __init__(self, initial: dict[str, Any]) -> None:
         self._lock = threading.Lock()
         self._status = initial
         self.stops = 0
+        self.log_ring = LogRing()
+        self._new_log: list[dict[str, Any]] = []
+
+    def add_log(self, records: list[dict[str, Any]]) -> None:
+        with self._lock:
+            self._new_log.extend(records)
+
+    def read_log(self) -> None:
+        with self._lock:
+            new, self._new_log = self._new_log, []
+        self.log_ring.extend(new)
 
     def set(self, new: dict[str, Any]) -> None:
         with self._lock:
@@ -129,23 +141,14 @@ class ScriptedSource:
 
 
 class Scripted:
-    """The scripted endpoints: answers the test sets, requests recorded; log batches queued
-    for /events/log."""
+    """The scripted control endpoints: answers the test sets, requests recorded."""
 
     def __init__(self) -> None:
         self.requests: list[tuple[str, Any]] = []
         self.answers: dict[str, list[tuple[int, dict[str, Any]]]] = {}
-        self.log_records: list[dict[str, Any]] = []
-        self.log_batches: asyncio.Queue[list[dict[str, Any]]] | None = None
-        self.loop: asyncio.AbstractEventLoop | None = None
-        self.history: dict[str, list[float]] | None = None
 
     def answer(self, path: str, code: int, body: dict[str, Any]) -> None:
         self.answers.setdefault(path, []).append((code, body))
-
-    def push_log(self, batch: list[dict[str, Any]]) -> None:
-        assert self.loop is not None and self.log_batches is not None
-        self.loop.call_soon_threadsafe(self.log_batches.put_nowait, batch)
 
     def posted(self, path: str) -> list[Any]:
         return [body for p, body in self.requests if p == path]
@@ -157,35 +160,7 @@ class Scripted:
             code, body = queue.pop(0) if len(queue) > 1 else queue[0]
             return JSONResponse(body, status_code=code)
 
-        async def log(request: Request) -> Response:
-            self.requests.append((request.url.path, dict(request.query_params)))
-            return JSONResponse({"records": self.log_records})
-
-        async def history(request: Request) -> Response:
-            if self.history is None:
-                return JSONResponse({"error": "no history"}, status_code=404)
-            return JSONResponse(self.history)
-
-        async def log_events(request: Request) -> Response:
-            self.requests.append((request.url.path, dict(request.query_params)))
-            self.loop = asyncio.get_running_loop()
-            self.log_batches = asyncio.Queue()
-            queue = self.log_batches
-
-            async def stream() -> AsyncIterator[str]:
-                yield ": open\n\n"
-                while True:
-                    batch = await queue.get()
-                    yield f"event: log\ndata: {json.dumps(batch)}\n\n"
-
-            return StreamingResponse(stream(), media_type="text/event-stream")
-
-        return [
-            *(Route(p, post, methods=["POST"]) for p in POSTS),
-            Route("/api/log", log),
-            Route("/events/log", log_events),
-            Route("/api/history", history),
-        ]
+        return [Route(p, post, methods=["POST"]) for p in POSTS]
 
 
 @contextlib.contextmanager
@@ -222,10 +197,15 @@ def source() -> ScriptedSource:
 
 
 @pytest.fixture
-def base(source: ScriptedSource, scripted: Scripted) -> Iterator[str]:
+def app(source: ScriptedSource, scripted: Scripted) -> Starlette:
     app = make_app(source)
     for route in reversed(scripted.routes()):  # in front of the app's own, when it has them
         app.router.routes.insert(0, route)
+    return app
+
+
+@pytest.fixture
+def base(app: Starlette) -> Iterator[str]:
     with serve(app) as url:
         yield url
 
@@ -289,18 +269,14 @@ def test_status_tab_shows_the_coordinator_pane_graph_and_charts(
         assert not d.find_element(By_CSS, button).is_enabled(), button
 
 
-def test_rate_chart_starts_from_the_history(
-    base: str, scripted: Scripted, browser: Browser
-) -> None:
+def test_rate_chart_starts_from_the_history(app: Starlette, base: str, browser: Browser) -> None:
     now = time.time()
-    scripted.history = {
-        "t": [now - 60 + 2 * i for i in range(30)], "pages": list(range(30)),
-        "pages_per_s": [10.0 + i for i in range(30)], "bytes": list(range(30)),
-        "bytes_per_s": [1e5] * 30,
-    }  # fmt: skip
+    for i in range(30):  # what the hub read before the page opened, a sample every 2 s
+        sample = status(totals__pages_per_s=10.0 + i)
+        app.state.hub.history.add({**sample, "time": now - 60 + 2 * i})
     browser.driver.get(base + "/")
     points = "Number(document.querySelector('#chart-rate').dataset.points)"
-    wait_for_js(browser.driver, f"{points} >= 31")
+    wait_for_js(browser.driver, f"{points} >= 31")  # the history, then the page's own event
 
 
 def test_worker_table_at_100_workers_scrolls_under_a_fixed_header_and_sorts(
@@ -435,44 +411,48 @@ def test_slider_scales_and_stop_stops(
 
 
 def test_log_tail_is_filtered_streamed_and_bounded(
-    base: str, scripted: Scripted, browser: Browser
+    base: str, source: ScriptedSource, browser: Browser
 ) -> None:
     d = browser.driver
     t = time.time()
-    scripted.log_records = [
+    source.add_log([
         {"time": t - 2, "level": "info", "worker": None, "kind": "diagnostic",
          "message": "crawl started"},
         {"time": t - 1, "level": "warning", "worker": "w1", "kind": "fetch", "message": "",
          "url": "http://h1.test/missing", "status": 404, "outcome": "fetch/status/404"},
-    ]  # fmt: skip
+    ])  # fmt: skip
     d.get(base + "/")
     wait_for(d, lambda d: len(d.find_elements(By_CSS, "#log li")) == 2 or None)
     lines = texts(browser, "#log li")
     assert lines[0].endswith("INFO    crawl started")
     assert "WARNING w1 404 fetch/status/404 http://h1.test/missing" in lines[1]
-    assert scripted.posted("/api/log")[-1] == {"level": "info", "n": "200"}
-    wait_for(d, lambda d: scripted.log_batches is not None or None)
-    scripted.push_log([
-        {"time": t + i, "level": "info", "worker": "w0", "kind": "fetch", "message": "",
-         "url": f"http://h0.test/{i}", "status": 200, "outcome": "ok"}
-        for i in range(300)
+    # streamed, in batches of at most 200 (BATCH_MAX); the page keeps the last 500 lines
+    for k in range(4):
+        source.add_log([
+            {"time": t + 200 * k + i, "level": "info", "worker": "w0", "kind": "diagnostic",
+             "message": f"line {200 * k + i}"} for i in range(200)
+        ])  # fmt: skip
+        wait_for_text(d, "#log li:last-child", f"line {200 * k + 199}", timeout=10)
+    shown = texts(browser, "#log li")
+    assert len(shown) == 500 and shown[0].endswith("line 300"), shown[0]
+    # more than a batch at once: the server's "skipped" record is shown, then the newest
+    source.add_log([
+        {"time": t + 800 + i, "level": "info", "worker": "w0", "kind": "diagnostic",
+         "message": f"burst {i}"} for i in range(250)
     ])  # fmt: skip
-    wait_for_text(d, "#log li:last-child", "http://h0.test/299")
-    scripted.push_log([
-        {"time": t + 300 + i, "level": "info", "worker": "w0", "kind": "diagnostic",
-         "message": f"line {i}"} for i in range(400)
-    ])  # fmt: skip
-    wait_for_text(d, "#log li:last-child", "line 399")
-    assert len(d.find_elements(By_CSS, "#log li")) == 500  # the oldest went
-    assert "http://h0.test/200" in d.find_element(By_CSS, "#log li:first-child").text
-    # a filter: the log is read again with it and the stream reopened with it
-    scripted.log_records = []
-    first_stream = scripted.log_batches
+    wait_for_text(d, "#log li:last-child", "burst 249", timeout=10)
+    assert "50 records skipped" in texts(browser, "#log li")[-201]
+    # a level filter: the log is read again with it, and the stream follows it
     d.find_element(By_CSS, "#log-level option[value='warning']").click()
-    wait_for(d, lambda d: scripted.log_batches is not first_stream or None)
-    assert scripted.posted("/events/log")[-1] == {"level": "warning"}
-    wait_for(d, lambda d: not d.find_elements(By_CSS, "#log li") or None)
+    wait_for(d, lambda d: texts(browser, "#log li") == [lines[1]] or None)
+    source.add_log([
+        {"time": t + 1100, "level": "error", "worker": "w0", "kind": "diagnostic",
+         "message": "w0 failed"},
+        {"time": t + 1101, "level": "info", "worker": "w1", "kind": "diagnostic",
+         "message": "not shown"},
+    ])  # fmt: skip
+    wait_for_text(d, "#log li:last-child", "ERROR   w0 w0 failed", timeout=10)
+    assert len(d.find_elements(By_CSS, "#log li")) == 2
+    # a worker filter (the workers the status names): w1's warnings only
     d.find_element(By_CSS, "#log-worker option[value='w1']").click()
-    wait_for(d, lambda d: scripted.posted("/events/log")[-1] == {"level": "warning",
-                                                                   "worker": "w1"} or None)
-    assert scripted.posted("/api/log")[-1] == {"level": "warning", "worker": "w1", "n": "200"}
+    wait_for(d, lambda d: texts(browser, "#log li") == [lines[1]] or None)
