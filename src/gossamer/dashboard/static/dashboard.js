@@ -49,6 +49,14 @@ function clock(t) {
     String(d.getMilliseconds()).padStart(3, "0");
 }
 
+// graph/stats.json's updated_at: "2026-11-26T07:39:48+0000" (the live graph's strftime)
+function updatedAt(v) {
+  if (v === null || v === undefined) return "-";
+  if (typeof v === "number") return clock(v);
+  const m = /T(\d\d:\d\d:\d\d)/.exec(String(v));
+  return m ? m[1] : String(v);
+}
+
 function set(root, field, value) {
   const el = document.querySelector(`#${root} [data-field="${field}"]`);
   if (el) el.textContent = value;
@@ -221,7 +229,9 @@ function makeRateChart() {
     ],
     legend: { live: false },
     axes: [
-      { values: (u, vals) => vals.map((v) => new Date(v * 1000).toLocaleTimeString("en-GB", { hour12: false })) },
+      // ticks on whole seconds at least (uPlot's own go down to ms, and HH:MM:SS repeats)
+      { space: 70, incrs: [1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600],
+        values: (u, vals) => vals.map((v) => new Date(v * 1000).toLocaleTimeString("en-GB", { hour12: false })) },
       { scale: "p", label: "pages/s", size: 55 },
       { scale: "b", side: 1, label: "bytes/s", size: 85, grid: { show: false },
         values: (u, vals) => vals.map((v) => bytes(v)) },
@@ -306,7 +316,9 @@ function drawDegrees(g) {
     const data = degreeSeries(d);
     $(id).dataset.points = String(data[0].length);
     const pl = d && d.power_law;
-    $(fitId).textContent = pl ? `α = ${pl.alpha.toFixed(2)} ± ${pl.sigma.toFixed(2)}, xmin ${pl.xmin}` : "";
+    $(fitId).textContent = pl ? `α = ${pl.alpha.toFixed(2)} ± ${pl.sigma.toFixed(2)}, xmin ${pl.xmin}`
+      : !g ? "— no graph statistics (a crawl with --live-graph has them)"
+      : !data[0].length ? "— no degrees yet" : "";
     if (ensureCharts()) charts[chart].setData(data);
   }
 }
@@ -431,7 +443,7 @@ function render(s) {
   set("graph", "diameter", g.diameter !== undefined && g.diameter !== null ? num(g.diameter)
     : (g.diameter_lower_bound !== undefined && g.diameter_lower_bound !== null ? "≥" + num(g.diameter_lower_bound) : "-"));
   set("graph", "average_distance", num(g.average_distance, 2));
-  set("graph", "updated", g.final ? "final" : (g.updated_at ? clock(g.updated_at) : "-"));
+  set("graph", "updated", g.final ? "final" : updatedAt(g.updated_at));
 
   renderWorkers(s.workers || []);
   renderHosts(s.top_hosts === undefined ? null : s.top_hosts);
