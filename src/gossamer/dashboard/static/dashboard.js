@@ -14,7 +14,7 @@ const $ = (id) => document.getElementById(id);
 
 // what the tests (and a curious reader) can check without parsing the page
 const page = window.gossamerPage = {
-  statusEvents: 0, lastHandledAt: null, lastStatusTime: null, logLines: 0, posts: [],
+  statusEvents: 0, renderMs: null, lastHandledAt: null, lastStatusTime: null, logLines: 0, posts: [],
 };
 
 // ---- formatting ----------------------------------------------------------------------
@@ -414,6 +414,7 @@ let lastStatus = null;
 let isCluster = false;
 
 function render(s) {
+  const started = performance.now();
   const c = s.crawl, t = s.totals, fr = s.frontier || {}, g = s.graph || {};
   const ctl = s.control || null;
   lastStatus = s;
@@ -474,6 +475,7 @@ function render(s) {
     showTab(c.state === "not started" && ctl && ctl.can_start ? "setup" : "status");
   }
   page.statusEvents += 1;
+  page.renderMs = performance.now() - started;  // the DOM work of one event (layout comes after)
   page.lastHandledAt = Date.now();
   page.lastStatusTime = s.time;
 }
