@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import socket
+import statistics
 import threading
 import time
 from collections.abc import Iterator
@@ -250,15 +251,18 @@ def test_status_tab_shows_the_coordinator_pane_graph_and_charts(
     assert "α = 2.10" in d.find_element(By_CSS, "#fit-in").text
     assert texts(browser, "#top-hosts tbody tr td:first-child")[:2] == ["h0.test", "h1.test"]
     assert len(texts(browser, "#top-hosts tbody tr")) == 20
-    # the next status is on the page within a second of the server reading it
+    # a change is on the page within a second (the page's own clock when it rendered it; the
+    # test's polling does not count): the median of 3, as test_dashboard_e2e measures the stream
     points = int(d.find_element(By_CSS, "#chart-rate").get_attribute("data-points"))
-    source.set(status(totals__pages=1500, totals__pages_per_s=61.0))
-    t0 = time.time()
-    wait_for_text(d, "#pages", "1,500", timeout=5)
-    handled = d.execute_script("return window.gossamerPage.lastHandledAt") / 1000
-    assert handled - t0 < 1.0
+    delays = []
+    for pages in (1400, 1450, 1500):
+        t0 = time.time()
+        source.set(status(totals__pages=pages, totals__pages_per_s=pages / 1000 * 40 + 1))
+        wait_for_text(d, "#pages", f"{pages:,}", timeout=5)
+        delays.append(d.execute_script("return window.gossamerPage.lastHandledAt") / 1000 - t0)
+    assert statistics.median(delays) < 1.0, delays
     wait_for_js(d, f"Number(document.querySelector('#chart-rate').dataset.points) > {points}")
-    assert d.find_element(By_CSS, "#chart-rate").get_attribute("data-last") == "61"
+    assert d.find_element(By_CSS, "#chart-rate").get_attribute("data-last") == "61"  # 1500 pages
     # a crawl that ended: the state and reason, stop and the slider disabled
     ended = status(crawl__state="ended", crawl__end_reason="max-pages", crawl__pid=None)
     ended["control"].update(can_stop=False, can_scale=False)
