@@ -165,9 +165,8 @@ def chart_points(browser: Browser, chart: str) -> int:
 
 def fill_setup(browser: Browser, seed: str, workers: int, partition: str | None = None) -> None:
     d = browser.driver
-    # a crawl not started: the page opens on Setup
-    wait_for(d, lambda d: d.find_element(CSS, "#tab-setup").get_attribute("aria-selected")
-             == "true" or None, timeout=10)  # fmt: skip
+    wait_for(d, lambda d: d.find_element(CSS, "#crawl-state").text != "connecting…" or None)
+    d.find_element(CSS, "#tab-setup").click()
     wait_for(d, lambda d: d.find_element(CSS, "#start").is_enabled() or None, timeout=10)
     d.find_element(CSS, "#seeds").send_keys(seed)
     d.find_element(CSS, "#seed-add").click()
@@ -269,6 +268,9 @@ def test_embedded_crawl_from_setup_to_scaled_to_stopped(tmp_path: Path, browser:
         with dashboard([str(out)], env, tmp_path) as base:
             d = browser.driver
             d.get(base + "/")
+            wait_for_text(d, "#crawl-state", "not started", timeout=30)
+            # a crawl not started: the page opens on Setup
+            assert d.find_element(CSS, "#tab-setup").get_attribute("aria-selected") == "true"
             fill_setup(browser, web.url(0, 0), 2)
             shot(browser, "setup.png")
             d.find_element(CSS, "#start").click()
@@ -292,20 +294,20 @@ def test_embedded_crawl_from_setup_to_scaled_to_stopped(tmp_path: Path, browser:
                 d.find_element(CSS, "#tab-setup").click()
                 wait_for(d, lambda d: d.find_element(CSS, "#resume").is_enabled() or None)
             finally:
-                _kill_crawl(out)
+                _kill_leftovers(tmp_path)
 
 
-def _kill_crawl(out: Path) -> None:
-    """The crawl the dashboard started, if the test failed before it ended: SIGKILL (its
-    own session: it is not the test's child)."""
-    with contextlib.suppress(OSError, ValueError):
-        pid = int((out / "lock").read_text().split()[0])
-        if f"{out}" in Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace"):
-            group = os.getpgid(pid)
-            if group != os.getpgrp():  # its own group (and its pool's workers): all of it
-                os.killpg(group, signal.SIGKILL)
-            else:
-                os.kill(pid, signal.SIGKILL)
+def _kill_leftovers(root: Path) -> None:
+    """The crawl processes the dashboard started for this test (in their own sessions: not the
+    test's children), if the test failed before they ended: every gossamer process whose
+    command line names the test's directory gets SIGKILL."""
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        with contextlib.suppress(OSError):
+            argv = (entry / "cmdline").read_bytes().split(b"\0")
+            if b"gossamer" in argv and any(str(root).encode() in a for a in argv):
+                os.kill(int(entry.name), signal.SIGKILL)
 
 
 @needs_control
@@ -333,19 +335,7 @@ def test_cluster_crawl_from_setup_to_scaled_to_stopped(
                 wait_for(d, lambda d: rows(browser, "live") == 0 or None, timeout=60,
                          what="no live worker rows", seen=lambda: row_states(browser))
             finally:
-                _stop_cluster(redis_url, env, tmp_path)
-
-
-def _stop_cluster(redis_url: str, env: dict[str, str], cwd: Path) -> None:
-    """`gossamer stop` and the local workers gone, if the test failed before they were."""
-    subprocess.run(
-        gossamer("stop", "--redis", redis_url), env=env, cwd=cwd, capture_output=True,
-        timeout=60, check=False,
-    )  # fmt: skip
-    subprocess.run(
-        gossamer("workers", "--redis", redis_url, "--scale", "0"), env=env, cwd=cwd,
-        capture_output=True, timeout=60, check=False,
-    )  # fmt: skip
+                _kill_leftovers(tmp_path)
 
 
 _CLI_FLAGS = ("--scope", "all", "--allow-private", "--delay", "0.2", "--concurrency", "4")

@@ -459,6 +459,7 @@ function render(s) {
   $("scale").disabled = $("scale-apply").disabled = !canScale;
   if (ctl) {
     $("scale").max = String(Math.max(1, ctl.max_workers || 16));
+    $("scale").min = isCluster ? "0" : "1";  // a cluster crawl may keep no local worker
     if (!scaleDirty && ctl.workers !== null && ctl.workers !== undefined) {
       $("scale").value = String(ctl.workers);
       $("scale-value").textContent = String(ctl.workers);
