@@ -99,7 +99,8 @@ def cluster_top_hosts(
     `crawl`, read from their shards: HMGET of the host's state and ZRANGE of its queued
     priorities, then LLEN of each priority's list (two pipelined round trips). `queued`
     counts the URLs in its lists (its leased ones are out of them); `fetched` is accepted
-    (`tt`, kept under the host budget) minus queued and leased."""
+    minus queued and leased where the shard counts a host's URLs accepted (`tt`: only under
+    a host budget, `host_budget`), else null: nothing else in Redis counts them."""
     from ..partition import shard_of
 
     names = list(dict.fromkeys(hosts))[:CLUSTER_CANDIDATES]
@@ -128,11 +129,12 @@ def cluster_top_hosts(
         queued = sum(int(n) for n in counts[at : at + lens[k]])
         at += lens[k]
         leased_urls = len(lf.split("\x02")) if lf else 0
+        accepted = tt is not None and float(tt) > 0  # kept only under a host budget
         out.append(
             {
                 "host": h,
                 "queued": queued,
-                "fetched": max(0, int(float(tt or 0)) - queued - leased_urls),
+                "fetched": max(0, int(float(tt)) - queued - leased_urls) if accepted else None,
                 "errors": int(float(er or 0)),
                 "delay_s": _delay(cd, ad, bo),
                 "state": _state(
@@ -141,5 +143,5 @@ def cluster_top_hosts(
                 ),
             }
         )  # fmt: skip
-    out.sort(key=lambda r: (-r["queued"], -r["fetched"], r["host"]))
+    out.sort(key=lambda r: (-r["queued"], -(r["fetched"] or 0), r["host"]))
     return out[:limit]
