@@ -129,12 +129,12 @@ def cluster_top_hosts(
         queued = sum(int(n) for n in counts[at : at + lens[k]])
         at += lens[k]
         leased_urls = len(lf.split("\x02")) if lf else 0
-        accepted = tt is not None and float(tt) > 0  # kept only under a host budget
+        accepted = int(float(tt)) if tt else 0  # kept only under a host budget
         out.append(
             {
                 "host": h,
                 "queued": queued,
-                "fetched": max(0, int(float(tt)) - queued - leased_urls) if accepted else None,
+                "fetched": max(0, accepted - queued - leased_urls) if accepted else None,
                 "errors": int(float(er or 0)),
                 "delay_s": _delay(cd, ad, bo),
                 "state": _state(
