@@ -88,8 +88,9 @@ def test_embedded_log_tail_top_hosts_and_a_killed_crawl(tmp_path: Path) -> None:
                 time.sleep(0.05)
             with dashboard(str(out)) as base:
                 # a 404 the crawl really met reaches the warning stream
-                gone = first_record(base, "level=warning",
-                                    lambda r: r["kind"] == "fetch" and r["status"] == 404)  # fmt: skip
+                gone = first_record(
+                    base, "level=warning", lambda r: r["kind"] == "fetch" and r["status"] == 404
+                )
                 assert gone["outcome"] == "fetch/status/404" and gone["level"] == "warning"
                 logged = {(r["url"], r["status"]) for r in crawl_log(out / "crawl.log.jsonl")}
                 assert (gone["url"], 404) in logged
@@ -157,9 +158,8 @@ def test_cluster_log_tail_totals_top_hosts_and_metrics(tmp_path: Path, redis_url
             try:
                 joined = next(r for batch in stream for r in batch)
                 assert joined["worker"] == "w2" and joined["kind"] == "diagnostic"
-                assert joined["message"].startswith(f"worker w2 (") and "joins crawl" in (
-                    joined["message"]
-                )
+                assert joined["message"].startswith("worker w2 (")
+                assert "joins crawl" in joined["message"]
                 stream.close()
                 assert get(base, "/api/log?level=warning&worker=w1")["records"] == []
                 w1 = get(base, "/api/log?worker=w1")["records"]
