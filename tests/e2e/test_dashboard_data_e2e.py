@@ -152,9 +152,9 @@ def test_cluster_log_tail_totals_top_hosts_and_metrics(tmp_path: Path, redis_url
         worker = gossamer("worker", "--crawl", crawl_id, "-o", str(out), "-q")
         quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
         with dashboard("--redis", redis_url, "--crawl", crawl_id) as base:
-            # the stream is open before the workers start: their joining comes through Redis
-            stream = log_events(base, "level=info&worker=w2")
+            # their joining comes through Redis (read from the log stream's start)
             procs = [subprocess.Popen(worker, env=env, **quiet) for _ in range(2)]
+            stream = log_events(base, "level=info&worker=w2&n=10")
             try:
                 joined = next(r for batch in stream for r in batch)
                 assert joined["worker"] == "w2" and joined["kind"] == "diagnostic"
