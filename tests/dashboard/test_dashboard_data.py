@@ -86,6 +86,9 @@ def test_fetch_levels() -> None:
     assert rec["level"] == "warning" and rec["kind"] == "fetch" and rec["status"] == 404
     assert rec["message"] == "404 http://a.test/x (fetch/status/404)"
     assert rec["time"] == pytest.approx(1795669200.0) and rec["worker"] is None
+    failed = {"url": "http://a.test/y", "status": None, "depth": 0,
+              "outcome": "fetch/error/timeout", "error": "fetch/error/timeout"}  # fmt: skip
+    assert fetch_record(failed)["message"] == "error http://a.test/y (fetch/error/timeout)"
 
 
 # ------------------------------------------------------------------- the diagnostics file
@@ -133,8 +136,9 @@ def test_api_log_answers_the_last_records_filtered(tmp_path: Path) -> None:
     assert kinds == [("diagnostic", "info"), ("diagnostic", "warning"), ("fetch", "info"),
                      ("fetch", "info"), ("fetch", "warning")]  # fmt: skip
     warnings = client.get("/api/log?level=warning").json()["records"]
-    assert sorted(r["message"] for r in warnings) == ["timeout http://a.test/c (fetch/error/x)",
-                                                     "w1 waits"]  # fmt: skip
+    assert sorted(r["message"] for r in warnings) == [
+        "error http://a.test/c (fetch/error/x): timeout", "w1 waits"
+    ]
     assert [r["message"] for r in client.get("/api/log?worker=w0").json()["records"]] == [
         "w0 starts"
     ]
@@ -171,7 +175,7 @@ def test_events_log_streams_new_records_in_bounded_batches(tmp_path: Path) -> No
     out = make_crawl_dir(tmp_path)
     with _log_stream(out, "level=warning&n=5") as events:
         first = next(events)  # n=5: the last warnings first
-        assert [r["message"] for r in first] == ["timeout http://a.test/c (fetch/error/x)"]
+        assert [r["message"] for r in first] == ["error http://a.test/c (fetch/error/x): timeout"]
         with (out / "crawl.log.jsonl").open("a") as f:
             f.write(_log_line("http://a.test/ok", 200, 10))  # info: not for this stream
             f.write(_log_line("http://a.test/gone", 404, 10, outcome="fetch/status/404"))

@@ -90,15 +90,19 @@ def fetch_level(rec: dict[str, Any]) -> str:
 
 
 def fetch_record(rec: dict[str, Any]) -> dict[str, Any]:
-    """A crawl log record as a log tail record (docs/dashboard.md). The crawl log does not
-    say which pool worker fetched: `worker` is the record's own `worker` field when it has
-    one, else null."""
+    """A crawl log record as a log tail record (docs/dashboard.md): its message `STATUS URL
+    (OUTCOME): ERROR` (`error` for no status; the outcome left out when ok, the error when
+    it is the outcome). The crawl log does not say which pool worker fetched: `worker` is
+    the record's own `worker` field when it has one, else null."""
     status = rec.get("status")
     outcome = str(rec.get("outcome"))
     url = str(rec.get("url"))
-    words = f"{status if status is not None else rec.get('error') or outcome} {url}"
+    words = f"{status if status is not None else 'error'} {url}"
     if outcome != "ok":
         words += f" ({outcome})"
+    error = rec.get("error")
+    if error and error != outcome:
+        words += f": {error}"
     worker = rec.get("worker")
     return {
         "time": _unix(rec.get("time")),
