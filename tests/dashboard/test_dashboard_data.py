@@ -73,7 +73,7 @@ def test_fetch_levels() -> None:
     page = {"depth": 1, "status": 200, "outcome": "ok"}
     assert fetch_level(page) == "info"
     assert fetch_level({**page, "outcome": "ok/truncated"}) == "info"
-    assert fetch_level({**page, "status": 304, "outcome": "not-modified"}) == "info"
+    assert fetch_level({**page, "status": 304, "outcome": "ok/not-modified"}) == "info"
     assert fetch_level({**page, "status": 404, "outcome": "fetch/status/404"}) == "warning"
     assert fetch_level({**page, "status": 503, "outcome": "fetch/status/503"}) == "warning"
     assert fetch_level({**page, "status": None, "outcome": "fetch/error/dns"}) == "warning"

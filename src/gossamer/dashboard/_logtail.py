@@ -84,7 +84,7 @@ def fetch_level(rec: dict[str, Any]) -> str:
     outcome = str(rec.get("outcome") or "")
     depth = rec.get("depth")
     is_page = isinstance(depth, int) and depth >= 0
-    if is_page and not outcome.startswith("ok") and outcome != "not-modified":
+    if is_page and not outcome.startswith("ok"):  # ok, ok/truncated, ok/not-modified
         return "warning"
     return "info"
 
