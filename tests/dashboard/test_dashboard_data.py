@@ -73,7 +73,7 @@ def test_fetch_levels() -> None:
     page = {"depth": 1, "status": 200, "outcome": "ok"}
     assert fetch_level(page) == "info"
     assert fetch_level({**page, "outcome": "ok/truncated"}) == "info"
-    assert fetch_level({**page, "status": 304, "outcome": "not-modified"}) == "info"
+    assert fetch_level({**page, "status": 304, "outcome": "ok/not-modified"}) == "info"
     assert fetch_level({**page, "status": 404, "outcome": "fetch/status/404"}) == "warning"
     assert fetch_level({**page, "status": 503, "outcome": "fetch/status/503"}) == "warning"
     assert fetch_level({**page, "status": None, "outcome": "fetch/error/dns"}) == "warning"
@@ -86,6 +86,9 @@ def test_fetch_levels() -> None:
     assert rec["level"] == "warning" and rec["kind"] == "fetch" and rec["status"] == 404
     assert rec["message"] == "404 http://a.test/x (fetch/status/404)"
     assert rec["time"] == pytest.approx(1795669200.0) and rec["worker"] is None
+    failed = {"url": "http://a.test/y", "status": None, "depth": 0,
+              "outcome": "fetch/error/timeout", "error": "fetch/error/timeout"}  # fmt: skip
+    assert fetch_record(failed)["message"] == "error http://a.test/y (fetch/error/timeout)"
 
 
 # ------------------------------------------------------------------- the diagnostics file
@@ -133,8 +136,9 @@ def test_api_log_answers_the_last_records_filtered(tmp_path: Path) -> None:
     assert kinds == [("diagnostic", "info"), ("diagnostic", "warning"), ("fetch", "info"),
                      ("fetch", "info"), ("fetch", "warning")]  # fmt: skip
     warnings = client.get("/api/log?level=warning").json()["records"]
-    assert sorted(r["message"] for r in warnings) == ["timeout http://a.test/c (fetch/error/x)",
-                                                     "w1 waits"]  # fmt: skip
+    assert sorted(r["message"] for r in warnings) == [
+        "error http://a.test/c (fetch/error/x): timeout", "w1 waits"
+    ]
     assert [r["message"] for r in client.get("/api/log?worker=w0").json()["records"]] == [
         "w0 starts"
     ]
@@ -171,7 +175,7 @@ def test_events_log_streams_new_records_in_bounded_batches(tmp_path: Path) -> No
     out = make_crawl_dir(tmp_path)
     with _log_stream(out, "level=warning&n=5") as events:
         first = next(events)  # n=5: the last warnings first
-        assert [r["message"] for r in first] == ["timeout http://a.test/c (fetch/error/x)"]
+        assert [r["message"] for r in first] == ["error http://a.test/c (fetch/error/x): timeout"]
         with (out / "crawl.log.jsonl").open("a") as f:
             f.write(_log_line("http://a.test/ok", 200, 10))  # info: not for this stream
             f.write(_log_line("http://a.test/gone", 404, 10, outcome="fetch/status/404"))
@@ -287,3 +291,103 @@ def test_metrics_has_the_new_families(tmp_path: Path) -> None:
                  "gossamer_graph_diameter_lower_bound", "gossamer_graph_in_degree_max",
                  "gossamer_graph_in_degree_mean", "gossamer_top_host_queued"):  # fmt: skip
         assert name in names, name
+
+
+# ------------------------------------------------------------------ a cluster crawl's parts
+
+
+def test_cluster_top_hosts_read_the_hosts_shards(redis_url: str) -> None:
+    import redis
+
+    from gossamer.dashboard._hosts import cluster_top_hosts
+    from gossamer.frontier.redis import RedisFrontier
+
+    client = redis.Redis.from_url(redis_url)
+    f = RedisFrontier(client, "c1")
+    try:
+        sizes = {"a.test": 5, "b.test": 9, "c.test": 2, "d.test": 7}
+        items = [
+            Discovered(url=u, host=h, depth=0, fp=fingerprint(u))
+            for h, n in sizes.items()
+            for u in (f"http://{h}/p{k}" for k in range(n))
+        ]
+        f.put_discovered(items)
+        batches = {b.host: b for b in f.lease(4, 2, now=time.time())}
+        assert set(batches) == set(sizes)
+        b = batches["a.test"]  # a.test's 2: fetched
+        f.complete(b.token, [Outcome(u.url, u.fp, Verdict.DONE, status=200) for u in b.urls])
+        top = cluster_top_hosts(client, "c1", ["a.test", "b.test", "c.test", "d.test", "a.test"],
+                                now=time.time())  # fmt: skip
+    finally:
+        f.delete()
+        client.close()
+    assert top == [
+        {"host": "b.test", "queued": 7, "fetched": None, "errors": 0, "delay_s": 0.0,
+         "state": "leased"},
+        {"host": "d.test", "queued": 5, "fetched": None, "errors": 0, "delay_s": 0.0,
+         "state": "leased"},
+        {"host": "a.test", "queued": 3, "fetched": None, "errors": 0, "delay_s": 0.0,
+         "state": "ready"},
+        {"host": "c.test", "queued": 0, "fetched": None, "errors": 0, "delay_s": 0.0,
+         "state": "leased"},
+    ]  # fmt: skip (fetched: no host budget, so the shards do not count a host's URLs)
+    # with a host budget the shards count what each host accepted: fetched is known
+    client = redis.Redis.from_url(redis_url)
+    f = RedisFrontier(client, "c2", host_budget=100)
+    try:
+        f.put_discovered(items)
+        batches = {b.host: b for b in f.lease(4, 2, now=time.time())}
+        b = batches["a.test"]
+        f.complete(b.token, [Outcome(u.url, u.fp, Verdict.DONE, status=200) for u in b.urls])
+        top = cluster_top_hosts(client, "c2", list(sizes), now=time.time())
+    finally:
+        f.delete()
+        client.close()
+    assert [(t["host"], t["queued"], t["fetched"]) for t in top] == [
+        ("b.test", 7, 0), ("d.test", 5, 0), ("a.test", 3, 2), ("c.test", 0, 0)
+    ]
+
+
+def test_a_heartbeat_carries_bytes_statuses_and_outcomes(redis_url: str) -> None:
+    import redis
+
+    from gossamer.cluster.members import Membership, WorkerStatus
+
+    client = redis.Redis.from_url(redis_url)
+    try:
+        m = Membership(client, "c1", ttl=5.0)
+        st = WorkerStatus(id="w1", machine="m", pid=1, state="crawling", body_bytes=1234,
+                          statuses={"200": 5, "404": 1}, outcomes={"ok": 5, "fetch/status/404": 1})
+        m.beat(st)  # fmt: skip
+        (back,) = m.statuses()
+    finally:
+        client.close()
+    assert (back.body_bytes, back.statuses, back.outcomes) == (1234, st.statuses, st.outcomes)
+    old = WorkerStatus.from_json('{"id": "w2", "machine": "m", "pid": 2, "state": "idle"}')
+    assert (old.body_bytes, old.statuses, old.outcomes) == (0, {}, {})  # an older worker's
+
+
+def test_cluster_diagnostics_go_to_a_capped_stream(
+    redis_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import redis
+
+    from gossamer.cluster import logstream
+
+    monkeypatch.setattr(logstream, "LOG_STREAM_MAXLEN", 100)
+    client = redis.Redis.from_url(redis_url)
+    log = logging.getLogger("gossamer.test.cluster")
+    log.setLevel(logging.INFO)
+    try:
+        with logstream.redis_diagnostics(client, "c1", "w4"):
+            for k in range(1000):
+                log.info(f"line {k}")
+        assert client.xlen("gs:c1:{m}:log") < 300  # MAXLEN ~ 100: whole nodes trimmed
+        lines, last = logstream.read_log_stream(client, "c1", "0", 10)
+        recs = [json.loads(x) for x in lines]
+        assert [r["message"] for r in recs] == [f"line {k}" for k in range(990, 1000)]
+        assert {r["worker"] for r in recs} == {"w4"} and recs[0]["level"] == "info"
+        assert logstream.read_log_stream(client, "c1", last, 10) == ([], last)
+    finally:
+        log.setLevel(logging.NOTSET)
+        client.close()

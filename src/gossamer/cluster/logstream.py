@@ -64,8 +64,10 @@ class RedisLogHandler(logging.Handler):
             except Exception:
                 self.dropped += 1  # (logging it would come back here)
 
-    def close(self, timeout: float = 2.0) -> None:
-        """Send what is queued (for at most `timeout` s: Redis may be gone), then stop."""
+    def close(self, timeout: float = 0.5) -> None:
+        """Send what is queued, for at most `timeout` s (Redis may be paused or gone: a worker
+        stopped while starting must still exit at once), then stop; what is left unsent is
+        lost (the worker's own gossamer.log.jsonl has it)."""
         with contextlib.suppress(queue.Full):
             self._queue.put(None, timeout=timeout)
         self._thread.join(timeout)

@@ -4,8 +4,9 @@ queued, then the most fetched, each `{"host", "queued", "fetched", "errors", "de
 
 - An embedded crawl: one query on the frontier's `hosts` table (frontier/sqlite.py) through a
   read-only connection. It scans the table (no index orders hosts by queue length, and the
-  frontier's hot path should not pay for one): `bench/bench_dashboard.py --hosts 10000`
-  measures it, and the source reads it at most every TOP_HOSTS_EVERY_S.
+  frontier's hot path should not pay for one): 1.0-1.5 ms on 10,000 hosts
+  (`bench/bench_dashboard.py --hosts 10000`), so the source reads it at most every
+  TOP_HOSTS_EVERY_S (2 s), not at each status read.
 - A cluster crawl: no crawl-wide index orders hosts by queue length either, and a SCAN over
   the shards is out of the question; so the candidates are the hosts the live workers are
   crawling now (their heartbeats' `hosts`, CLUSTER_CANDIDATES at most), each read from its
@@ -30,9 +31,10 @@ __all__ = [
 
 #: hosts shown
 TOP_HOSTS: Final = 20
-#: the least time between two reads of an embedded crawl's top hosts: 10,000 hosts cost
-#: ~4 ms a read on this machine (bench/bench_dashboard.py --hosts 10000), more than the rest of
-#: a status read; every 2 s that is 0.2 % of a core while a page is open
+#: the least time between two reads of an embedded crawl's top hosts: 10,000 hosts (105,000
+#: URLs) cost 1.0-1.5 ms a query on this machine, a 2-core machine shared with other test
+#: runs (bench/bench_dashboard.py --hosts 10000), a quarter of a status read after 1,500 new
+#: log lines; read at most every 2 s rather than at every 0.5 s status read: 0.05 % of a core
 TOP_HOSTS_EVERY_S: Final = 2.0
 #: hosts of a cluster crawl looked at at most (the live workers' current hosts)
 CLUSTER_CANDIDATES: Final = 100
@@ -99,7 +101,8 @@ def cluster_top_hosts(
     `crawl`, read from their shards: HMGET of the host's state and ZRANGE of its queued
     priorities, then LLEN of each priority's list (two pipelined round trips). `queued`
     counts the URLs in its lists (its leased ones are out of them); `fetched` is accepted
-    (`tt`, kept under the host budget) minus queued and leased."""
+    minus queued and leased where the shard counts a host's URLs accepted (`tt`: only under
+    a host budget, `host_budget`), else null: nothing else in Redis counts them."""
     from ..partition import shard_of
 
     names = list(dict.fromkeys(hosts))[:CLUSTER_CANDIDATES]
@@ -128,11 +131,12 @@ def cluster_top_hosts(
         queued = sum(int(n) for n in counts[at : at + lens[k]])
         at += lens[k]
         leased_urls = len(lf.split("\x02")) if lf else 0
+        accepted = int(float(tt)) if tt else 0  # kept only under a host budget
         out.append(
             {
                 "host": h,
                 "queued": queued,
-                "fetched": max(0, int(float(tt or 0)) - queued - leased_urls),
+                "fetched": max(0, accepted - queued - leased_urls) if accepted else None,
                 "errors": int(float(er or 0)),
                 "delay_s": _delay(cd, ad, bo),
                 "state": _state(
@@ -141,5 +145,5 @@ def cluster_top_hosts(
                 ),
             }
         )  # fmt: skip
-    out.sort(key=lambda r: (-r["queued"], -r["fetched"], r["host"]))
+    out.sort(key=lambda r: (-r["queued"], -(r["fetched"] or 0), r["host"]))
     return out[:limit]

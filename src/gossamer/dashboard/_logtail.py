@@ -27,7 +27,7 @@ import contextlib
 import logging
 import threading
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import datetime
 from typing import Any, Final
 
@@ -39,6 +39,7 @@ __all__ = [
     "Cursor",
     "LogHub",
     "LogRing",
+    "RingEntry",
     "diagnostic_record",
     "fetch_level",
     "fetch_record",
@@ -83,21 +84,25 @@ def fetch_level(rec: dict[str, Any]) -> str:
     outcome = str(rec.get("outcome") or "")
     depth = rec.get("depth")
     is_page = isinstance(depth, int) and depth >= 0
-    if is_page and not outcome.startswith("ok") and outcome != "not-modified":
+    if is_page and not outcome.startswith("ok"):  # ok, ok/truncated, ok/not-modified
         return "warning"
     return "info"
 
 
 def fetch_record(rec: dict[str, Any]) -> dict[str, Any]:
-    """A crawl log record as a log tail record (docs/dashboard.md). The crawl log does not
-    say which pool worker fetched: `worker` is the record's own `worker` field when it has
-    one, else null."""
+    """A crawl log record as a log tail record (docs/dashboard.md): its message `STATUS URL
+    (OUTCOME): ERROR` (`error` for no status; the outcome left out when ok, the error when
+    it is the outcome). The crawl log does not say which pool worker fetched: `worker` is
+    the record's own `worker` field when it has one, else null."""
     status = rec.get("status")
     outcome = str(rec.get("outcome"))
     url = str(rec.get("url"))
-    words = f"{status if status is not None else rec.get('error') or outcome} {url}"
+    words = f"{status if status is not None else 'error'} {url}"
     if outcome != "ok":
         words += f" ({outcome})"
+    error = rec.get("error")
+    if error and error != outcome:
+        words += f": {error}"
     worker = rec.get("worker")
     return {
         "time": _unix(rec.get("time")),
@@ -124,10 +129,19 @@ def diagnostic_record(rec: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _matches(rec: dict[str, Any], least: int, worker: str | None) -> bool:
-    if level_rank(rec["level"]) < least:
-        return False
-    return worker is None or rec.get("worker") == worker
+#: a ring entry: (its number, level rank, worker, payload, how to make the record of the
+#: payload or None when it is the record). A crawl log line is kept as json.loads gave it and
+#: made a log record only when read (a stream's batch, GET /api/log: a few hundred at most),
+#: not for each of the thousands a second that pass through the ring unread
+_Make = Callable[[dict[str, Any]], dict[str, Any]]
+_Entry = tuple[int, int, str | None, dict[str, Any], _Make | None]
+#: what `LogRing.extend` takes: (level rank, worker, payload, make)
+RingEntry = tuple[int, str | None, dict[str, Any], _Make | None]
+
+
+def _record(e: _Entry) -> dict[str, Any]:
+    make = e[4]
+    return make(e[3]) if make is not None else e[3]
 
 
 #: where a stream is: (records added, warnings added) when it last sent
@@ -144,8 +158,8 @@ class LogRing:
         self.size = size
         self.added = 0  # records ever added
         self.warnings = 0  # … of them warning and above
-        self._all: deque[tuple[int, dict[str, Any]]] = deque(maxlen=size)
-        self._warnings: deque[tuple[int, dict[str, Any]]] = deque(maxlen=size)
+        self._all: deque[_Entry] = deque(maxlen=size)
+        self._warnings: deque[_Entry] = deque(maxlen=size)
         self._lock = threading.Lock()
 
     @property
@@ -155,29 +169,36 @@ class LogRing:
             return self.added, self.warnings
 
     def add(self, rec: dict[str, Any]) -> None:
-        with self._lock:
-            self.added += 1
-            self._all.append((self.added, rec))
-            if level_rank(rec["level"]) >= 2:
-                self.warnings += 1
-                self._warnings.append((self.warnings, rec))
+        """Add a log record."""
+        worker = rec.get("worker")
+        self.extend([(level_rank(rec["level"]), worker, rec, None)])
 
-    def extend(self, recs: list[dict[str, Any]]) -> None:
-        for rec in recs:
-            self.add(rec)
+    def extend(
+        self,
+        entries: list[RingEntry],
+    ) -> None:
+        """Add (level rank, worker, payload, make) entries: the record is `make(payload)`, or
+        the payload itself when `make` is None (made when read)."""
+        with self._lock:
+            for rank, worker, payload, make in entries:
+                self.added += 1
+                self._all.append((self.added, rank, worker, payload, make))
+                if rank >= 2:
+                    self.warnings += 1
+                    self._warnings.append((self.warnings, rank, worker, payload, make))
 
     def last(self, n: int, level: str = "debug", worker: str | None = None) -> list[dict[str, Any]]:
         """The last `n` records at `level` or above (of `worker`), oldest first."""
         least = level_rank(level)
-        out: list[dict[str, Any]] = []
+        picked: list[_Entry] = []
         with self._lock:
-            for _k, rec in reversed(self._warnings if least >= 2 else self._all):
-                if len(out) >= n:
+            for e in reversed(self._warnings if least >= 2 else self._all):
+                if len(picked) >= n:
                     break
-                if _matches(rec, least, worker):
-                    out.append(rec)
-        out.reverse()
-        return out
+                if e[1] >= least and (worker is None or e[2] == worker):
+                    picked.append(e)
+        picked.reverse()
+        return [_record(e) for e in picked]
 
     def since(
         self, cursor: Cursor, level: str = "debug", worker: str | None = None,
@@ -188,23 +209,23 @@ class LogRing:
         plus those of the ring read that left it before this call: they may or may not
         have matched); the cursor to pass next time."""
         least = level_rank(level)
-        out: list[dict[str, Any]] = []
+        picked: list[_Entry] = []
         skipped = 0
         with self._lock:
             ring, seen = (self._warnings, cursor[1]) if least >= 2 else (self._all, cursor[0])
-            for k, rec in reversed(ring):
-                if k <= seen:
+            for e in reversed(ring):
+                if e[0] <= seen:
                     break
-                if _matches(rec, least, worker):
-                    if len(out) < limit:
-                        out.append(rec)
+                if e[1] >= least and (worker is None or e[2] == worker):
+                    if len(picked) < limit:
+                        picked.append(e)
                     else:
                         skipped += 1
             if ring:
                 skipped += max(0, ring[0][0] - seen - 1)  # gone before this read
             now = (self.added, self.warnings)
-        out.reverse()
-        return out, skipped, now
+        picked.reverse()
+        return [_record(e) for e in picked], skipped, now
 
 
 def skipped_record(n: int, now: float) -> dict[str, Any]:

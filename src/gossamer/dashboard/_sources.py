@@ -29,7 +29,7 @@ from ..engine.report import count_log_record, live_graph_stats, stats_end_reason
 from ..logs import DIAGNOSTICS_FILE
 from ..sinks import read_run_records
 from ._hosts import TOP_HOSTS_EVERY_S, cluster_top_hosts, sqlite_top_hosts
-from ._logtail import LogRing, diagnostic_record, fetch_level, fetch_record
+from ._logtail import LogRing, RingEntry, diagnostic_record, fetch_level, fetch_record
 
 __all__ = ["ClusterSource", "EmbeddedSource", "SourceError", "StatusSource"]
 
@@ -125,6 +125,7 @@ class _LogTail:
         # the log tail's records: only the last ring-full of lines can stay in the ring, and
         # the warnings (their own ring); the rest would be pushed out at once
         recent = len(rows) - ring.size if ring is not None else len(rows)
+        entries: list[RingEntry] = []
         for k, raw in enumerate(rows):
             try:
                 rec = json.loads(raw)
@@ -136,8 +137,14 @@ class _LogTail:
             self.bytes += int(rec.get("bytes") or 0)
             if count_log_record(rec, self.outcomes, self.statuses, self.errors):
                 self.pages += 1
-            if ring is not None and (k >= recent or fetch_level(rec) == "warning"):
-                ring.add(fetch_record(rec))
+            if ring is not None:
+                level = fetch_level(rec)
+                if k >= recent or level == "warning":
+                    worker = rec.get("worker")
+                    entries.append((2 if level == "warning" else 1, worker, rec, fetch_record))
+        if entries:
+            assert ring is not None
+            ring.extend(entries)
 
 
 class _DiagnosticsTail:
