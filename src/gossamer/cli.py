@@ -408,13 +408,13 @@ def _run_worker(args: argparse.Namespace) -> int:
     return run_worker(args.dir, args.part)
 
 
-def _redis_arguments(p: argparse.ArgumentParser) -> None:
+def _redis_arguments(p: argparse.ArgumentParser, *, required: bool = True) -> None:
     env = os.environ.get("GOSSAMER_REDIS")
     p.add_argument(
         "--redis",
         metavar="URL",
         default=env,
-        required=env is None,
+        required=required and env is None,
         help="redis://host:port/db of the cluster (default: $GOSSAMER_REDIS)",
     )
     p.add_argument("--crawl", metavar="ID", help="the crawl (default: the only running one)")
@@ -453,9 +453,16 @@ def _add_cluster(sub: Any) -> None:
     p.set_defaults(func=_run_stop)
 
     p = sub.add_parser(
-        "workers", help="start or stop local workers of a cluster crawl to reach --scale N"
+        "workers",
+        help="scale a running crawl to --scale N workers: an embedded pool (DIR) or the "
+        "local workers of a cluster crawl (--redis)",
+        description="With DIR: the worker pool of the crawl running in DIR (`gossamer crawl "
+        "--workers N`) grows or shrinks to N (1 to 64; docs/crawler.md). With --redis URL: "
+        "local workers of a cluster crawl are started or stopped so that N run on this "
+        "machine (docs/cluster.md).",
     )
-    _redis_arguments(p)
+    p.add_argument("dir", type=Path, nargs="?", metavar="DIR", help="an embedded crawl's directory")
+    _redis_arguments(p, required=False)
     p.add_argument("--scale", type=int, required=True, metavar="N", help="workers on this machine")
     p.add_argument(
         "-o", "--output", type=Path, default=Path("gossamer-worker"), metavar="DIR",
@@ -491,6 +498,18 @@ def _run_stop(args: argparse.Namespace) -> int:
 
 
 def _run_scale(args: argparse.Namespace) -> int:
+    if args.dir is not None:
+        if args.crawl is not None:
+            return _usage_error("--crawl ID is for a cluster crawl (--redis URL), not DIR")
+        from .engine.pool import ScaleError, request_scale
+
+        try:
+            _log.info(request_scale(args.dir, args.scale))
+        except ScaleError as exc:
+            return _usage_error(str(exc))
+        return Exit.OK
+    if not args.redis:
+        return _usage_error("give a crawl directory DIR or --redis URL (or $GOSSAMER_REDIS)")
     from .cluster.control import workers_main
 
     return workers_main(args.redis, args.crawl, args.scale, out=args.output)

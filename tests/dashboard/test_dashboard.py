@@ -93,8 +93,11 @@ def test_the_log_is_read_in_chunks_that_split_lines(
 
 
 def test_a_directory_that_is_no_crawl_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "notes.txt").write_text("mine")
     with pytest.raises(SourceError, match="not a crawl directory"):
         EmbeddedSource(tmp_path)
+    with pytest.raises(SourceError, match="is not a directory"):
+        EmbeddedSource(tmp_path / "notes.txt")
 
 
 def test_status_and_metrics(tmp_path: Path) -> None:
@@ -113,7 +116,7 @@ def test_status_and_metrics(tmp_path: Path) -> None:
     assert samples[("gossamer_responses_total", (("crawl", "crawl"), ("status", "200")))] == 2
     assert samples[("gossamer_graph_nodes", (("crawl", "crawl"),))] == 2
     machine = status["workers"][0]["machine"]
-    labels = (("crawl", "crawl"), ("machine", machine), ("worker", "embedded"))
+    labels = (("crawl", "crawl"), ("machine", machine), ("worker", "main"))
     key = ("gossamer_worker_pages_total", labels)
     assert samples[key] == 2
     # the collector lives in the app's own registry, not prometheus-client's global one

@@ -29,10 +29,6 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
-
-from gossamer.dashboard import make_app
-from gossamer.dashboard._logtail import LogRing
 from gossamer.testing import WebSpec, serve_in_thread
 from gossamer.testing._browser import (
     Browser,
@@ -44,35 +40,6 @@ from gossamer.testing._browser import (
 
 CSS = "css selector"
 
-
-def _missing_routes() -> list[str]:
-    """The routes these tests need that this dashboard does not serve yet."""
-
-    class Nothing:
-        log_ring = LogRing()
-
-        def read_log(self) -> None:
-            pass
-
-        def snapshot(self) -> dict[str, object]:
-            return {}
-
-        def stop(self) -> str:
-            return ""
-
-        def close(self) -> None:
-            pass
-
-    served = {getattr(r, "path", None) for r in make_app(Nothing()).routes}
-    return [p for p in ("/api/start", "/api/scale", "/api/log", "/events/log") if p not in served]
-
-
-# The tests that start and scale crawls from the page were written before the server's control
-# requests were (issue 20: the i20-control branch adds them); they run once these routes
-# exist, and fail from then on if the page or the server breaks.
-needs_control = pytest.mark.skipif(
-    bool(_missing_routes()), reason=f"the dashboard does not serve {_missing_routes()} yet"
-)
 _BIG = WebSpec(seed=9, hosts=100, pages_mean=150, profile="clean")  # outlasts every test
 SHOTS = os.environ.get("GOSSAMER_SCREENSHOTS")
 
@@ -237,17 +204,18 @@ def stop(browser: Browser) -> None:
     )
 
 
-@needs_control
 def test_the_setup_form_shows_gossamer_crawls_refusal(tmp_path: Path, browser: Browser) -> None:
     bad_seed = "ftp://a.test/"
+    (tmp_path / "resolve.txt").write_text("")
+    env = crawl_env(tmp_path / "resolve.txt")  # the command line and the dashboard alike
     cli = subprocess.run(
-        gossamer("crawl", bad_seed, "-o", str(tmp_path / "cli")),
-        capture_output=True, text=True, timeout=60, check=False,
+        gossamer("crawl", bad_seed, "-o", str(tmp_path / "cli"), "--workers", "2", "--scope",
+                 "all", "--delay", "0.2"),
+        capture_output=True, text=True, timeout=60, check=False, env=env,
     )  # fmt: skip
     assert cli.returncode == 2
     message = cli.stderr.strip().splitlines()[-1].removeprefix("gossamer: error: ")
     out = tmp_path / "crawl"
-    env = crawl_env(tmp_path / "resolve.txt")
     with dashboard([str(out)], env, tmp_path) as base:
         d = browser.driver
         d.get(base + "/")
@@ -260,7 +228,6 @@ def test_the_setup_form_shows_gossamer_crawls_refusal(tmp_path: Path, browser: B
     assert not (out / "crawl.json").exists()
 
 
-@needs_control
 def test_embedded_crawl_from_setup_to_scaled_to_stopped(tmp_path: Path, browser: Browser) -> None:
     out = tmp_path / "crawl"
     with serve_in_thread(_BIG) as web:
@@ -310,7 +277,6 @@ def _kill_leftovers(root: Path) -> None:
                 os.kill(int(entry.name), signal.SIGKILL)
 
 
-@needs_control
 def test_cluster_crawl_from_setup_to_scaled_to_stopped(
     tmp_path: Path, redis_url: str, browser: Browser
 ) -> None:
@@ -324,8 +290,9 @@ def test_cluster_crawl_from_setup_to_scaled_to_stopped(
             fill_setup(browser, web.url(0, 0), 2, partition="dynamic")
             d.find_element(CSS, "#start").click()
             try:
-                watch_it_move(browser, workers=2)
-                shot(browser, "cluster.png")
+                # (no graph: `crawl --redis --detach` starts no `graph follow`)
+                joined = r" INFO +w\d worker w\d .* joins"
+                watch_it_move(browser, workers=2, graph=False, log=joined)
                 scale(browser, 3)
                 scale(browser, 2)
                 stop(browser)

@@ -119,7 +119,8 @@ class ScriptedSource:
     def read_log(self) -> None:
         with self._lock:
             new, self._new_log = self._new_log, []
-        self.log_ring.extend(new)
+        for record in new:
+            self.log_ring.add(record)
 
     def set(self, new: dict[str, Any]) -> None:
         with self._lock:

@@ -33,11 +33,14 @@ def gossamer(*args: str) -> list[str]:
 
 
 @contextlib.contextmanager
-def dashboard(*args: str) -> Iterator[str]:
+def dashboard(
+    *args: str, env: dict[str, str] | None = None, cwd: Path | None = None
+) -> Iterator[str]:
     """`gossamer dashboard ARGS --port 0`; its base URL (read from the line it prints)."""
     proc = subprocess.Popen(
-        gossamer("dashboard", "--port", "0", *args), stderr=subprocess.PIPE, text=True
-    )
+        gossamer("dashboard", "--port", "0", *args), stderr=subprocess.PIPE, text=True,
+        env=env, cwd=cwd,
+    )  # fmt: skip
     try:
         assert proc.stderr is not None
         seen = []
@@ -179,7 +182,18 @@ def test_watch_and_stop_an_embedded_crawl(tmp_path: Path) -> None:
             with dashboard(str(out)) as base, events(base) as stream:
                 _, s1 = stream.until("pages", lambda s: s["totals"]["pages"] > 0)
                 assert s1["crawl"]["state"] == "running" and s1["crawl"]["pid"] == crawl.pid
-                assert s1["workers"][0]["pid"] == crawl.pid
+                # one row per crawling process: --workers 0 is one per core (a pool of
+                # forked workers w0, w1, … on 2 or more; the crawl's process alone on one)
+                _, s1 = stream.until("every worker's beat", lambda s: len(s["workers"]) == (
+                    os.cpu_count() or 1))  # fmt: skip
+                if (os.cpu_count() or 1) > 1:
+                    assert [w["id"] for w in s1["workers"]] == [
+                        f"w{k}" for k in range(os.cpu_count() or 1)]  # fmt: skip
+                    for w in s1["workers"]:
+                        stat = Path(f"/proc/{w['pid']}/stat").read_text()
+                        assert int(stat.rpartition(")")[2].split()[1]) == crawl.pid  # its ppid
+                else:
+                    assert [(w["id"], w["pid"]) for w in s1["workers"]] == [("main", crawl.pid)]
                 _, s2 = stream.until(
                     "more pages", lambda s: s["totals"]["pages"] > s1["totals"]["pages"]
                 )
@@ -265,7 +279,8 @@ def test_a_token_guards_the_real_server_and_its_event_stream(tmp_path: Path) -> 
     ("args", "message"),
     [
         ((), "give a crawl directory DIR or --redis URL"),
-        (("nowhere",), "not a crawl directory"),
+        (("OTHER",), "not a crawl directory"),  # a directory of other files
+        (("DIR/crawl.json",), "is not a directory"),
         (("DIR", "--redis", "redis://127.0.0.1:1/0"), "(one of them)"),
         (("DIR", "--crawl", "x"), "--crawl ID is for a cluster crawl"),
         (("DIR", "--token", ""), "--token must not be empty"),
@@ -275,7 +290,9 @@ def test_bad_command_lines_are_one_error_line(
     tmp_path: Path, args: tuple[str, ...], message: str
 ) -> None:
     out = finished_crawl_dir(tmp_path)
-    argv = [str(out) if a == "DIR" else str(tmp_path / a) if a == "nowhere" else a for a in args]
+    # (a directory that does not exist yet is a crawl to start: test_dashboard_control.py)
+    named = {"DIR": out, "OTHER": tmp_path, "DIR/crawl.json": out / "crawl.json"}
+    argv = [str(named.get(a, a)) for a in args]
     env = {k: v for k, v in os.environ.items() if k != "GOSSAMER_REDIS"}
     done = subprocess.run(
         gossamer("dashboard", *argv), capture_output=True, text=True, timeout=30, check=False,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import json
 import multiprocessing
+import os
 import signal
 import time
 from pathlib import Path
@@ -117,3 +118,53 @@ def test_the_reporter_says_a_stop_once_and_the_same_signal_again() -> None:
         assert [n["signal"] for n in notes] == said
         assert all(n["event"] == "stopping" for n in notes)
         assert "in Redis" in notes[-1]["message"] and "workers" in notes[0]["message"]
+
+
+def test_a_retired_workers_exit_is_no_failure_and_a_wake_byte_rescales(tmp_path: Path) -> None:
+    # a worker a scale-down asked to stop exits 143 like a stopped one: the parent must not
+    # take it for a failure (which stopped every other worker: the crawl would end)
+    ctx = multiprocessing.get_context("fork")
+    slow = ctx.Process(target=_sleep, args=(1.0,))
+    retired = ctx.Process(target=_stopped_soon)
+    read_w, write_w = os.pipe()
+    calls: list[int] = []
+    exits: list[str | None] = []
+    procs = [slow, retired]
+
+    def on_control() -> None:  # the pool grows: a new worker joins the wait
+        calls.append(len(procs))
+        grown = ctx.Process(target=_sleep, args=(0.3,), name="w2")
+        grown.start()
+        procs.append(grown)
+
+    with SqliteFrontier(tmp_path / "frontier.sqlite") as frontier:
+        slow.start()
+        retired.start()
+        assert retired.pid is not None
+        os.write(write_w, b"s")  # SIGUSR1's handler's byte
+        try:
+            _watch(procs, frontier, WorkersProgress(None, [], grace_s=3.0), asked={retired.pid},
+                   wakeup=read_w, retired={retired.pid}, on_control=on_control,
+                   on_exit=lambda p: exits.append(p.name))  # fmt: skip
+        finally:
+            os.close(read_w)
+            os.close(write_w)
+    assert retired.exitcode == 143
+    assert slow.exitcode == 0  # not asked to stop: the retired worker's exit was no failure
+    assert calls == [2] and procs[2].exitcode == 0  # the grown worker was waited for too
+    assert sorted(n or "" for n in exits) == sorted([slow.name, retired.name, "w2"])
+
+
+def test_a_worker_that_is_not_retired_and_exits_143_still_stops_the_others(
+    tmp_path: Path,
+) -> None:
+    ctx = multiprocessing.get_context("fork")
+    long = ctx.Process(target=_sleep, args=(30.0,))
+    stopped = ctx.Process(target=_stopped_soon)
+    with SqliteFrontier(tmp_path / "frontier.sqlite") as frontier:
+        long.start()
+        stopped.start()
+        wall = time.monotonic()
+        _watch([long, stopped], frontier, WorkersProgress(None, [], grace_s=3.0), retired=set())
+        wall = time.monotonic() - wall
+    assert long.exitcode == -15 and wall < 5.0

@@ -240,3 +240,20 @@ def test_new_directory_problem(tmp_path: Path) -> None:
         "crawl; nothing was written: give a new or empty directory"
     )
     assert "exists and is not a directory" in str(new_directory_problem(tmp_path / "a"))
+
+
+def test_a_pool_that_shrank_counts_every_worker_and_its_retired_sigterm_is_not_its_end(
+    tmp_path: Path,
+) -> None:
+    parts = {"w0": ("complete", 50), "w1": ("SIGTERM", 7), "w2": ("SIGTERM", 3),
+             "w10": ("complete", 1)}  # fmt: skip
+    for name, (ended, pages) in parts.items():
+        write_stats(tmp_path / f"stats-{name}.json", {"ended": ended, "pages": pages})
+    front = frontier(done=61)
+    merged = merge_stats(tmp_path, 4, 0.0, [], front, None, [0, 0, 0, 0],
+                         retired=["w1", "w2"])  # fmt: skip
+    assert merged["ended"] == "complete" and merged["workers"] == 4
+    assert merged["pages"] == 61 and merged["pages_per_worker"] == [50, 7, 3, 1]  # w10 last
+    assert merged["workers_retired"] == ["w1", "w2"]
+    # the same parts without the scale-down: a worker stopped by a signal sent to it alone
+    assert merge_stats(tmp_path, 4, 0.0, [], front, None, [0, 143, 143, 0])["ended"] == "SIGTERM"

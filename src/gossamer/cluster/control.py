@@ -65,6 +65,7 @@ _log = logging.getLogger(__name__)
 __all__ = [
     "crawl_status",
     "run_cluster_crawl",
+    "scale_message",
     "scale_workers",
     "spawn_detached",
     "status_main",
@@ -673,6 +674,15 @@ def workers_main(
 
 
 def _report_scale(record: CrawlRecord, target: int, r: dict[str, Any]) -> None:
+    _log.info(
+        scale_message(record, target, r),
+        extra={"crawl_id": record.id, "machine": r["machine"], "workers": target},
+    )
+
+
+def scale_message(record: CrawlRecord, target: int, r: dict[str, Any]) -> str:
+    """What `scale_workers` did (its result `r`), in words (`gossamer workers`, the
+    dashboard)."""
     parts = []
     if r["started"]:
         parts.append(f"started {len(r['started'])} (pids {', '.join(map(str, r['started']))})")
@@ -680,8 +690,6 @@ def _report_scale(record: CrawlRecord, target: int, r: dict[str, Any]) -> None:
         parts.append(f"asked {', '.join(r['stopping'])} to stop")
     if r["terminated"]:
         parts.append(f"terminated starting pids {', '.join(map(str, r['terminated']))}")
-    _log.info(
-        f"crawl {record.id} on {r['machine']}: {r['before']} -> {target} workers"
-        + (f"; {'; '.join(parts)}" if parts else "; nothing to do"),
-        extra={"crawl_id": record.id, "machine": r["machine"], "workers": target},
+    return f"crawl {record.id} on {r['machine']}: {r['before']} -> {target} workers" + (
+        f"; {'; '.join(parts)}" if parts else "; nothing to do"
     )

@@ -29,7 +29,7 @@ import secrets
 import socket
 import sys
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -40,6 +40,7 @@ from starlette.responses import HTMLResponse, JSONResponse, Response, StreamingR
 from starlette.routing import Route
 
 from ..exitcodes import Exit
+from ._control import ControlError, resume_crawl, scale_crawl, start_crawl
 from ._history import History
 from ._logtail import LAST_MAX, LEVELS, LogHub, skipped_record
 from ._metrics import metrics_registry
@@ -333,6 +334,36 @@ def make_app(source: StatusSource, *, token: str | None = None) -> Starlette:
             return no
         return JSONResponse(hub.history.as_json())
 
+    # Setup and control: start, resume, scale (_control.py; docs/dashboard.md)
+    async def control_post(
+        request: Request, action: Callable[[StatusSource, dict[str, Any]], str]
+    ) -> Response:
+        if (no := post_refused(request)) is not None:
+            return no
+        try:
+            body = await request.json()
+        except ValueError:
+            body = None
+        if not isinstance(body, dict):
+            return JSONResponse({"error": "the body must be a JSON object"}, status_code=400)
+        try:
+            done = await asyncio.to_thread(action, source, body)
+        except ControlError as exc:
+            return JSONResponse({"error": str(exc)}, status_code=exc.status)
+        _log.info(f"dashboard: {request.url.path}: {done}")
+        with contextlib.suppress(Exception):
+            await hub.read()  # the open pages see the change now
+        return JSONResponse({"ok": True, "message": done})
+
+    async def start(request: Request) -> Response:
+        return await control_post(request, start_crawl)
+
+    async def resume(request: Request) -> Response:
+        return await control_post(request, resume_crawl)
+
+    async def scale(request: Request) -> Response:
+        return await control_post(request, scale_crawl)
+
     @contextlib.asynccontextmanager
     async def lifespan(_app: Starlette) -> AsyncIterator[None]:
         async with asyncio.TaskGroup() as tg:
@@ -372,6 +403,9 @@ def make_app(source: StatusSource, *, token: str | None = None) -> Starlette:
             Route("/events/log", log_events),
             Route("/api/history", history),
             Route("/api/stop", stop, methods=["POST"]),
+            Route("/api/start", start, methods=["POST"]),
+            Route("/api/resume", resume, methods=["POST"]),
+            Route("/api/scale", scale, methods=["POST"]),
             *(Route(path, static) for path in static_files),
         ],
         lifespan=lifespan,

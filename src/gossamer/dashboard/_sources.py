@@ -25,6 +25,8 @@ from collections import Counter, deque
 from pathlib import Path
 from typing import Any, Protocol
 
+from ..engine.heartbeat import read_beats
+from ..engine.pool import MAX_POOL_WORKERS, read_control
 from ..engine.report import count_log_record, live_graph_stats, stats_end_reason
 from ..logs import DIAGNOSTICS_FILE
 from ..sinks import read_run_records
@@ -222,15 +224,22 @@ class EmbeddedSource:
     def __init__(self, directory: Path) -> None:
         self.directory = directory
         manifest = directory / "crawl.json"
-        if not manifest.is_file():
+        # a directory that does not exist yet (or is empty): the crawl to be started there
+        # from the page (POST /api/start); its settings are read once crawl.json appears
+        self._settings: dict[str, Any] = {}
+        if directory.exists() and not directory.is_dir():
+            raise SourceError(f"{directory} is not a directory")
+        if not manifest.is_file() and directory.is_dir() and any(directory.iterdir()):
             raise SourceError(
                 f"{directory} is not a crawl directory (no crawl.json); give the -o "
-                "directory of a crawl, or --redis URL for a cluster crawl"
+                "directory of a crawl (or a new one to start a crawl in), or --redis URL "
+                "for a cluster crawl"
             )
-        try:
-            self._settings = json.loads(manifest.read_text())
-        except (OSError, ValueError) as exc:
-            raise SourceError(f"cannot read {manifest}: {exc}") from exc
+        if manifest.is_file():
+            try:
+                self._settings = json.loads(manifest.read_text())
+            except (OSError, ValueError) as exc:
+                raise SourceError(f"cannot read {manifest}: {exc}") from exc
         self.log_ring = LogRing()
         self._tail = _LogTail(directory / "crawl.log.jsonl", self.log_ring)
         self._diagnostics = _DiagnosticsTail(directory / DIAGNOSTICS_FILE, self.log_ring)
@@ -240,6 +249,10 @@ class EmbeddedSource:
         self._top_hosts: list[dict[str, Any]] | None = None
         self._lock = threading.Lock()  # snapshots may overlap (/api/status, the event loop)
         self._stop_sent: int | None = None  # the pid sent SIGTERM by stop()
+
+    def lock_pid(self) -> int | None:
+        """The pid in the directory's lock file: the process that holds it, or held it last."""
+        return self._pid()
 
     def _pid(self) -> int | None:
         try:
@@ -266,6 +279,8 @@ class EmbeddedSource:
     def _snapshot(self) -> dict[str, Any]:
         now = time.time()
         out = self.directory
+        if not self._settings:  # a crawl started since: its settings
+            self._settings = _read_json(out / "crawl.json") or {}
         runs = read_run_records(out / "runs.jsonl")
         starts = [r for r in runs if r.get("event") == "start"]
         pid = self._running_pid(runs)
@@ -304,11 +319,11 @@ class EmbeddedSource:
             except sqlite3.Error:
                 self._top_hosts = None  # (frontier_error says why, from the counters read)
         errors = sum(tail.errors.values())
-        workers: list[dict[str, Any]] = []
-        if pid is not None or starts:
+        workers = _beat_rows(out, now, running=pid is not None)
+        if not workers and (pid is not None or starts):  # no beat yet (or none written)
             workers.append(
                 {
-                    "id": "embedded",
+                    "id": "main",
                     "machine": socket.gethostname(),
                     "pid": pid if pid is not None else self._pid(),
                     "state": state,
@@ -344,7 +359,7 @@ class EmbeddedSource:
                 "errors": errors,
                 "statuses": {k: v for k, v in sorted(tail.statuses.items()) if k != "None"},
                 "outcomes": dict(tail.outcomes.most_common()),
-                "workers": 1 if pid is not None else 0,
+                "workers": sum(1 for w in workers if w["state"] in ("running", "stopping")),
                 "bytes_per_s": bytes_rate,
             },
             "frontier": frontier,
@@ -353,6 +368,7 @@ class EmbeddedSource:
             "top_hosts": self._top_hosts,
             "graph": live_graph_stats(out / "graph" / "stats.json"),
             "time": now,
+            "control": _embedded_control(out, state, end_reason, pid),
         }
 
     def read_log(self) -> None:
@@ -380,6 +396,55 @@ class EmbeddedSource:
         pass
 
 
+def _beat_rows(out: Path, now: float, *, running: bool) -> list[dict[str, Any]]:
+    """The worker table of an embedded crawl: one row per heartbeat file (engine/heartbeat.py;
+    this run's: a run clears the last one's). A crawl that is not running has no running
+    worker, whatever its last beats (a killed crawl's) say."""
+    machine = socket.gethostname()
+    rows = []
+    for b in read_beats(out):
+        last = b.get("last_heartbeat")
+        state = str(b.get("state") or "running") if running else "exited"
+        rows.append(
+            {
+                "id": str(b.get("id")),
+                "machine": machine,
+                "pid": b.get("pid"),
+                "state": state,
+                "hosts": list(b.get("hosts") or []),
+                "pages": int(b.get("pages") or 0),
+                "pages_per_s": float(b.get("pages_per_s") or 0.0) if state != "exited" else 0.0,
+                "errors": int(b.get("errors") or 0),
+                "requests": int(b.get("requests") or 0),
+                "last_heartbeat": last,
+                "beat_age_s": round(max(0.0, now - float(last)), 1) if last else None,
+            }
+        )
+    return rows
+
+
+def _embedded_control(
+    out: Path, state: str, end_reason: str | None, pid: int | None
+) -> dict[str, Any]:
+    """What the page may ask of this crawl now (the `control` key)."""
+    control = read_control(out) if pid is not None else None
+    pool = control is not None and control.get("pid") == pid
+    workers: int | None = None
+    if pool:
+        assert control is not None
+        workers = int(control.get("workers") or 0) or None
+    elif pid is not None:
+        workers = 1
+    return {
+        "workers": workers,
+        "can_start": state == "not started" and not (out / "crawl.json").exists(),
+        "can_resume": state in ("ended", "killed") and end_reason != "complete",
+        "can_stop": state == "running",
+        "can_scale": state == "running" and pool,
+        "max_workers": MAX_POOL_WORKERS,
+    }
+
+
 def _read_json(path: Path) -> dict[str, Any] | None:
     try:
         data = json.loads(path.read_text())
@@ -398,29 +463,42 @@ class ClusterSource:
     def __init__(self, url: str, crawl_id: str | None) -> None:
         from ..cluster._redis import RedisConnectError, redact
         from ..cluster.control import CONTROL_PATIENCE
-        from ..cluster.registry import RegistryError, load_crawl
+        from ..cluster.registry import RegistryError, list_crawls, load_crawl
         from ..cluster.worker import connect_redis
 
+        self._url = url  # (for the crawls and workers the dashboard starts; never shown)
         self._shown_url = redact(url)
         try:
             self._client = connect_redis(url, patience=CONTROL_PATIENCE)
         except RedisConnectError as exc:
             raise SourceError(str(exc)) from exc
+        # None: no crawl in this Redis yet — one is started from the page (POST /api/start)
+        self._crawl_id: str | None = None
         try:
-            self._crawl_id = load_crawl(self._client, crawl_id).id
+            if crawl_id is not None or list_crawls(self._client):
+                self._crawl_id = load_crawl(self._client, crawl_id).id
         except RegistryError as exc:
             self._client.close()
             raise SourceError(str(exc)) from exc
+        except Exception as exc:
+            self._client.close()
+            raise SourceError(f"cannot read the crawls in {self._shown_url}: {exc}") from exc
         self._lock = threading.Lock()  # one redis-py client, used from worker threads
         self.log_ring = LogRing()
         self._log_after = "0"  # the last log stream entry read
         self._bytes_rate = _Rate()
+
+        #: where workers started from the dashboard write (the last start's -o), else the
+        #: default of `gossamer workers`
+        self.workers_out = Path("gossamer-worker")
 
     def read_log(self) -> None:
         """The workers' new diagnostics from the crawl's log stream (cluster/logstream.py),
         into the log ring: one XRANGE of at most a ring-full."""
         from ..cluster.logstream import read_log_stream
 
+        if self._crawl_id is None:  # no crawl yet (the dashboard may start one)
+            return
         with self._lock:
             lines, self._log_after = read_log_stream(
                 self._client, self._crawl_id, self._log_after, self.log_ring.size
@@ -433,11 +511,72 @@ class ClusterSource:
             if isinstance(rec, dict):
                 self.log_ring.add(diagnostic_record(rec))
 
+    @property
+    def crawl_id(self) -> str | None:
+        return self._crawl_id
+
+    def redis_url(self) -> str:
+        """The Redis URL with its password, for the commands the dashboard runs (never sent
+        to the page)."""
+        return self._url
+
+    def scale(self, target: int) -> str:
+        """`target` workers on this machine, as `gossamer workers --scale N` (the same
+        function); what was done (SourceError: the crawl does not run)."""
+        from ..cluster.control import scale_message, scale_workers
+        from ..cluster.registry import RegistryError, load_crawl
+
+        with self._lock:
+            if self._crawl_id is None:
+                raise SourceError(f"no crawl in {self._shown_url} yet: start one")
+            try:
+                record = load_crawl(self._client, self._crawl_id)
+            except RegistryError as exc:
+                raise SourceError(str(exc)) from exc
+            if record.state != "running":
+                raise SourceError(f"crawl {record.id} is {record.state}")
+            result = scale_workers(self._client, self._url, record, target, self.workers_out)
+            return scale_message(record, target, result)
+
+    def follow(self, crawl_id: str) -> None:
+        """Show crawl `crawl_id` from now on (one the dashboard started)."""
+        with self._lock:
+            self._crawl_id = crawl_id
+
+    def _not_started(self) -> dict[str, Any]:
+        from ..cluster.registry import list_crawls
+
+        crawls = list_crawls(self._client)
+        if crawls:  # created since (from a command line): follow it if it is the only one
+            running = [c for c in crawls if c.state in ("running", "stopping")]
+            if len(crawls) == 1 or len(running) == 1:
+                self._crawl_id = (crawls[0] if len(crawls) == 1 else running[0]).id
+                return {}
+        return {
+            "source": {"kind": self.kind, "redis": self._shown_url},
+            "crawl": {"id": None, "state": "not started", "end_reason": None, "pid": None,
+                      "started": None, "elapsed_s": 0.0, "runs": None, "max_pages": None,
+                      "seeds": [], "partition": None},
+            "totals": {"pages": 0, "pages_per_s": 0.0, "requests": 0, "bytes": None,
+                       "errors": 0, "statuses": None, "outcomes": None, "workers": 0},
+            "frontier": None,
+            "frontier_error": None,
+            "workers": [],
+            "graph": None,
+            "time": time.time(),
+            "control": {"workers": None, "can_start": True, "can_resume": False,
+                        "can_stop": False, "can_scale": False,
+                        "max_workers": MAX_POOL_WORKERS},
+        }
+
     def snapshot(self) -> dict[str, Any]:
         from ..cluster.control import crawl_status
         from ..cluster.registry import load_crawl, settle_stopped
 
         with self._lock:
+            if self._crawl_id is None and (empty := self._not_started()):
+                return empty
+            assert self._crawl_id is not None
             record = load_crawl(self._client, self._crawl_id)
             if record.state == "stopping" and settle_stopped(self._client, record):
                 record = load_crawl(self._client, record.id)  # its workers are gone
@@ -507,6 +646,15 @@ class ClusterSource:
             "top_hosts": top_hosts,
             "graph": data["graph"],
             "time": data["server_time"],
+            "control": {
+                "workers": sum(1 for w in workers if w["machine"] == socket.gethostname()
+                               and w["state"] not in ("dead", "stopped", "stopping")),
+                "can_start": c["state"] in ("stopped", "finished"),
+                "can_resume": False,  # a cluster crawl goes on by starting workers: scale
+                "can_stop": c["state"] == "running",
+                "can_scale": c["state"] == "running",
+                "max_workers": MAX_POOL_WORKERS,
+            },
         }
 
     def stop(self) -> str:
@@ -515,6 +663,8 @@ class ClusterSource:
         from ..cluster.registry import load_crawl, request_stop
 
         with self._lock:
+            if self._crawl_id is None:
+                raise SourceError(f"no crawl in {self._shown_url} yet")
             record = load_crawl(self._client, self._crawl_id)
             if record.state in ("stopped", "finished"):
                 raise SourceError(f"crawl {record.id} is {record.state} already")

@@ -291,6 +291,10 @@ class Crawler:
         """`abandon_in_flight()` was called."""
         return self._abandoned
 
+    def hosts_crawling(self) -> list[str]:
+        """The hosts whose batches are being fetched now (a worker's heartbeat shows them)."""
+        return sorted({k.host for k in self._keepers})
+
     def in_flight(self) -> int:
         """Requests in flight (or waiting for their host's delay) now."""
         busy = sum(1 for k in self._keepers if k.current is not None and not k.current.done())
@@ -1035,6 +1039,10 @@ class _LeaseKeeper:
     fires when `Crawler._lease_end` would extend (one timer per batch, not per request)."""
 
     __slots__ = ("_batch", "_cancelled", "_crawler", "_extending", "_timer", "current", "end")
+
+    @property
+    def host(self) -> str:
+        return self._batch.host
 
     def __init__(self, crawler: Crawler, batch: HostBatch, end: float) -> None:
         self._crawler = crawler

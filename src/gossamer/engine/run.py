@@ -14,6 +14,8 @@ Crawl directory layout (docs/crawler/outputs.md):
     stats.json          final statistics (of the last run)
     runs.jsonl          a line as each run starts and ends (`gossamer report` sums the runs)
     lock                held while a crawler runs in the directory
+    workers/            each crawling process's heartbeat (engine/heartbeat.py)
+    control.json        a running pool's worker count (`gossamer workers --scale N DIR`)
 """
 
 from __future__ import annotations
@@ -48,7 +50,8 @@ from ..sinks.cdx import write_crawl_index
 from . import build
 from .crawler import Crawler, seed_frontier
 from .graphfeed import GraphFeed
-from .pool import run_pool
+from .heartbeat import Heartbeat, clear_beats
+from .pool import clear_control, run_pool
 from .progress import ProgressDisplay, print_summary, show_worker_progress
 from .recrawl import Recrawl, seed_recrawl
 from .report import end_run, start_run
@@ -57,6 +60,8 @@ from .stopping import WorkerStop, hold_stop_signals
 from .summary import worker_summary
 
 MANIFEST = "crawl.json"
+#: the heartbeat id of a crawl's one process when it runs without a pool
+MAIN_WORKER = "main"
 _log = logging.getLogger(__name__)
 
 
@@ -180,6 +185,8 @@ def run_crawl(
                 if changed:  # the settings a resume took: for this run and the next ones
                     write_manifest(settings)
                 run, started = start_run(out, resume=resume, workers=workers, changed=changed)
+                clear_beats(out)  # an earlier run's workers: this run's write their own
+                clear_control(out)
             except OSError as exc:
                 raise CrawlError(f"cannot write to {out}: {exc.strerror or exc}") from exc
             began = time.time()
@@ -311,6 +318,7 @@ async def _run(
         prepare=None if part else prepare,  # a pool worker: the parent seeded or reclaimed
         revalidate=revalidate,
         robots_store=stores.robots_store,
+        heartbeat=part or MAIN_WORKER,
     )
 
 
@@ -330,6 +338,7 @@ async def run_engine(
     storage_errors: tuple[type[Exception], ...] = (),
     resume_hint: str | None = None,
     robots_store: RobotsStore | None = None,
+    heartbeat: str | None = None,
 ) -> int:
     """Run one worker's `Crawler` over `frontier` into `settings.output` until the crawl
     ends, a stop is requested or SIGINT/SIGTERM; write its statistics (`stats.json`, or
@@ -342,7 +351,8 @@ async def run_engine(
     Storage errors (OSError, sqlite3.Error and `storage_errors`) end the worker with 74
     and a message ending in `resume_hint` (how to go on once fixed). `robots_store` is the
     crawl's shared robots.txt store (closed here with the frontier; None: this worker's
-    cache only)."""
+    cache only). `heartbeat`: this worker's id in the crawl directory's heartbeats
+    (engine/heartbeat.py; None: none, as a cluster worker, which beats in Redis)."""
     out = settings.output
     parts = build.worker(
         settings,
@@ -371,6 +381,9 @@ async def run_engine(
     reporter = None
     if display is not None:
         reporter = asyncio.create_task(show_worker_progress(crawler, display))
+    beats = Heartbeat(crawler, out, heartbeat) if heartbeat is not None else None
+    if beats is not None:
+        beats.start()
     try:
         if prepare is not None:
             await prepare()
@@ -419,6 +432,8 @@ async def run_engine(
                 finally:
                     if robots_store is not None:
                         robots_store.close()
+                    if beats is not None:
+                        beats.finish()
         finally:
             stop.remove()
     if ended_by and exit_code == 0:

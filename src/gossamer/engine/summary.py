@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import signal
 import time
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -25,23 +25,35 @@ def merge_stats(
     frontier: Any,
     max_pages: int | None,
     codes: Sequence[int],
+    *,
+    retired: Collection[str] = (),
 ) -> dict[str, Any]:
-    """A pool's stats.json: its workers' parts (`stats-wK.json`) added up, with why the crawl
-    ended from the parent's view: a signal it received, else a worker that failed (a non-zero
-    exit: 74, killed, …; its part may be missing), else the shared frontier's counts."""
+    """A pool's stats.json: its workers' parts (`stats-wK.json`: every worker that ran,
+    `workers` of them, those a scale-down retired too) added up, with why the crawl ended
+    from the parent's view: a signal it received, else a worker that failed (a non-zero
+    exit: 74, killed, …; its part may be missing), else the shared frontier's counts. The
+    `retired` workers (ids) were stopped by a scale-down: their own SIGTERM is not the
+    crawl's end."""
     parts = []
-    for path in sorted(out.glob("stats-w*.json")):
+    named = []
+    for path in sorted(out.glob("stats-w*.json"), key=lambda p: _part_number(p.stem)):
         try:
             parts.append(json.loads(path.read_text()))
         except (OSError, ValueError):
             continue
+        named.append(path.stem.removeprefix("stats-"))
     now = time.time()
     elapsed = max(now - started, 1e-9)
     signal_name = signal.Signals(stopped[0]).name if stopped else None
     failed = any(code not in (0, 130, 143) for code in codes) or len(parts) != workers
     if signal_name is None and not failed:  # a worker stopped by a signal sent to it alone
         signal_name = next(
-            (p["ended"] for p in parts if p.get("ended") in ("SIGINT", "SIGTERM")), None
+            (
+                p["ended"]
+                for p, name in zip(parts, named, strict=True)
+                if p.get("ended") in ("SIGINT", "SIGTERM") and name not in retired
+            ),
+            None,
         )
     ended = end_reason(
         signal_name=signal_name,
@@ -61,6 +73,8 @@ def merge_stats(
         "workers": workers,
         "pages_per_worker": [p.get("pages", 0) for p in parts],
     }
+    if retired:
+        merged["workers_retired"] = sorted(retired, key=_part_number)
     for key in ("pages", "requests", "bytes"):
         merged[key] = sum(int(p.get(key, 0)) for p in parts)
     merged["pages_per_s"] = round(merged["pages"] / elapsed, 1)
@@ -106,6 +120,14 @@ def worker_summary(
         "dropped": dict(sorted(c.dropped.items())),
         "frontier": _as_dict(stats),
     }
+
+
+def _part_number(name: str) -> int:
+    """`w12` (or `stats-w12`) -> 12: parts in worker order (w10 after w9)."""
+    try:
+        return int(name.rpartition("w")[2])
+    except ValueError:
+        return -1
 
 
 def _as_dict(obj: Any) -> dict[str, Any]:

@@ -1,0 +1,276 @@
+"""The dashboard's Setup and control requests (docs/dashboard.md, "Setup and control"):
+start a crawl, resume it, scale its workers.
+
+Start and resume run the real command line — `gossamer crawl … -o DIR` (embedded) or
+`gossamer crawl --redis URL --detach …` (cluster) — as a detached process in its own session
+(stopping the dashboard does not stop the crawl), so the form refuses exactly what the
+command line refuses, with its message. The request waits (bounded) until the command either
+exits — its error line is the answer — or has clearly started: the crawl directory's `lock`
+names it (embedded), or it printed the new crawl's id (cluster, which returns once its
+workers are spawned). Scaling takes the code path of `gossamer workers --scale N`:
+`engine.pool.request_scale` for an embedded pool, `cluster.control.scale_workers` for a
+cluster crawl's local workers.
+
+Every function here is synchronous (processes, files, Redis) and called off the event loop;
+each raises ControlError with the HTTP status and the one line to answer.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from ..engine.pool import MAX_POOL_WORKERS, ScaleError, request_scale
+from ._sources import ClusterSource, EmbeddedSource, SourceError, StatusSource
+
+__all__ = ["START_WAIT_S", "ControlError", "resume_crawl", "scale_crawl", "start_crawl"]
+
+#: the longest a start or resume request waits for the command to start or refuse: a
+#: refusal comes after the imports (~0.5 s) and the settings' checks; a proxy that does not
+#: answer is given its connect time-out (10 s by default)
+START_WAIT_S = 30.0
+_POLL_S = 0.05
+#: how gossamer (and argparse, for a bad flag value) begins an error line
+_ERROR = re.compile(r"^gossamer(?: [\w-]+)?: error: (.*)$")
+
+
+class ControlError(Exception):
+    """A request refused: `status` (400 bad input, 409 not possible now) and its line."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+def start_log(directory: Path) -> Path:
+    """Where a started command's stdout and stderr go: beside the crawl directory, not in it
+    (a new crawl's directory must be empty), appended to by every start and resume."""
+    return directory.parent / f"{directory.name}.dashboard.log"
+
+
+def _gossamer(*args: str) -> list[str]:
+    return [sys.executable, "-m", "gossamer", *args]
+
+
+def _count(body: dict[str, Any], key: str, low: int, high: int) -> int | None:
+    value = body.get(key)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise ControlError(400, f"{key}: give a whole number from {low} to {high}, not {value!r}")
+    return value
+
+
+def _crawl_flags(body: dict[str, Any]) -> list[str]:
+    """The form's settings as `gossamer crawl` flags (the command line checks their values:
+    its refusal is the answer); what is not a setting of the form is refused here."""
+    known = {"seeds", "max_pages", "workers", "scope", "delay", "partition", "max_depth"}
+    unknown = sorted(set(body) - known)
+    if unknown:
+        names = ", ".join(sorted(known))
+        raise ControlError(400, f"unknown setting {unknown[0]!r}; known: {names}")
+    flags: list[str] = []
+    for key, flag in (("max_pages", "--max-pages"), ("max_depth", "--max-depth")):
+        value = body.get(key)
+        if value is not None:
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise ControlError(400, f"{key}: give a whole number or null, not {value!r}")
+            flags += [flag, str(value)]
+    delay = body.get("delay")
+    if delay is not None:
+        if isinstance(delay, bool) or not isinstance(delay, int | float) or not math.isfinite(
+            delay
+        ):
+            raise ControlError(400, f"delay: give a number of seconds or null, not {delay!r}")
+        flags += ["--delay", repr(float(delay))]
+    for key, flag in (("scope", "--scope"), ("partition", "--partition")):
+        value = body.get(key)
+        if value is not None:
+            if not isinstance(value, str):
+                raise ControlError(400, f"{key}: give a name or null, not {value!r}")
+            flags += [f"{flag}={value}"]  # (one word: a value starting with - stays a value)
+    return flags
+
+
+def _seeds(body: dict[str, Any]) -> list[str]:
+    seeds = body.get("seeds")
+    if not isinstance(seeds, list) or not all(isinstance(u, str) for u in seeds):
+        raise ControlError(400, "seeds: give a list of URLs")
+    return [u.strip() for u in seeds if u.strip()]
+
+
+def _error_line(text: str) -> str:
+    """The command's refusal: its `gossamer: error:` line (argparse's: `gossamer crawl:
+    error:`) and the indented lines that continue it, without the prefix, on one line;
+    else its last line."""
+    lines = text.splitlines()
+    for k, line in enumerate(lines):
+        if m := _ERROR.match(line):
+            rest = []
+            for more in lines[k + 1 :]:
+                if not more.startswith(" "):
+                    break
+                rest.append(more.strip())
+            return " ".join([m.group(1).strip(), *rest])
+    tail = [x for x in lines if x.strip()]
+    return tail[-1].removeprefix("gossamer: ") if tail else "the command failed"
+
+
+def _reap(proc: subprocess.Popen[bytes]) -> None:
+    """Wait for a started command in a thread (no zombie while the dashboard runs; the
+    crawl itself is in its own session and outlives the dashboard)."""
+    threading.Thread(target=proc.wait, name=f"reap-{proc.pid}", daemon=True).start()
+
+
+def _run_detached(argv: list[str], log: Path) -> tuple[subprocess.Popen[bytes], int]:
+    """Start `argv` in its own session, its output appended to `log`; the process and the
+    log's offset where its lines begin."""
+    try:
+        log.parent.mkdir(parents=True, exist_ok=True)
+        with log.open("ab") as f:
+            offset = f.tell()
+            proc = subprocess.Popen(
+                argv, stdin=subprocess.DEVNULL, stdout=f, stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )  # fmt: skip
+    except OSError as exc:
+        raise ControlError(409, f"cannot start the crawl (log {log}): {exc}") from exc
+    return proc, offset
+
+
+def _log_since(log: Path, offset: int) -> str:
+    try:
+        with log.open("rb") as f:
+            f.seek(offset)
+            return f.read(1 << 16).decode("utf-8", "replace")
+    except OSError:
+        return ""
+
+
+def _wait_started(source: EmbeddedSource, argv: list[str], what: str) -> str:
+    """Run a `gossamer crawl` command for the embedded crawl and wait until it holds the
+    directory's lock (started) or exits (its error line: 400)."""
+    log = start_log(source.directory)
+    proc, offset = _run_detached(argv, log)
+    deadline = time.monotonic() + START_WAIT_S
+    while True:
+        code = proc.poll()
+        if code is not None:
+            if code == 0:
+                return f"{what}: the crawl ran and ended (exit 0); its output is in {log}"
+            raise ControlError(400, _error_line(_log_since(log, offset)))
+        if source.lock_pid() == proc.pid:
+            _reap(proc)
+            return f"{what}: pid {proc.pid}; its output goes to {log}"
+        if time.monotonic() > deadline:
+            _reap(proc)
+            return f"{what}: pid {proc.pid}, still starting after {START_WAIT_S:g} s; see {log}"
+        time.sleep(_POLL_S)
+
+
+def start_crawl(source: StatusSource, body: dict[str, Any]) -> str:
+    """POST /api/start: a new crawl, as `gossamer crawl` starts it."""
+    seeds = _seeds(body)
+    workers = _count(body, "workers", 1, MAX_POOL_WORKERS) or 1
+    flags = _crawl_flags(body)
+    status = source.snapshot()
+    if not status["control"]["can_start"]:
+        state = status["crawl"]["state"]
+        if isinstance(source, EmbeddedSource):
+            if state in ("running", "stopping"):
+                raise ControlError(409, f"a crawl is {state} in {source.directory}")
+            raise ControlError(
+                409, f"{source.directory} already holds a crawl ({state}): resume it, or "
+                "start the dashboard on a new directory",
+            )  # fmt: skip
+        raise ControlError(409, f"crawl {status['crawl']['id']} is {state}: stop it first")
+    if isinstance(source, EmbeddedSource):
+        argv = _gossamer("crawl", "-o", str(source.directory.absolute()),
+                         "--workers", str(workers), *flags, "-q", "--", *seeds)  # fmt: skip
+        return _wait_started(source, argv, "started")
+    if isinstance(source, ClusterSource):
+        return _start_cluster(source, seeds, workers, flags)
+    raise ControlError(409, "this dashboard cannot start a crawl")
+
+
+def _start_cluster(source: ClusterSource, seeds: list[str], workers: int, flags: list[str]) -> str:
+    """`gossamer crawl --redis URL --workers N --detach`: the crawl is created, its local
+    workers spawned in their own sessions, and the command exits printing the crawl's id."""
+    # a new directory per start (`crawl --redis` refuses one that holds files), under
+    # `crawl --redis`'s and `workers`'s default -o, in the dashboard's working directory
+    out = Path("gossamer-worker").absolute() / f"crawl-{time.strftime('%Y%m%d-%H%M%S')}"
+    log = start_log(out)
+    argv = _gossamer("crawl", "--redis", source.redis_url(), "--workers", str(workers),
+                     "--detach", "-o", str(out), *flags, "-q", "--", *seeds)  # fmt: skip
+    try:
+        log.parent.mkdir(parents=True, exist_ok=True)
+        with log.open("ab") as f:
+            offset = f.tell()
+            done = subprocess.run(
+                argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=f,
+                timeout=START_WAIT_S, check=False, start_new_session=True,
+            )  # fmt: skip
+    except subprocess.TimeoutExpired:
+        raise ControlError(409, f"`gossamer crawl --redis` did not answer in {START_WAIT_S:g} s; "
+                           f"see {log}") from None  # fmt: skip
+    except OSError as exc:
+        raise ControlError(409, f"cannot start the crawl (log {log}): {exc}") from exc
+    crawl_id = done.stdout.decode("utf-8", "replace").strip()
+    if done.returncode != 0 or not crawl_id:
+        raise ControlError(400, _error_line(_log_since(log, offset)))
+    source.follow(crawl_id)
+    source.workers_out = out
+    return f"started crawl {crawl_id} with {workers} local workers; outputs in {out}, log {log}"
+
+
+def resume_crawl(source: StatusSource, body: dict[str, Any]) -> str:
+    """POST /api/resume: `gossamer crawl --resume DIR` (embedded only)."""
+    if not isinstance(source, EmbeddedSource):
+        raise ControlError(
+            409, "a cluster crawl is not resumed: it goes on as long as workers join it — "
+            "scale its workers up (or run `gossamer worker --redis URL --crawl ID`)",
+        )  # fmt: skip
+    unknown = sorted(set(body) - {"workers"})
+    if unknown:
+        raise ControlError(400, f"unknown setting {unknown[0]!r}; a resume takes only workers")
+    workers = _count(body, "workers", 1, MAX_POOL_WORKERS)
+    status = source.snapshot()
+    if not status["control"]["can_resume"]:
+        state, reason = status["crawl"]["state"], status["crawl"]["end_reason"]
+        why = f"{state} ({reason})" if reason else state
+        raise ControlError(409, f"the crawl in {source.directory} is {why}: nothing to resume")
+    argv = _gossamer("crawl", "--resume", str(source.directory.absolute()), "-q")
+    if workers is not None:
+        argv += ["--workers", str(workers)]
+    return _wait_started(source, argv, "resumed")
+
+
+def scale_crawl(source: StatusSource, body: dict[str, Any]) -> str:
+    """POST /api/scale: the code path of `gossamer workers --scale N` (DIR or --redis)."""
+    unknown = sorted(set(body) - {"workers"})
+    if unknown:
+        raise ControlError(400, f"unknown setting {unknown[0]!r}; scaling takes only workers")
+    if body.get("workers") is None:
+        raise ControlError(400, "workers: give the number of workers")
+    if isinstance(source, EmbeddedSource):
+        target = _count(body, "workers", 1, MAX_POOL_WORKERS)
+        assert target is not None
+        try:
+            return request_scale(source.directory, target)
+        except ScaleError as exc:
+            raise ControlError(409, str(exc)) from exc
+    if isinstance(source, ClusterSource):
+        target = _count(body, "workers", 0, MAX_POOL_WORKERS)
+        assert target is not None
+        try:
+            return source.scale(target)
+        except SourceError as exc:
+            raise ControlError(409, str(exc)) from exc
+    raise ControlError(409, "this dashboard cannot scale its crawl")
+

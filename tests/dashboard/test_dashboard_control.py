@@ -1,0 +1,299 @@
+"""The dashboard's Setup and control requests (POST /api/start, /api/resume, /api/scale)
+through Starlette's test client: each refusal (the command line's own message for a bad
+setting, 409 for a request the crawl's state does not allow, 403 cross-site or without the
+CSRF token), the worker table and `control` read from a crawl directory's heartbeats, and
+good requests that start, stop and resume a real crawl of the simulated web and refuse to
+scale a one-process crawl. Scaling a running pool: tests/e2e/test_dashboard_control.py."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from starlette.testclient import TestClient
+
+from gossamer.dashboard import ClusterSource, EmbeddedSource, make_app
+from gossamer.dashboard._control import _error_line, start_log
+from gossamer.engine.heartbeat import write_beat
+from gossamer.testing import WebSpec, serve_in_thread
+
+LOCAL = "http://127.0.0.1:8700"
+
+
+class Page:
+    """The dashboard's app as its page talks to it: same-origin JSON POSTs with the CSRF
+    token."""
+
+    def __init__(self, source: Any) -> None:
+        self.app = make_app(source)
+        self.client = TestClient(self.app, base_url=LOCAL)
+        self.headers = {"Origin": LOCAL, "X-Gossamer-CSRF": self.app.state.csrf}
+
+    def post(self, path: str, body: Any) -> tuple[int, dict[str, Any]]:
+        r = self.client.post(path, json=body, headers=self.headers)
+        return r.status_code, r.json()
+
+    def status(self) -> dict[str, Any]:
+        data: dict[str, Any] = self.client.get("/api/status").json()
+        return data
+
+
+def cli_error(*args: str) -> str:
+    """What `gossamer crawl ARGS` prints as its error, without `gossamer: error: `."""
+    done = subprocess.run(
+        [sys.executable, "-m", "gossamer", "crawl", *args],
+        capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert done.returncode != 0
+    return _error_line(done.stderr)
+
+
+def test_a_new_directory_is_a_crawl_not_started_and_can_be_started(tmp_path: Path) -> None:
+    page = Page(EmbeddedSource(tmp_path / "new"))
+    s = page.status()
+    assert s["crawl"]["state"] == "not started" and s["workers"] == []
+    assert s["control"] == {"workers": None, "can_start": True, "can_resume": False,
+                            "can_stop": False, "can_scale": False, "max_workers": 64}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("body", "cli"),
+    [
+        ({"seeds": ["notaurl"], "workers": 2}, ("notaurl",)),
+        ({"seeds": [], "workers": 1}, ()),
+        ({"seeds": ["http://a.test/"], "scope": "planet"}, ("http://a.test/", "--scope",
+                                                            "planet")),
+        ({"seeds": ["http://a.test/"], "partition": "modulo"}, ("http://a.test/", "--partition",
+                                                                "modulo")),
+        ({"seeds": ["http://a.test/"], "delay": -1}, ("http://a.test/", "--delay", "-1.0")),
+        ({"seeds": ["--proxy=http://127.0.0.1:9/"]}, ("--", "--proxy=http://127.0.0.1:9/")),
+    ],
+)
+def test_start_refuses_what_the_command_line_refuses_with_its_message(
+    tmp_path: Path, body: dict[str, Any], cli: tuple[str, ...]
+) -> None:
+    out = tmp_path / "new"
+    page = Page(EmbeddedSource(out))
+    code, answer = page.post("/api/start", body)
+    expected = cli_error(*cli, "-o", str(tmp_path / "cli"))
+    assert code == 400, answer
+    assert answer == {"error": expected.replace(str(tmp_path / "cli"), str(out))}
+    assert "\n" not in answer["error"]
+    assert not out.exists()  # nothing was started
+    assert start_log(out).is_file()  # the command's output, beside the directory
+
+
+@pytest.mark.parametrize(
+    ("body", "error"),
+    [
+        ({"seeds": ["http://a.test/"], "workers": 0}, "workers: give a whole number from 1 to 64"),
+        ({"seeds": ["http://a.test/"], "workers": 65}, "workers: give a whole number from 1"),
+        ({"seeds": ["http://a.test/"], "workers": "2"}, "workers: give a whole number"),
+        ({"seeds": "http://a.test/"}, "seeds: give a list of URLs"),
+        ({"seeds": ["http://a.test/"], "proxy": "x"}, "unknown setting 'proxy'"),
+        ({"seeds": ["http://a.test/"], "max_pages": 1.5}, "max_pages: give a whole number"),
+        ({"seeds": ["http://a.test/"], "delay": "fast"}, "delay: give a number of seconds"),
+    ],
+)
+def test_start_refuses_a_bad_body(tmp_path: Path, body: dict[str, Any], error: str) -> None:
+    out = tmp_path / "new"
+    code, answer = Page(EmbeddedSource(out)).post("/api/start", body)
+    assert code == 400 and answer["error"].startswith(error), answer
+    assert not start_log(out).exists()  # refused before any command ran
+
+
+def test_control_posts_are_same_origin_json_with_the_csrf_token(tmp_path: Path) -> None:
+    out = tmp_path / "new"
+    page = Page(EmbeddedSource(out))
+    body = {"seeds": ["http://a.test/"], "workers": 1}
+    for path in ("/api/start", "/api/resume", "/api/scale"):
+        assert page.client.get(path).status_code == 405
+        no_csrf = page.client.post(path, json=body, headers={"Origin": LOCAL})
+        assert no_csrf.status_code == 403 and "CSRF" in no_csrf.json()["error"]
+        cross = {**page.headers, "Origin": "http://evil.example"}
+        cross_site = page.client.post(path, json=body, headers=cross)
+        assert cross_site.status_code == 403 and "cross-site" in cross_site.json()["error"]
+        form = page.client.post(path, content=b"seeds=x", headers=page.headers)
+        assert form.status_code == 400 and form.json()["error"] == "the body must be a JSON object"
+    assert not out.exists() and not start_log(out).exists()  # none of those ran anything
+
+
+def _sleeper() -> subprocess.Popen[bytes]:
+    """A process whose command line names gossamer (as a crawl's does)."""
+    return subprocess.Popen([sys.executable, "-c", "import time  # gossamer\ntime.sleep(60)"])
+
+
+def _crawl_dir(tmp_path: Path, *, pid: int | None, ended: str | None) -> Path:
+    out = tmp_path / "crawl"
+    out.mkdir()
+    (out / "crawl.json").write_text(json.dumps({"seeds": ["http://a.test/"], "workers": 2}))
+    runs = [{"event": "start", "run": 1, "time": time.time() - 10, "workers": 2}]
+    if ended is not None:
+        stats = {"ended": ended, "finished": ended == "complete"}
+        runs.append({"event": "end", "run": 1, "time": time.time(), "exit": 0, "stats": stats})
+        (out / "stats.json").write_text(json.dumps(stats))
+    (out / "runs.jsonl").write_text("".join(json.dumps(r) + "\n" for r in runs))
+    (out / "lock").write_text(f"{pid if pid is not None else 999_999_999}\n")
+    return out
+
+
+@pytest.fixture
+def sleeper() -> Iterator[subprocess.Popen[bytes]]:
+    proc = _sleeper()
+    try:
+        yield proc
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def test_a_running_crawl_cannot_be_started_or_resumed(
+    tmp_path: Path, sleeper: subprocess.Popen[bytes]
+) -> None:
+    out = _crawl_dir(tmp_path, pid=sleeper.pid, ended=None)
+    page = Page(EmbeddedSource(out))
+    s = page.status()
+    assert s["crawl"]["state"] == "running"
+    assert s["control"]["can_stop"] and not s["control"]["can_start"]
+    assert not s["control"]["can_scale"]  # one process: no control.json of a pool
+    code, answer = page.post("/api/start", {"seeds": ["http://a.test/"]})
+    assert (code, answer) == (409, {"error": f"a crawl is running in {out}"})
+    code, answer = page.post("/api/resume", {})
+    assert code == 409 and answer["error"] == f"the crawl in {out} is running: nothing to resume"
+    code, answer = page.post("/api/scale", {"workers": 3})
+    assert code == 409 and "runs in one process (--workers 1)" in answer["error"]
+    assert sleeper.poll() is None  # nothing was sent to it
+
+
+def test_an_ended_crawl_cannot_be_scaled_nor_a_complete_one_resumed(tmp_path: Path) -> None:
+    out = _crawl_dir(tmp_path, pid=None, ended="complete")
+    page = Page(EmbeddedSource(out))
+    control = page.status()["control"]
+    assert not control["can_scale"] and not control["can_resume"] and not control["can_start"]
+    code, answer = page.post("/api/scale", {"workers": 3})
+    assert (code, answer) == (409, {"error": f"no crawl is running in {out}"})
+    for bad in (0, 65, None, "3"):
+        code, answer = page.post("/api/scale", {"workers": bad})
+        assert code == 400, answer
+    code, answer = page.post("/api/resume", {})
+    assert code == 409 and "is ended (complete): nothing to resume" in answer["error"]
+    code, answer = page.post("/api/start", {"seeds": ["http://a.test/"]})
+    assert code == 409 and "already holds a crawl (ended)" in answer["error"]
+    assert page.post("/api/resume", {"workers": 0})[0] == 400
+
+
+def test_the_worker_table_reads_the_heartbeats(tmp_path: Path, sleeper: subprocess.Popen[bytes]
+                                               ) -> None:  # fmt: skip
+    out = _crawl_dir(tmp_path, pid=sleeper.pid, ended=None)
+    (out / "workers").mkdir()
+    now = time.time()
+    for k, state in enumerate(["running", "running", "stopping"]):
+        write_beat(out / "workers" / f"w{k}.json", {
+            "id": f"w{k}", "pid": 1000 + k, "state": state, "hosts": [f"h{k}.test"],
+            "pages": 10 * k, "pages_per_s": 1.5, "requests": 11 * k, "errors": k,
+            "started": now - 5, "last_heartbeat": now - 1})  # fmt: skip
+    (out / "workers" / ".w9.json.tmp").write_text("{torn")  # a beat being written
+    (out / "control.json").write_text(json.dumps({"pid": sleeper.pid, "workers": 2}))
+    s = Page(EmbeddedSource(out)).status()
+    rows = s["workers"]
+    assert [r["id"] for r in rows] == ["w0", "w1", "w2"]
+    assert [r["state"] for r in rows] == ["running", "running", "stopping"]
+    assert rows[1]["hosts"] == ["h1.test"] and rows[2]["pages"] == 20 and rows[2]["errors"] == 2
+    assert set(rows[0]) >= {"id", "machine", "pid", "state", "hosts", "pages", "pages_per_s",
+                            "errors", "last_heartbeat", "beat_age_s"}  # fmt: skip
+    assert 0.5 <= rows[0]["beat_age_s"] < 60
+    assert s["totals"]["workers"] == 3
+    assert s["control"]["can_scale"] and s["control"]["workers"] == 2
+    sleeper.kill()
+    sleeper.wait()
+    s = Page(EmbeddedSource(out)).status()  # killed: its last beats are no running workers
+    assert s["crawl"]["state"] == "killed"
+    assert {r["state"] for r in s["workers"]} == {"exited"} and s["totals"]["workers"] == 0
+    assert s["control"]["can_resume"] and not s["control"]["can_scale"]
+
+
+def wait_for(what: str, check: Callable[[], Any], timeout: float = 60) -> Any:
+    deadline = time.monotonic() + timeout
+    while not (value := check()):
+        assert time.monotonic() < deadline, f"waited {timeout} s for {what}"
+        time.sleep(0.05)
+    return value
+
+
+@pytest.mark.slow
+def test_start_stop_resume_a_real_crawl(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    spec = WebSpec(seed=9, hosts=100, pages_mean=150, profile="clean")  # outlasts the test
+    with serve_in_thread(spec) as web:
+        resolve = web.write_resolve_file(tmp_path / "resolve.txt")
+        # the started command inherits the dashboard's environment: GOSSAMER_* settings apply
+        monkeypatch.setenv("GOSSAMER_RESOLVE_FILE", str(resolve))
+        monkeypatch.setenv("GOSSAMER_ALLOW_PRIVATE", "true")
+        out = tmp_path / "crawl"
+        page = Page(EmbeddedSource(out))
+        code, answer = page.post("/api/start", {"seeds": [web.url(0, 0)], "workers": 1,
+                                                "scope": "all", "delay": 0, "max_pages": None})
+        assert code == 200 and answer["ok"], answer
+        pid = page.status()["crawl"]["pid"]
+        assert f"started: pid {pid}" in answer["message"]
+        try:
+            s = wait_for("a page and a beat", lambda: (s := page.status())["totals"]["pages"] > 0
+                         and s["workers"] and s["workers"][0]["pages"] > 0 and s)  # fmt: skip
+            assert s["crawl"]["state"] == "running" and s["crawl"]["seeds"] == [web.url(0, 0)]
+            assert [(w["id"], w["pid"]) for w in s["workers"]] == [("main", pid)]
+            assert os.getsid(pid) == pid  # its own session: the dashboard's end is not its end
+            code, answer = page.post("/api/start", {"seeds": [web.url(0, 0)]})
+            assert code == 409
+            assert page.post("/api/stop", {})[0] == 200
+            s = wait_for("the end", lambda: (s := page.status())["crawl"]["state"] == "ended"
+                         and s)  # fmt: skip
+            assert s["crawl"]["end_reason"] == "SIGTERM" and s["control"]["can_resume"]
+            code, answer = page.post("/api/resume", {"workers": 2})
+            assert code == 200 and answer["message"].startswith("resumed: pid "), answer
+            s = wait_for("two workers", lambda: (s := page.status())["control"]["can_scale"]
+                         and len(s["workers"]) == 2 and s)  # fmt: skip
+            assert [w["id"] for w in s["workers"]] == ["w0", "w1"]
+            assert s["crawl"]["runs"] == 2 and s["control"]["workers"] == 2
+            assert page.post("/api/stop", {})[0] == 200
+            wait_for("the end", lambda: page.status()["crawl"]["state"] == "ended")
+        finally:
+            for w in page.status()["workers"]:
+                if w["state"] != "exited" and w["pid"]:
+                    os.kill(w["pid"], 9)
+            crawl_pid = EmbeddedSource(out).lock_pid()
+            if crawl_pid is not None:
+                try:
+                    os.kill(crawl_pid, 9)
+                except ProcessLookupError:
+                    pass
+
+
+def test_a_cluster_dashboard_before_any_crawl(
+    redis_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)  # where the started command's log goes: gossamer-worker/
+    source = ClusterSource(redis_url, None)
+    try:
+        page = Page(source)
+        s = page.status()
+        assert s["crawl"]["state"] == "not started" and s["workers"] == []
+        assert s["control"]["can_start"] and not s["control"]["can_scale"]
+        code, answer = page.post("/api/resume", {})
+        assert code == 409 and "a cluster crawl is not resumed" in answer["error"]
+        code, answer = page.post("/api/scale", {"workers": 2})
+        assert code == 409 and "no crawl in redis://127.0.0.1:" in answer["error"]
+        assert page.post("/api/stop", {})[0] == 409
+        code, answer = page.post("/api/start", {"seeds": ["notaurl"], "workers": 1})
+        assert code == 400
+        assert answer["error"] == cli_error("--redis", redis_url, "notaurl", "--workers", "0")
+        assert page.status()["crawl"]["state"] == "not started"  # nothing was created
+        (log,) = (tmp_path / "gossamer-worker").glob("crawl-*.dashboard.log")
+        assert "notaurl" in log.read_text()
+    finally:
+        source.close()
