@@ -248,9 +248,8 @@ def test_embedded_crawl_from_setup_to_scaled_to_stopped(tmp_path: Path, browser:
                 shot(browser, "status.png")
                 scale(browser, 3)
                 assert d.find_element(CSS, "#scale-value").text == "3"
-                shot(browser, "workers.png", scroll_to="#worker-table")
+                shot(browser, "workers.png", scroll_to="#worker-summary")
                 scale(browser, 2)
-                shot(browser, "log.png", scroll_to="#log-level")
                 stop(browser)
                 wait_for_text(d, "#crawl-state", "ended", timeout=60)
                 wait_for_text(d, '#coordinator [data-field="end_reason"]', "SIGTERM")
@@ -330,8 +329,6 @@ def test_watch_a_running_embedded_crawl_and_stop_it(tmp_path: Path, browser: Bro
                 watch_it_move(browser, workers=None)
                 assert d.find_element(CSS, "#tab-status").get_attribute("aria-selected") == "true"
                 assert d.find_element(CSS, '#coordinator [data-field="pid"]').text == str(crawl.pid)
-                shot(browser, "status.png")
-                shot(browser, "tables.png", scroll_to="#worker-summary")
                 stop(browser)
                 assert crawl.wait(timeout=60) == 143, (tmp_path / "crawl.out").read_text()
                 wait_for_text(d, "#crawl-state", "ended", timeout=30)
