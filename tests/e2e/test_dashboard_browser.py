@@ -176,6 +176,7 @@ def watch_it_move(
         wait_for(d, lambda d: number(browser, '#graph [data-field="nodes"]') > 0 or None)
     wait_for(d, lambda d: d.find_elements(CSS, "#top-hosts tbody tr[data-host]") or None,
              timeout=30)  # fmt: skip
+    d.execute_script("document.querySelector('#log').scrollIntoView()")  # drawn when seen
     wait_for(d, lambda d: re.search(log, d.find_element(CSS, "#log").text) or None, timeout=30,
              what=f"a log line matching {log!r}", seen=lambda: d.find_element(CSS, "#log").text)
 

@@ -427,7 +427,12 @@ def test_log_tail_is_filtered_streamed_and_bounded(
          "url": "http://h1.test/missing", "status": 404, "outcome": "fetch/status/404"},
     ])  # fmt: skip
     d.get(base + "/")
+    # below the fold (1280x800): the records wait until the pane is on the screen
+    wait_for_js(d, "window.gossamerPage.logWaiting === 2")
+    assert not d.find_elements(By_CSS, "#log li")
+    d.execute_script("document.querySelector('#log').scrollIntoView()")
     wait_for(d, lambda d: len(d.find_elements(By_CSS, "#log li")) == 2 or None)
+    assert d.execute_script("return window.gossamerPage.logWaiting") == 0
     lines = texts(browser, "#log li")
     assert lines[0].endswith("INFO    crawl started")
     assert "WARNING w1 404 fetch/status/404 http://h1.test/missing" in lines[1]
@@ -461,3 +466,32 @@ def test_log_tail_is_filtered_streamed_and_bounded(
     # a worker filter (the workers the status names): w1's warnings only
     d.find_element(By_CSS, "#log-worker option[value='w1']").click()
     wait_for(d, lambda d: texts(browser, "#log li") == [lines[1]] or None)
+    # scrolled away, new records wait (not drawn); back on the screen, they are
+    d.execute_script("window.scrollTo(0, 0)")
+    source.add_log([{"time": t + 1200, "level": "error", "worker": "w1", "kind": "diagnostic",
+                     "message": "w1 failed"}])  # fmt: skip
+    wait_for_js(d, "window.gossamerPage.logWaiting === 1")
+    assert len(d.find_elements(By_CSS, "#log li")) == 1
+    d.execute_script("document.querySelector('#log').scrollIntoView()")
+    wait_for_text(d, "#log li:last-child", "ERROR   w1 w1 failed")
+
+
+def test_a_crawl_that_starts_turns_an_unchosen_setup_tab_to_status(
+    base: str, source: ScriptedSource, browser: Browser
+) -> None:
+    d = browser.driver
+    control = {"workers": None, "can_start": True, "can_resume": False, "can_stop": False,
+               "can_scale": False, "max_workers": 8}  # fmt: skip
+    source.set(status(crawl__state="not started", crawl__pid=None, workers=[], control=control))
+    d.get(base + "/")
+    selected = "return document.querySelector('#tab-{}').getAttribute('aria-selected')"
+    wait_for_js(d, f"(() => {{ {selected.format('setup')} }})() === 'true'")
+    source.set(status())  # started from the command line
+    wait_for_text(d, "#crawl-state", "running")
+    wait_for_js(d, f"(() => {{ {selected.format('status')} }})() === 'true'")
+    # a tab the reader chose stays
+    d.find_element(By_CSS, "#tab-setup").click()
+    source.set(status(totals__pages=4321))
+    wait_for(d, lambda d: d.find_element(By_CSS, "#pages").get_attribute("textContent") == "4,321"
+             or None)  # fmt: skip
+    assert d.execute_script(selected.format("setup")) == "true"
