@@ -3,7 +3,7 @@ through Starlette's test client: each refusal (the command line's own message fo
 setting, 409 for a request the crawl's state does not allow, 403 cross-site or without the
 CSRF token), the worker table and `control` read from a crawl directory's heartbeats, and
 good requests that start, stop and resume a real crawl of the simulated web and refuse to
-scale a one-process crawl. Scaling a running pool: tests/e2e/test_dashboard_control.py."""
+scale a one-process crawl. Scaling a running pool: tests/e2e/test_dashboard_control_e2e.py."""
 
 from __future__ import annotations
 

@@ -2,7 +2,8 @@
 DIR`): a real `gossamer crawl --workers 2` of the simulated web grown to 3 and shrunk to 1,
 then audited (every page of the truth, none fetched twice, politeness kept); its statistics
 count every worker that ran, its heartbeats follow the pool, and a resume after scaling goes
-on. The dashboard's /api/scale takes the same code path (tests/e2e/test_dashboard_control.py)."""
+on. The dashboard's /api/scale takes the same code path
+(tests/e2e/test_dashboard_control_e2e.py)."""
 
 from __future__ import annotations
 
@@ -86,7 +87,7 @@ def test_a_pool_scaled_2_3_1_crawls_everything_once_politely(tmp_path: Path) -> 
             assert r.returncode == 0, r.stderr
             # the retired workers finish their batches and leave; their beats go with them
             wait_for("w1 and w2 gone", lambda: {b["id"] for b in read_beats(out)} == {"w0"}, crawl)
-            assert running_ids(out) == {"w0"}
+            assert running_ids(out) == {"w0"}, read_beats(out)
             with pytest.raises(ProcessLookupError):
                 import os
 
@@ -180,3 +181,17 @@ def test_scaling_refusals_and_a_resume_after_scaling(tmp_path: Path) -> None:
                 again.wait()
         after = json.loads((out / "stats.json").read_text())
         assert after["workers"] == 2 and after["frontier"]["done"] > before
+
+
+def test_workers_without_a_directory_or_redis_is_one_error_line(tmp_path: Path) -> None:
+    import os
+
+    env = {k: v for k, v in os.environ.items() if k != "GOSSAMER_REDIS"}
+    for args, message in [
+        ((), "give a crawl directory DIR or --redis URL (or $GOSSAMER_REDIS)"),
+        ((str(tmp_path), "--crawl", "x"), "--crawl ID is for a cluster crawl (--redis URL)"),
+    ]:
+        done = subprocess.run(gossamer("workers", "--scale", "2", *args), capture_output=True,
+                              text=True, timeout=30, check=False, env=env)  # fmt: skip
+        assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
+        assert message in done.stderr

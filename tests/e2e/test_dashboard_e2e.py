@@ -290,7 +290,8 @@ def test_bad_command_lines_are_one_error_line(
     tmp_path: Path, args: tuple[str, ...], message: str
 ) -> None:
     out = finished_crawl_dir(tmp_path)
-    # (a directory that does not exist yet is a crawl to start: test_dashboard_control.py)
+    # (a directory that does not exist yet is a crawl to start:
+    # tests/dashboard/test_dashboard_control.py)
     named = {"DIR": out, "OTHER": tmp_path, "DIR/crawl.json": out / "crawl.json"}
     argv = [str(named.get(a, a)) for a in args]
     env = {k: v for k, v in os.environ.items() if k != "GOSSAMER_REDIS"}

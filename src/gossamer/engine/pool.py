@@ -218,16 +218,20 @@ def _supervise(
         finally:
             signal.pthread_sigmask(signal.SIG_SETMASK, old)
         procs.append(proc)
+        if stopped:  # a stop came while it was forked (after the handler asked the others)
+            ask_to_stop([proc], asked, _forked_alive)
 
     def rescale() -> None:
         """Apply the control record's worker count (a SIGUSR1 woke _watch): fork workers
         numbered past every one so far, or ask the highest-numbered to stop."""
         if stopped:
             return  # the crawl is stopping: it keeps the workers it has
-        control = read_control(out) or {}
+        control = read_control(out)
+        if control is None or control.get("pid") != os.getpid():
+            return  # a stray SIGUSR1 (no request of ours to read)
         try:
-            target = min(max(int(control.get("workers", 0)), 1), MAX_POOL_WORKERS)
-        except (TypeError, ValueError):
+            target = min(max(int(control["workers"]), 1), MAX_POOL_WORKERS)
+        except (KeyError, TypeError, ValueError):
             return
         active = [p for p in procs if p.exitcode is None and p.pid not in asked]
         if target > len(active):

@@ -94,6 +94,9 @@ def test_start_and_scale_an_embedded_pool_from_the_dashboard(tmp_path: Path) -> 
             _, s = stream.until("w0 and w1 crawling", lambda s: live(s) == ["w0", "w1"])
             assert s["crawl"]["state"] == "running" and s["control"]["can_scale"]
             assert s["control"]["workers"] == 2 and s["crawl"]["seeds"] == [seed]
+            r = httpx2.post(f"{base}/api/start", json={"seeds": [seed]}, headers=page.headers,
+                            timeout=30)  # fmt: skip
+            assert r.status_code == 409 and r.json()["error"] == f"a crawl is running in {out}"
             assert "for 3 workers (it had 2)" in page.post("/api/scale", {"workers": 3})["message"]
             _, s = stream.until("w2 crawling", lambda s: any(
                 w["id"] == "w2" and w["pages"] > 0 for w in s["workers"]))  # fmt: skip
@@ -138,6 +141,10 @@ def test_start_and_scale_a_cluster_crawl_from_the_dashboard(
             assert s["crawl"]["partition"] == "dynamic"
             r = httpx2.post(f"{base}/api/resume", json={}, headers=page.headers, timeout=30)
             assert r.status_code == 409 and "not resumed" in r.json()["error"]
+            r = httpx2.post(f"{base}/api/start", json={"seeds": [seed]}, headers=page.headers,
+                            timeout=30)  # fmt: skip
+            assert r.status_code == 409
+            assert r.json()["error"] == f"crawl {crawl_id} is running: stop it first"
             assert "2 -> 3 workers" in page.post("/api/scale", {"workers": 3})["message"]
             _, s = stream.until("three workers crawling", lambda s: sum(
                 1 for w in s["workers"] if w["pages"] > 0) == 3)  # fmt: skip
