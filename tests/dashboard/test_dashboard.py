@@ -123,19 +123,42 @@ def test_status_and_metrics(tmp_path: Path) -> None:
     assert not any(m.name.startswith("gossamer") for m in REGISTRY.collect())
 
 
+#: the page's other files: its CSS and the vendored chart library
+STATIC = {
+    "/dashboard.css": "text/css",
+    "/vendor/uPlot.iife.min.js": "text/javascript",
+    "/vendor/uPlot.min.css": "text/css",
+}
+
+
+def test_the_page_and_its_files_are_served_from_the_package(tmp_path: Path) -> None:
+    client = TestClient(make_app(EmbeddedSource(make_crawl_dir(tmp_path))), base_url=LOCAL)
+    page = client.get("/").text
+    for path, media_type in STATIC.items():
+        assert f'"{path}"' in page, path  # the page names each (no CDN: all from here)
+        r = client.get(path)
+        assert r.status_code == 200 and r.headers["content-type"].startswith(media_type), path
+        assert len(r.content) > 1000, path
+    uplot = client.get("/vendor/uPlot.iife.min.js").text
+    assert uplot.startswith("/*! https://github.com/leeoniya/uPlot (v1.6.32) */")
+    assert "http" not in "".join(
+        line for line in page.splitlines() if "<script" in line or "<link" in line
+    )
+
+
 def test_loopback_without_token_answers_loopback_host_names_only(tmp_path: Path) -> None:
     app = make_app(EmbeddedSource(make_crawl_dir(tmp_path)))
     for base in (LOCAL, "http://localhost:8700", "http://[::1]:8700", "http://[::1]"):
         assert TestClient(app, base_url=base).get("/api/status").status_code == 200
     rebound = TestClient(app, base_url="http://evil.example:8700")  # DNS rebinding
-    for path in ("/", "/api/status", "/metrics", "/events", "/dashboard.js"):
+    for path in ("/", "/api/status", "/metrics", "/events", "/dashboard.js", *STATIC):
         assert rebound.get(path).status_code == 403, path
 
 
 def test_a_token_is_required_on_every_request(tmp_path: Path) -> None:
     app = make_app(EmbeddedSource(make_crawl_dir(tmp_path)), token="s3cret")
     client = TestClient(app, base_url="http://192.0.2.7:8700")
-    for path in ("/", "/api/status", "/metrics", "/events", "/dashboard.js"):
+    for path in ("/", "/api/status", "/metrics", "/events", "/dashboard.js", *STATIC):
         assert client.get(path).status_code == 401, path
         assert client.get(path, headers={"X-Gossamer-Token": "wrong"}).status_code == 401, path
     assert client.post("/api/stop").status_code == 401

@@ -378,6 +378,23 @@ def make_app(source: StatusSource, *, token: str | None = None) -> Starlette:
                 poller.cancel()
                 log_poller.cancel()
 
+    # the page's other static files: its CSS and the vendored chart library (static/vendor/)
+    static_files = {
+        "/dashboard.css": "text/css",
+        "/vendor/uPlot.iife.min.js": "text/javascript",
+        "/vendor/uPlot.min.css": "text/css",
+    }
+    static_bodies = {
+        path: resources.files(__package__).joinpath("static" + path).read_bytes()
+        for path in static_files
+    }
+
+    async def static(request: Request) -> Response:
+        if (no := refused(request)) is not None:
+            return no
+        path = request.url.path
+        return Response(static_bodies[path], media_type=static_files[path])
+
     app = Starlette(
         routes=[
             Route("/", index),
@@ -392,6 +409,7 @@ def make_app(source: StatusSource, *, token: str | None = None) -> Starlette:
             Route("/api/start", start, methods=["POST"]),
             Route("/api/resume", resume, methods=["POST"]),
             Route("/api/scale", scale, methods=["POST"]),
+            *(Route(path, static) for path in static_files),
         ],
         lifespan=lifespan,
     )

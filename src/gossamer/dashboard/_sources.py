@@ -487,14 +487,17 @@ class ClusterSource:
         self.log_ring = LogRing()
         self._log_after = "0"  # the last log stream entry read
         self._bytes_rate = _Rate()
+        #: where workers started from the dashboard write (the last start's -o), else the
+        #: default of `gossamer workers`
+        self.workers_out = Path("gossamer-worker")
 
     def read_log(self) -> None:
         """The workers' new diagnostics from the crawl's log stream (cluster/logstream.py),
         into the log ring: one XRANGE of at most a ring-full."""
         from ..cluster.logstream import read_log_stream
 
-        if self._crawl_id is None:
-            return  # no crawl yet (the dashboard may start one)
+        if self._crawl_id is None:  # no crawl yet (the dashboard may start one)
+            return
         with self._lock:
             lines, self._log_after = read_log_stream(
                 self._client, self._crawl_id, self._log_after, self.log_ring.size
@@ -506,9 +509,6 @@ class ClusterSource:
                 continue
             if isinstance(rec, dict):
                 self.log_ring.add(diagnostic_record(rec))
-        #: where workers started from the dashboard write (the last start's -o), else the
-        #: default of `gossamer workers`
-        self.workers_out = Path("gossamer-worker")
 
     @property
     def crawl_id(self) -> str | None:

@@ -1,9 +1,24 @@
-// The dashboard page: renders each status event of /events (server-sent events; the page
-// never polls) and sends the stop button's POST with the page's CSRF token.
+// The dashboard page (docs/dashboard.md, "The page"). Everything live comes from two
+// server-sent event streams: /events (one status object per change, at most every 0.5 s)
+// and /events/log (batches of new log records). The page never polls: /api/history and
+// /api/log are each read once, when the page opens (and the log again when its filter
+// changes), to fill the chart and the log with what happened before.
+// POSTs carry the page's CSRF token and a JSON body (the server's post_refused).
 "use strict";
 
 const csrf = document.querySelector('meta[name="gossamer-csrf"]').content;
 const fmt = new Intl.NumberFormat("en");
+const MAX_LOG_LINES = 500;       // the log pane keeps this many lines in the DOM
+const MAX_RATE_POINTS = 1800;    // an hour of samples at one per 2 s
+const $ = (id) => document.getElementById(id);
+
+// what the tests (and a curious reader) can check without parsing the page
+const page = window.gossamerPage = {
+  statusEvents: 0, renderMs: null, lastHandledAt: null, lastStatusTime: null, logLines: 0,
+  logWaiting: 0, posts: [],
+};
+
+// ---- formatting ----------------------------------------------------------------------
 
 function num(v, digits) {
   if (v === null || v === undefined) return "-";
@@ -15,12 +30,12 @@ function text(v) {
   return v === null || v === undefined ? "-" : String(v);
 }
 
-function bytes(v) {
+function bytes(v, suffix) {
   if (v === null || v === undefined) return "-";
   const units = ["B", "KiB", "MiB", "GiB", "TiB"];
   let i = 0;
   while (v >= 1024 && i < units.length - 1) { v /= 1024; i++; }
-  return (i ? v.toFixed(1) : v) + " " + units[i];
+  return (i ? v.toFixed(1) : Math.round(v)) + " " + units[i] + (suffix || "");
 }
 
 function duration(s) {
@@ -29,73 +44,588 @@ function duration(s) {
   return (h ? h + "h " : "") + (h || m ? m + "m " : "") + sec + "s";
 }
 
-function set(root, field, text) {
-  const el = document.querySelector(`#${root} [data-field="${field}"]`);
-  if (el) el.textContent = text;
+function clock(t) {
+  const d = new Date(t * 1000);
+  return d.toLocaleTimeString("en-GB", { hour12: false }) + "." +
+    String(d.getMilliseconds()).padStart(3, "0");
 }
 
+// graph/stats.json's updated_at: "2026-11-26T07:39:48+0000" (the live graph's strftime)
+function updatedAt(v) {
+  if (v === null || v === undefined) return "-";
+  if (typeof v === "number") return clock(v);
+  const m = /T(\d\d:\d\d:\d\d)/.exec(String(v));
+  return m ? m[1] : String(v);
+}
+
+function set(root, field, value) {
+  const el = document.querySelector(`#${root} [data-field="${field}"]`);
+  if (el) el.textContent = value;
+}
+
+function cell(tr, value, cls) {
+  const td = document.createElement("td");
+  td.textContent = value;
+  if (cls) td.className = cls;
+  tr.appendChild(td);
+  return td;
+}
+
+// ---- tabs ----------------------------------------------------------------------------
+
+let tabChosen = false;
+let tabAuto = false;  // the tab shown was chosen by the page, not by the reader
+
+function showTab(name) {
+  for (const t of ["setup", "status"]) {
+    const on = t === name;
+    $("tab-" + t).setAttribute("aria-selected", String(on));
+    $("panel-" + t).hidden = !on;
+  }
+  if (name === "status") resizeCharts();
+}
+
+for (const t of ["setup", "status"]) {
+  $("tab-" + t).addEventListener("click", () => { tabChosen = true; tabAuto = false; showTab(t); });
+}
+
+// ---- POST ----------------------------------------------------------------------------
+
+async function post(path, body) {
+  page.posts.push({ path, body });
+  let r;
+  try {
+    r = await fetch(path, {
+      method: "POST",
+      headers: { "Content-Type": "application/json", "X-Gossamer-CSRF": csrf },
+      body: JSON.stringify(body),
+    });
+  } catch (err) {
+    return { ok: false, message: "request failed: " + err };
+  }
+  let data = null;
+  try { data = await r.json(); } catch (_) { /* not JSON: said below */ }
+  if (r.ok) return { ok: true, message: (data && data.message) || "done" };
+  return { ok: false, message: (data && data.error) || `HTTP ${r.status} ${r.statusText}` };
+}
+
+// ---- Setup ---------------------------------------------------------------------------
+
+const seeds = [];
+
+function renderSeeds() {
+  const items = seeds.map((url, i) => {
+    const li = document.createElement("li");
+    const span = document.createElement("span");
+    span.textContent = url;
+    const rm = document.createElement("button");
+    rm.type = "button";
+    rm.className = "seed-remove";
+    rm.textContent = "Remove";
+    rm.setAttribute("aria-label", "Remove seed " + url);
+    rm.addEventListener("click", () => { seeds.splice(i, 1); renderSeeds(); });
+    li.append(span, rm);
+    return li;
+  });
+  $("seed-list").replaceChildren(...items);
+}
+
+function typedSeeds() {
+  return $("seeds").value.split(/\s+/).map((s) => s.trim()).filter((s) => s);
+}
+
+$("seed-add").addEventListener("click", () => {
+  for (const url of typedSeeds()) if (!seeds.includes(url)) seeds.push(url);
+  $("seeds").value = "";
+  renderSeeds();
+  $("seeds").focus();
+});
+
+function numberField(id) {
+  const raw = $(id).value.trim();
+  if (raw === "") return null;
+  const v = Number(raw);
+  return Number.isFinite(v) ? v : raw;  // the server says what is wrong with it
+}
+
+function optionField(id) {
+  return $(id).value || null;
+}
+
+$("setup-form").addEventListener("submit", async (e) => {
+  e.preventDefault();
+  const all = seeds.concat(typedSeeds().filter((u) => !seeds.includes(u)));
+  const body = {
+    seeds: all,
+    max_pages: numberField("max-pages"),
+    workers: numberField("workers"),
+    scope: optionField("scope"),
+    delay: numberField("delay"),
+    partition: isCluster ? optionField("partition") : null,
+    max_depth: numberField("max-depth"),
+  };
+  $("setup-error").textContent = "";
+  $("setup-message").textContent = "starting…";
+  $("start").disabled = true;
+  const r = await post("/api/start", body);
+  $("setup-message").textContent = r.ok ? r.message : "";
+  if (r.ok) {
+    tabChosen = true;
+    showTab("status");
+  } else {
+    $("setup-error").textContent = r.message;
+    $("start").disabled = false;
+  }
+});
+
+$("resume").addEventListener("click", async () => {
+  $("setup-error").textContent = "";
+  $("setup-message").textContent = "resuming…";
+  const r = await post("/api/resume", {});
+  $("setup-message").textContent = r.ok ? r.message : "";
+  if (r.ok) { tabChosen = true; showTab("status"); } else $("setup-error").textContent = r.message;
+});
+
+// ---- control: scale and stop ---------------------------------------------------------
+
+let scaleDirty = false;  // the slider was moved and not applied: status events leave it
+
+$("scale").addEventListener("input", () => {
+  scaleDirty = true;
+  $("scale-value").textContent = $("scale").value;
+});
+
+$("scale-apply").addEventListener("click", async () => {
+  const n = Number($("scale").value);
+  $("control-message").textContent = `scaling to ${n} workers…`;
+  const r = await post("/api/scale", { workers: n });
+  $("control-message").textContent = r.ok ? r.message : "refused: " + r.message;
+  if (r.ok) scaleDirty = false;
+});
+
+$("stop").addEventListener("click", async () => {
+  if (!window.confirm("Stop the crawl? Workers finish their batches and exit.")) return;
+  const r = await post("/api/stop", {});
+  $("control-message").textContent = r.ok ? r.message : "refused: " + r.message;
+});
+
+// ---- charts (uPlot, vendored: static/vendor/) ----------------------------------------
+
+const rate = { t: [], pages: [], bytes: [] };
+const charts = {};
+
+function chartWidth(id) {
+  return Math.max(240, $(id).clientWidth || $(id).parentElement.clientWidth || 400);
+}
+
+function makeRateChart() {
+  return new uPlot({
+    width: chartWidth("chart-rate"), height: 170,
+    scales: { x: { time: true }, p: { auto: true, range: (u, lo, hi) => [0, Math.max(1, hi * 1.1)] },
+              b: { auto: true, range: (u, lo, hi) => [0, Math.max(1, hi * 1.1)] } },
+    series: [
+      {},
+      { label: "pages/s", scale: "p", stroke: "#1f6feb", width: 2, value: (u, v) => num(v, 1) },
+      { label: "throughput", scale: "b", stroke: "#d97706", width: 1.5,
+        value: (u, v) => bytes(v, "/s") },
+    ],
+    legend: { live: false },
+    axes: [
+      // ticks on whole seconds at least (uPlot's own go down to ms, and HH:MM:SS repeats)
+      { space: 70, incrs: [1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600],
+        values: (u, vals) => vals.map((v) => new Date(v * 1000).toLocaleTimeString("en-GB", { hour12: false })) },
+      { scale: "p", label: "pages/s", size: 55 },
+      { scale: "b", side: 1, label: "bytes/s", size: 85, grid: { show: false },
+        values: (u, vals) => vals.map((v) => bytes(v)) },
+    ],
+  }, [rate.t, rate.pages, rate.bytes], $("chart-rate"));
+}
+
+function makeDegreeChart(id, label) {
+  return new uPlot({
+    width: chartWidth(id), height: 190,
+    scales: { x: { time: false, distr: 3 }, y: { distr: 3 } },
+    series: [
+      { label: "degree", value: (u, v) => num(v, 0) },
+      { label: label, stroke: "#1f6feb", width: 1.5, points: { show: true, size: 6 },
+        value: (u, v) => (v === null || v === undefined ? "-" : v.toPrecision(3)) },
+      { label: "power-law fit", stroke: "#888", width: 1, dash: [5, 4], points: { show: false },
+        value: (u, v) => (v === null || v === undefined ? "-" : v.toPrecision(3)) },
+    ],
+    legend: { live: false },
+    axes: [{ label: "degree" }, { label: "nodes per degree", size: 60 }],
+  }, [[], [], []], $(id));
+}
+
+function ensureCharts() {
+  if (typeof uPlot === "undefined" || $("panel-status").hidden) return false;
+  if (!charts.rate) {
+    charts.rate = makeRateChart();
+    charts.in = makeDegreeChart("chart-in-degree", "in-degree");
+    charts.out = makeDegreeChart("chart-out-degree", "out-degree");
+  }
+  return true;
+}
+
+function resizeCharts() {
+  if (!ensureCharts()) return;
+  charts.rate.setSize({ width: chartWidth("chart-rate"), height: 170 });
+  charts.in.setSize({ width: chartWidth("chart-in-degree"), height: 190 });
+  charts.out.setSize({ width: chartWidth("chart-out-degree"), height: 190 });
+  drawRate();
+  if (lastStatus) drawDegrees(lastStatus.graph, true);
+}
+window.addEventListener("resize", resizeCharts);
+
+function addRate(t, pagesPerS, bytesPerS) {
+  const n = rate.t.length;
+  if (n && t <= rate.t[n - 1]) return;
+  rate.t.push(t);
+  rate.pages.push(pagesPerS === undefined ? null : pagesPerS);
+  rate.bytes.push(bytesPerS === undefined ? null : bytesPerS);
+  if (rate.t.length > MAX_RATE_POINTS) for (const k of ["t", "pages", "bytes"]) rate[k].shift();
+}
+
+function drawRate() {
+  const el = $("chart-rate");
+  el.dataset.points = String(rate.t.length);
+  el.dataset.last = rate.pages.length ? String(rate.pages[rate.pages.length - 1]) : "";
+  if (ensureCharts()) charts.rate.setData([rate.t, rate.pages, rate.bytes]);
+}
+
+// Histogram bins are log bins ({min, max, count}: degree 0, [1,1], [2,3], [4,7], …): each
+// is drawn at its geometric middle as nodes per degree (count / width), so a power law is
+// a straight line; degree 0 has no place on a log axis and is left out.
+function degreeSeries(d) {
+  const xs = [], ys = [], fit = [];
+  const bins = (d && d.histogram) || [];
+  const pl = d && d.power_law;
+  for (const b of bins) {
+    if (!b.count || b.min < 1) continue;
+    const x = Math.sqrt(b.min * b.max);
+    xs.push(x);
+    ys.push(b.count / (b.max - b.min + 1));
+    // the fitted discrete law's expected nodes per degree: n_tail (α-1)/xmin (x/xmin)^-α
+    fit.push(pl && x >= pl.xmin ? pl.n_tail * (pl.alpha - 1) / pl.xmin * Math.pow(x / pl.xmin, -pl.alpha) : null);
+  }
+  return [xs, ys, fit];
+}
+
+let drawnGraph = null;  // the graph statistics the degree charts show
+
+function drawDegrees(g, force) {
+  // the live graph rewrites its statistics every few seconds, a status event comes every
+  // 0.5 s: redraw the two charts only when their statistics changed
+  const key = g ? JSON.stringify([g.in_degree, g.out_degree]) : "";
+  if (key === drawnGraph && !force) return;
+  drawnGraph = key;
+  for (const [key, chart, id, fitId] of [["in_degree", "in", "chart-in-degree", "fit-in"],
+                                          ["out_degree", "out", "chart-out-degree", "fit-out"]]) {
+    const d = g ? g[key] : null;
+    const data = degreeSeries(d);
+    $(id).dataset.points = String(data[0].length);
+    const pl = d && d.power_law;
+    $(fitId).textContent = pl ? `α = ${pl.alpha.toFixed(2)} ± ${pl.sigma.toFixed(2)}, xmin ${pl.xmin}`
+      : !g ? "— no graph statistics (a crawl with --live-graph has them)"
+      : !data[0].length ? "— no degrees yet" : "";
+    if (ensureCharts()) charts[chart].setData(data);
+  }
+}
+
+// ---- worker table --------------------------------------------------------------------
+
+let sortKey = "id", sortDir = 1;
+const collator = new Intl.Collator("en", { numeric: true });
+
+function sortValue(w, key) {
+  if (key === "hosts") return (w.hosts || []).join(" ");
+  return w[key];
+}
+
+function compareWorkers(a, b) {
+  const x = sortValue(a, sortKey), y = sortValue(b, sortKey);
+  if (x === y) return collator.compare(String(a.id), String(b.id));
+  if (x === null || x === undefined) return 1;
+  if (y === null || y === undefined) return -1;
+  const c = typeof x === "number" && typeof y === "number" ? x - y : collator.compare(String(x), String(y));
+  return c * sortDir;
+}
+
+for (const th of document.querySelectorAll("#worker-table th")) {
+  th.querySelector("button").addEventListener("click", () => {
+    const key = th.dataset.key;
+    if (key === sortKey) sortDir = -sortDir;
+    else { sortKey = key; sortDir = th.classList.contains("n") && key !== "beat_age_s" ? -1 : 1; }
+    for (const other of document.querySelectorAll("#worker-table th")) other.removeAttribute("aria-sort");
+    th.setAttribute("aria-sort", sortDir > 0 ? "ascending" : "descending");
+    if (lastStatus) renderWorkers(lastStatus.workers || []);
+  });
+}
+
+function renderWorkers(workers) {
+  const rows = workers.slice().sort(compareWorkers).map((w) => {
+    const tr = document.createElement("tr");
+    tr.dataset.worker = w.id;
+    tr.className = "state-" + w.state;
+    const hosts = w.hosts || [];
+    cell(tr, text(w.id));
+    cell(tr, text(w.machine));
+    cell(tr, text(w.pid), "n");
+    cell(tr, text(w.state));
+    const h = cell(tr, hosts.length ? hosts[0] + (hosts.length > 1 ? ` +${hosts.length - 1}` : "") : "-", "hosts");
+    h.title = hosts.join("\n");
+    cell(tr, num(w.pages), "n");
+    cell(tr, num(w.pages_per_s, 1), "n");
+    cell(tr, num(w.errors), "n");
+    cell(tr, w.beat_age_s === null || w.beat_age_s === undefined ? "-" : num(w.beat_age_s, 1) + " s ago", "n");
+    return tr;
+  });
+  document.querySelector("#worker-table tbody").replaceChildren(...rows);
+  const states = {};
+  for (const w of workers) states[w.state] = (states[w.state] || 0) + 1;
+  $("worker-summary").textContent = workers.length + " · " +
+    Object.entries(states).map(([k, v]) => `${v} ${k}`).join(", ");
+  // the log's worker filter offers every worker seen so far
+  const select = $("log-worker");
+  const known = new Set([...select.options].map((o) => o.value));
+  for (const w of workers) {
+    if (known.has(String(w.id))) continue;
+    const o = document.createElement("option");
+    o.value = o.textContent = String(w.id);
+    select.appendChild(o);
+  }
+}
+
+function renderHosts(hosts) {
+  const body = document.querySelector("#top-hosts tbody");
+  if (!hosts) {
+    const tr = document.createElement("tr");
+    cell(tr, "not available").colSpan = 6;
+    body.replaceChildren(tr);
+    return;
+  }
+  body.replaceChildren(...hosts.map((h) => {
+    const tr = document.createElement("tr");
+    tr.dataset.host = h.host;
+    cell(tr, text(h.host));
+    cell(tr, num(h.queued), "n");
+    cell(tr, num(h.fetched), "n");
+    cell(tr, num(h.errors), "n");
+    cell(tr, h.delay_s === null || h.delay_s === undefined ? "-" : num(h.delay_s, 2), "n");
+    cell(tr, text(h.state));
+    return tr;
+  }));
+}
+
+// ---- the status event ----------------------------------------------------------------
+
+let lastStatus = null;
+let isCluster = false;
+
 function render(s) {
+  const started = performance.now();
   const c = s.crawl, t = s.totals, fr = s.frontier || {}, g = s.graph || {};
-  document.getElementById("crawl-id").textContent = c.id;
-  document.getElementById("crawl-state").textContent = c.state;
-  document.getElementById("last-event").textContent = new Date().toLocaleTimeString();
-  const src = s.source.kind === "cluster" ? "cluster " + s.source.redis : s.source.directory;
-  set("coordinator", "source", src);
+  const ctl = s.control || null;
+  lastStatus = s;
+  isCluster = s.source.kind === "cluster";
+  $("crawl-id").textContent = c.id || "";
+  $("crawl-state").textContent = c.state;
+  $("crawl-state").className = "state-" + String(c.state).replace(/\s+/g, "-");
+  $("last-event").textContent = new Date().toLocaleTimeString("en-GB", { hour12: false });
+  $("source").textContent = isCluster ? "cluster " + s.source.redis : s.source.directory;
   set("coordinator", "pid", text(c.pid));
   set("coordinator", "elapsed", duration(c.elapsed_s));
   set("coordinator", "pages_per_s", num(t.pages_per_s, 1));
   set("coordinator", "workers", num(t.workers));
   set("coordinator", "bytes", bytes(t.bytes));
+  set("coordinator", "bytes_per_s", bytes(t.bytes_per_s, "/s"));
   set("coordinator", "max_pages", num(c.max_pages));
   set("coordinator", "pages", num(t.pages));
+  set("coordinator", "requests", num(t.requests));
   set("coordinator", "errors", num(t.errors));
   set("coordinator", "queued", num(fr.queued));
   const known = fr.queued === undefined ? null
     : fr.queued + (fr.leased || 0) + (fr.done || 0) + (fr.failed || 0);
   set("coordinator", "known", num(known));
+  set("coordinator", "hosts", num(fr.hosts));
   set("coordinator", "end_reason", c.end_reason || "-");
   for (const k of ["nodes", "edges", "scc_count", "largest_scc", "dangling"]) set("graph", k, num(g[k]));
   set("graph", "diameter", g.diameter !== undefined && g.diameter !== null ? num(g.diameter)
     : (g.diameter_lower_bound !== undefined && g.diameter_lower_bound !== null ? "≥" + num(g.diameter_lower_bound) : "-"));
   set("graph", "average_distance", num(g.average_distance, 2));
-  set("graph", "updated", g.final ? "final" : (g.updated_at || "-"));
-  const body = document.getElementById("workers");
-  const rows = [];
-  for (const w of s.workers) {
-    const tr = document.createElement("tr");
-    tr.dataset.worker = w.id;
-    const hosts = (w.hosts || []).slice(0, 3).join(", ") + ((w.hosts || []).length > 3 ? " …" : "");
-    const beat = w.beat_age_s === null || w.beat_age_s === undefined ? "-" : w.beat_age_s + " s ago";
-    for (const v of [w.id, w.machine, text(w.pid), w.state, num(w.pages), num(w.pages_per_s, 1),
-                     num(w.errors), hosts, beat]) {
-      const td = document.createElement("td");
-      td.textContent = v;
-      tr.appendChild(td);
-    }
-    rows.push(tr);
-  }
-  body.replaceChildren(...rows);
+  set("graph", "updated", g.final ? "final" : updatedAt(g.updated_at));
+
+  renderWorkers(s.workers || []);
+  renderHosts(s.top_hosts === undefined ? null : s.top_hosts);
+  if (typeof s.time === "number") addRate(s.time, t.pages_per_s, t.bytes_per_s);
+  drawRate();
+  drawDegrees(s.graph);
+
+  // controls: what the server says is possible now
   const running = c.state === "running";
-  document.getElementById("stop").disabled = !running;
+  $("stop").disabled = ctl ? !ctl.can_stop : !running;
+  const canScale = Boolean(ctl && ctl.can_scale);
+  $("scale").disabled = $("scale-apply").disabled = !canScale;
+  if (ctl) {
+    $("scale").max = String(Math.max(1, ctl.max_workers || 16));
+    $("scale").min = isCluster ? "0" : "1";  // a cluster crawl may keep no local worker
+    if (!scaleDirty && ctl.workers !== null && ctl.workers !== undefined) {
+      $("scale").value = String(ctl.workers);
+      $("scale-value").textContent = String(ctl.workers);
+    }
+  }
+  $("start").disabled = !(ctl && ctl.can_start);
+  $("resume").disabled = !(ctl && ctl.can_resume);
+  $("setup-note").textContent = !ctl ? "This dashboard cannot start or resume crawls."
+    : ctl.can_start || ctl.can_resume ? "" : `The crawl is ${c.state}: nothing to start or resume now.`;
+  for (const el of document.querySelectorAll(".cluster-only")) el.hidden = !isCluster;
+
+  // the first event chooses the tab (unless the address or a click did): Setup for a crawl
+  // not started, else Status; a crawl that starts while Setup was chosen so (from the command
+  // line, or another page) turns the page to Status
+  const setupFirst = c.state === "not started" && Boolean(ctl && ctl.can_start);
+  if (!tabChosen || (tabAuto && !setupFirst && $("tab-setup").getAttribute("aria-selected") === "true")) {
+    tabChosen = true;
+    tabAuto = true;
+    showTab(setupFirst ? "setup" : "status");
+  }
+  page.statusEvents += 1;
+  page.renderMs = performance.now() - started;  // the DOM work of one event (layout comes after)
+  page.lastHandledAt = Date.now();
+  page.lastStatusTime = s.time;
+}
+
+async function loadHistory() {
+  try {
+    const r = await fetch("/api/history");
+    if (!r.ok) return;  // a server without history: the chart starts with the first event
+    const h = await r.json();
+    const old = { t: rate.t.slice(), pages: rate.pages.slice(), bytes: rate.bytes.slice() };
+    rate.t.length = rate.pages.length = rate.bytes.length = 0;
+    for (let i = 0; i < h.t.length; i++) addRate(h.t[i], h.pages_per_s[i], h.bytes_per_s[i]);
+    for (let i = 0; i < old.t.length; i++) addRate(old.t[i], old.pages[i], old.bytes[i]);
+    drawRate();
+  } catch (_) { /* as above */ }
 }
 
 function connect() {
-  const conn = document.getElementById("connection");
+  const conn = $("connection");
   const events = new EventSource("/events");
-  events.addEventListener("status", (e) => { conn.textContent = "live"; conn.className = ""; render(JSON.parse(e.data)); });
+  events.addEventListener("status", (e) => {
+    conn.textContent = "live";
+    conn.className = "";
+    render(JSON.parse(e.data));
+  });
   events.onerror = () => { conn.textContent = "disconnected, retrying"; conn.className = "down"; };
 }
 
-document.getElementById("stop").addEventListener("click", async () => {
-  if (!window.confirm("Stop the crawl? Workers finish their batches and exit.")) return;
-  const message = document.getElementById("message");
-  try {
-    const r = await fetch("/api/stop", { method: "POST", headers: { "X-Gossamer-CSRF": csrf } });
-    const body = await r.json();
-    message.textContent = r.ok ? body.message : "refused: " + body.error;
-  } catch (err) {
-    message.textContent = "stop failed: " + err;
-  }
-});
+// ---- the log tail --------------------------------------------------------------------
 
+let logStream = null;
+let logGeneration = 0;
+
+function logLine(r) {
+  const li = document.createElement("li");
+  li.className = "level-" + r.level;
+  const who = r.worker ? r.worker + " " : "";
+  const what = r.kind === "fetch"
+    ? `${r.status === null || r.status === undefined ? "---" : r.status} ${r.outcome || ""} ${r.url || ""}`
+    : r.message;
+  li.textContent = `${clock(r.time || Date.now() / 1000)} ${r.level.toUpperCase().padEnd(7)} ${who}${what}`;
+  return li;
+}
+
+// The log pane is most of what the page costs the browser: 20 status events and 200 fetch
+// lines every 0.5 s for 10 s cost Chromium 0.75 s of CPU with the pane on the screen, 0.32 s
+// with it below the fold and its records waiting, 0.36 s with no log at all, 0.17 s on the
+// Setup tab (bench_dashboard_cost.py --page). So while the pane is not on the screen
+// (scrolled away, the Setup tab, a background tab) the records wait in memory, bounded like
+// the pane, and are drawn when it shows again.
+let logOnScreen = true;
+const logWaiting = [];
+
+function appendLog(records) {
+  if (!records.length) return;
+  if (!logOnScreen) {
+    logWaiting.push(...records);
+    if (logWaiting.length > MAX_LOG_LINES) logWaiting.splice(0, logWaiting.length - MAX_LOG_LINES);
+    page.logWaiting = logWaiting.length;
+    return;
+  }
+  drawLog(records);
+}
+
+function drawLog(records) {
+  const ol = $("log");
+  const atBottom = ol.scrollTop + ol.clientHeight >= ol.scrollHeight - 4;
+  ol.append(...records.slice(-MAX_LOG_LINES).map(logLine));
+  while (ol.childElementCount > MAX_LOG_LINES) ol.firstElementChild.remove();
+  if (atBottom) ol.scrollTop = ol.scrollHeight;
+  page.logLines = ol.childElementCount;
+}
+
+async function openLog() {
+  const generation = ++logGeneration;
+  if (logStream) logStream.close();
+  logStream = null;
+  $("log").replaceChildren();
+  logWaiting.length = 0;
+  const q = new URLSearchParams({ level: $("log-level").value });
+  if ($("log-worker").value) q.set("worker", $("log-worker").value);
+  // the stream first, its batches held until the past is shown: nothing falls between
+  const held = [];
+  let shownUntil = null;
+  const stream = new EventSource("/events/log?" + q);
+  logStream = stream;
+  stream.addEventListener("log", (e) => {
+    if (generation !== logGeneration) return;
+    const batch = JSON.parse(e.data);
+    if (shownUntil === null) held.push(...batch);
+    else appendLog(batch);
+  });
+  stream.onerror = () => { $("log-state").textContent = "log stream interrupted, retrying"; };
+  stream.onopen = () => { $("log-state").textContent = ""; };
+  q.set("n", "200");
+  let past = [];
+  try {
+    const r = await fetch("/api/log?" + q);
+    if (!r.ok) {
+      stream.close();
+      $("log-state").textContent = r.status === 404 ? "this dashboard serves no log"
+        : `the log cannot be read (HTTP ${r.status})`;
+      return;
+    }
+    past = (await r.json()).records || [];
+  } catch (err) {
+    $("log-state").textContent = "the log cannot be read: " + err;
+  }
+  if (generation !== logGeneration) return;
+  appendLog(past);
+  shownUntil = past.length ? past[past.length - 1].time : 0;
+  appendLog(held.filter((r) => r.time > shownUntil || r.kind === "skipped"));
+}
+
+function logShown(onScreen) {
+  logOnScreen = onScreen && !document.hidden;
+  if (logOnScreen && logWaiting.length) drawLog(logWaiting.splice(0));
+  page.logWaiting = logWaiting.length;
+}
+let logIntersecting = true;
+new IntersectionObserver((entries) => {
+  logIntersecting = entries[entries.length - 1].isIntersecting;
+  logShown(logIntersecting);
+}).observe($("log"));
+document.addEventListener("visibilitychange", () => logShown(logIntersecting));
+
+$("log-level").addEventListener("change", openLog);
+$("log-worker").addEventListener("change", openLog);
+
+// a tab named in the address (#setup, #status) is shown at once; else the first status
+// event chooses: Setup for a crawl not started yet, Status otherwise
+if (location.hash === "#setup" || location.hash === "#status") {
+  tabChosen = true;
+  showTab(location.hash.slice(1));
+}
+loadHistory();
 connect();
+openLog();
