@@ -52,7 +52,9 @@ def crawl_env(resolve: Path, **more: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("GOSSAMER_")}
     env.update(
         GOSSAMER_RESOLVE_FILE=str(resolve), GOSSAMER_ALLOW_PRIVATE="true",
-        GOSSAMER_CONCURRENCY="4", GOSSAMER_LIVE_GRAPH="true", **more,
+        GOSSAMER_CONCURRENCY="4", GOSSAMER_LIVE_GRAPH="true",
+        GOSSAMER_LIVE_GRAPH_CPU="1000",  # refreshes every interval, busy machine or not
+        **more,
     )  # fmt: skip
     return env
 

@@ -69,7 +69,7 @@ def test_every_metric_it_reads_is_one_a_real_dashboard_exports(tmp_path: Path) -
     wanted = used_metrics(_model())
     assert len(wanted) >= 15
     out = tmp_path / "crawl"
-    env = {**os.environ, "GOSSAMER_LIVE_GRAPH_INTERVAL": "0.5"}
+    env = {**os.environ, "GOSSAMER_LIVE_GRAPH_INTERVAL": "0.5", "GOSSAMER_LIVE_GRAPH_CPU": "1000"}
     with serve_in_thread(_WEB) as web:
         resolve = web.write_resolve_file(tmp_path / "resolve.txt")
         crawl = subprocess.Popen(

@@ -204,7 +204,7 @@ def _followers_of(out: Path) -> list[int]:
                 argv = (entry / "cmdline").read_bytes().split(b"\0")
             except OSError:
                 continue
-            if b"gossamer.graph._follow" in argv and str(out).encode() in argv:
+            if b"gossamer.engine.livegraph" in argv and str(out).encode() in argv:
                 pids.append(int(entry.name))
     return pids
 

@@ -214,12 +214,13 @@ def run_crawl(
 @contextlib.contextmanager
 def _live_graph(out: Path) -> Iterator[None]:
     """The crawl's live graph: its statistics in `out/graph/stats.json`, computed by a child
-    process from the crawl's files (gossamer/graph/_follow.py: a resumed crawl's earlier runs
-    included), so this process does nothing per page for it and imports no numpy (a pool's
-    workers fork from it). On leaving, the crawl's files closed, it asks for the final
-    statistics, which a fork of the child computes while the crawl ends (the child itself
-    exits at once: the crawl's exit is not held for them; `gossamer report` waits for them)."""
-    argv = [sys.executable, "-m", "gossamer.graph._follow", str(out)]
+    process from the crawl's files (engine/livegraph.py, graph/_follow.py: a resumed crawl's
+    earlier runs included), so this process does nothing per page for it and imports no
+    numpy (a pool's workers fork from it). On leaving, the crawl's files closed, it asks for
+    the final statistics, which a fork of the child computes while the crawl ends (the
+    child itself exits at once: the crawl's exit is not held for them; `gossamer report`
+    waits for them)."""
+    argv = [sys.executable, "-m", "gossamer.engine.livegraph", str(out)]
     interval = os.environ.get("GOSSAMER_LIVE_GRAPH_INTERVAL")  # (tests: a quicker refresh)
     if interval:
         argv += ["--interval", interval]
@@ -229,7 +230,7 @@ def _live_graph(out: Path) -> Iterator[None]:
         yield
     finally:
         try:
-            child.stdin.write(b"end\n")  # (gossamer.graph._follow.END)
+            child.stdin.write(b"end\n")  # (gossamer.engine.livegraph.END)
             child.stdin.close()
         except OSError:
             pass  # (it died: its exit status says so below)
