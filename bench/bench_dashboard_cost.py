@@ -52,7 +52,7 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from bench_crawl import CLK_TCK, gossamer_cmd, run_measured  # noqa: E402
+from bench_crawl import CLK_TCK, SEED_URL, gossamer_cmd, run_measured  # noqa: E402
 from bench_testweb import _workdir, free_port  # noqa: E402
 from gossamer.testing import WebSpec, model_for  # noqa: E402
 from gossamer.testing._export import export_web  # noqa: E402
@@ -325,6 +325,7 @@ def main(argv: list[str] | None = None) -> int:
 
     spec = WebSpec(seed=args.seed, hosts=args.hosts, pages_mean=args.pages_mean)
     model = model_for(spec)
+    args.seeds, args.per_ip = [SEED_URL], 1  # bench_crawl.py's default web, as it crawls it
     print("# what an open dashboard costs a crawl")
     print(
         f"  machine {os.cpu_count()} CPUs, load {' '.join(f'{x:.2f}' for x in os.getloadavg())};"

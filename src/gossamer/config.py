@@ -364,9 +364,9 @@ class SinksSettings(_Group):
         False,
         description="keep the crawled web graph live and write its statistics to "
         "DIR/graph/stats.json every few seconds and at the end, computed by a child process "
-        "(docs/graph.md; off by default: it costs a 2-worker pool on 2 cores about 10 "
-        "percent of its pages/s); with --redis, `gossamer graph follow` runs beside the local "
-        "workers",
+        "within a CPU budget (GOSSAMER_LIVE_GRAPH_CPU; docs/graph.md: it costs a 2-worker pool "
+        "on 2 cores about 4 percent of its pages/s); with --redis, `gossamer graph follow` "
+        "runs beside the local workers",
     )
 
 
