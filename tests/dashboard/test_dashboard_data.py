@@ -252,6 +252,9 @@ def test_top_hosts_are_what_the_sqlite_frontier_holds(tmp_path: Path) -> None:
     assert by_host["h28.test"]["state"] == "leased"
     assert "h0.test" not in by_host  # 20 shown: the smallest left out
     assert sqlite_top_hosts(tmp_path / "none.sqlite") is None
+    # the crawl's --delay counts: a host's gap is at least it
+    paced = sqlite_top_hosts(tmp_path / "frontier.sqlite", base_delay=0.2)
+    assert paced is not None and {t["delay_s"] for t in paced} == {0.2}
 
 
 def test_status_has_top_hosts_bytes_per_s_and_history(tmp_path: Path) -> None:

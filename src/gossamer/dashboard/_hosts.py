@@ -59,13 +59,16 @@ def _state(dead: bool, leased: bool, queued: int, next_fetch_at: float | None, n
 
 
 def _delay(*delays: Any) -> float:
-    """The host's own gap before its next batch: the largest of its Crawl-delay, adaptive
-    delay and back-off (frontier/_politeness.py; the crawl's --delay is not included)."""
+    """The host's gap between two requests: the largest of the crawl's --delay (the
+    caller's first value) and the host's Crawl-delay, adaptive delay and back-off
+    (frontier/_politeness.py)."""
     values = [float(d) for d in delays if d is not None and d != ""]
     return round(max(values, default=0.0), 3)
 
 
-def sqlite_top_hosts(path: Path, limit: int = TOP_HOSTS) -> list[dict[str, Any]] | None:
+def sqlite_top_hosts(
+    path: Path, limit: int = TOP_HOSTS, *, base_delay: float = 0.0
+) -> list[dict[str, Any]] | None:
     """The embedded frontier's top hosts (None: no frontier yet). `queued` counts the URLs
     leased too (the frontier's `pending` until their batch completes); `fetched` is accepted
     minus queued (done or failed); `errors` the host's consecutive fetch errors."""
@@ -83,7 +86,7 @@ def sqlite_top_hosts(path: Path, limit: int = TOP_HOSTS) -> list[dict[str, Any]]
             "queued": int(pending),
             "fetched": max(0, int(total) - int(pending)),
             "errors": int(errors),
-            "delay_s": _delay(cd, ad, bo),
+            "delay_s": _delay(base_delay, cd, ad, bo),
             "state": _state(bool(dead), bool(leased), int(pending), nx, now),
         }
         for name, pending, total, errors, dead, leased, nx, cd, ad, bo in rows
@@ -95,7 +98,13 @@ def _text(v: Any) -> str:
 
 
 def cluster_top_hosts(
-    client: Any, crawl: str, hosts: Iterable[str], now: float, limit: int = TOP_HOSTS
+    client: Any,
+    crawl: str,
+    hosts: Iterable[str],
+    now: float,
+    limit: int = TOP_HOSTS,
+    *,
+    base_delay: float = 0.0,
 ) -> list[dict[str, Any]]:
     """The top hosts among `hosts` (the live workers' current ones) of the cluster crawl
     `crawl`, read from their shards: HMGET of the host's state and ZRANGE of its queued
@@ -138,7 +147,7 @@ def cluster_top_hosts(
                 "queued": queued,
                 "fetched": max(0, accepted - queued - leased_urls) if accepted else None,
                 "errors": int(float(er or 0)),
-                "delay_s": _delay(cd, ad, bo),
+                "delay_s": _delay(base_delay, cd, ad, bo),
                 "state": _state(
                     dd not in (None, "0", ""), bool(tk), queued + leased_urls,
                     float(nx) if nx else None, now,

@@ -315,7 +315,9 @@ class EmbeddedSource:
         if self._top_hosts is None or time.monotonic() - self._hosts_read >= TOP_HOSTS_EVERY_S:
             self._hosts_read = time.monotonic()
             try:
-                self._top_hosts = sqlite_top_hosts(out / "frontier.sqlite")
+                self._top_hosts = sqlite_top_hosts(
+                    out / "frontier.sqlite", base_delay=_number(self._settings.get("delay"))
+                )
             except sqlite3.Error:
                 self._top_hosts = None  # (frontier_error says why, from the counters read)
         errors = sum(tail.errors.values())
@@ -443,6 +445,11 @@ def _embedded_control(
         "can_scale": state == "running" and pool,
         "max_workers": MAX_POOL_WORKERS,
     }
+
+
+def _number(value: Any) -> float:
+    """A setting's number (0 when absent or not a number)."""
+    return float(value) if isinstance(value, int | float) else 0.0
 
 
 def _read_json(path: Path) -> dict[str, Any] | None:
@@ -589,8 +596,9 @@ class ClusterSource:
                 for h in w["hosts"]
             ]  # fmt: skip
             top_hosts = cluster_top_hosts(
-                self._client, record.id, live_hosts, float(data["server_time"])
-            )
+                self._client, record.id, live_hosts, float(data["server_time"]),
+                base_delay=_number(record.settings.get("delay")),
+            )  # fmt: skip
         c, tot, fr = data["crawl"], data["totals"], data["frontier"]
         # the workers' heartbeats carry bytes and their most common statuses and outcomes
         # (cluster/members.py WorkerStatus): summed here
