@@ -207,7 +207,7 @@ def _run_attached(
     out.mkdir(parents=True, exist_ok=True)
     # --live-graph: the crawl's graph consumer beside the workers, started first (in its own
     # session, with the signals a stop uses not held: it stops when told below)
-    follower = _start_follower(url, record, out) if record.settings.get("live_graph") else None
+    follower = start_graph_follower(url, record, out) if record.settings.get("live_graph") else None
     try:
         procs: list[subprocess.Popen[bytes]] = []
         stopped: list[int] = []
@@ -251,7 +251,7 @@ def _run_attached(
 FOLLOWER_END_S: Final = 300.0
 
 
-def _start_follower(url: str, record: CrawlRecord, out: Path) -> subprocess.Popen[bytes]:
+def start_graph_follower(url: str, record: CrawlRecord, out: Path) -> subprocess.Popen[bytes]:
     """`gossamer graph follow` for this crawl, its state (journal, stats.json) in
     `out/graph/<crawl id>/`, its summary line in `out/graph/follow.log`."""
     state = out / "graph"

@@ -226,7 +226,26 @@ def _start_cluster(source: ClusterSource, seeds: list[str], workers: int, flags:
         raise ControlError(400, _error_line(_log_since(log, offset)))
     source.follow(crawl_id)
     source.workers_out = out
-    return f"started crawl {crawl_id} with {workers} local workers; outputs in {out}, log {log}"
+    graph = _follow_graph(source, crawl_id, out)
+    return (f"started crawl {crawl_id} with {workers} local workers{graph}; outputs in {out}, "
+            f"log {log}")  # fmt: skip
+
+
+def _follow_graph(source: ClusterSource, crawl_id: str, out: Path) -> str:
+    """With the live graph on (`live_graph`), `gossamer graph follow` for the crawl, as
+    `crawl --redis` without `--detach` runs it (its state and statistics in `out/graph/`):
+    it ends once the crawl has; what was done, in words."""
+    from ..cluster.control import start_graph_follower
+    from ..cluster.registry import RegistryError
+
+    try:
+        record = source.crawl_record(crawl_id)
+    except RegistryError:
+        return ""
+    if not record.settings.get("live_graph"):
+        return ""
+    _reap(start_graph_follower(source.redis_url(), record, out))
+    return " and its live graph (`gossamer graph follow`)"
 
 
 def resume_crawl(source: StatusSource, body: dict[str, Any]) -> str:

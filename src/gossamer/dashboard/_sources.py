@@ -544,6 +544,13 @@ class ClusterSource:
             result = scale_workers(self._client, self._url, record, target, self.workers_out)
             return scale_message(record, target, result)
 
+    def crawl_record(self, crawl_id: str) -> Any:
+        """The registry's record of crawl `crawl_id` (RegistryError: none)."""
+        from ..cluster.registry import load_crawl
+
+        with self._lock:
+            return load_crawl(self._client, crawl_id)
+
     def follow(self, crawl_id: str) -> None:
         """Show crawl `crawl_id` from now on (one the dashboard started)."""
         with self._lock:
