@@ -105,7 +105,9 @@ def test_start_and_scale_an_embedded_pool_from_the_dashboard(tmp_path: Path) -> 
             page.post("/api/scale", {"workers": 1})
             # the highest-numbered leave once their batches are done; the table follows
             _, s = stream.until("w0 alone", lambda s: [w["id"] for w in s["workers"]] == ["w0"])
-            assert s["crawl"]["state"] == "running", "a retired worker's exit ended the crawl"
+            # running on, or already ended by w0 itself (a small web): never by the retired
+            # workers' exits (then the end reason and the pages below would say so)
+            assert s["crawl"]["state"] == "running" or s["crawl"]["end_reason"] == "complete", s
             _, end = stream.until("the end", lambda s: s["crawl"]["state"] == "ended",
                                   timeout=120)  # fmt: skip
             assert end["crawl"]["end_reason"] == "complete", end
