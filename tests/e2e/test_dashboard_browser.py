@@ -296,6 +296,7 @@ def test_cluster_crawl_from_setup_to_scaled_to_stopped(
                 # the detached crawl, so the degree charts are drawn for a cluster crawl too
                 joined = r" INFO +w\d worker w\d .* joins"
                 watch_it_move(browser, workers=2, graph=True, log=joined)
+                shot(browser, "cluster.png")
                 scale(browser, 3)
                 scale(browser, 2)
                 stop(browser)
@@ -371,7 +372,6 @@ def test_watch_a_cluster_crawl_and_stop_it(
                 assert d.find_element(CSS, "#source").text.startswith("cluster redis://")
                 joined = r" INFO +w\d worker w\d .* joins"
                 watch_it_move(browser, workers=2, graph=False, log=joined)
-                shot(browser, "cluster.png")
                 stop(browser)
                 wait_for(d, lambda d: d.find_element(CSS, "#crawl-state").text in (
                     "stopping", "stopped") or None, timeout=30)  # fmt: skip
