@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from ..engine.heartbeat import read_beats
-from ..engine.pool import MAX_POOL_WORKERS, read_control
+from ..engine.pool import MAX_POOL_WORKERS, gossamer_alive, read_control
 from ..engine.report import count_log_record, live_graph_stats, stats_end_reason
 from ..logs import DIAGNOSTICS_FILE
 from ..sinks import read_run_records
@@ -200,22 +200,6 @@ def _frontier_counts(path: Path) -> dict[str, Any] | None:
     return dict(zip(keys, (int(v or 0) for v in row), strict=True))
 
 
-def _process_alive(pid: int) -> bool:
-    """Whether `pid` runs and (where /proc tells) is a gossamer process: a crawl killed
-    without its end recorded leaves a pid another program may have been given since."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:
-        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
-    except OSError:
-        return True  # no /proc: trust the pid
-    return b"gossamer" in cmdline
-
-
 class EmbeddedSource:
     """A crawl directory (`gossamer crawl -o DIR`), running or not."""
 
@@ -268,7 +252,7 @@ class EmbeddedSource:
             return None
         ended = any(r.get("event") == "end" and r.get("run") == last_start.get("run") for r in runs)
         pid = self._pid()
-        if ended or pid is None or not _process_alive(pid):
+        if ended or pid is None or not gossamer_alive(pid):
             return None
         return pid
 
