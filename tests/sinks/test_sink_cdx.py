@@ -10,14 +10,19 @@ import sys
 import time
 from pathlib import Path
 
+import surt
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from warcio.archiveiterator import ArchiveIterator
 
 from gossamer.sinks import WarcWriter, recover
 from gossamer.sinks.cdx import (
+    _PLAIN_URL,
     CDX_DIR,
     INDEX_NAME,
     cdxj_line,
     http_status_and_mime,
+    surt_key,
     write_crawl_index,
 )
 
@@ -89,6 +94,83 @@ def test_cdxj_line_is_cdxj_indexer_s_format() -> None:
     ]
     no_mime = cdxj_line("http://a.example/", "2026-11-25T22:14:44Z", None, "404", "d", 1, 0, "f")
     assert '"mime"' not in no_mime
+
+
+def _library_surt(url: str) -> str:
+    try:
+        return surt.surt(url)  # type: ignore[no-any-return]
+    except Exception:
+        return url
+
+
+def _library_line(
+    url: str, warc_date: str, mime: str | None, status: str | None, digest: str | None,
+    length: int, offset: int, filename: str,
+) -> str:  # fmt: skip
+    """cdxj_line as it was written first: surt.surt and json.dumps."""
+    named = (("url", url), ("mime", mime), ("status", status), ("digest", digest))
+    fields = {name: value for name, value in named if value is not None}
+    fields.update(length=str(length), offset=str(offset), filename=filename)
+    stamp = "".join(c for c in warc_date[:19] if c.isdigit())
+    return f"{_library_surt(url)} {stamp} {json.dumps(fields)}\n"
+
+
+_labels = st.text("aAwW09-z", min_size=1, max_size=5)
+_plainish_urls = st.builds(
+    lambda scheme, www, labels, last, segments, slash: (
+        f"{scheme}://{www}{''.join(x + '.' for x in labels)}{last}"
+        + "".join("/" + x for x in segments)
+        + slash
+    ),
+    st.sampled_from(["http", "https", "HTTP", "ftp"]),
+    st.sampled_from(["", "www.", "www2.", "WWW.", "wwwx.", "www.www."]),
+    st.lists(_labels, max_size=3),
+    st.text("abzWZ09", min_size=1, max_size=4),
+    st.lists(st.text("aB0._~-%;()?#=&:+,!/ \u00e9", min_size=0, max_size=6), max_size=4),
+    st.sampled_from(["", "/", "?q=1", "#f", ":8080/"]),
+)
+
+
+@settings(max_examples=3000, deadline=None)
+@given(_plainish_urls)
+def test_surt_key_is_surt_s(url: str) -> None:
+    """The plain URLs' keys worked out in cdx.py equal surt's (and the others are surt's)."""
+    assert surt_key(url) == _library_surt(url)
+
+
+def test_surt_key_covers_the_usual_urls() -> None:
+    """The fast path takes the simulated web's URLs, and not what it cannot key alone."""
+    for url in ("http://www.h12.example/p/3/x-1.html", "https://a.example/", "http://b.example"):
+        assert _PLAIN_URL(url) is not None
+        assert surt_key(url) == _library_surt(url)
+    for url in (
+        "http://a.example/a?b=1", "http://a.example:81/", "http://127.0.0.1/",
+        "http://a.example/x//y", "http://a.example/./x", "http://a.example/%41",
+    ):  # fmt: skip
+        assert _PLAIN_URL(url) is None
+        assert surt_key(url) == _library_surt(url)
+
+
+_text = st.text(st.sampled_from('ab"\\/ \x01\x7f\u00e9\u2028{}:,'), max_size=6)
+
+
+@settings(max_examples=1000, deadline=None)
+@given(
+    _text,
+    st.sampled_from(["2026-11-26T09:00:00.123456Z", "2026-11-26T09:00:00Z", "20\u00b26-1", ""]),
+    st.none() | _text,
+    st.none() | _text,
+    st.none() | _text,
+    st.integers(0, 10**12),
+    st.integers(0, 10**12),
+    _text,
+)
+def test_cdxj_line_is_the_library_s_text(
+    path: str, date: str, mime: str | None, status: str | None, digest: str | None,
+    length: int, offset: int, filename: str,
+) -> None:  # fmt: skip
+    args = ("http://a.example/" + path, date, mime, status, digest, length, offset, filename)
+    assert cdxj_line(*args) == _library_line(*args)
 
 
 def test_status_and_mime_as_warcio_reads_them() -> None:

@@ -15,7 +15,7 @@ import contextlib
 import math
 import time
 from collections import Counter
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from concurrent.futures import Executor
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -901,10 +901,14 @@ class Crawler:
         if result.status != 200 or not is_html(result.header("content-type")):
             return []
         page = parse_html(result.body, url, _headers(result), self.parse_options)
-        return self._route(url, [(link.url, link.kind) for link in page.links], depth, out)
+        return self._route(url, page.links, depth, out)  # (ExtractedLinks: (url, kind) pairs)
 
     def _route(
-        self, src: str, links: list[tuple[str, str]], depth: int, out: list[Discovered | Outlinks]
+        self,
+        src: str,
+        links: Sequence[tuple[str, str]],
+        depth: int,
+        out: list[Discovered | Outlinks],
     ) -> list[tuple[str, str]]:
         """Scope-check the links of `src` (found at `depth`), write their graph edges and
         append the URLs this worker has not sent to the frontier yet to `out`. Returns the
