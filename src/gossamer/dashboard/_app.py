@@ -29,7 +29,7 @@ import secrets
 import socket
 import sys
 import time
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -42,6 +42,7 @@ from starlette.routing import Route
 from ..exitcodes import Exit
 from ._control import ControlError, resume_crawl, scale_crawl, start_crawl
 from ._history import History
+from ._hub import PollingHub
 from ._logtail import LAST_MAX, LEVELS, LogHub, skipped_record
 from ._metrics import metrics_registry
 from ._sources import ClusterSource, EmbeddedSource, SourceError, StatusSource
@@ -80,19 +81,16 @@ def _steady(value: Any) -> Any:
     return value
 
 
-class StatusHub:
+class StatusHub(PollingHub):
     """The last status read and its version; `run` (owned by the app's lifespan) reads the
     source while streams are open and wakes them on a change."""
 
     def __init__(self, source: StatusSource, interval: float = PUSH_INTERVAL_S) -> None:
+        super().__init__(interval)
         self.source = source
-        self.interval = interval
         self.version = 0
         self.data: dict[str, Any] | None = None
         self._steady: Any = None
-        self._changed = asyncio.Condition()
-        self._streams = 0
-        self._has_streams = asyncio.Event()
         self.history = History()  # the charts' samples (GET /api/history)
 
     async def read(self) -> dict[str, Any]:
@@ -108,33 +106,12 @@ class StatusHub:
                 self._changed.notify_all()
         return data
 
-    async def run(self) -> None:
-        while True:
-            await self._has_streams.wait()
-            try:
-                await self.read()
-            except Exception as exc:  # a source that fails now may answer next time
-                _log.warning(f"dashboard: reading the crawl's status failed: {exc}")
-            await asyncio.sleep(self.interval)
+    async def poll(self) -> dict[str, Any]:
+        return await self.read()
 
     async def wait_change(self, seen: int, within: float) -> bool:
         """Wait until the version is past `seen` (True) or `within` seconds passed (False)."""
-        async with self._changed:
-            with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(within):
-                    await self._changed.wait_for(lambda: self.version > seen)
-            return self.version > seen
-
-    @contextlib.contextmanager
-    def stream_open(self) -> Iterator[None]:
-        self._streams += 1
-        self._has_streams.set()
-        try:
-            yield
-        finally:
-            self._streams -= 1
-            if not self._streams:
-                self._has_streams.clear()
+        return await self.wait_until(lambda: self.version > seen, within)
 
 
 def _is_loopback(host: str) -> bool:

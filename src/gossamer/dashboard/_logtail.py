@@ -23,13 +23,14 @@ page shows a burst of 3,000 lines a second as 2 batches of 200 a second, not 3,0
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import threading
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from datetime import datetime
 from typing import Any, Final
+
+from ._hub import PollingHub
 
 __all__ = [
     "BATCH_MAX",
@@ -239,17 +240,16 @@ def skipped_record(n: int, now: float) -> dict[str, Any]:
     }
 
 
-class LogHub:
+class LogHub(PollingHub):
     """Keeps a source's log ring up to date while log streams are open (every `interval`
     s, off the event loop) and wakes them when records came."""
 
+    what = "log"
+
     def __init__(self, source: Any, interval: float) -> None:
+        super().__init__(interval)
         self.source = source
         self.ring: LogRing = source.log_ring
-        self.interval = interval
-        self._changed = asyncio.Condition()
-        self._streams = 0
-        self._has_streams = asyncio.Event()
 
     async def refresh(self) -> None:
         before = self.ring.cursor
@@ -258,30 +258,9 @@ class LogHub:
             async with self._changed:
                 self._changed.notify_all()
 
-    async def run(self) -> None:
-        while True:
-            await self._has_streams.wait()
-            try:
-                await self.refresh()
-            except Exception as exc:  # a source that fails now may answer next time
-                _log.warning(f"dashboard: reading the crawl's log failed: {exc}")
-            await asyncio.sleep(self.interval)
+    async def poll(self) -> None:
+        await self.refresh()
 
     async def wait_new(self, cursor: Cursor, within: float) -> bool:
         """Wait until records came after `cursor` (True) or `within` s passed (False)."""
-        async with self._changed:
-            with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(within):
-                    await self._changed.wait_for(lambda: self.ring.cursor != cursor)
-            return self.ring.cursor != cursor
-
-    @contextlib.contextmanager
-    def stream_open(self) -> Iterator[None]:
-        self._streams += 1
-        self._has_streams.set()
-        try:
-            yield
-        finally:
-            self._streams -= 1
-            if not self._streams:
-                self._has_streams.clear()
+        return await self.wait_until(lambda: self.ring.cursor != cursor, within)

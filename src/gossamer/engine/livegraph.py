@@ -10,7 +10,7 @@ CPU, a quarter of what the child cost a 2-worker crawl of 20,000 pages).
 
 **A CPU budget.** A refresh reads what the crawl's files gained and recomputes every
 statistic; on a machine whose cores the crawl keeps busy (a pool), every CPU second it takes
-is the crawl's. So a refresh is due every `interval` seconds (and at least `_BACKOFF` times
+is the crawl's. So a refresh is due every `interval` seconds (and at least `BACKOFF` times
 its last wall time and `_CPU_BACKOFF` times its last CPU time after it), but runs only when
 either the machine had a spare core's half idle since the last look (`/proc/stat`: the
 refresh then takes idle time) or the child's whole CPU time so far, plus what the refresh is
@@ -44,7 +44,7 @@ __all__ = ["CPU_SHARE", "END", "INTERVAL_S", "main", "run"]
 
 END: Final = b"end\n"
 INTERVAL_S: Final = 5.0  # seconds between two refreshes, at least (graph/_live.py's too)
-_BACKOFF: Final = 10.0  # ... and at least this many times the last refresh's wall time
+BACKOFF: Final = 10.0  # ... and at least this many times the last refresh's wall time
 _CPU_BACKOFF: Final = 20.0  # ... and this many times its CPU time: ≤ ~5 % of one core
 #: the share of one core the child may use over the crawl's time when no core is spare
 CPU_SHARE: Final = 0.04
@@ -159,7 +159,7 @@ def _loop(
             if follower.read():
                 took, cpu = follow.write_once(follower, path, final=False)
                 cost = cpu
-                due = time.monotonic() + max(interval, _BACKOFF * took, _CPU_BACKOFF * cpu)
+                due = time.monotonic() + max(interval, BACKOFF * took, _CPU_BACKOFF * cpu)
             else:
                 due = now + interval
         except (OSError, ValueError) as exc:  # the next refresh tries again; the end says

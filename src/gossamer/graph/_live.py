@@ -14,7 +14,7 @@ in a child process instead (graph/_follow.py: docs/graph.md, "The live graph").
   for copying the graph's arrays, never while statistics are computed.
 - A daemon thread computes the statistics (`statistics_of`: numpy and scipy, which release
   the GIL for most of the work) from that copy and writes them atomically. It waits
-  `interval` seconds between writes, and at least `_BACKOFF` times as long as the last
+  `interval` seconds between writes, and at least `BACKOFF` times as long as the last
   computation took, so at a million pages (about 1 s without distances, several with them)
   the statistics cost the crawl a bounded share of one core, not a growing one.
 - Only pages whose status makes them nodes are applied (`is_node_status`, 200–399: the
@@ -29,10 +29,13 @@ import threading
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any, Final
+from typing import Any
 
 import numpy as np
 
+# INTERVAL_S, BACKOFF: the seconds between two writes, at least, and at least this many
+# times the last computation's time: an embedded crawl's live graph's (engine/livegraph.py)
+from ..engine.livegraph import BACKOFF, INTERVAL_S
 from ..sinks.stats import write_stats
 from ._load import crawled_pages, edge_parts
 from ._online import OnlineGraph
@@ -41,8 +44,6 @@ __all__ = ["LiveGraph"]
 
 _log = logging.getLogger(__name__)
 
-INTERVAL_S: Final = 5.0  # seconds between two writes of the statistics, at least
-_BACKOFF: Final = 10.0  # ... and at least this many times the last computation's time
 
 
 class LiveGraph:
@@ -118,7 +119,7 @@ class LiveGraph:
         while not self._stop.wait(wait):
             if self._version != self._written:
                 self.write(final=False)
-            wait = max(self.interval, _BACKOFF * self.last_compute_s)
+            wait = max(self.interval, BACKOFF * self.last_compute_s)
 
     def write(self, *, final: bool) -> dict[str, Any] | None:
         """Compute the statistics now and write them; None when they could not be written
