@@ -126,6 +126,14 @@ def _loop(
 ) -> int:
     path = directory / "graph" / "stats.json"
     follower: Any = None
+
+    def made() -> Any:
+        """The follower, made (numpy and scipy imported) at its first use."""
+        nonlocal follower
+        if follower is None:
+            follower = _follow_module().CrawlFollower(directory)
+        return follower
+
     started = time.monotonic()
     due = started + interval
     cost = _FIRST_COST_S
@@ -136,10 +144,7 @@ def _loop(
         if ready:
             line = control.readline()
             if line == END:
-                follow = _follow_module()
-                if follower is None:
-                    follower = follow.CrawlFollower(directory)
-                return _final(follow, follower, path, detach_final)
+                return _final(_follow_module(), made(), path, detach_final)
             if not line:
                 return 1
             continue
@@ -153,11 +158,8 @@ def _loop(
             due = now + _RECHECK_S  # no spare core, and over the budget: not yet
             continue
         try:
-            follow = _follow_module()
-            if follower is None:
-                follower = follow.CrawlFollower(directory)
-            if follower.read():
-                took, cpu = follow.write_once(follower, path, final=False)
+            if made().read():
+                took, cpu = _follow_module().write_once(made(), path, final=False)
                 cost = cpu
                 due = time.monotonic() + max(interval, BACKOFF * took, _CPU_BACKOFF * cpu)
             else:
