@@ -136,7 +136,7 @@ def fill_setup(browser: Browser, seed: str, workers: int, partition: str | None 
     d = browser.driver
     wait_for(d, lambda d: d.find_element(CSS, "#crawl-state").text != "connecting…" or None)
     d.find_element(CSS, "#tab-setup").click()
-    wait_for(d, lambda d: d.find_element(CSS, "#start").is_enabled() or None, timeout=10)
+    wait_for(d, lambda d: d.find_element(CSS, "#start").is_enabled() or None)
     d.find_element(CSS, "#seeds").send_keys(seed)
     d.find_element(CSS, "#seed-add").click()
     assert [e.text for e in d.find_elements(CSS, "#seed-list li span")] == [seed]

@@ -259,7 +259,7 @@ def test_status_tab_shows_the_coordinator_pane_graph_and_charts(
     for pages in (1400, 1450, 1500):
         t0 = time.time()
         source.set(status(totals__pages=pages, totals__pages_per_s=pages / 1000 * 40 + 1))
-        wait_for_text(d, "#pages", f"{pages:,}", timeout=5)
+        wait_for_text(d, "#pages", f"{pages:,}")
         delays.append(d.execute_script("return window.gossamerPage.lastHandledAt") / 1000 - t0)
     assert statistics.median(delays) < 1.0, delays
     wait_for_js(d, f"Number(document.querySelector('#chart-rate').dataset.points) > {points}")
@@ -442,7 +442,7 @@ def test_log_tail_is_filtered_streamed_and_bounded(
             {"time": t + 200 * k + i, "level": "info", "worker": "w0", "kind": "diagnostic",
              "message": f"line {200 * k + i}"} for i in range(200)
         ])  # fmt: skip
-        wait_for_text(d, "#log li:last-child", f"line {200 * k + 199}", timeout=10)
+        wait_for_text(d, "#log li:last-child", f"line {200 * k + 199}")
     shown = texts(browser, "#log li")
     assert len(shown) == 500 and shown[0].endswith("line 300"), shown[0]
     # more than a batch at once: the server's "skipped" record is shown, then the newest
@@ -450,7 +450,7 @@ def test_log_tail_is_filtered_streamed_and_bounded(
         {"time": t + 800 + i, "level": "info", "worker": "w0", "kind": "diagnostic",
          "message": f"burst {i}"} for i in range(250)
     ])  # fmt: skip
-    wait_for_text(d, "#log li:last-child", "burst 249", timeout=10)
+    wait_for_text(d, "#log li:last-child", "burst 249")
     assert "50 records skipped" in texts(browser, "#log li")[-201]
     # a level filter: the log is read again with it, and the stream follows it
     d.find_element(By_CSS, "#log-level option[value='warning']").click()
@@ -461,7 +461,7 @@ def test_log_tail_is_filtered_streamed_and_bounded(
         {"time": t + 1101, "level": "info", "worker": "w1", "kind": "diagnostic",
          "message": "not shown"},
     ])  # fmt: skip
-    wait_for_text(d, "#log li:last-child", "ERROR   w0 w0 failed", timeout=10)
+    wait_for_text(d, "#log li:last-child", "ERROR   w0 w0 failed")
     assert len(d.find_elements(By_CSS, "#log li")) == 2
     # a worker filter (the workers the status names): w1's warnings only
     d.find_element(By_CSS, "#log-worker option[value='w1']").click()

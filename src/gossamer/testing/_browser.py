@@ -355,7 +355,7 @@ POLL_SECONDS = 0.02
 def wait_for(
     driver: Remote,
     condition: Callable[[Remote], T | None],
-    timeout: float = 5.0,
+    timeout: float = 20.0,
     *,
     what: str = "condition",
     seen: Callable[[], str] | None = None,
@@ -383,7 +383,7 @@ def _text_of(driver: Remote, css: str) -> str | None:
         return None
 
 
-def wait_for_element(driver: Remote, css: str, timeout: float = 5.0) -> WebElement:
+def wait_for_element(driver: Remote, css: str, timeout: float = 20.0) -> WebElement:
     """The first element matching `css`, once there is one."""
     return wait_for(
         driver,
@@ -393,7 +393,7 @@ def wait_for_element(driver: Remote, css: str, timeout: float = 5.0) -> WebEleme
     )
 
 
-def wait_for_gone(driver: Remote, css: str, timeout: float = 5.0) -> None:
+def wait_for_gone(driver: Remote, css: str, timeout: float = 20.0) -> None:
     """Until no element matches `css`."""
     wait_for(
         driver,
@@ -403,7 +403,7 @@ def wait_for_gone(driver: Remote, css: str, timeout: float = 5.0) -> None:
     )
 
 
-def wait_for_text(driver: Remote, css: str, text: str, timeout: float = 5.0) -> WebElement:
+def wait_for_text(driver: Remote, css: str, text: str, timeout: float = 20.0) -> WebElement:
     """The element matching `css` once its visible text contains `text`."""
 
     def holds(d: Remote) -> WebElement | None:
@@ -419,7 +419,7 @@ def wait_for_text(driver: Remote, css: str, text: str, timeout: float = 5.0) -> 
     )
 
 
-def wait_for_js(driver: Remote, expression: str, timeout: float = 5.0) -> object:
+def wait_for_js(driver: Remote, expression: str, timeout: float = 20.0) -> object:
     """The value of the JavaScript `expression` once it is truthy (e.g. a count reached)."""
     return wait_for(
         driver,
@@ -429,7 +429,7 @@ def wait_for_js(driver: Remote, expression: str, timeout: float = 5.0) -> object
     )
 
 
-def wait_for_url(driver: Remote, fragment: str, timeout: float = 5.0) -> str:
+def wait_for_url(driver: Remote, fragment: str, timeout: float = 20.0) -> str:
     """The page's URL once it contains `fragment` (after a navigation or a form post)."""
     return wait_for(
         driver,

@@ -541,7 +541,9 @@ function logLine(r) {
 // Setup tab (bench_dashboard_cost.py --page). So while the pane is not on the screen
 // (scrolled away, the Setup tab, a background tab) the records wait in memory, bounded like
 // the pane, and are drawn when it shows again.
-let logOnScreen = true;
+// unknown until the observer's first report, which every observed element gets: until then
+// records wait, so a page loaded with the pane below the fold never draws them early
+let logOnScreen = false;
 const logWaiting = [];
 
 function appendLog(records) {
@@ -610,7 +612,7 @@ function logShown(onScreen) {
   if (logOnScreen && logWaiting.length) drawLog(logWaiting.splice(0));
   page.logWaiting = logWaiting.length;
 }
-let logIntersecting = true;
+let logIntersecting = false;
 new IntersectionObserver((entries) => {
   logIntersecting = entries[entries.length - 1].isIntersecting;
   logShown(logIntersecting);
