@@ -10,8 +10,8 @@ from collections.abc import Iterator
 import pytest
 
 from gossamer.cluster._redis import RedisClient
-from gossamer.cluster.members import Membership, PartitionView, WorkerStatus
-from gossamer.frontier.redis import connect
+from gossamer.cluster.members import MOURN_TTLS, Membership, PartitionView, WorkerStatus
+from gossamer.frontier.redis import connect, disconnect
 from gossamer.partition import SHARDS, Dynamic, Member, Modulo, Phase, assignment
 
 
@@ -109,6 +109,38 @@ def test_nobody_is_dead_until_a_ttl_of_beats_after_all_beats_stopped(client: Red
     assert time.monotonic() - t0 >= 0.95
 
 
+def test_the_long_dead_are_answered_no_more_and_still_shown(client: RedisClient) -> None:
+    """A worker silent for MOURN_TTLS TTLs leaves the beats' answer (every live worker has
+    reclaimed its leases by then), so what a beat returns does not grow with every worker the
+    crawl ever had; `statuses` still shows it dead with its last beat, and back from its
+    freeze it is a live member again, counted dead again if it falls silent again."""
+    m = Membership(client, "c1", ttl=0.2)
+    m.beat(status("w1"))
+    w2 = m.beat(status("w2"))
+    last = {s.id: s.last_beat for s in m.statuses()}["w2"]
+    t0 = time.monotonic()
+    while not m.beat(status("w1")).dead:
+        assert time.monotonic() - t0 < 10, "w2 never counted dead"
+        time.sleep(0.02)
+    answered_at = time.monotonic()
+    while m.beat(status("w1")).dead:  # w1 beats on, as a live worker does
+        assert time.monotonic() - t0 < 30, "w2 answered dead for ever"
+        time.sleep(0.02)
+    # not before MOURN_TTLS TTLs of silence (~2 s here; it was answered from ~1 TTL)
+    assert time.monotonic() - answered_at >= (MOURN_TTLS - 1.5) * 0.2
+    shown = {s.id: s for s in m.statuses()}["w2"]
+    assert shown.state == "dead" and shown.last_beat == last
+    back = m.beat(status("w2"))
+    assert back.expired and back.incarnation == w2.incarnation + 1
+    assert {x.id for x in m.beat(status("w1")).members} == {"w1", "w2"}
+    assert {s.id: s.state for s in m.statuses()}["w2"] == "crawling"
+    t1 = time.monotonic()
+    while not (dead := m.beat(status("w1")).dead):
+        assert time.monotonic() - t1 < 10, "w2 never counted dead again"
+        time.sleep(0.02)
+    assert dead == {"w2": w2.incarnation + 1}
+
+
 def test_deregister_leaves_at_once_and_keeps_the_last_record(client: RedisClient) -> None:
     m = Membership(client, "c1", ttl=5.0)
     m.beat(status("w1"))
@@ -133,7 +165,7 @@ def test_membership_in_one_slot_works_on_redis_cluster(redis_cluster_url: str) -
         assert m.deregister(status("w1", state="stopped")) == ""
         assert [s.state for s in m.statuses()] == ["stopped", "crawling"]
     finally:
-        c.close()
+        disconnect(c)  # a RedisCluster client's close() leaves its nodes' sockets open
 
 
 # ---------------------------------------------------------------------------- PartitionView

@@ -239,6 +239,13 @@ class Keys:
         return self.prefix + "beats"
 
     @property
+    def mourned(self) -> str:
+        """hash: worker id -> server time of its last heartbeat, for a worker dead or gone
+        for `MOURN_TTLS` TTLs: moved here from `beats`, so beats stop answering it dead
+        (its leases were reclaimed long since) and their cost does not grow with restarts"""
+        return self.prefix + "mourned"
+
+    @property
     def pulse(self) -> str:
         """hash: `last`, the server time of the last heartbeat of any worker, and `since`,
         the start of the current run of heartbeats (none for half a TTL starts a new one):

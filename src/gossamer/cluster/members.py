@@ -21,7 +21,12 @@ frozen comes back under a later incarnation, whose leases are not. A worker coun
 after a TTL of Redis serving beats: `pulse` keeps the server time of the last beat and the
 start of the current run of beats (`since`, reset when no beat came for half a TTL), and a
 worker is dead when now - max(its last beat, since) > TTL — after Redis itself was paused or
-down, every worker has a TTL to beat again before anyone reclaims its leases.
+down, every worker has a TTL to beat again before anyone reclaims its leases. A worker silent
+for `MOURN_TTLS` TTLs (dead, or exited) is answered no more: by then every live worker has been
+told of it ~50 times (a beat every TTL / 5) and reclaimed its leases, and a long crawl whose
+workers come and go would otherwise answer every worker it ever had on every beat. Its last
+beat moves to `mourned` (`statuses` still shows it); a worker back from a long freeze beats
+again, leaves `mourned`, and is counted as any other.
 `deregister` removes a worker at once and, when it was the last one of a stopping crawl,
 marks the crawl stopped.
 """
@@ -112,8 +117,8 @@ class Beat:
 
 
 _BEAT = """
--- KEYS: live, workers, hb:<id>, meta, stopreq, caps, beats, pulse, inc
--- ARGV: id, status JSON, TTL (ms), capacity
+-- KEYS: live, workers, hb:<id>, meta, stopreq, caps, beats, pulse, inc, mourned
+-- ARGV: id, status JSON, TTL (ms), capacity, MOURN_TTLS
 local t = redis.call('TIME')
 local nows = t[1] .. '.' .. string.format('%06d', tonumber(t[2]))
 local now = tonumber(nows)
@@ -131,6 +136,7 @@ redis.call('HSET', KEYS[8], 'last', nows, 'since', string.format('%.6f', since))
 redis.call('SET', KEYS[3], ARGV[2], 'PX', ARGV[3])
 redis.call('HSET', KEYS[2], ARGV[1], ARGV[2])
 redis.call('HSET', KEYS[7], ARGV[1], nows)
+redis.call('HDEL', KEYS[10], ARGV[1])
 redis.call('HSET', KEYS[6], ARGV[1], ARGV[4])
 redis.call('ZADD', KEYS[1], nows, ARGV[1])
 local cutoff = string.format('%.6f', now - tonumber(ARGV[3]) / 1000)
@@ -145,8 +151,13 @@ local state = redis.call('HGET', KEYS[4], 'state') or ''
 local stop = redis.call('SISMEMBER', KEYS[5], ARGV[1])
 local dead = {}
 local bt = redis.call('HGETALL', KEYS[7])
+local mourn = ttl * tonumber(ARGV[5])
 for j = 1, #bt, 2 do
-  if now - math.max(tonumber(bt[j + 1]), since) > ttl then
+  local silent = now - math.max(tonumber(bt[j + 1]), since)
+  if silent > mourn then
+    redis.call('HSET', KEYS[10], bt[j], bt[j + 1])
+    redis.call('HDEL', KEYS[7], bt[j])
+  elseif silent > ttl then
     dead[#dead + 1] = bt[j]
     dead[#dead + 1] = redis.call('HGET', KEYS[9], bt[j]) or '0'
   end
@@ -175,6 +186,10 @@ if state == 'stopping' and left == 0 then
 end
 return {state, left}
 """
+
+
+#: TTLs of silence after which a dead or exited worker is no longer answered dead by beats
+MOURN_TTLS: Final = 10
 
 
 class Membership:
@@ -209,9 +224,9 @@ class Membership:
             list[Any],
             self._beat(
                 keys=[k.live, k.workers, k.heartbeat(status.id), k.meta, k.stop_requests,
-                      k.caps, k.beats, k.pulse, k.incarnations],
+                      k.caps, k.beats, k.pulse, k.incarnations, k.mourned],
                 args=[status.id, status.to_json(), max(1, round(self.ttl * 1000)),
-                      repr(status.capacity)],
+                      repr(status.capacity), MOURN_TTLS],
             ),
         )  # fmt: skip
         nows, expired, state, stop, ids, caps, inc, raw_dead = reply
@@ -259,7 +274,9 @@ class Membership:
             )
         }
         beats = {
-            text(i): float(t) for i, t in cast(dict[Any, Any], self.client.hgetall(k.beats)).items()
+            text(i): float(t)
+            for key in (k.mourned, k.beats)  # a worker in both: its beat is the newer
+            for i, t in cast(dict[Any, Any], self.client.hgetall(key)).items()
         }
         asked = self.stop_requested()
         out = []
