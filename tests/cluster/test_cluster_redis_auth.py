@@ -20,6 +20,7 @@ from gossamer.cluster._redis import (
     scrub,
     url_password,
     url_username,
+    without_password,
 )
 from gossamer.cluster.worker import connect_redis
 from gossamer.exitcodes import Exit
@@ -88,7 +89,7 @@ def test_connect_tells_refused_missing_and_unreachable_apart(
     with pytest.raises(RedisRefused, match=r"asks for a password: put it in the URL"):
         connect_redis(redis_password_server.url_without_password, patience=30)
     user = f"redis://crawler@127.0.0.1:{port}/0"
-    with pytest.raises(RedisRefused, match=r"redis://crawler:PASSWORD@host:port/db"):
+    with pytest.raises(RedisRefused, match=r"redis://crawler:PASSWORD@host:port/db.*AUTH"):
         connect_redis(user, patience=30)
     crawler = PASSWORD_SERVER_USERS["crawler"]
     client = connect_redis(f"redis://crawler:{crawler}@127.0.0.1:{port}/0", patience=0)
@@ -116,6 +117,43 @@ def test_connect_waits_its_patience_for_an_unreachable_redis(
     with pytest.raises(RedisUnavailable) as info:  # patience 0: one attempt
         connect_redis(url, patience=0, sleep=slept.append)
     assert "waited" not in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("url", "bare"),
+    [
+        ("redis://127.0.0.1:6379/0", "redis://127.0.0.1:6379/0"),
+        ("redis://:s3cret@h:6379/0", "redis://h:6379/0"),
+        ("redis://alice:s3cret@h:6379/2", "redis://alice@h:6379/2"),
+        ("rediss://alice:p@ss@h/0", "rediss://alice@h/0"),
+        ("redis://h:6379/0?password=s3cret&db=1", "redis://h:6379/0?db=1"),
+        ("redis://h:6379/0?password=s3cret", "redis://h:6379/0"),
+        ("unix://:s3cret@/run/redis.sock?db=0", "unix:///run/redis.sock?db=0"),
+    ],
+)
+def test_without_password_keeps_everything_but_the_password(url: str, bare: str) -> None:
+    assert without_password(url) == bare
+    assert url_password(bare) is None and url_username(bare) == url_username(url)
+
+
+def test_a_url_without_a_password_takes_the_one_in_rediscli_auth(
+    redis_password_server: RedisServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """redis-cli's convention: the password in $REDISCLI_AUTH (not on a command line, where
+    `ps` shows it); a password in the URL wins; a wrong one is told as the variable's."""
+    port = redis_password_server.port
+    crawler = PASSWORD_SERVER_USERS["crawler"]
+    monkeypatch.setenv("REDISCLI_AUTH", crawler)
+    client = connect_redis(f"redis://crawler@127.0.0.1:{port}/0", patience=0)
+    try:
+        assert client.ping()
+    finally:
+        client.close()
+    client = connect_redis(redis_password_server.url, patience=0)  # its own password
+    client.close()
+    monkeypatch.setenv("REDISCLI_AUTH", "wrong-" + crawler)
+    with pytest.raises(RedisRefused, match=r"refused the user and password in \$REDISCLI_AUTH"):
+        connect_redis(f"redis://crawler@127.0.0.1:{port}/0", patience=0)
 
 
 def test_a_bad_url_is_bad_input_and_shows_no_piece_of_the_password() -> None:

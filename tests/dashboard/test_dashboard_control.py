@@ -7,6 +7,7 @@ scale a one-process crawl. Scaling a running pool: tests/e2e/test_dashboard_cont
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -19,6 +20,7 @@ from typing import Any
 import pytest
 from starlette.testclient import TestClient
 
+from gossamer.cluster._redis import url_password
 from gossamer.dashboard import ClusterSource, EmbeddedSource, make_app
 from gossamer.dashboard._control import _error_line, start_log
 from gossamer.engine.heartbeat import write_beat
@@ -297,3 +299,69 @@ def test_a_cluster_dashboard_before_any_crawl(
         assert "notaurl" in log.read_text()
     finally:
         source.close()
+
+
+def _cmdlines() -> dict[int, bytes]:
+    """Every process's command line, as `ps` shows them to any user of the machine."""
+    out = {}
+    for proc in Path("/proc").iterdir():
+        if proc.name.isdigit():
+            try:
+                out[int(proc.name)] = (proc / "cmdline").read_bytes()
+            except OSError:
+                pass  # gone meanwhile
+    return out
+
+
+def _exists(pid: int) -> bool:
+    """The process is running, or a zombie nobody reaped."""
+    return (Path("/proc") / str(pid)).exists()
+
+
+@pytest.mark.slow
+def test_a_cluster_crawl_started_and_scaled_from_the_dashboard_keeps_the_password_out_of_ps(
+    redis_password_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The dashboard's cluster start runs `gossamer crawl --redis URL` with the URL's password
+    in $REDISCLI_AUTH, not on the command line; the crawl and its workers connect with it.
+    A worker started by a scale is reaped when it exits (no zombie until the next scale)."""
+    password = url_password(redis_password_url)
+    assert password
+    monkeypatch.chdir(tmp_path)
+    spec = WebSpec(seed=9, hosts=100, pages_mean=150, profile="clean")  # outlasts the test
+    with serve_in_thread(spec) as web:
+        monkeypatch.setenv("GOSSAMER_RESOLVE_FILE", str(web.write_resolve_file(tmp_path / "r")))
+        monkeypatch.setenv("GOSSAMER_ALLOW_PRIVATE", "true")
+        source = ClusterSource(redis_password_url, None)
+        page = Page(source)
+        started: list[int] = []
+        try:
+            code, answer = page.post("/api/start", {"seeds": [web.url(0, 0)], "workers": 1,
+                                                    "scope": "all", "delay": 0})  # fmt: skip
+            assert code == 200 and answer["ok"], answer
+            s = wait_for("a page", lambda: (s := page.status())["totals"]["pages"] > 0 and s)
+            started = [w["pid"] for w in s["workers"]]
+            # `crawl --redis` ran for a moment with the URL in its argv: the URL it gave its
+            # worker (GOSSAMER_REDIS) shows that it had no password, and the worker connected
+            environ = dict(
+                v.split(b"=", 1)
+                for v in (Path("/proc") / str(started[0]) / "environ").read_bytes().split(b"\0")
+                if b"=" in v
+            )  # fmt: skip
+            assert environ[b"REDISCLI_AUTH"] == password.encode()
+            assert password.encode() not in environ[b"GOSSAMER_REDIS"]
+            code, answer = page.post("/api/scale", {"workers": 2})
+            assert code == 200, answer
+            s = wait_for("two workers", lambda: len((s := page.status())["workers"]) == 2 and s)
+            started = [w["pid"] for w in s["workers"]]
+            for pid, line in _cmdlines().items():
+                assert password.encode() not in line, (pid, line)
+            assert page.post("/api/stop", {})[0] == 200
+            wait_for("the end", lambda: page.status()["crawl"]["state"] == "stopped")
+            # the scaled worker is the dashboard's (this process's) child: reaped, not a zombie
+            wait_for("the workers reaped", lambda: not any(map(_exists, started)))
+        finally:
+            for pid in started:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, 9)
+            source.close()

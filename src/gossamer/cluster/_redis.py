@@ -9,6 +9,7 @@ used alone. (The frontier's keys are `gs:<crawl>:{<shard>}:…` and `gs:<crawl>:
 from __future__ import annotations
 
 import logging
+import os
 import re
 import time
 import urllib.parse
@@ -109,6 +110,21 @@ def url_username(url: str) -> str | None:
     return urllib.parse.unquote(name) if name else None
 
 
+def without_password(url: str) -> str:
+    """`url` with its password taken out (the userinfo's and a `password=` query
+    parameter's), for a command line: the password then goes in $REDISCLI_AUTH, which
+    `ps` does not show (frontier.redis.connect reads it)."""
+    parts = split_userinfo(url)
+    if parts is not None and parts[2] is not None:
+        scheme, user, _, after = parts
+        url = f"{scheme}{user}@{after}" if user else f"{scheme}{after}"
+    head, qmark, query = url.partition("?")
+    if qmark:
+        kept = [pair for pair in query.split("&") if pair.partition("=")[0] != "password"]
+        url = f"{head}?{'&'.join(kept)}" if kept else head
+    return url
+
+
 def redact(url: str) -> str:
     """`url` fit to print, log or store: its password replaced by *** (the userinfo's and a
     `password=` query parameter's): redis://:***@host:6379/0, rediss://user:***@host/0.
@@ -189,6 +205,11 @@ def refusal(url: str, exc: BaseException) -> RedisRefused:
             f"Redis at {safe} does not allow {who} what gossamer needs ({why}); give that "
             "user every command on the gs:* keys (ACL SETUSER … ~gs:* +@all), or use another"
         )
+    if url_password(url) is None and os.environ.get("REDISCLI_AUTH"):
+        return RedisRefused(
+            f"Redis at {safe} refused the {'user and ' if user else ''}password in "
+            f"$REDISCLI_AUTH ({why}); check it"
+        )
     if url_password(url) is None:
         if user:
             how = f"redis://{user}:PASSWORD@host:port/db"
@@ -196,7 +217,8 @@ def refusal(url: str, exc: BaseException) -> RedisRefused:
             how = "redis://:PASSWORD@host:port/db, or redis://USER:PASSWORD@host:port/db " \
                 "for an ACL user"  # fmt: skip
         return RedisRefused(
-            f"Redis at {safe} asks for a password: put it in the URL ({how})"
+            f"Redis at {safe} asks for a password: put it in the URL ({how}) or in "
+            "$REDISCLI_AUTH"
         )
     return RedisRefused(
         f"Redis at {safe} refused the {'user and ' if user else ''}password ({why}); "

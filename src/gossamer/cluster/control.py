@@ -22,6 +22,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -354,6 +355,9 @@ def spawn_detached(
                 env=worker_env(url),
             )
         tmp.rename(logs / f"worker-{proc.pid}.log")
+        # waited for in a thread: no zombie when this process lives on (the dashboard), and
+        # none of Popen's "still running" warnings when it drops the object
+        threading.Thread(target=proc.wait, name=f"reap-{proc.pid}", daemon=True).start()
         pids.append(proc.pid)
         client.hset(key, str(proc.pid), json.dumps({"started": time.time(), "out": str(out)}))
     return pids

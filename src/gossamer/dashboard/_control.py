@@ -18,6 +18,7 @@ each raises ControlError with the HTTP status and the one line to answer.
 from __future__ import annotations
 
 import math
+import os
 import re
 import subprocess
 import sys
@@ -202,11 +203,20 @@ def start_crawl(source: StatusSource, body: dict[str, Any]) -> str:
 def _start_cluster(source: ClusterSource, seeds: list[str], workers: int, flags: list[str]) -> str:
     """`gossamer crawl --redis URL --workers N --detach`: the crawl is created, its local
     workers spawned in their own sessions, and the command exits printing the crawl's id."""
+    from ..cluster._redis import url_password, without_password
+
     # a new directory per start (`crawl --redis` refuses one that holds files), under
     # `crawl --redis`'s and `workers`'s default -o, in the dashboard's working directory
     out = Path("gossamer-worker").absolute() / f"crawl-{time.strftime('%Y%m%d-%H%M%S')}"
     log = start_log(out)
-    argv = _gossamer("crawl", "--redis", source.redis_url(), "--workers", str(workers),
+    # the password (if any) in the environment, where `ps` does not show it; the command
+    # and the workers it spawns read it there (frontier.redis.connect)
+    url = source.redis_url()
+    env = dict(os.environ)
+    if (password := url_password(url)) is not None:
+        url = without_password(url)
+        env["REDISCLI_AUTH"] = password
+    argv = _gossamer("crawl", "--redis", url, "--workers", str(workers),
                      "--detach", "-o", str(out), *flags, "-q", "--", *seeds)  # fmt: skip
     try:
         log.parent.mkdir(parents=True, exist_ok=True)
@@ -214,7 +224,7 @@ def _start_cluster(source: ClusterSource, seeds: list[str], workers: int, flags:
             offset = f.tell()
             done = subprocess.run(
                 argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=f,
-                timeout=START_WAIT_S, check=False, start_new_session=True,
+                timeout=START_WAIT_S, check=False, start_new_session=True, env=env,
             )  # fmt: skip
     except subprocess.TimeoutExpired:
         raise ControlError(409, f"`gossamer crawl --redis` did not answer in {START_WAIT_S:g} s; "
