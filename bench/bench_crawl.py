@@ -157,6 +157,15 @@ def _thread_cpu(pid: int, into: dict[str, float]) -> None:
                 into[f"{pid}/{tid} {name}"] = (int(f[11]) + int(f[12])) / CLK_TCK
 
 
+def tree_cpu_s(root: int) -> float:
+    """utime+stime of `root` and its live descendants so far (an nginx master and its
+    workers: the server's CPU, read before and after a crawl)."""
+    threads: dict[str, float] = {}
+    for pid in _tree(root):
+        _thread_cpu(pid, threads)
+    return sum(threads.values())
+
+
 def run_measured(
     cmd: Sequence[str],
     *,
@@ -235,6 +244,8 @@ class CrawlRun:
     checks: list[str] = field(default_factory=list)  # failed checks, human-readable
     notes: list[str] = field(default_factory=list)
     web: str = "default"  # which web: "default" or "shared-ip"
+    server_cpu_s: float | None = None  # nginx's CPU over the crawl (it shares the machine)
+    workers: int = 1  # crawler processes
 
     @property
     def pages_per_s(self) -> float:
@@ -243,6 +254,12 @@ class CrawlRun:
     @property
     def cpu_ms_per_page(self) -> float:
         return self.m.cpu_s / self.pages * 1000 if self.pages else float("nan")
+
+    @property
+    def server_ms_per_page(self) -> float | None:
+        if self.server_cpu_s is None or not self.pages:
+            return None
+        return self.server_cpu_s / self.pages * 1000
 
     @property
     def rss_growth_per_url(self) -> float | None:
@@ -360,7 +377,8 @@ def run_gossamer(
         *entry,
         *gossamer_cmd(out, export / "resolve.txt", args, workers, *extra),
     ]
-    with run_nginx(export):
+    with run_nginx(export) as nginx:
+        server0 = tree_cpu_s(nginx.pid)
         m = run_measured(
             cmd,
             log=work / f"{name}.console",
@@ -368,6 +386,7 @@ def run_gossamer(
             env=env,
             started=lambda: (out / "frontier.sqlite").exists(),
         )
+        server_cpu = tree_cpu_s(nginx.pid) - server0
         graph_wait = _live_graph_final_wait(out)
     log = work / f"{name}.access.log"
     shutil.move(access, log)
@@ -389,6 +408,8 @@ def run_gossamer(
             [out / "frontier.sqlite", out / "frontier.sqlite-wal", out / "frontier.sqlite-shm"]
         ),
         start_rss=m.start_rss,
+        server_cpu_s=server_cpu,
+        workers=workers or os.cpu_count() or 1,
     )
     if m.returncode != 0 or m.timed_out:
         run.checks.append(f"exit status {m.returncode}{' (timed out)' if m.timed_out else ''}")
@@ -831,6 +852,9 @@ def describe(r: CrawlRun) -> None:
             f"(most in flight per IP: {max(pol['max_in_flight'].values(), default=0)}), verdict "
             f"{'OK' if r.audit['ok'] else 'NOT OK'}"
         )
+    if r.server_ms_per_page is not None:
+        print(f"    server: nginx CPU {r.server_cpu_s:.1f} s = {r.server_ms_per_page:.3f} ms/page "
+              "(on the same cores as the crawler)")  # fmt: skip
     for note in r.notes:
         print(f"    {note}")
     for c in r.checks:
@@ -898,6 +922,23 @@ def run_bare(work: Path, export: Path, args: argparse.Namespace) -> CrawlRun:
     return run
 
 
+def _ceiling(one: CrawlRun, many: CrawlRun) -> str:
+    """What this machine allows `many`'s workers over `one`'s, when the server shares its
+    cores: one worker busy on one core does 1/c pages a second (c: its CPU a page; the server
+    fits on another core); N workers can do no more than N/c, nor than the machine's cores
+    over the CPU a page of crawler and server together, cores/(c + n). So the ratio is at
+    most min(N, cores·c/(c + n)) — and the cheaper gossamer's page, the lower that bound."""
+    n = one.server_ms_per_page
+    c = one.cpu_ms_per_page
+    workers = many.workers
+    cores = os.cpu_count() or 1
+    if n is None or not c or workers < 2:
+        return ""
+    bound = min(workers, cores * c / (c + n))
+    return f" (this machine's ceiling for {workers} workers: {bound:.2f}x, from {cores} cores, "\
+        f"gossamer {c:.3f} + nginx {n:.3f} ms a page)"
+
+
 def print_ratios(runs: list[CrawlRun]) -> None:
     """The ratios issue 21's "done means" asks for, per web: gossamer's worker counts against
     one worker, gossamer's default against the best Scrapy, and gossamer's one-worker CPU a
@@ -918,6 +959,7 @@ def print_ratios(runs: list[CrawlRun]) -> None:
         if one is not None and one.pages_per_s:
             lines.extend(
                 f"gossamer {r.config} / 1 worker: {r.pages_per_s / one.pages_per_s:.2f}x pages/s"
+                f"{_ceiling(one, r)}"
                 for r in ours
                 if r is not one
             )
