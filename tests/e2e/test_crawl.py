@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import gzip
 import json
+from collections import Counter
 from pathlib import Path
 
 import pytest
 from _crawl_helpers import USER_AGENT, crawl_settings
+from starlette.testclient import TestClient
 
+from gossamer.dashboard import EmbeddedSource, make_app
 from gossamer.engine.run import run_crawl
 from gossamer.sinks import read_graph
 from gossamer.testing import (
@@ -70,6 +73,15 @@ def test_clean_web_full_coverage_no_overlap_polite(tmp_path: Path) -> None:
     assert ours == truth_edges
     lines = (out / "crawl.log.jsonl").read_text().splitlines()
     assert sum(1 for x in lines if json.loads(x)["outcome"] == "ok") == len(truth.required)
+    # each line names the pool worker that fetched: their pages are the workers' counts
+    logged = [json.loads(x) for x in lines]
+    ok_by_worker = Counter(r["worker"] for r in logged if r["outcome"] == "ok")
+    assert ok_by_worker == {f"w{i}": n for i, n in enumerate(per_worker)}
+    # and the dashboard's log tail filters the fetches by it
+    page = TestClient(make_app(EmbeddedSource(out)), base_url="http://127.0.0.1:8700")
+    tail = page.get("/api/log", params={"worker": "w1", "n": 50}).json()["records"]
+    assert tail and {r["worker"] for r in tail} == {"w1"}
+    assert any(r["kind"] == "fetch" for r in tail)
     with gzip.open(sorted((out / "warc").glob("*.warc.gz"))[0], "rb") as f:
         assert b"WARC/1.1" in f.read(200)
 

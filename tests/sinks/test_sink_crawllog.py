@@ -150,8 +150,10 @@ def test_lines_are_buffered_until_flush_or_close(tmp_path: Path) -> None:
     assert len(list(read_crawl_log(tmp_path / "big.jsonl"))) == 2000
 
 
-def test_direct_lines_equal_json_dumps(tmp_path: Path) -> None:
-    """The hand-built common line is exactly what json.dumps writes, for odd values too."""
+@pytest.mark.parametrize("worker", [None, "w1"])
+def test_direct_lines_equal_json_dumps(tmp_path: Path, worker: str | None) -> None:
+    """The hand-built common line is exactly what json.dumps writes, for odd values too; a
+    pool worker's lines end with its `worker` (before the caller's extra fields)."""
     path = tmp_path / "c.jsonl"
     cases: list[dict[str, object]] = [
         {"url": 'http://a.example/é"\\\n\u2028', "status": 200, "outcome": "ok"},
@@ -167,7 +169,7 @@ def test_direct_lines_equal_json_dumps(tmp_path: Path) -> None:
         {"url": "u", "status": 200, "outcome": "ok", "etag": 'W/"e"', "attempt": 2},
         {"url": "u", "status": True, "outcome": "ok", "etag": "e", "location": "l"},
     ]
-    with CrawlLog(path) as log:
+    with CrawlLog(path, worker=worker) as log:
         for case in cases:
             log.write(started_at=1_790_000_000.25, **case)  # type: ignore[arg-type]
     lines = path.read_bytes().splitlines()
@@ -184,9 +186,13 @@ def test_direct_lines_equal_json_dumps(tmp_path: Path) -> None:
             "parent": case.get("parent"),
             "outcome": case["outcome"],
         }
-        for key in ("error", "location", "etag", "last_modified", "attempt"):
+        for key in ("error", "location", "etag", "last_modified"):
             if key in case:
                 record[key] = case[key]
+        if worker is not None:
+            record["worker"] = worker
+        if "attempt" in case:
+            record["attempt"] = case["attempt"]
         expected = json.dumps(record, ensure_ascii=False, separators=(",", ":"))
         assert line == expected.encode("utf-8", "surrogateescape")
 

@@ -93,8 +93,8 @@ def fetch_level(rec: dict[str, Any]) -> str:
 def fetch_record(rec: dict[str, Any]) -> dict[str, Any]:
     """A crawl log record as a log tail record (docs/dashboard.md): its message `STATUS URL
     (OUTCOME): ERROR` (`error` for no status; the outcome left out when ok, the error when
-    it is the outcome). The crawl log does not say which pool worker fetched: `worker` is
-    the record's own `worker` field when it has one, else null."""
+    it is the outcome). `worker`: the record's own `worker` field (the pool worker that
+    fetched), null when it has none (one process)."""
     status = rec.get("status")
     outcome = str(rec.get("outcome"))
     url = str(rec.get("url"))

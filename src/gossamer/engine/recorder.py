@@ -162,7 +162,7 @@ class CrawlLogSink(PageSink):
 
     def __init__(self, ctx: SinkContext) -> None:
         self.recrawl = ctx.recrawl
-        self.crawl_log = CrawlLog(ctx.out / "crawl.log.jsonl")
+        self.crawl_log = CrawlLog(ctx.out / "crawl.log.jsonl", worker=ctx.part or None)
 
     def log(self, result: FetchResult, *, depth: int, parent: str | None, outcome: str) -> None:
         status = result.status

@@ -78,8 +78,12 @@ class CrawlLog:
     """Appends fetch records to the JSONL file at `path` (parent directories created);
     buffered: call `flush()` to hand the lines logged so far to the OS."""
 
-    def __init__(self, path: str | os.PathLike[str]) -> None:
+    def __init__(self, path: str | os.PathLike[str], *, worker: str | None = None) -> None:
         self.path = Path(path)
+        #: the pool worker writing (its part name, w0, w1 …), its lines' `worker` field;
+        #: None (one process) leaves the field out
+        self.worker = worker
+        self._worker_field = f',"worker":{_text(worker)}' if worker is not None else ""
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._fd: int | None = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
         self._lines = self._bytes = 0
@@ -163,6 +167,8 @@ class CrawlLog:
                 record["etag"] = etag
             if last_modified is not None:
                 record["last_modified"] = last_modified
+            if self.worker is not None:
+                record["worker"] = self.worker
             if extra:
                 record.update(extra)
             self.write_record(record)
@@ -181,7 +187,7 @@ class CrawlLog:
             line += f',"etag":{et}'
         if last_modified is not None:
             line += f',"last_modified":{lm}'
-        self._append((line + "}\n").encode("utf-8", "surrogateescape"))
+        self._append((line + self._worker_field + "}\n").encode("utf-8", "surrogateescape"))
 
     def write_record(self, record: dict[str, Any]) -> None:
         """Append an already built record as one line."""
