@@ -15,7 +15,7 @@ const $ = (id) => document.getElementById(id);
 // what the tests (and a curious reader) can check without parsing the page
 const page = window.gossamerPage = {
   statusEvents: 0, renderMs: null, lastHandledAt: null, lastStatusTime: null, logLines: 0,
-  logWaiting: 0, posts: [],
+  logWaiting: 0, logOnScreen: null, posts: [],
 };
 
 // ---- formatting ----------------------------------------------------------------------
@@ -608,7 +608,7 @@ async function openLog() {
 }
 
 function logShown(onScreen) {
-  logOnScreen = onScreen && !document.hidden;
+  logOnScreen = page.logOnScreen = onScreen && !document.hidden;
   if (logOnScreen && logWaiting.length) drawLog(logWaiting.splice(0));
   page.logWaiting = logWaiting.length;
 }
