@@ -50,10 +50,8 @@ def started_by(proc: subprocess.Popen[bytes], path: Path, timeout: float = 60.0)
 @pytest.mark.slow
 def test_sigkill_five_times_then_resume(tmp_path: Path) -> None:
     rng = random.Random(20261122)
-    # big enough that five kills land before the end: 6,363 pages, of which 1,400-2,200 were
-    # done at the fifth kill (measured on 2 busy cores); each page more is one the last run
-    # crawls and the audit reads (18,829 before: 20 s of the test's 25)
-    spec = WebSpec(seed=8, hosts=60, pages_mean=80, profile="clean")
+    # big enough that five kills land before the end: the crawler does thousands of pages/s
+    spec = WebSpec(seed=8, hosts=120, pages_mean=150, profile="clean")
     log = tmp_path / "web.log"
     out = tmp_path / "crawl"
     in_flight = []
@@ -110,8 +108,7 @@ def test_sigterm_finishes_in_flight_work_and_flushes(tmp_path: Path, after: floa
     # killed before installing its handler) or early in the crawl (a worker stopping first
     # made the parent send the other a second SIGTERM, which killed it while writing its
     # outputs: its WARC file was left `.open`), 1.0 in full flight
-    # 5,599 pages: outlasts 1 s (14,169 before, each crawled by the resume: 10 s more)
-    spec = WebSpec(seed=9, hosts=60, pages_mean=80, profile="clean")
+    spec = WebSpec(seed=9, hosts=100, pages_mean=150, profile="clean")  # outlasts 1 s
     log = tmp_path / "web.log"
     out = tmp_path / "crawl"
     with serve_in_thread(spec, log_path=log) as web:
