@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import os
 import re
 import signal
@@ -76,10 +77,13 @@ class Events:
         self._lines = response.iter_lines()
         self.heartbeats = 0
 
-    def next(self) -> tuple[float, dict[str, Any]]:
+    def next(self, deadline: float = math.inf) -> tuple[float, dict[str, Any]]:
+        """The next status event; TimeoutError at a heartbeat after `deadline` (monotonic)."""
         for line in self._lines:
             if line.startswith(": heartbeat"):
                 self.heartbeats += 1
+                if time.monotonic() > deadline:
+                    raise TimeoutError
             elif line.startswith("data: "):
                 return time.monotonic(), json.loads(line[6:])
         raise AssertionError("the event stream ended")
@@ -90,7 +94,10 @@ class Events:
         deadline = time.monotonic() + timeout
         last: dict[str, Any] | None = None
         while time.monotonic() < deadline:
-            t, status = self.next()
+            try:  # (no status changes, no event: the heartbeats bound the wait)
+                t, status = self.next(deadline)
+            except TimeoutError:
+                break
             if check(status):
                 return t, status
             last = status

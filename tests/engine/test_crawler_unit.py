@@ -406,9 +406,12 @@ class _CountingFrontier(MemoryFrontier):
 
 def _long_batch(refuse: bool) -> tuple[Crawler, FakeFetcher, _CountingFrontier]:
     frontier = _CountingFrontier(refuse_extend=refuse, lease_ttl=2.0, default_delay=0.25)
+    # refused, the host's batches are cut and leased again until the stop: 4 refusals before
+    # a stop after 3.5 s (6 s only repeated them); kept, the crawl of the 8 pages ends by
+    # itself, before its stop after 6 s
     c, fetcher, _, _ = _crawl(
-        _site(8), ["http://a.example/p0"], latency=0.0, stop_after=6.0, frontier=frontier,
-        delay=0.25, lease_ttl=2.0, per_host=20,
+        _site(8), ["http://a.example/p0"], latency=0.0, stop_after=3.5 if refuse else 6.0,
+        frontier=frontier, delay=0.25, lease_ttl=2.0, per_host=20,
     )  # fmt: skip
     return c, fetcher, frontier
 
