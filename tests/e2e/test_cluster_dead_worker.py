@@ -17,7 +17,10 @@ from test_cluster_faults import fetched_counts, leases
 from gossamer.frontier.redis import token_owner
 from gossamer.testing import WebSpec, canonical_url, read_logs, serve_in_thread
 
-HEARTBEAT_TTL = 5.0  # the default: `status` shows a worker dead this long after its last beat
+# `status` shows a worker dead this long after its last beat (the default is 5 s; the bound
+# below scales with it: the worker beats every TTL / 5 and is seen dead a TTL after its last
+# beat, so 3 s shows the same thing 2 s sooner and is still far from a stall on this machine)
+HEARTBEAT_TTL = 3.0
 LEASE_TTL = 120.0  # the default lease: what its hosts waited for before
 
 
@@ -36,21 +39,24 @@ def _owners(redis_url: str, crawl_id: str) -> dict[str, set[str]]:
 def test_a_killed_workers_hosts_are_fetched_again_within_the_heartbeat_ttl(
     tmp_path: Path, server: str, request: pytest.FixtureRequest
 ) -> None:
-    """4 sites of ~120 pages (0.1 s between requests: ~12 s a site), 2 workers, the default
-    heartbeat TTL (5 s) and lease TTL (120 s). Each worker takes its share: no worker ever
+    """4 sites of ~60 pages (0.1 s between requests: ~6 s a site, most of it still to crawl
+    when a worker dies and its hosts wait for the TTL), 2 workers, a 3 s heartbeat TTL and
+    the default lease TTL (120 s). Each worker takes its share: no worker ever
     holds all four sites, and both hold some. Then the worker holding hosts is SIGKILLed
     (frozen first, so that the leases it held are read from Redis exactly): each of its
     hosts is requested again, by the survivor, within heartbeat TTL + 2 s of the freeze
     (before: 120 s, the lease's expiry). The crawl ends with coverage 1, no politeness
     violation, and the pages fetched twice among the URLs it held leased."""
     redis_url = request.getfixturevalue(server)
-    spec = WebSpec(seed=21, hosts=4, pages_mean=120, pages_alpha=30, ip_share=0)
+    spec = WebSpec(seed=21, hosts=4, pages_mean=60, pages_alpha=30, ip_share=0)
     log = tmp_path / "web.log"
     out = tmp_path / "out"
     with serve_in_thread(spec, log_path=log) as web:
         resolve = web.write_resolve_file(tmp_path / "resolve.txt")
         seed = web.url(0, 0)
-        crawl_id = create_crawl(redis_url, seed, resolve, "--delay", "0.1")
+        crawl_id = create_crawl(
+            redis_url, seed, resolve, "--delay", "0.1", "--heartbeat-ttl", str(HEARTBEAT_TTL)
+        )
         assert len(web.model.hosts) == 4
         with workers(redis_url, crawl_id, out, 2) as procs:
             # both workers crawling, and what each holds, until one holds hosts a while

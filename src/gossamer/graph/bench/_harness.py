@@ -247,7 +247,15 @@ def _one_trial(
         # thread stays locked in the child); the child runs only the algorithm, numpy and
         # the pipe, none of which another thread of ours holds
         warnings.filterwarnings("ignore", r".*multi-threaded.*fork", DeprecationWarning)
-        proc.start()
+        # the parent's objects go to the collector's permanent generation across the fork:
+        # the child's gc.collect() (the warm-up's) then scans only its own objects, not every
+        # object of the parent (numpy, scipy, matplotlib: 60-130 ms a trial, most of a small
+        # trial's wall time, touching every inherited page)
+        gc.freeze()
+        try:
+            proc.start()
+        finally:
+            gc.unfreeze()
     child_end.close()
     deadline = time.monotonic() + timeout
     try:
