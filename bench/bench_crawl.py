@@ -922,21 +922,59 @@ def run_bare(work: Path, export: Path, args: argparse.Namespace) -> CrawlRun:
     return run
 
 
+#: what os.cpu_count() CPU-bound processes at once do, in units of one alone (main sets it)
+PARALLEL: float | None = None
+
+_SPIN = "import time\nt = time.process_time()\nx = 0\nfor i in range(6_000_000): x += i * i\n" \
+    "print(time.process_time() - t)"
+
+
+def parallel_speedup(rounds: int = 3) -> float:
+    """The work os.cpu_count() processes spinning at once do per second, over one alone's
+    (the best of `rounds`): the machine's own ceiling for N workers on N cores, before any
+    crawler or server shares them."""
+    cores = os.cpu_count() or 1
+
+    def spin(n: int) -> float:
+        procs = [subprocess.Popen([sys.executable, "-c", _SPIN], stdout=subprocess.PIPE)
+                 for _ in range(n)]  # fmt: skip
+        t0 = time.monotonic()
+        for p in procs:
+            p.communicate(timeout=120)
+        return time.monotonic() - t0
+
+    alone = min(spin(1) for _ in range(rounds))
+    together = min(spin(cores) for _ in range(rounds))
+    return cores * alone / together
+
+
 def _ceiling(one: CrawlRun, many: CrawlRun) -> str:
     """What this machine allows `many`'s workers over `one`'s, when the server shares its
     cores: one worker busy on one core does 1/c pages a second (c: its CPU a page; the server
     fits on another core); N workers can do no more than N/c, nor than the machine's cores
     over the CPU a page of crawler and server together, cores/(c + n). So the ratio is at
-    most min(N, cores·c/(c + n)) — and the cheaper gossamer's page, the lower that bound."""
+    most min(N, cores·c/(c + n)) — and the cheaper gossamer's page, the lower that bound —
+    with `cores` the work the cores do at once in single cores (PARALLEL: below 2 on a VM
+    whose two vCPUs slow each other down)."""
     n = one.server_ms_per_page
     c = one.cpu_ms_per_page
     workers = many.workers
     cores = os.cpu_count() or 1
     if n is None or not c or workers < 2:
         return ""
-    bound = min(workers, cores * c / (c + n))
-    return f" (this machine's ceiling for {workers} workers: {bound:.2f}x, from {cores} cores, "\
-        f"gossamer {c:.3f} + nginx {n:.3f} ms a page)"
+    effective = min(PARALLEL or cores, cores)  # the cores' work at once, in single cores
+    bound = min(workers * effective / cores, effective * c / (c + n))
+    text = f" (this machine's ceiling for {workers} workers: {bound:.2f}x, from {cores} cores "\
+        f"doing {effective:.2f}x one's work at once, gossamer {c:.3f} + nginx {n:.3f} ms a page"
+    n_many = many.server_ms_per_page
+    if n_many is not None and many.pages:
+        # the same with the N-worker run's own CPU a page, crawler's and server's: what
+        # sharing the cores cost them (caches, the scheduler) counted in
+        shared = min(workers * effective / cores,
+                     effective * c / (many.cpu_ms_per_page + n_many))  # fmt: skip
+        text += f"; {shared:.2f}x with that run's own {many.cpu_ms_per_page:.3f} + "\
+            f"{n_many:.3f} ms a page"
+    return text + ")"
 
 
 def print_ratios(runs: list[CrawlRun]) -> None:
@@ -1115,6 +1153,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     if os.getloadavg()[0] > 0.5:
         print("  warning: the machine is busy (load above 0.5): figures will be low")
+    global PARALLEL
+    PARALLEL = parallel_speedup()
+    print(
+        f"  {os.cpu_count()} CPU-bound processes at once do {PARALLEL:.2f}x the work of one "
+        "(a pure-Python loop; a VM's vCPUs may share a core's caches or the host's time)"
+    )
     runs: list[CrawlRun] = []
     with _workdir(args.workdir) as work:
         for web in webs:
