@@ -246,6 +246,7 @@ class CrawlRun:
     web: str = "default"  # which web: "default" or "shared-ip"
     server_cpu_s: float | None = None  # nginx's CPU over the crawl (it shares the machine)
     workers: int = 1  # crawler processes
+    fetch_span_s: float | None = None  # first to last fetch start in the crawl log
 
     @property
     def pages_per_s(self) -> float:
@@ -410,6 +411,7 @@ def run_gossamer(
         start_rss=m.start_rss,
         server_cpu_s=server_cpu,
         workers=workers or os.cpu_count() or 1,
+        fetch_span_s=_fetch_span(out / "crawl.log.jsonl"),
     )
     if m.returncode != 0 or m.timed_out:
         run.checks.append(f"exit status {m.returncode}{' (timed out)' if m.timed_out else ''}")
@@ -948,6 +950,31 @@ def parallel_speedup(rounds: int = 3) -> float:
     return cores * alone / together
 
 
+def _fetch_span(crawl_log: Path) -> float | None:
+    """Seconds from the first fetch's start to the last's, from the crawl log: the crawl
+    without the interpreter's start, the pool's forks and the end's index and summary."""
+    from datetime import datetime
+
+    try:
+        with crawl_log.open("rb") as f:
+            stamps = [json.loads(line)["time"] for line in f]
+    except (OSError, ValueError, KeyError):
+        return None
+    if len(stamps) < 2:
+        return None
+    times = [datetime.fromisoformat(t.replace("Z", "+00:00")).timestamp() for t in stamps]
+    return max(times) - min(times)
+
+
+def _fetch_phase(one: CrawlRun, many: CrawlRun) -> str:
+    """The same ratio over the fetch phase alone (`_fetch_span`): what the start and end,
+    which no worker count shortens, took off it."""
+    if not one.fetch_span_s or not many.fetch_span_s:
+        return ""
+    ratio = (many.pages / many.fetch_span_s) / (one.pages / one.fetch_span_s)
+    return f" ({ratio:.2f}x from the first fetch to the last)"
+
+
 def _ceiling(one: CrawlRun, many: CrawlRun) -> str:
     """What this machine allows `many`'s workers over `one`'s, when the server shares its
     cores: one worker busy on one core does 1/c pages a second (c: its CPU a page; the server
@@ -997,7 +1024,7 @@ def print_ratios(runs: list[CrawlRun]) -> None:
         if one is not None and one.pages_per_s:
             lines.extend(
                 f"gossamer {r.config} / 1 worker: {r.pages_per_s / one.pages_per_s:.2f}x pages/s"
-                f"{_ceiling(one, r)}"
+                f"{_fetch_phase(one, r)}{_ceiling(one, r)}"
                 for r in ours
                 if r is not one
             )
