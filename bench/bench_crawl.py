@@ -53,8 +53,10 @@ politeness delay, so both crawlers run with delay 0; each keeps one request in f
    `scrapy-plain`: the best-tuned plain Spider (selectolax links, CONCURRENT_ITEMS 4, idle
    spider middlewares off, uvloop); and `bare`: bench/bare_loop.py, pycurl + selectolax in one
    process without frontier, robots.txt or WARC, the floor of CPU a page. The last section
-   prints, per web, gossamer's N workers / 1 worker, gossamer's default / the best Scrapy
-   (pages/s) and gossamer's 1-worker CPU a page / the bare loop's.
+   prints, per web, gossamer's N workers / 1 worker (also over the fetch phase alone, and the
+   ceiling this machine sets for it: its measured parallel speed-up, nginx's CPU a page beside
+   the crawler's), gossamer's default / the best Scrapy (pages/s) and gossamer's 1-worker CPU
+   a page / the bare loop's.
 
 Figures are printed, never asserted; bench/README.md and docs/crawler/bench.md record them.
 Loopback only; every subprocess has a time limit (SIGTERM, then SIGKILL).
