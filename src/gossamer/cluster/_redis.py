@@ -113,7 +113,7 @@ def url_username(url: str) -> str | None:
 def without_password(url: str) -> str:
     """`url` with its password taken out (the userinfo's and a `password=` query
     parameter's), for a command line: the password then goes in $REDISCLI_AUTH, which
-    `ps` does not show (frontier.redis.connect reads it)."""
+    `ps` does not show (cluster.worker.connect_redis reads it)."""
     parts = split_userinfo(url)
     if parts is not None and parts[2] is not None:
         scheme, user, _, after = parts
@@ -205,12 +205,12 @@ def refusal(url: str, exc: BaseException) -> RedisRefused:
             f"Redis at {safe} does not allow {who} what gossamer needs ({why}); give that "
             "user every command on the gs:* keys (ACL SETUSER … ~gs:* +@all), or use another"
         )
-    if url_password(url) is None and os.environ.get("REDISCLI_AUTH"):
-        return RedisRefused(
-            f"Redis at {safe} refused the {'user and ' if user else ''}password in "
-            f"$REDISCLI_AUTH ({why}); check it"
-        )
     if url_password(url) is None:
+        if os.environ.get("REDISCLI_AUTH"):
+            return RedisRefused(
+                f"Redis at {safe} refused the {'user and ' if user else ''}password in "
+                f"$REDISCLI_AUTH ({why}); check it"
+            )
         if user:
             how = f"redis://{user}:PASSWORD@host:port/db"
         else:

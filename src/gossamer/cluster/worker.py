@@ -81,6 +81,7 @@ from ._redis import (
     redact,
     refusal,
     retrying,
+    url_password,
 )
 from .ipgate import RedisIpGate
 from .logstream import redis_diagnostics
@@ -125,16 +126,22 @@ def connect_redis(
     An unreachable Redis is waited for up to `patience` seconds (0: one attempt), saying so
     on stderr, then RedisUnavailable; credentials Redis refuses raise RedisRefused at once
     (waiting cannot help); a malformed URL RedisBadURL; another Redis error (a bug, or a
-    server gossamer cannot use) RedisConnectError. No message holds the password."""
+    server gossamer cannot use) RedisConnectError. No message holds the password.
+
+    A URL without a password takes the one in $REDISCLI_AUTH, when set (redis-cli's
+    convention: a password there is not shown by `ps`, nor kept in a shell's history)."""
     from ..frontier.redis import connect
 
+    extra: dict[str, str] = {}
+    if (env_password := os.environ.get("REDISCLI_AUTH")) and url_password(url) is None:
+        extra["password"] = env_password
     safe = redact(url)
     deadline = time.monotonic() + patience
     pause = 0.05
     told = False
     while True:
         try:
-            client = connect(url, socket_connect_timeout=CONNECT_TIMEOUT)
+            client = connect(url, socket_connect_timeout=CONNECT_TIMEOUT, **extra)
         except Exception as exc:
             why = error_text(exc, url)
             if is_auth_error(exc):

@@ -210,7 +210,7 @@ def _start_cluster(source: ClusterSource, seeds: list[str], workers: int, flags:
     out = Path("gossamer-worker").absolute() / f"crawl-{time.strftime('%Y%m%d-%H%M%S')}"
     log = start_log(out)
     # the password (if any) in the environment, where `ps` does not show it; the command
-    # and the workers it spawns read it there (frontier.redis.connect)
+    # and the workers it spawns read it there (cluster.worker.connect_redis)
     url = source.redis_url()
     env = dict(os.environ)
     if (password := url_password(url)) is not None:

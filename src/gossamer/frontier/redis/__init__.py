@@ -42,7 +42,6 @@ from __future__ import annotations
 
 import heapq
 import math
-import os
 import re
 import secrets
 import struct
@@ -126,17 +125,9 @@ return redis.call('GET', g .. 'layout')
 
 def connect(url: str, **kw: Any) -> RedisClient:
     """A client for `url` (redis://host:port/db): a RedisCluster client when the server is
-    a Redis Cluster node, else a plain one. A URL without a password takes the one in
-    $REDISCLI_AUTH, when set (redis-cli's convention: a password there is not shown by
-    `ps`, nor kept in a shell's history). Connection errors raise FrontierStorageError,
+    a Redis Cluster node, else a plain one. Connection errors raise FrontierStorageError,
     whose message does not quote `url` (it may hold a password; redis-py's own messages
     name the host and port)."""
-    env_password = os.environ.get("REDISCLI_AUTH")
-    if env_password and "password" not in kw:
-        from ...cluster._redis import url_password
-
-        if url_password(url) is None:
-            kw["password"] = env_password
     try:
         client = redis.Redis.from_url(url, **kw)
         info = client.info("cluster")
