@@ -38,7 +38,7 @@ from typing import Any, Final
 import redis.exceptions
 
 from ..engine.events import GraphApplier, GraphLike, PageEvent, decode_events, encode_events
-from ..engine.livegraph import INTERVAL_S
+from ..engine.livegraph import interval_from_env
 from ..engine.sink_registry import PageSink, SinkContext
 from ..exitcodes import Exit
 from ._redis import Keys, RedisClient, retrying
@@ -316,10 +316,9 @@ def follow_main(
         def publish(stats: dict[str, Any]) -> None:
             client.set(keys.graph_stats, json.dumps(stats, default=str))
 
-        # GOSSAMER_LIVE_GRAPH_INTERVAL: the refresh interval, as for an embedded crawl's
-        # child (engine/run.py; tests: a quicker refresh)
-        interval = float(os.environ.get("GOSSAMER_LIVE_GRAPH_INTERVAL") or INTERVAL_S)
-        graph = LiveGraph(state / record.id / "stats.json", interval=interval, on_write=publish)
+        graph = LiveGraph(
+            state / record.id / "stats.json", interval=interval_from_env(), on_write=publish
+        )
         stop = threading.Event()
 
         def finish(signum: int, _frame: object) -> None:

@@ -44,6 +44,7 @@ __all__ = ["CPU_SHARE", "END", "INTERVAL_S", "main", "run"]
 
 END: Final = b"end\n"
 INTERVAL_S: Final = 5.0  # seconds between two refreshes, at least (graph/_live.py's too)
+INTERVAL_ENV: Final = "GOSSAMER_LIVE_GRAPH_INTERVAL"
 BACKOFF: Final = 10.0  # ... and at least this many times the last refresh's wall time
 _CPU_BACKOFF: Final = 20.0  # ... and this many times its CPU time: ≤ ~5 % of one core
 #: the share of one core the child may use over the crawl's time when no core is spare
@@ -191,24 +192,37 @@ def _final(follow: Any, follower: Any, path: Path, detach_final: bool) -> int:
     return 0
 
 
+def _positive_from_env(name: str, default: float, what: str) -> float:
+    """The number in environment variable `name` (> 0), else `default` (said on stderr when
+    the variable holds something else)."""
+    value = os.environ.get(name)
+    if not value:
+        return default
+    try:
+        number = float(value)
+    except ValueError:
+        number = -1.0
+    if not number > 0:
+        print(f"gossamer: {name}={value!r} is not {what} above 0; using {default}",
+              file=sys.stderr)  # fmt: skip
+        return default
+    return number
+
+
 def cpu_share_from_env() -> float:
     """`GOSSAMER_LIVE_GRAPH_CPU` (a share of one core, > 0), else CPU_SHARE."""
-    value = os.environ.get(CPU_ENV)
-    if not value:
-        return CPU_SHARE
-    try:
-        share = float(value)
-    except ValueError:
-        share = -1.0
-    if not share > 0:
-        print(f"gossamer: {CPU_ENV}={value!r} is not a share of a core above 0; "
-              f"using {CPU_SHARE}", file=sys.stderr)  # fmt: skip
-        return CPU_SHARE
-    return share
+    return _positive_from_env(CPU_ENV, CPU_SHARE, "a share of a core")
+
+
+def interval_from_env() -> float:
+    """`GOSSAMER_LIVE_GRAPH_INTERVAL` (seconds between two refreshes, > 0), else INTERVAL_S:
+    read by an embedded crawl's child and by `gossamer graph follow` (tests: a quicker
+    refresh)."""
+    return _positive_from_env(INTERVAL_ENV, INTERVAL_S, "a number of seconds")
 
 
 def main(argv: list[str]) -> int:
-    interval = INTERVAL_S
+    interval = interval_from_env()
     if len(argv) == 3 and argv[1] == "--interval":
         interval = float(argv[2])
     elif len(argv) != 1:

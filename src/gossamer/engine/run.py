@@ -220,10 +220,8 @@ def _live_graph(out: Path) -> Iterator[None]:
     the final statistics, which a fork of the child computes while the crawl ends (the
     child itself exits at once: the crawl's exit is not held for them; `gossamer report`
     waits for them)."""
+    # (its refresh interval: GOSSAMER_LIVE_GRAPH_INTERVAL, read by the child itself)
     argv = [sys.executable, "-m", "gossamer.engine.livegraph", str(out)]
-    interval = os.environ.get("GOSSAMER_LIVE_GRAPH_INTERVAL")  # (tests: a quicker refresh)
-    if interval:
-        argv += ["--interval", interval]
     child = subprocess.Popen(argv, stdin=subprocess.PIPE, start_new_session=True)
     assert child.stdin is not None
     try:
