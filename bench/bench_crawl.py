@@ -865,11 +865,14 @@ def describe(r: CrawlRun) -> None:
         print(f"    CHECK FAILED: {c}")
 
 
-def run_bare(work: Path, export: Path, args: argparse.Namespace) -> CrawlRun:
+def run_bare(
+    work: Path, export: Path, args: argparse.Namespace, *, warc: bool = False
+) -> CrawlRun:
     """bench/bare_loop.py (pycurl + selectolax, one process, no frontier, robots.txt or
-    WARC): the floor of CPU a page. Audited for overlap only (it ignores robots.txt, and its
-    one bound per IP is its concurrency)."""
-    name = f"bare-{args.web_name}"
+    WARC): the floor of CPU a page; with `warc`, also writing each page's WARC records
+    (gzip members, digests): the floor of an archiving crawler. Audited for overlap only (it
+    ignores robots.txt, and its one bound per IP is its concurrency)."""
+    name = f"bare{'-warc' if warc else ''}-{args.web_name}"
     access = export / "logs" / "access.log"
     _fresh_log(access)
     stats_out = work / f"{name}.stats.json"
@@ -885,8 +888,11 @@ def run_bare(work: Path, export: Path, args: argparse.Namespace) -> CrawlRun:
         "--stats-out",
         str(stats_out),
     ]
+    if warc:
+        cmd += ["--warc", str(work / f"{name}.warc.gz")]
     with run_nginx(export):
         m = run_measured(cmd, log=work / f"{name}.console", timeout=args.timeout)
+    (work / f"{name}.warc.gz").unlink(missing_ok=True)
     log = work / f"{name}.access.log"
     shutil.move(access, log)
     try:
@@ -895,8 +901,10 @@ def run_bare(work: Path, export: Path, args: argparse.Namespace) -> CrawlRun:
         tail = (work / f"{name}.console").read_text(errors="replace")[-2000:]
         raise RuntimeError(f"bare loop failed ({m.returncode}): {tail}") from None
     run = CrawlRun(
-        crawler="bare loop",
-        config="pycurl + selectolax, 1 process, no frontier/robots/WARC",
+        crawler="bare loop + WARC" if warc else "bare loop",
+        config="pycurl + selectolax + WARC records (ISA-L gzip, SHA-1 digests), 1 process"
+        if warc
+        else "pycurl + selectolax, 1 process, no frontier/robots/WARC",
         m=m,
         pages=int(st["pages"]),
         requests=int(st["requests"]),
@@ -1022,6 +1030,7 @@ def print_ratios(runs: list[CrawlRun]) -> None:
         scrapy = [r for r in here if r.crawler.startswith("Scrapy")]
         best = max(scrapy, key=lambda r: r.pages_per_s, default=None)
         bare = next((r for r in here if r.crawler == "bare loop"), None)
+        bare_warc = next((r for r in here if r.crawler == "bare loop + WARC"), None)
         lines = []
         if one is not None and one.pages_per_s:
             lines.extend(
@@ -1040,6 +1049,18 @@ def print_ratios(runs: list[CrawlRun]) -> None:
                 f"gossamer 1 worker CPU a page / bare loop's: "
                 f"{one.cpu_ms_per_page / bare.cpu_ms_per_page:.2f}x "
                 f"({one.cpu_ms_per_page:.2f} / {bare.cpu_ms_per_page:.2f} ms)"
+            )
+        if bare is not None and bare_warc is not None and bare.pages:
+            lines.append(
+                f"bare loop + WARC CPU a page / bare loop's: "
+                f"{bare_warc.cpu_ms_per_page / bare.cpu_ms_per_page:.2f}x "
+                f"({bare_warc.cpu_ms_per_page:.3f} / {bare.cpu_ms_per_page:.3f} ms: what only "
+                "writing WARC costs, before a frontier, robots.txt, a log or a graph)"
+            )
+        if one is not None and bare_warc is not None and bare_warc.pages:
+            lines.append(
+                f"gossamer 1 worker CPU a page / bare loop + WARC's: "
+                f"{one.cpu_ms_per_page / bare_warc.cpu_ms_per_page:.2f}x"
             )
         print(f"- {web} web: " + ("; ".join(lines) or "nothing to compare (failed checks?)"))
 
@@ -1311,6 +1332,10 @@ def bench_web(web: str, parts: set[str], args: argparse.Namespace, work: Path) -
     if "bare" in parts:
         print("\n## bare loop (pycurl + selectolax: the floor)", flush=True)
         br = run_bare(work, export, args)
+        describe(br)
+        runs.append(br)
+        print("\n## bare loop + WARC (the floor of a crawler that archives)", flush=True)
+        br = run_bare(work, export, args, warc=True)
         describe(br)
         runs.append(br)
     if args.experiments:
