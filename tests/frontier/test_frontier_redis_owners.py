@@ -130,3 +130,43 @@ def test_a_worker_takes_its_share_of_few_hosts(client: RedisClient) -> None:
         a.complete(x.token, [])  # nothing fetched: the URLs go back
     half_none = RedisFrontier(client, "fair", clock=clock, owner="w3", share=lambda: None)
     assert len(half_none.lease(64, 5)) == 2
+
+
+def test_a_worker_over_its_share_counts_the_hosts_to_give_back(client: RedisClient) -> None:
+    """4 hosts leased by a worker alone (no share); a second joins (1/2 each): the first is 2
+    hosts over its share, the second none, with no round trip. Once it gave 2 back (nothing
+    fetched, resting 10 s) it is over by none, the resting hosts still counted in play (out
+    of play, its cap would be 1 of the 2 leased and it would give back another); the second
+    leases the 2 once they are ready, not before."""
+    clock = FakeClock()
+    shares: dict[str, float | None] = {"w1": None, "w2": None}
+
+    def worker(owner: str) -> RedisFrontier:
+        return RedisFrontier(
+            client, "shed", clock=clock, owner=owner, share=lambda: shares[owner]
+        )
+
+    a, b = worker("w1"), worker("w2")
+    assert a.hosts_over_share() == 0  # nothing held, nothing counted yet
+    hosts = [f"shed{i}.example" for i in range(4)]
+    for h in hosts:
+        a.put_discovered(_urls(h, 3))
+    held = a.lease(64, 5)
+    assert len(held) == 4 and a.hosts_over_share() == 0  # alone: no share
+    shares.update(w1=0.5, w2=0.5)  # w2 is in the member list now
+    assert (a.hosts_over_share(), b.hosts_over_share()) == (2, 0)
+    assert b.lease(64, 5) == []  # every host is leased
+    back = sorted(held, key=lambda x: x.host)[:2]
+    for x in back:
+        a.complete(x.token, [], next_fetch_at=clock() + 10)  # given back, URLs unfetched
+    assert a.hosts_over_share() == 0
+    a.reclaim_expired()  # (its index calls: the counts now, 2 leased, 2 resting)
+    assert a.hosts_over_share() == 0
+    assert a.lease(64, 5) == []  # at its share
+    assert b.lease(64, 5) == []  # the 2 given back rest for their delay
+    clock.advance(10)
+    taken = b.lease(64, 5)
+    assert sorted(x.host for x in taken) == [x.host for x in back]
+    assert sorted(len(x.urls) for x in taken) == [3, 3]  # their URLs, none lost
+    assert (a.hosts_over_share(), b.hosts_over_share()) == (0, 0)
+    a.delete()

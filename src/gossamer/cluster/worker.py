@@ -62,6 +62,7 @@ from ..frontier import (
     HostBatch,
     Outcome,
     Outlinks,
+    ShareCappedFrontier,
     StaleLeaseError,
 )
 from ..frontier.redis import token_owner
@@ -245,6 +246,10 @@ class ClusterFrontier:
     ) -> None:
         self.inner = inner
         self.view = view
+        # (the inner frontier's own count: RedisFrontier's under a share, none otherwise)
+        self._over_share: Callable[[], int] | None = (
+            inner.hosts_over_share if isinstance(inner, ShareCappedFrontier) else None
+        )
         # one thread: calls keep the order the engine makes them in (links before the
         # batch's completion), as they did on the loop's thread (the worker's start-up made
         # its first calls on it already: it passes it here)
@@ -287,6 +292,11 @@ class ClusterFrontier:
     def _held(self, batches: Sequence[HostBatch]) -> None:
         for b in batches:
             self._hosts[b.token] = b.host
+
+    def hosts_over_share(self) -> int:
+        """The hosts held over this worker's share (`RedisFrontier.hosts_over_share`: a
+        member joined since they were leased); the engine gives them back. No round trip."""
+        return self._over_share() if self._over_share is not None else 0
 
     def put_discovered(self, items: Sequence[Discovered | Outlinks]) -> int:
         return retrying(lambda: self.inner.put_discovered(items), what="frontier")

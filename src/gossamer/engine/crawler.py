@@ -40,6 +40,7 @@ from ..frontier import (
     OffLoopFrontier,
     Outcome,
     Outlinks,
+    ShareCappedFrontier,
     StaleLeaseError,
     Verdict,
 )
@@ -231,6 +232,13 @@ class Crawler:
         self._ip_waits: set[asyncio.Timeout] = set()  # batches waiting for their IP's slot
         # stop fetching this long before a lease ends (a quarter of a short TTL)
         self._safety = min(LEASE_SAFETY_S, settings.frontier.lease_ttl / 4)
+        # a frontier that caps this worker's hosts at its share (a cluster worker): how many
+        # it holds over that share now (a member joined), read as the loop looks for work
+        self._over_share = (
+            frontier.hosts_over_share if isinstance(frontier, ShareCappedFrontier) else None
+        )
+        # the tokens of the batches being given back (ending early), until completed
+        self._giving_back: set[str] = set()
 
     # ------------------------------------------------------------------ control
     def request_stop(self) -> None:
@@ -300,20 +308,25 @@ class Crawler:
         busy = sum(1 for k in self._keepers if k.current is not None and not k.current.done())
         return busy + sum(1 for f in self._aux_fetches if not f.done())
 
-    async def _pause(self, seconds: float) -> bool:
-        """Wait `seconds` (a host's delay) unless a stop comes first: then False at once."""
-        if self._stop.is_set():
+    async def _pause(self, seconds: float, lease: _LeaseKeeper | None = None) -> bool:
+        """Wait `seconds` (a host's delay) unless a stop comes first, or the batch of `lease`
+        is given back: then False at once."""
+        if self._stop.is_set() or (lease is not None and lease.giving_back):
             return False
         loop = asyncio.get_running_loop()
         pause: asyncio.Future[None] = loop.create_future()
         timer = loop.call_later(seconds, _wake, pause)
         self._pauses.add(pause)
+        if lease is not None:
+            lease.pause = pause
         try:
             await pause
         finally:
             timer.cancel()
             self._pauses.discard(pause)
-        return not self._stop.is_set()
+            if lease is not None:
+                lease.pause = None
+        return not self._stop.is_set() and not (lease is not None and lease.giving_back)
 
     async def _fetch_aux(self, request: FetchRequest) -> FetchResult:
         """fetch(request) for robots.txt or a sitemap, cancelled by `abandon_in_flight`
@@ -388,6 +401,8 @@ class Crawler:
                         t.add_done_callback(finished)
                     if failed:
                         break
+                    if self._over_share is not None and self._keepers:
+                        self._give_back_over_share()
                     self.counters.active_hosts = len(active)
                     if not batches and not active:
                         idle = await self._idle_wait()
@@ -396,7 +411,10 @@ class Crawler:
                         await asyncio.sleep(idle)
                     elif active and not wake.is_set():
                         # a free slot with nothing ready: look again in 50 ms at the latest
-                        timeout = 0.05 if len(active) < self.settings.fetch.concurrency else None
+                        # (and with a share to keep to, every slot busy or not: hosts over it
+                        # go back within 50 ms of the member list that says so)
+                        full = len(active) >= self.settings.fetch.concurrency
+                        timeout = None if full and self._over_share is None else 0.05
                         with contextlib.suppress(TimeoutError):
                             await asyncio.wait_for(wake.wait(), timeout)
         finally:
@@ -406,6 +424,25 @@ class Crawler:
             self.counters.active_hosts = 0
             self.publish_snapshot()
         return self.counters
+
+    def _give_back_over_share(self) -> None:
+        """Give back the hosts held over this worker's share (a member joined since they
+        were leased: `ShareCappedFrontier`), those whose batches have the most URLs left
+        first (the most to gain from an idle worker): each batch ends after the request in
+        flight, or at once if it waits out its host's delay, and is completed with its URLs
+        not fetched given back, not renewed. The host's next fetch time is the end of its
+        last request + its delay, as at any batch's end: whoever leases it next keeps it.
+        Batches being given back are counted until completed (the frontier still holds
+        them), so none is given back twice over."""
+        assert self._over_share is not None
+        over = self._over_share() - len(self._giving_back)
+        if over <= 0:
+            return
+        keepers = [k for k in self._keepers if k.token not in self._giving_back]
+        keepers.sort(key=lambda k: (k.left, k.backlog), reverse=True)
+        for keeper in keepers[:over]:
+            self._giving_back.add(keeper.token)
+            keeper.give_back()
 
     async def _idle_wait(self) -> float | None:
         """Nothing leased and nothing ready: None when the crawl is over, else how long to
@@ -458,13 +495,19 @@ class Crawler:
                 last_end = await self._fetch_batch(
                     current, ip, policy, delay, last_end, outcomes, discovered
                 )
-                current = await self._settle(
-                    current,
-                    outcomes,
-                    discovered,
-                    last_end + delay if last_end else None,
-                    self._renew_size(ip, held_since),
-                )
+                token = current.token
+                given_back = token in self._giving_back
+                try:
+                    current = await self._settle(
+                        current,
+                        outcomes,
+                        discovered,
+                        last_end + delay if last_end else None,
+                        0 if given_back else self._renew_size(ip, held_since),
+                    )
+                finally:
+                    if given_back:
+                        self._giving_back.discard(token)
                 discovered = []
 
     def _renew_size(self, ip: str, held_since: float) -> int:
@@ -567,6 +610,7 @@ class Crawler:
         # next request goes out (after the host's delay) before this response is
         # processed, so the connection works while the page is parsed and recorded.
         lease = _LeaseKeeper(self, batch, await self._lease_end(batch, batch.expires_at))
+        lease.left = len(todo)
         self._keepers.add(lease)
         nxt: asyncio.Future[FetchResult] | None = None
         kept = 0  # pages processed in a row on one turn (see below)
@@ -605,6 +649,7 @@ class Crawler:
                     nxt = self._next_fetch(todo, k, last_end, delay, lease)
                     continue
                 k += 1
+                lease.left = len(todo) - k
                 retry = result.status in RETRY_STATUSES  # the host asked us to back off
                 if not retry and k < len(todo) and self._extend_due(lease.end):
                     # (tested first: no coroutine a page for the rare extension)
@@ -695,9 +740,15 @@ class Crawler:
         self, todo: list[LeasedURL], k: int, last_end: float, delay: float, lease: _LeaseKeeper
     ) -> asyncio.Future[FetchResult] | None:
         """Start fetching todo[k] once the host's delay after `last_end` has passed; None when
-        the batch is over (all fetched, a stop, or too close to the lease's end). The future
-        raises _LeaseLost when the lease was lost (or is about to end) during the delay."""
-        if k >= len(todo) or self._stop.is_set() or self.clock() > lease.end - self._safety:
+        the batch is over (all fetched, a stop, given back, or too close to the lease's end).
+        The future raises _LeaseLost when the lease was lost (or is about to end), or the
+        batch given back, during the delay."""
+        if (
+            k >= len(todo)
+            or self._stop.is_set()
+            or lease.giving_back
+            or self.clock() > lease.end - self._safety
+        ):
             lease.current = None
             return None
         leased = todo[k]
@@ -719,8 +770,8 @@ class Crawler:
     async def _fetch_at(
         self, request: FetchRequest, wait: float, lease: _LeaseKeeper
     ) -> FetchResult:
-        if not await self._pause(wait):  # a stop during the delay: the request is not sent
-            raise _LeaseLost
+        if not await self._pause(wait, lease):  # a stop during the delay, or the batch given
+            raise _LeaseLost  # back: the request is not sent
         if self.clock() > lease.end - self._safety:  # (-inf: the frontier refused to extend)
             raise _LeaseLost
         result: FetchResult = await self.fetcher.fetch(request)
@@ -1046,11 +1097,23 @@ class _LeaseKeeper:
     a trickling page was fetched 120 s at a time, again and again, without end. The timer
     fires when `Crawler._lease_end` would extend (one timer per batch, not per request)."""
 
-    __slots__ = ("_batch", "_cancelled", "_crawler", "_extending", "_timer", "current", "end")
+    __slots__ = (
+        "_batch", "_cancelled", "_crawler", "_extending", "_timer", "current", "end",
+        "giving_back", "left", "pause",
+    )  # fmt: skip
 
     @property
     def host(self) -> str:
         return self._batch.host
+
+    @property
+    def token(self) -> str:
+        return self._batch.token
+
+    @property
+    def backlog(self) -> int:
+        """The host's URLs queued beyond this batch when it was leased."""
+        return self._batch.backlog
 
     def __init__(self, crawler: Crawler, batch: HostBatch, end: float) -> None:
         self._crawler = crawler
@@ -1063,7 +1126,20 @@ class _LeaseKeeper:
         # (held here: the loop keeps only a weak reference to a task)
         self._extending: asyncio.Task[None] | None = None
         self._cancelled = False
+        #: URLs of the batch not requested yet (set by the batch as it goes)
+        self.left = len(batch.urls)
+        #: the host's delay being waited out before the next request, if it is
+        self.pause: asyncio.Future[None] | None = None
+        #: the batch is given back (its worker is over its share): no request more
+        self.giving_back = False
         self._arm()
+
+    def give_back(self) -> None:
+        """End the batch early: no request after the one in flight; a wait for the host's
+        delay ends now (that request is not sent)."""
+        self.giving_back = True
+        if self.pause is not None and not self.pause.done():
+            self.pause.set_result(None)
 
     def _arm(self) -> None:
         c = self._crawler

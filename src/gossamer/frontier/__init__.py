@@ -19,6 +19,7 @@ from ._protocol import (
     OffLoopFrontier,
     Outcome,
     Outlinks,
+    ShareCappedFrontier,
     StaleLeaseError,
     Verdict,
 )
@@ -39,6 +40,7 @@ __all__ = [
     "Outcome",
     "Outlinks",
     "PolitenessPolicy",
+    "ShareCappedFrontier",
     "SqliteFrontier",
     "StaleLeaseError",
     "Verdict",

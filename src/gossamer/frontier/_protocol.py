@@ -55,6 +55,7 @@ __all__ = [
     "OffLoopFrontier",
     "Outcome",
     "Outlinks",
+    "ShareCappedFrontier",
     "StaleLeaseError",
     "Verdict",
 ]
@@ -298,3 +299,15 @@ class OffLoopFrontier(Protocol):
     inline on the loop's thread. Measurements: docs/cluster.md, "Redis off the event loop"."""
 
     io_executor: Executor
+
+
+@runtime_checkable
+class ShareCappedFrontier(Protocol):
+    """A frontier that caps the hosts this worker holds at its share of the crawl's (the
+    cluster's Redis frontier under `dynamic`, with other workers): `hosts_over_share()` is
+    how many of the hosts it holds are over that share now — a member joined after it
+    leased them. The engine gives that many back between two pages (their batches end
+    early, the URLs not fetched go back). A cheap read, no round trip, safe to call on the
+    loop's thread while the frontier's own calls run on its I/O thread."""
+
+    def hosts_over_share(self) -> int: ...

@@ -284,8 +284,9 @@ class RedisFrontier:
         self._dead_owners = dead_owners
         self._reclaimed_owners: dict[str, int] = {}  # dead owners whose leases were reclaimed
         self._share = share
-        # (leases out, shards with a ready host) at the last index call: the hosts in play
-        self._in_play: tuple[int, int] | None = None
+        # (leases out, shards with a ready host, shards with a host with URLs queued) at the
+        # last index call: the hosts in play
+        self._in_play: tuple[int, int, int] | None = None
         self._sharing = False  # the last lease was capped by a share below 1
         self._lock = threading.RLock()
         self._closed = False
@@ -474,9 +475,9 @@ class RedisFrontier:
         self._known_active.update(p.activate)
         self._pending = _Pending({}, {}, set(), [])
         granted = int(reply[0])
-        self._in_play = (int(reply[1]), int(reply[2]))
+        self._in_play = (int(reply[1]), int(reply[2]), int(reply[3]))
         sep = reply.index(b"|")
-        cands = [(_s(reply[i]), int(reply[i + 1]), float(reply[i + 2])) for i in range(3, sep, 3)]
+        cands = [(_s(reply[i]), int(reply[i + 1]), float(reply[i + 2])) for i in range(4, sep, 3)]
         return granted, cands, [_s(x) for x in reply[sep + 1 :]]
 
     def _maybe_flush(self, now: float) -> None:
@@ -862,9 +863,32 @@ class RedisFrontier:
             return max_hosts
         if self._in_play is None:
             self._global(now)
-        leases, ready = self._in_play or (0, 0)
+        leases, ready, _ = self._in_play or (0, 0, 0)
         fair = max(1, math.ceil((leases + ready) * share - 1e-9))
         return min(max_hosts, fair - len(self._held))
+
+    def hosts_over_share(self) -> int:
+        """How many of the hosts this worker holds are over its share (`share()`) now: what
+        it should give back (a member joined since it leased them, or its share shrank). Its
+        hosts held beyond ceil(share x (leases out + shards with a host with URLs queued)), at
+        least one kept. Counts from the last index call (no round trip: the engine asks
+        between two looks for work, ~every 50 ms); 0 without a share below 1.
+
+        Resting hosts count here, not in `_fair`'s lease cap: a host given back (or between
+        two batches) rests for its delay, and counted out of play it would lower the cap at
+        once and make the worker give back another, and then another (4 hosts, 2 workers,
+        0.1 s delay: a worker holding 2 and 2 resting would count 2 in play, a cap of 1).
+        This cap is never below the lease cap, so a worker never leases what it would then
+        give back. Safe from another thread (reads two values another thread replaces)."""
+        if self._share is None:
+            return 0
+        share = self._share()
+        in_play = self._in_play
+        if share is None or share >= 1 or in_play is None:
+            return 0
+        leases, _, waiting = in_play
+        fair = max(1, math.ceil((leases + waiting) * share - 1e-9))
+        return max(0, len(self._held) - fair)
 
     def _current_depths(self, batches: list[HostBatch]) -> list[HostBatch]:
         """The batches with each URL's depth now (`dp`, lua/depth.lua): a queued entry keeps

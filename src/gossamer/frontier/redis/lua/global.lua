@@ -4,8 +4,9 @@
 -- candidates wanted (k), expired leases wanted, n hint updates, n expiry adds, n expiry
 -- deletes, n new shards, now, then the updates (shard, version, score, host: '' = no work),
 -- the adds (shard|token, expiry), the deletes, the new shards. Reply: {granted, leases out,
--- shards with a ready host, candidates (host, shard, score)..., '|', expired
--- (shard|token)...}; the two counts are what a worker's fair share of hosts is taken of
+-- shards with a ready host, shards with a host with URLs queued (ready or resting),
+-- candidates (host, shard, score)..., '|', expired (shard|token)...}; the counts are what a
+-- worker's fair share of hosts is taken of (RedisFrontier._fair, hosts_over_share)
 --
 -- `hm` holds, per shard, "version \t score \t member" of its entry in `hint` (member: best
 -- host \t shard). An update older than the stored version is dropped; one that changes
@@ -51,10 +52,12 @@ if want >= 0 then
   granted = math.max(0, math.min(want, tonumber(ARGV[5]) - pub))
   if granted > 0 then redis.call('INCRBY', PUB, granted) end
 end
--- leases out (one a leased host; an entry a worker never removed waits for the sweep) and
--- the shards whose best host is ready now (a hint's score is its lease order, at most its
--- next fetch time, when ready; its next fetch time when resting)
-local out = {granted, redis.call('ZCARD', EXP), redis.call('ZCOUNT', HINT, '-inf', ARGV[13])}
+-- leases out (one a leased host; an entry a worker never removed waits for the sweep), the
+-- shards whose best host is ready now (a hint's score is its lease order, at most its next
+-- fetch time, when ready; its next fetch time when resting) and the shards with a hint at all
+-- (an unleased host with URLs queued, ready or resting)
+local out = {granted, redis.call('ZCARD', EXP), redis.call('ZCOUNT', HINT, '-inf', ARGV[13]),
+  redis.call('ZCARD', HINT)}
 local k, allowed = tonumber(ARGV[6 + 1]), ARGV[6]
 if k > 0 then
   local found, start = 0, 0
