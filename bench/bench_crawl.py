@@ -249,6 +249,7 @@ class CrawlRun:
     server_cpu_s: float | None = None  # nginx's CPU over the crawl (it shares the machine)
     workers: int = 1  # crawler processes
     fetch_span_s: float | None = None  # first to last fetch start in the crawl log
+    round: int = 0  # which round of gossamer runs (--gossamer-rounds), from 0
 
     @property
     def pages_per_s(self) -> float:
@@ -1021,7 +1022,10 @@ def print_ratios(runs: list[CrawlRun]) -> None:
     print("\n## ratios (issue 21)\n")
     for web in dict.fromkeys(r.web for r in runs):
         here = [r for r in runs if r.web == web and not r.checks]
-        ours = [r for r in here if r.crawler == "gossamer" and "what-if" not in r.config]
+        every_round = [
+            r for r in here if r.crawler == "gossamer" and "what-if" not in r.config
+        ]
+        ours = [r for r in every_round if r.round == 0]  # the first round's, one line each
         one = next((r for r in ours if r.config == "1 worker"), None)
         # gossamer's default (one worker per core), else the run with the most workers
         default = next((r for r in ours if r.config.startswith("default")), None)
@@ -1063,6 +1067,47 @@ def print_ratios(runs: list[CrawlRun]) -> None:
                 f"{one.cpu_ms_per_page / bare_warc.cpu_ms_per_page:.2f}x"
             )
         print(f"- {web} web: " + ("; ".join(lines) or "nothing to compare (failed checks?)"))
+        if len({r.round for r in every_round}) > 1:
+            print(_rounds_summary(web, every_round, bare))
+
+
+def _spread(values: list[float]) -> str:
+    """median (min–max, n) of ratios."""
+    v = sorted(values)
+    mid = len(v) // 2
+    median = v[mid] if len(v) % 2 else (v[mid - 1] + v[mid]) / 2
+    return f"median {median:.2f}x ({v[0]:.2f}–{v[-1]:.2f}x, {len(v)} rounds)"
+
+
+def _rounds_summary(web: str, ours: list[CrawlRun], bare: CrawlRun | None) -> str:
+    """The ratios of `--gossamer-rounds`, each taken within its round (the runs next to each
+    other in time: this machine's speed drifts between minutes), as a median and a range."""
+    by_round: dict[int, list[CrawlRun]] = collections.defaultdict(list)
+    for r in ours:
+        by_round[r.round].append(r)
+    parts = []
+    for config in dict.fromkeys(r.config for r in ours if r.config != "1 worker"):
+        whole, fetch = [], []
+        for rs in by_round.values():
+            one = next((r for r in rs if r.config == "1 worker"), None)
+            many = next((r for r in rs if r.config == config), None)
+            if one is None or many is None or not one.pages_per_s:
+                continue
+            whole.append(many.pages_per_s / one.pages_per_s)
+            if one.fetch_span_s and many.fetch_span_s:
+                fetch.append(
+                    (many.pages / many.fetch_span_s) / (one.pages / one.fetch_span_s)
+                )
+        if whole:
+            text = f"gossamer {config} / 1 worker: {_spread(whole)}"
+            if fetch:
+                text += f", from the first fetch to the last {_spread(fetch)}"
+            parts.append(text)
+    if bare is not None and bare.pages:
+        cpu = [r.cpu_ms_per_page / bare.cpu_ms_per_page for r in ours if r.config == "1 worker"]
+        if cpu:
+            parts.append(f"gossamer 1 worker CPU a page / bare loop's: {_spread(cpu)}")
+    return f"- {web} web, over the rounds: " + ("; ".join(parts) or "nothing to compare")
 
 
 def run_gossamer_cluster(
@@ -1141,6 +1186,13 @@ def main(argv: list[str] | None = None) -> int:
         "--gossamer-workers",
         default="1,0",
         help="gossamer runs, by --workers (0: gossamer's default, one per core)",
+    )
+    p.add_argument(
+        "--gossamer-rounds",
+        type=int,
+        default=1,
+        help="run the gossamer worker counts this many times, alternating (1, 2, 1, 2, ...): "
+        "the ratios are then the median of the rounds, with their range",
     )
     p.add_argument("--nginx-workers", type=int, default=1)
     p.add_argument(
@@ -1282,26 +1334,31 @@ def bench_web(web: str, parts: set[str], args: argparse.Namespace, work: Path) -
         truth = compute_truth(
             model, TruthRules(seeds=tuple(args.seeds), scope="all", user_agent="gossamer")
         )
-        for workers in (int(w) for w in args.gossamer_workers.split(",")):
+        rounds = max(1, args.gossamer_rounds)
+        for rnd, workers in (
+            (r, int(w)) for r in range(rounds) for w in args.gossamer_workers.split(",")
+        ):
             label = (
                 f"{workers} worker{'s' if workers > 1 else ''}"
                 if workers
                 else f"default workers (one per core: {os.cpu_count()})"
             )
-            print(f"\n## gossamer, {label} (WARC + graph on, audited)", flush=True)
+            of = f", round {rnd + 1} of {rounds}" if rounds > 1 else ""
+            print(f"\n## gossamer, {label}{of} (WARC + graph on, audited)", flush=True)
             run = run_gossamer(
                 work,
                 export,
                 args,
-                name=f"gossamer-w{workers}",
+                name=f"gossamer-w{workers}" + (f"-r{rnd + 1}" if rounds > 1 else ""),
                 config=label,
                 workers=workers,
                 truth=truth,
             )
             run.web = web
+            run.round = rnd
             describe(run)
             runs.append(run)
-            if workers == 1:
+            if workers == 1 and main_run is None:
                 main_run = run
     cluster_runs: list[CrawlRun] = []
     for n in (int(w) for w in args.cluster.split(",") if w.strip()):
