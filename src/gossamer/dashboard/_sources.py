@@ -519,7 +519,7 @@ class ClusterSource:
         and their new fetch samples from its fetch stream (cluster/fetchstream.py), into the
         log ring in time order: one XRANGE of at most a ring-full of diagnostics, one
         XREVRANGE of the newest FETCH_ENTRIES_READ entries (a worker sends 2 a second, so a
-        read every 0.5 s misses none up to 400 workers)."""
+        read every 0.5 s misses none up to 200 workers)."""
         from ..cluster.fetchstream import read_fetch_stream
         from ..cluster.logstream import read_log_stream
 
