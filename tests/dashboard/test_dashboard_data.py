@@ -395,3 +395,53 @@ def test_cluster_diagnostics_go_to_a_capped_stream(
     finally:
         log.setLevel(logging.NOTSET)
         client.close()
+
+
+def test_cluster_fetch_samples_merge_with_the_diagnostics_in_time_order(redis_url: str) -> None:
+    import redis
+
+    from gossamer.cluster import logstream
+    from gossamer.cluster.fetchstream import FetchTail
+    from gossamer.dashboard._sources import ClusterSource
+
+    client = redis.Redis.from_url(redis_url)
+    log = logging.getLogger("gossamer.test.cluster")
+    log.setLevel(logging.INFO)
+    source = ClusterSource(redis_url, None)
+    try:
+        with logstream.redis_diagnostics(client, "c1", "w1"):
+            log.info("worker w1 joins")
+        now = time.time()  # after the diagnostic's time; w1's first fetch before it
+        w1 = FetchTail(client, "c1", "w1", rate=4, tick=1.0, start=False, clock=lambda: now + 1)
+        w2 = FetchTail(client, "c1", "w2", rate=4, tick=1.0, start=False, clock=lambda: now + 2)
+        for k in range(3):
+            w1.put((now + k / 10 if k else now - 10, f"http://a.test/{k}", 200, 1, "ok", None))
+        w1.put((now + 0.5, "http://a.test/gone", 404, 1, "fetch/status/404", None))
+        for k in range(10):
+            w2.put((now + 1.2 + k / 100, f"http://b.test/{k}", 200, 0, "ok", None))
+        assert w1.send_tick() and w2.send_tick()
+        source.follow("c1")
+        source.read_log()
+        records = source.log_ring.last(100)
+        assert [r["kind"] for r in records] == ["fetch", "diagnostic"] + ["fetch"] * 7 \
+            + ["skipped"]  # fmt: skip
+        assert [r["time"] for r in records] == sorted(r["time"] for r in records)
+        fetches = [r for r in records if r["kind"] == "fetch"]
+        assert fetches[3] == fetch_record({"time": now + 0.5, "url": "http://a.test/gone",
+                                           "status": 404, "depth": 1, "worker": "w1",
+                                           "outcome": "fetch/status/404"})  # fmt: skip
+        assert fetches[3]["level"] == "warning" and fetches[3]["worker"] == "w1"
+        assert [r["worker"] for r in fetches] == ["w1"] * 4 + ["w2"] * 4
+        skipped = records[-1]
+        assert (skipped["worker"], skipped["level"]) == ("w2", "info")
+        assert skipped["message"].startswith("6 fetches not sent (a sample of 4 a second")
+        # the worker filter
+        mine = source.log_ring.last(100, worker="w2")
+        assert {r["worker"] for r in mine} == {"w2"} and len(mine) == 5
+        assert [r["url"] for r in source.log_ring.last(100, "warning")] == ["http://a.test/gone"]
+        source.read_log()  # nothing new: nothing added twice
+        assert source.log_ring.added == len(records)
+    finally:
+        log.setLevel(logging.NOTSET)
+        source.close()
+        client.close()

@@ -181,8 +181,15 @@ def watch_it_move(
     wait_for(d, lambda d: d.find_elements(CSS, "#top-hosts tbody tr[data-host]") or None,
              timeout=30)  # fmt: skip
     d.execute_script("document.querySelector('#log').scrollIntoView()")  # drawn when seen
-    wait_for(d, lambda d: re.search(log, d.find_element(CSS, "#log").text) or None, timeout=30,
-             what=f"a log line matching {log!r}", seen=lambda: d.find_element(CSS, "#log").text)
+    wait_for_log_line(browser, log)
+
+
+def wait_for_log_line(browser: Browser, pattern: str) -> None:
+    """Wait until the log pane (on the screen) shows a line matching `pattern`."""
+    d = browser.driver
+    wait_for(d, lambda d: re.search(pattern, d.find_element(CSS, "#log").text) or None,
+             timeout=30, what=f"a log line matching {pattern!r}",
+             seen=lambda: d.find_element(CSS, "#log").text)  # fmt: skip
 
 
 def scale(browser: Browser, to: int) -> None:
@@ -351,8 +358,8 @@ def test_watch_a_cluster_crawl_and_stop_it(
     tmp_path: Path, redis_url: str, browser: Browser
 ) -> None:
     """A cluster crawl on a real redis-server with two `gossamer worker`s, watched: both
-    rows, the numbers, the rate chart, the top hosts and the log move; stopped with the button:
-    every worker leaves and the crawl is stopped."""
+    rows, the numbers, the rate chart, the top hosts and the log move (each worker's fetches
+    in it too); stopped with the button: every worker leaves and the crawl is stopped."""
     with serve_in_thread(_BIG) as web:
         resolve = web.write_resolve_file(tmp_path / "resolve.txt")
         env = crawl_env(resolve, GOSSAMER_REDIS=redis_url)
@@ -374,6 +381,8 @@ def test_watch_a_cluster_crawl_and_stop_it(
                 assert d.find_element(CSS, "#source").text.startswith("cluster redis://")
                 joined = r" INFO +w\d worker w\d .* joins"
                 watch_it_move(browser, workers=2, graph=False, log=joined)
+                for w in ("w1", "w2"):  # a sample of each worker's fetches (its fetch stream)
+                    wait_for_log_line(browser, rf" INFO +{w} 200 ok http://")
                 stop(browser)
                 wait_for(d, lambda d: d.find_element(CSS, "#crawl-state").text in (
                     "stopping", "stopped") or None, timeout=30)  # fmt: skip

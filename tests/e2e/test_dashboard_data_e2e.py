@@ -2,9 +2,10 @@
 embedded crawl of a simulated web with dead links (its 404s reach the log stream as
 warnings; the level filter; top hosts equal the frontier's queue; the tail of a crawl
 killed with SIGKILL still answers) and a cluster crawl of two workers on a real
-redis-server (their diagnostics reach the log stream through Redis, filtered by worker and
-level; bytes, statuses and outcomes summed from their heartbeats equal their crawl logs;
-top hosts; /api/history; /metrics scraped)."""
+redis-server (their diagnostics and a sample of their fetches reach the log stream through
+Redis, filtered by worker and level, the sample bounded and every fetch not sent counted;
+bytes, statuses and outcomes summed from their heartbeats equal their crawl logs; top hosts;
+/api/history; /metrics scraped)."""
 
 from __future__ import annotations
 
@@ -20,9 +21,11 @@ from pathlib import Path
 from typing import Any
 
 import httpx2
+import redis
 from prometheus_client.parser import text_string_to_metric_families
 from test_dashboard_e2e import _CRAWL_FLAGS, dashboard, events, gossamer, stop_as_the_page_does
 
+from gossamer.cluster.fetchstream import read_fetch_stream
 from gossamer.dashboard._logtail import fetch_level
 from gossamer.testing import WebSpec, serve_in_thread
 
@@ -163,7 +166,9 @@ def test_cluster_log_tail_totals_top_hosts_and_metrics(tmp_path: Path, redis_url
                 assert joined["message"].startswith("worker w2 (")
                 assert "joins crawl" in joined["message"]
                 stream.close()
-                assert get(base, "/api/log?level=warning&worker=w1")["records"] == []
+                warned = get(base, "/api/log?level=warning&worker=w1")["records"]
+                assert [r for r in warned if r["kind"] != "fetch"] == []  # (its 404s may be)
+                assert {(r["worker"], r["level"]) for r in warned} <= {("w1", "warning")}
                 w1 = get(base, "/api/log?worker=w1")["records"]
                 assert [r["worker"] for r in w1] == ["w1"] and "joins crawl" in w1[0]["message"]
                 with events(base) as status_stream:
@@ -174,6 +179,16 @@ def test_cluster_log_tail_totals_top_hosts_and_metrics(tmp_path: Path, redis_url
                         and len([w for w in s["workers"] if w["pages"] > 0]) == 2,
                     )
                     assert s["totals"]["outcomes"]["ok"] > 0
+                    # a sample of each worker's fetches, through the crawl's fetch stream
+                    for w in ("w1", "w2"):
+                        rec = first_record(base, f"worker={w}&n=1000",
+                                           lambda r: r["kind"] == "fetch")  # fmt: skip
+                        assert rec["worker"] == w and rec["url"] in rec["message"]
+                    tail = get(base, "/api/log?n=1000")["records"]
+                    assert {r["worker"] for r in tail if r["kind"] == "fetch"} == {"w1", "w2"}
+                    mine = get(base, "/api/log?worker=w2&n=1000")["records"]
+                    assert {r["worker"] for r in mine} == {"w2"}
+                    assert {"fetch", "diagnostic"} <= {r["kind"] for r in mine}
                     assert s["totals"]["outcomes"].get("fetch/status/404", 0) > 0
                     crawling = {h for w in s["workers"] for h in w["hosts"]}
                     assert s["top_hosts"] and {t["host"] for t in s["top_hosts"]} <= crawling
@@ -208,6 +223,22 @@ def test_cluster_log_tail_totals_top_hosts_and_metrics(tmp_path: Path, redis_url
             for w in ("w1", "w2"):
                 said = [r["message"] for r in get(base, f"/api/log?worker={w}")["records"]]
                 assert any(m.startswith(f"worker {w}: ") and " pages; " in m for m in said), said
+            # the bound: at most 15 fetches (30 a second) in a worker's entry, a tick's; every
+            # other fetch counted in the entries' `unsent`, which the tail says
+            client = redis.Redis.from_url(redis_url)
+            try:
+                entries = read_fetch_stream(client, crawl_id, "0", 100_000)[0]
+            finally:
+                client.close()
+            for w in ("w1", "w2"):
+                sent = [e for e in entries if e["worker"] == w]
+                assert max(len(e["fetches"]) for e in sent) == 15
+                assert sum(e["unsent"] for e in sent) > 0  # (it fetched faster than that)
+                lines = len(crawl_log(out / w / "crawl.log.jsonl"))
+                assert sum(len(e["fetches"]) + e["unsent"] for e in sent) == lines
+            unsent = [r for r in get(base, "/api/log?n=1000")["records"]
+                      if r["kind"] == "skipped" and r["worker"]]  # fmt: skip
+            assert unsent and " fetches not sent" in unsent[-1]["message"]
             history = get(base, "/api/history")
             assert len(history["t"]) >= 2 and history["pages"][-1] >= history["pages"][0]
             assert history["t"] == sorted(history["t"])

@@ -303,6 +303,12 @@ class Keys:
         return self.prefix + "log"
 
     @property
+    def fetches(self) -> str:
+        """stream: a sample of the workers' fetches (cluster/fetchstream.py), one entry a
+        worker a tick, capped by MAXLEN ~, read by the dashboard's log tail"""
+        return self.prefix + "fetches"
+
+    @property
     def graph_stats(self) -> str:
         """string: JSON of the live graph's statistics, written by `gossamer graph follow`
         every few seconds (docs/graph.md), read by `gossamer status`"""

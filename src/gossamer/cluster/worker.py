@@ -84,6 +84,7 @@ from ._redis import (
     retrying,
     url_password,
 )
+from .fetchstream import FetchTailSink
 from .ipgate import RedisIpGate
 from .logstream import redis_diagnostics
 from .members import STATUS_KEYS_MAX, Beat, Membership, PartitionView, WorkerStatus
@@ -113,6 +114,7 @@ CONNECT_PATIENCE = 30.0  # seconds a starting worker waits for Redis before givi
 #: drops packets would hang a command; a loopback or LAN connect takes under a millisecond)
 CONNECT_TIMEOUT = 5.0
 STREAM_SINK = "events-stream"  # the registered name of the sink sending page events
+FETCH_TAIL_SINK = "fetch-tail"  # … and of the one sending a sample of its fetches
 STATS_MAX_AGE = 0.1  # seconds ClusterFrontier.statistics() answers from its last snapshot
 
 _P = ParamSpec("_P")
@@ -915,6 +917,8 @@ async def _work(worker: _Worker, progress: IO[str] | None) -> int:
     # the page events go to the crawl's stream (cluster/stream.py), sent on the I/O thread
     # before the frontier's calls of the same batch; a sink like any other, for this run
     register_sink(STREAM_SINK, StreamSink.factory(worker.client, record.keys, worker.id, io))
+    # a sample of its fetches to the crawl's fetch stream (the dashboard's log tail)
+    register_sink(FETCH_TAIL_SINK, FetchTailSink.factory(worker.client, record.id, worker.id))
     try:
         return await run_engine(
             settings,
@@ -931,6 +935,7 @@ async def _work(worker: _Worker, progress: IO[str] | None) -> int:
             f"`gossamer worker --crawl {record.id}` again once that is fixed",
         )
     finally:
+        unregister_sink(FETCH_TAIL_SINK)
         unregister_sink(STREAM_SINK)
 
 

@@ -46,6 +46,7 @@ __all__ = [
     "fetch_record",
     "level_rank",
     "skipped_record",
+    "unsent_record",
 ]
 
 _log = logging.getLogger(__name__)
@@ -237,6 +238,21 @@ def skipped_record(n: int, now: float) -> dict[str, Any]:
         "worker": None,
         "kind": "skipped",
         "message": f"{n} records skipped",
+    }
+
+
+def unsent_record(worker: str, n: int, warnings: int, rate: Any, now: float) -> dict[str, Any]:
+    """The record that follows a cluster worker's sample of fetches (cluster/fetchstream.py)
+    when `n` of its fetches were not sent (`warnings` of them warnings: then it is a warning
+    too, else info)."""
+    of = f", {warnings} of them warnings" if warnings else ""
+    return {
+        "time": now,
+        "level": "warning" if warnings else "info",
+        "worker": worker,
+        "kind": "skipped",
+        "message": f"{n} fetches not sent{of} (a sample of {rate} a second is; the "
+        f"worker's crawl log has every fetch)",
     }
 
 

@@ -31,7 +31,15 @@ from ..engine.report import count_log_record, live_graph_stats, stats_end_reason
 from ..logs import DIAGNOSTICS_FILE
 from ..sinks import read_run_records
 from ._hosts import TOP_HOSTS_EVERY_S, cluster_top_hosts, sqlite_top_hosts
-from ._logtail import LogRing, RingEntry, diagnostic_record, fetch_level, fetch_record
+from ._logtail import (
+    LogRing,
+    RingEntry,
+    diagnostic_record,
+    fetch_level,
+    fetch_record,
+    level_rank,
+    unsent_record,
+)
 
 __all__ = ["ClusterSource", "EmbeddedSource", "SourceError", "StatusSource"]
 
@@ -444,6 +452,29 @@ def _read_json(path: Path) -> dict[str, Any] | None:
     return data if isinstance(data, dict) else None
 
 
+#: fetch stream entries a read takes at most (the newest): ≤ 16 records each
+FETCH_ENTRIES_READ = 200
+
+
+def _fetch_entries(batch: dict[str, Any]) -> list[tuple[float, RingEntry]]:
+    """A worker's fetch stream entry (cluster/fetchstream.py) as timed ring entries: its
+    fetches as the crawl log's fetch records (made when read), then what it did not send."""
+    worker = str(batch.get("worker"))
+    out: list[tuple[float, RingEntry]] = []
+    for rec in batch.get("fetches") or ():
+        if isinstance(rec, dict) and isinstance(rec.get("time"), int | float):
+            rec["worker"] = worker
+            rank = 2 if fetch_level(rec) == "warning" else 1
+            out.append((float(rec["time"]), (rank, worker, rec, fetch_record)))
+    unsent = batch.get("unsent")
+    if isinstance(unsent, int) and unsent > 0:
+        warnings = int(batch.get("unsent_warnings") or 0)
+        now = _number(batch.get("time"))
+        rec = unsent_record(worker, unsent, warnings, batch.get("rate"), now)
+        out.append((now, (level_rank(rec["level"]), worker, rec, None)))
+    return out
+
+
 class ClusterSource:
     """A cluster crawl in Redis (`gossamer crawl --redis`): `crawl_status`, as `gossamer
     status --json` shows it, in the dashboard's shape. The Redis URL is kept here and only
@@ -477,14 +508,19 @@ class ClusterSource:
         self._lock = threading.Lock()  # one redis-py client, used from worker threads
         self.log_ring = LogRing()
         self._log_after = "0"  # the last log stream entry read
+        self._fetches_after = "0"  # … and fetch stream entry
         self._bytes_rate = _Rate()
         #: where workers started from the dashboard write (the last start's -o), else the
         #: default of `gossamer workers`
         self.workers_out = Path("gossamer-worker")
 
     def read_log(self) -> None:
-        """The workers' new diagnostics from the crawl's log stream (cluster/logstream.py),
-        into the log ring: one XRANGE of at most a ring-full."""
+        """The workers' new diagnostics from the crawl's log stream (cluster/logstream.py)
+        and their new fetch samples from its fetch stream (cluster/fetchstream.py), into the
+        log ring in time order: one XRANGE of at most a ring-full of diagnostics, one
+        XREVRANGE of the newest FETCH_ENTRIES_READ entries (a worker sends 2 a second, so a
+        read every 0.5 s misses none up to 200 workers)."""
+        from ..cluster.fetchstream import read_fetch_stream
         from ..cluster.logstream import read_log_stream
 
         if self._crawl_id is None:  # no crawl yet (the dashboard may start one)
@@ -493,13 +529,24 @@ class ClusterSource:
             lines, self._log_after = read_log_stream(
                 self._client, self._crawl_id, self._log_after, self.log_ring.size
             )
+            batches, self._fetches_after = read_fetch_stream(
+                self._client, self._crawl_id, self._fetches_after, FETCH_ENTRIES_READ
+            )
+        timed: list[tuple[float, RingEntry]] = []
         for line in lines:
             try:
                 rec = json.loads(line)
             except ValueError:
                 continue
             if isinstance(rec, dict):
-                self.log_ring.add(diagnostic_record(rec))
+                d = diagnostic_record(rec)
+                timed.append((d["time"] or 0.0, (level_rank(d["level"]), d["worker"], d, None)))
+        for batch in batches:
+            timed.extend(_fetch_entries(batch))
+        # the workers send a tick's sample at its end: a diagnostic logged meanwhile comes
+        # first in Redis, but goes after the fetches before it in the tail
+        timed.sort(key=lambda t: t[0])
+        self.log_ring.extend([e for _, e in timed])
 
     @property
     def crawl_id(self) -> str | None:
@@ -539,7 +586,7 @@ class ClusterSource:
         """Show crawl `crawl_id` from now on (one the dashboard started)."""
         with self._lock:
             if crawl_id != self._crawl_id:
-                self._log_after = "0"  # its log stream from its start
+                self._log_after = self._fetches_after = "0"  # its streams from their start
             self._crawl_id = crawl_id
 
     def _not_started(self) -> dict[str, Any]:
