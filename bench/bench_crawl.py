@@ -1194,6 +1194,13 @@ def main(argv: list[str] | None = None) -> int:
         help="run the gossamer worker counts this many times, alternating (1, 2, 1, 2, ...): "
         "the ratios are then the median of the rounds, with their range",
     )
+    p.add_argument(
+        "--split-concurrency",
+        action="store_true",
+        help="give an N-worker run --concurrency/N per worker: the same requests in flight in "
+        "all as one worker (--concurrency is per worker; with --per-ip at --concurrency, N "
+        "workers at full concurrency make the IP the limit)",
+    )
     p.add_argument("--nginx-workers", type=int, default=1)
     p.add_argument(
         "--scrapy-seconds", type=float, default=45.0, help="stop Scrapy after S s (0: never)"
@@ -1343,6 +1350,11 @@ def bench_web(web: str, parts: set[str], args: argparse.Namespace, work: Path) -
                 if workers
                 else f"default workers (one per core: {os.cpu_count()})"
             )
+            n = workers or os.cpu_count() or 1
+            split: list[str] = []
+            if args.split_concurrency and n > 1:
+                split = ["--concurrency", str(max(1, args.concurrency // n))]
+                label += f" x concurrency {split[1]}"
             of = f", round {rnd + 1} of {rounds}" if rounds > 1 else ""
             print(f"\n## gossamer, {label}{of} (WARC + graph on, audited)", flush=True)
             run = run_gossamer(
@@ -1352,6 +1364,7 @@ def bench_web(web: str, parts: set[str], args: argparse.Namespace, work: Path) -
                 name=f"gossamer-w{workers}" + (f"-r{rnd + 1}" if rounds > 1 else ""),
                 config=label,
                 workers=workers,
+                extra=split,
                 truth=truth,
             )
             run.web = web
