@@ -42,9 +42,11 @@ __all__ = [
     "LogRing",
     "RingEntry",
     "diagnostic_record",
+    "fetch_entry",
     "fetch_level",
     "fetch_record",
     "level_rank",
+    "record_entry",
     "skipped_record",
     "unsent_record",
 ]
@@ -141,6 +143,18 @@ _Entry = tuple[int, int, str | None, dict[str, Any], _Make | None]
 RingEntry = tuple[int, str | None, dict[str, Any], _Make | None]
 
 
+def fetch_entry(rec: dict[str, Any]) -> RingEntry:
+    """A crawl log record (with its `worker`, if any) as a ring entry: made a log record
+    (`fetch_record`) only when read."""
+    rank = 2 if fetch_level(rec) == "warning" else 1
+    return rank, rec.get("worker"), rec, fetch_record
+
+
+def record_entry(rec: dict[str, Any]) -> RingEntry:
+    """A log record as a ring entry."""
+    return level_rank(rec["level"]), rec.get("worker"), rec, None
+
+
 def _record(e: _Entry) -> dict[str, Any]:
     make = e[4]
     return make(e[3]) if make is not None else e[3]
@@ -172,8 +186,7 @@ class LogRing:
 
     def add(self, rec: dict[str, Any]) -> None:
         """Add a log record."""
-        worker = rec.get("worker")
-        self.extend([(level_rank(rec["level"]), worker, rec, None)])
+        self.extend([record_entry(rec)])
 
     def extend(
         self,

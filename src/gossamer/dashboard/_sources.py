@@ -35,9 +35,9 @@ from ._logtail import (
     LogRing,
     RingEntry,
     diagnostic_record,
+    fetch_entry,
     fetch_level,
-    fetch_record,
-    level_rank,
+    record_entry,
     unsent_record,
 )
 
@@ -147,11 +147,8 @@ class _LogTail:
             self.bytes += int(rec.get("bytes") or 0)
             if count_log_record(rec, self.outcomes, self.statuses, self.errors):
                 self.pages += 1
-            if ring is not None:
-                level = fetch_level(rec)
-                if k >= recent or level == "warning":
-                    worker = rec.get("worker")
-                    entries.append((2 if level == "warning" else 1, worker, rec, fetch_record))
+            if ring is not None and (k >= recent or fetch_level(rec) == "warning"):
+                entries.append(fetch_entry(rec))
         if entries:
             assert ring is not None
             ring.extend(entries)
@@ -464,14 +461,13 @@ def _fetch_entries(batch: dict[str, Any]) -> list[tuple[float, RingEntry]]:
     for rec in batch.get("fetches") or ():
         if isinstance(rec, dict) and isinstance(rec.get("time"), int | float):
             rec["worker"] = worker
-            rank = 2 if fetch_level(rec) == "warning" else 1
-            out.append((float(rec["time"]), (rank, worker, rec, fetch_record)))
+            out.append((float(rec["time"]), fetch_entry(rec)))
     unsent = batch.get("unsent")
     if isinstance(unsent, int) and unsent > 0:
         warnings = int(batch.get("unsent_warnings") or 0)
         now = _number(batch.get("time"))
         rec = unsent_record(worker, unsent, warnings, batch.get("rate"), now)
-        out.append((now, (level_rank(rec["level"]), worker, rec, None)))
+        out.append((now, record_entry(rec)))
     return out
 
 
@@ -540,7 +536,7 @@ class ClusterSource:
                 continue
             if isinstance(rec, dict):
                 d = diagnostic_record(rec)
-                timed.append((d["time"] or 0.0, (level_rank(d["level"]), d["worker"], d, None)))
+                timed.append((d["time"] or 0.0, record_entry(d)))
         for batch in batches:
             timed.extend(_fetch_entries(batch))
         # the workers send a tick's sample at its end: a diagnostic logged meanwhile comes
