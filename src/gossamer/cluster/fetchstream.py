@@ -14,8 +14,8 @@ sends a *sample* of its fetches to the crawl's stream `Keys.fetches`:
   DEFAULT_RATE; 0 turns the stream off): the warnings first (a fetch with no response, a page
   whose outcome is not ok — what the log tail shows as warnings), then the rest, each spread
   evenly over the tick, sent in time order. The tick's sample is ONE stream entry (field `b`:
-  JSON `{"worker", "time", "rate", "fetches": [...], "unsent", "unsent_warnings"}`), one XADD
-  in one pipeline, capped with `MAXLEN ~ FETCH_STREAM_MAXLEN`: at most 1 / TICK_S Redis
+  JSON `{"worker", "time", "rate", "fetches": [...], "unsent", "unsent_warnings"}`), one XADD,
+  capped with `MAXLEN ~ FETCH_STREAM_MAXLEN`: at most 1 / TICK_S Redis
   commands a second a worker, however fast it crawls.
 - **Everything not sent is counted**, and said in the next entry that gets through
   (`unsent`: fetches since the previous entry that are in no entry — sampled out, dropped by
@@ -35,18 +35,18 @@ import contextlib
 import json
 import logging
 import os
-import signal
 import threading
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Final, cast
+from typing import Any, Final
 
 from ..engine.sink_registry import PageSink, SinkContext
-from ..engine.stopping import STOP_SIGNALS
+from ..engine.stopping import hold_stop_signals
 from ..fetch import FetchResult
-from ._redis import Keys, RedisClient, text
+from ._redis import Keys, RedisClient
+from .logstream import read_stream
 
 __all__ = [
     "DEFAULT_RATE",
@@ -180,11 +180,8 @@ class FetchTail:
         if start:
             # the thread keeps SIGINT/SIGTERM blocked (as the worker's Redis I/O thread): a
             # stop is the main thread's
-            mask = signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
-            try:
+            with hold_stop_signals():
                 self._thread.start()
-            finally:
-                signal.pthread_sigmask(signal.SIG_SETMASK, mask)
 
     def put(self, fetch: Fetch) -> None:
         """Hand a fetch over (the event loop's thread): a length check and an append."""
@@ -221,10 +218,8 @@ class FetchTail:
             "unsent_warnings": unsent_warnings,
         }
         try:
-            pipe = self.client.pipeline(transaction=False)
-            pipe.xadd(self.key, {_FIELD: json.dumps(entry, separators=(",", ":"))},
-                      maxlen=FETCH_STREAM_MAXLEN, approximate=True)  # fmt: skip
-            pipe.execute()
+            self.client.xadd(self.key, {_FIELD: json.dumps(entry, separators=(",", ":"))},
+                             maxlen=FETCH_STREAM_MAXLEN, approximate=True)  # fmt: skip
         except Exception:  # down, out of memory: said as unsent in the next entry
             self._send_errors += 1
             self._failed += len(picked)
@@ -300,18 +295,11 @@ def read_fetch_stream(
     client: RedisClient, crawl: str, after: str, count: int
 ) -> tuple[list[dict[str, Any]], str]:
     """The entries (their JSON objects) added to the crawl's fetch stream after the entry id
-    `after` ("0": from the start), the newest `count` of them when more, oldest first; and
-    the id to read after next time."""
-    low = "-" if after == "0" else f"({after}"
-    raw = cast(list[Any], client.xrevrange(Keys(crawl).fetches, "+", low, count=count))
-    raw.reverse()
+    `after` ("0": from the start), the newest `count` of them when more (`read_stream`), oldest
+    first; and the id to read after next time."""
+    values, last = read_stream(client, Keys(crawl).fetches, _FIELD, after, count, newest=True)
     entries = []
-    last = after
-    for entry_id, fields in raw:
-        last = text(entry_id)
-        value = (fields.get(_FIELD) or fields.get("b")) if isinstance(fields, dict) else None
-        if value is None:
-            continue
+    for value in values:
         try:
             entry = json.loads(value)
         except ValueError:

@@ -25,7 +25,13 @@ from typing import Any, Final, cast
 from .. import logs
 from ._redis import Keys, RedisClient, text
 
-__all__ = ["LOG_STREAM_MAXLEN", "RedisLogHandler", "read_log_stream", "redis_diagnostics"]
+__all__ = [
+    "LOG_STREAM_MAXLEN",
+    "RedisLogHandler",
+    "read_log_stream",
+    "read_stream",
+    "redis_diagnostics",
+]
 
 #: entries the stream keeps (MAXLEN ~: Redis trims whole nodes, so a few more)
 LOG_STREAM_MAXLEN: Final = 5_000
@@ -87,23 +93,35 @@ def redis_diagnostics(client: RedisClient, crawl: str, worker: str) -> Iterator[
         handler.close()
 
 
+def read_stream(
+    client: RedisClient, key: str, field: bytes, after: str, count: int, *, newest: bool = False
+) -> tuple[list[bytes | str], str]:
+    """The values of `field` in the entries of stream `key` added after the entry id `after`
+    ("0": from the start; "$"-like starts are the caller's: pass the last id it saw), oldest
+    first, and the id to read after next time. At most `count` entries: from the start, or
+    with `newest`, the newest `count` (XREVRANGE, then put in order); else the oldest
+    `count` after `after` (XRANGE: a reader catching up misses nothing)."""
+    if after == "0" or newest:
+        low = "-" if after == "0" else f"({after}"
+        raw = cast(list[Any], client.xrevrange(key, "+", low, count=count))
+        raw.reverse()
+    else:
+        raw = cast(list[Any], client.xrange(key, f"({after}", "+", count=count))
+    values: list[bytes | str] = []
+    last = after
+    name = field.decode()  # a client that decodes responses has str field names
+    for entry_id, fields in raw:
+        last = text(entry_id)
+        value = (fields.get(field) or fields.get(name)) if isinstance(fields, dict) else None
+        if value is not None:
+            values.append(value)
+    return values, last
+
+
 def read_log_stream(
     client: RedisClient, crawl: str, after: str, count: int
 ) -> tuple[list[str], str]:
-    """The record lines added to the crawl's log stream after the entry id `after` ("0":
-    from the start; "$"-like starts are the caller's: pass the last id it saw), at most
-    `count` of them (the newest when more: XREVRANGE, then put in order), and the id to
-    read after next time."""
-    if after == "0":
-        raw = cast(list[Any], client.xrevrange(Keys(crawl).log, "+", "-", count=count))
-        raw.reverse()
-    else:
-        raw = cast(list[Any], client.xrange(Keys(crawl).log, f"({after}", "+", count=count))
-    lines = []
-    last = after
-    for entry_id, fields in raw:
-        last = text(entry_id)
-        value = (fields.get(_FIELD) or fields.get("r")) if isinstance(fields, dict) else None
-        if value is not None:
-            lines.append(text(value))
-    return lines, last
+    """The record lines added to the crawl's log stream after the entry id `after`
+    (`read_stream`: the oldest `count` after it, so none is missed)."""
+    values, last = read_stream(client, Keys(crawl).log, _FIELD, after, count)
+    return [text(v) for v in values], last

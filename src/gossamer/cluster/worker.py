@@ -52,7 +52,7 @@ from ..engine import build
 from ..engine.crawler import Crawler
 from ..engine.run import loop_factory, run_engine
 from ..engine.sink_registry import register_sink, unregister_sink
-from ..engine.stopping import STOP_SIGNALS
+from ..engine.stopping import STOP_SIGNALS, hold_stop_signals
 from ..exitcodes import Exit
 from ..fetch import FetchRequest
 from ..frontier import (
@@ -193,11 +193,8 @@ class RedisIo(Executor):
         self._closed = False
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
         # started with the signals blocked (a thread inherits the mask): none lands on it
-        mask = signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
-        try:
+        with hold_stop_signals():
             self._thread.start()
-        finally:
-            signal.pthread_sigmask(signal.SIG_SETMASK, mask)
 
     def submit(
         self, fn: Callable[_P, _T], /, *args: _P.args, **kwargs: _P.kwargs
