@@ -183,6 +183,12 @@ def _lua(name: str) -> str:
     return (resources.files(__package__) / "lua" / f"{name}.lua").read_text("utf-8")
 
 
+def _share_cap(in_play: int, share: float) -> int:
+    """The hosts a worker with `share` of the hosts in play may hold: ceil(share x in_play),
+    at least one (the float's last bit aside: 4 x 0.5 is 2, not 3)."""
+    return max(1, math.ceil(in_play * share - 1e-9))
+
+
 def _num(x: float) -> str:
     return repr(float(x))
 
@@ -864,8 +870,7 @@ class RedisFrontier:
         if self._in_play is None:
             self._global(now)
         leases, ready, _ = self._in_play or (0, 0, 0)
-        fair = max(1, math.ceil((leases + ready) * share - 1e-9))
-        return min(max_hosts, fair - len(self._held))
+        return min(max_hosts, _share_cap(leases + ready, share) - len(self._held))
 
     def hosts_over_share(self) -> int:
         """How many of the hosts this worker holds are over its share (`share()`) now: what
@@ -887,8 +892,7 @@ class RedisFrontier:
         if share is None or share >= 1 or in_play is None:
             return 0
         leases, _, waiting = in_play
-        fair = max(1, math.ceil((leases + waiting) * share - 1e-9))
-        return max(0, len(self._held) - fair)
+        return max(0, len(self._held) - _share_cap(leases + waiting, share))
 
     def _current_depths(self, batches: list[HostBatch]) -> list[HostBatch]:
         """The batches with each URL's depth now (`dp`, lua/depth.lua): a queued entry keeps
