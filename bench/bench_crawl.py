@@ -977,13 +977,18 @@ def _fetch_span(crawl_log: Path) -> float | None:
     return max(times) - min(times)
 
 
-def _fetch_phase(one: CrawlRun, many: CrawlRun) -> str:
-    """The same ratio over the fetch phase alone (`_fetch_span`): what the start and end,
-    which no worker count shortens, took off it."""
+def _fetch_ratio(one: CrawlRun, many: CrawlRun) -> float | None:
+    """`many`'s pages/s over `one`'s in the fetch phase alone (`_fetch_span`)."""
     if not one.fetch_span_s or not many.fetch_span_s:
-        return ""
-    ratio = (many.pages / many.fetch_span_s) / (one.pages / one.fetch_span_s)
-    return f" ({ratio:.2f}x from the first fetch to the last)"
+        return None
+    return (many.pages / many.fetch_span_s) / (one.pages / one.fetch_span_s)
+
+
+def _fetch_phase(one: CrawlRun, many: CrawlRun) -> str:
+    """The same ratio over the fetch phase alone: what the start and end, which no worker
+    count shortens, took off it."""
+    ratio = _fetch_ratio(one, many)
+    return "" if ratio is None else f" ({ratio:.2f}x from the first fetch to the last)"
 
 
 def _ceiling(one: CrawlRun, many: CrawlRun) -> str:
@@ -1094,10 +1099,8 @@ def _rounds_summary(web: str, ours: list[CrawlRun], bare: CrawlRun | None) -> st
             if one is None or many is None or not one.pages_per_s:
                 continue
             whole.append(many.pages_per_s / one.pages_per_s)
-            if one.fetch_span_s and many.fetch_span_s:
-                fetch.append(
-                    (many.pages / many.fetch_span_s) / (one.pages / one.fetch_span_s)
-                )
+            if (ratio := _fetch_ratio(one, many)) is not None:
+                fetch.append(ratio)
         if whole:
             text = f"gossamer {config} / 1 worker: {_spread(whole)}"
             if fetch:
