@@ -1,4 +1,4 @@
-"""What a headless Chromium costs a browser test (gossamer.testing._browser): start-up, memory,
+"""What a headless Chromium costs a browser test (gossamer.testweb._browser): start-up, memory,
 and start plus stop, i.e. what each browser test adds to the suite's time.
 
 Starts the browser `--runs` times one after another, each in a fresh temporary directory, and
@@ -23,7 +23,7 @@ import time
 from collections.abc import Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-from gossamer.testing._browser import (
+from gossamer.testweb._browser import (
     browser_processes,
     missing_browser_reason,
     start_browser,

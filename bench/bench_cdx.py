@@ -27,10 +27,10 @@ from pathlib import Path
 from warcio.archiveiterator import ArchiveIterator
 
 from gossamer.config import load_settings
-from gossamer.engine.run import run_crawl
+from gossamer.runner.run import run_crawl
 from gossamer.sinks import WarcWriter
 from gossamer.sinks.cdx import CDX_DIR, write_crawl_index
-from gossamer.testing import WebSpec, serve_in_thread
+from gossamer.testweb import WebSpec, serve_in_thread
 
 Exchange = tuple[str, bytes, bytes, float]  # url, response head, body, time
 

@@ -79,9 +79,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gossamer.testing import TruthRules, WebSpec, compute_truth, model_for
-from gossamer.testing._export import export_web
-from gossamer.testing._nginx import run_nginx
+from gossamer.testweb import TruthRules, WebSpec, compute_truth, model_for
+from gossamer.testweb._export import export_web
+from gossamer.testweb._nginx import run_nginx
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
@@ -347,7 +347,7 @@ def gossamer_cmd(
 def _live_graph_final_wait(out: Path) -> float | None:
     """With the live graph on: seconds from the crawl's exit until its final statistics are
     written (the crawl does not wait for them: docs/graph.md), else None."""
-    from gossamer.engine.report import wait_live_graph
+    from gossamer.report.crawl import wait_live_graph
 
     if not (out / "graph" / "follow.lock").exists():
         return None
@@ -686,8 +686,8 @@ def bench_pipeline(model: Any, work: Path, pages: int) -> None:
     from gossamer.parse import ParseOptions, parse_html
     from gossamer.scope import Scope
     from gossamer.sinks import CrawlLog, GraphWriter, WarcWriter
-    from gossamer.testing._content import respond
-    from gossamer.testing._model import Kind, Resource
+    from gossamer.testweb._content import respond
+    from gossamer.testweb._model import Kind, Resource
     from gossamer.urls import fingerprint, host_key
 
     compress: Callable[[bytes, int, int], bytes]
@@ -1119,7 +1119,7 @@ def run_gossamer_cluster(
     """The same crawl in cluster mode: a redis-server (AOF on, everysec) started for it in the
     work directory, `gossamer crawl --redis URL … --workers N` (N local `gossamer worker`
     processes around the Redis frontier and the Redis IP gate), audited from nginx's log."""
-    from gossamer.testing.redisd import RedisServer
+    from gossamer.testweb.redisd import RedisServer
 
     name = f"cluster-w{workers}"
     out = work / name

@@ -54,9 +54,9 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 from bench_crawl import CLK_TCK, SEED_URL, gossamer_cmd, run_measured  # noqa: E402
 from bench_testweb import _workdir, free_port  # noqa: E402
-from gossamer.testing import WebSpec, model_for  # noqa: E402
-from gossamer.testing._export import export_web  # noqa: E402
-from gossamer.testing._nginx import run_nginx  # noqa: E402
+from gossamer.testweb import WebSpec, model_for  # noqa: E402
+from gossamer.testweb._export import export_web  # noqa: E402
+from gossamer.testweb._nginx import run_nginx  # noqa: E402
 
 MODES = ("none", "stream", "browser", "browser-log")
 
@@ -159,7 +159,7 @@ class Watcher(threading.Thread):
                     return
 
     def _browse(self, base: str) -> None:
-        from gossamer.testing._browser import start_browser, wait_for_js
+        from gossamer.testweb._browser import start_browser, wait_for_js
 
         with start_browser(Path(tempfile.mkdtemp(dir=self.work, prefix="browser-"))) as b:
             b.driver.get(base + "/")
@@ -254,7 +254,7 @@ def page_cost(seconds: float) -> None:
     from test_dashboard_browser_page import ScriptedSource, serve, status
 
     from gossamer.dashboard import make_app
-    from gossamer.testing._browser import start_browser, wait_for_js
+    from gossamer.testweb._browser import start_browser, wait_for_js
 
     cases = (
         ("the Setup tab (nothing drawn)", "/#setup", True, False),

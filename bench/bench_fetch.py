@@ -306,9 +306,9 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(run_client(args.run_client, args.urls, args.resolve)))
         return 0
 
-    from gossamer.testing import WebSpec, model_for
-    from gossamer.testing._export import export_web
-    from gossamer.testing._nginx import run_nginx
+    from gossamer.testweb import WebSpec, model_for
+    from gossamer.testweb._export import export_web
+    from gossamer.testweb._nginx import run_nginx
 
     clients = [c for c in args.clients.split(",") if c]
     for c in clients:

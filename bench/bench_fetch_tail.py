@@ -21,7 +21,7 @@ from pathlib import Path
 
 from gossamer.cluster.fetchstream import FetchTail, FetchTailSink
 from gossamer.fetch import FetchResult
-from gossamer.testing.redisd import RedisServer
+from gossamer.testweb.redisd import RedisServer
 
 
 def _result(k: int) -> FetchResult:

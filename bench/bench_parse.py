@@ -32,8 +32,8 @@ from selectolax.lexbor import LexborHTMLParser
 import gossamer.parse.links as links_mod
 from gossamer.parse import ParseOptions, parse_html, parse_sitemap
 from gossamer.sinks import CrawlLog, GraphWriter, WarcWriter
-from gossamer.testing import WebSpec, model_for
-from gossamer.testing._content import respond, sitemap_body
+from gossamer.testweb import WebSpec, model_for
+from gossamer.testweb._content import respond, sitemap_body
 
 Page = tuple[bytes, str, dict[str, str]]
 REQ = b"GET / HTTP/1.1\r\nHost: www.h0.example\r\nUser-Agent: gossamer/0.1\r\n\r\n"

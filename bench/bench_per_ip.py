@@ -20,8 +20,8 @@ import time
 from pathlib import Path
 
 from gossamer.config import load_settings
-from gossamer.engine.run import run_crawl
-from gossamer.testing import TruthRules, WebSpec, audit, read_logs, serve_in_thread
+from gossamer.runner.run import run_crawl
+from gossamer.testweb import TruthRules, WebSpec, audit, read_logs, serve_in_thread
 
 UA = "gossamer-bench/0.1"
 

@@ -59,7 +59,7 @@ from pathlib import Path
 from typing import Any
 
 from gossamer.frontier import Discovered, Frontier, HostBatch, Outcome, SqliteFrontier, Verdict
-from gossamer.testing.redisd import RedisClusterServers, RedisServer
+from gossamer.testweb.redisd import RedisClusterServers, RedisServer
 from gossamer.urls import fingerprint
 
 CLK_TCK = os.sysconf("SC_CLK_TCK")

@@ -26,7 +26,7 @@ from pathlib import Path
 import redis
 import redis.asyncio
 
-from gossamer.testing.redisd import RedisServer
+from gossamer.testweb.redisd import RedisServer
 
 SCRIPT = "return redis.call('INCR', KEYS[1])"
 

@@ -33,11 +33,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gossamer.testing import WebModel, WebSpec, model_for
-from gossamer.testing._content import render_page, respond
-from gossamer.testing._export import export_web, write_nginx_config
-from gossamer.testing._model import Kind, Resource
-from gossamer.testing._nginx import find_nginx, run_nginx
+from gossamer.testweb import WebModel, WebSpec, model_for
+from gossamer.testweb._content import render_page, respond
+from gossamer.testweb._export import export_web, write_nginx_config
+from gossamer.testweb._model import Kind, Resource
+from gossamer.testweb._nginx import find_nginx, run_nginx
 
 HERE = Path(__file__).resolve().parent
 LUA = HERE / "wrk_rotate.lua"
@@ -271,7 +271,7 @@ def load(port: int, targets: Path, args: argparse.Namespace, target: str, config
 
 def _serve_subprocess() -> Callable[..., Any] | None:
     try:
-        from gossamer.testing import _api
+        from gossamer.testweb import _api
     except ImportError:
         return None
     fn: Callable[..., Any] | None = getattr(_api, "serve_subprocess", None)
@@ -281,7 +281,7 @@ def _serve_subprocess() -> Callable[..., Any] | None:
 def bench_server(spec: WebSpec, tmp: Path, targets: Path, args: argparse.Namespace) -> list[Run]:
     serve = _serve_subprocess()
     if serve is None:
-        print("\n## gossamer server: gossamer.testing._api.serve_subprocess not found; skipped")
+        print("\n## gossamer server: gossamer.testweb._api.serve_subprocess not found; skipped")
         return []
     params = inspect.signature(serve).parameters
     process_counts = args.processes if "processes" in params else [1]

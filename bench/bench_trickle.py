@@ -19,8 +19,8 @@ from collections import Counter
 from pathlib import Path
 
 from gossamer.config import load_settings
-from gossamer.engine.run import run_crawl
-from gossamer.testing import WebSpec, serve_in_thread
+from gossamer.runner.run import run_crawl
+from gossamer.testweb import WebSpec, serve_in_thread
 
 
 def main() -> None:

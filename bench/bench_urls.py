@@ -20,8 +20,8 @@ import xxhash
 from selectolax.lexbor import LexborHTMLParser
 
 from gossamer.robots import RobotsPolicy
-from gossamer.testing import WebModel, WebSpec
-from gossamer.testing._content import respond
+from gossamer.testweb import WebModel, WebSpec
+from gossamer.testweb._content import respond
 from gossamer.urls import (
     LinkResolver,
     canonicalize,

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Set up gossamer from nothing on Debian/Ubuntu with Python >= 3.11:
 # Debian packages (servers used by tests and benchmarks, and the headless Chromium with its
-# chromedriver that the browser tests drive: gossamer/testing/_browser.py), then a .venv.
+# chromedriver that the browser tests drive: gossamer/testweb/_browser.py), then a .venv.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}

@@ -1,5 +1,5 @@
 """The `browser` fixture: a headless Chromium per test (a pytest plugin, registered by
-tests/conftest.py). It is `gossamer.testing._browser.start_browser` in the test's own temporary
+tests/conftest.py). It is `gossamer.testweb._browser.start_browser` in the test's own temporary
 directory: a fresh profile, a 1280x800 viewport, bounded timeouts, and every process it started
 gone when the test ends, passed or failed (the teardown raises if one survived SIGKILL).
 
@@ -20,15 +20,15 @@ from typing import TYPE_CHECKING
 import pytest
 
 if TYPE_CHECKING:
-    from gossamer.testing._browser import Browser
+    from gossamer.testweb._browser import Browser
 
-# gossamer.testing._browser (and selenium: ~80 ms) is imported by the tests that use a browser
+# gossamer.testweb._browser (and selenium: ~80 ms) is imported by the tests that use a browser
 # only: this plugin is loaded by every pytest run, and by every pytest a test starts.
 
 
 def require_browser() -> None:
     """Skip the test (or fail it, with GOSSAMER_REQUIRE_BROWSER=1) when there is no browser."""
-    from gossamer.testing._browser import missing_browser_reason
+    from gossamer.testweb._browser import missing_browser_reason
 
     reason = missing_browser_reason()
     if reason is None:
@@ -41,7 +41,7 @@ def require_browser() -> None:
 @pytest.fixture
 def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Browser]:
     """A headless Chromium for this test, stopped (all its processes) when the test ends."""
-    from gossamer.testing._browser import start_browser
+    from gossamer.testweb._browser import start_browser
 
     require_browser()
     with start_browser(tmp_path_factory.mktemp("browser")) as running:

@@ -20,7 +20,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from gossamer.testing.redisd import (
+from gossamer.testweb.redisd import (
     RedisClusterServers,
     RedisServer,
     RedisServerError,

@@ -29,7 +29,7 @@ def test_precedence_flags_env_toml(tmp_path: Path, monkeypatch: pytest.MonkeyPat
 
 
 def test_lease_order_reaches_the_embedded_frontier(tmp_path: Path) -> None:
-    from gossamer.engine.build import open_frontier
+    from gossamer.runner.build import open_frontier
 
     for order, lead in (("largest-first", 0.01), ("ready", 0.0)):
         s = load_settings({"output": tmp_path / order, "lease_order": order})

@@ -17,8 +17,8 @@ from gossamer.config import (
     load_settings,
     parse_set_options,
 )
-from gossamer.engine.resume import DEFINITION, RUN_TIME
-from gossamer.engine.run import load_manifest
+from gossamer.runner.resume import DEFINITION, RUN_TIME
+from gossamer.runner.run import load_manifest
 
 DATA = Path(__file__).parent / "data"
 OLD_MANIFEST = DATA / "crawl_flat_main_4006114.json"  # written by the flat settings' code

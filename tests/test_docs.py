@@ -8,7 +8,7 @@ import re
 from pathlib import Path
 
 from gossamer.experiments import EXPERIMENTS
-from gossamer.testing import Realism
+from gossamer.testweb import Realism
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -70,7 +70,7 @@ def test_architecture_layout_names_every_package_and_module() -> None:
     src = ROOT / "src" / "gossamer"
     for pkg in sorted(p for p in src.iterdir() if (p / "__init__.py").is_file()):
         assert f"  {pkg.name}/" in layout, pkg.name
-    for d in (src, src / "engine", src / "cluster"):
+    for d in (src, *(src / p for p in ("engine", "runner", "report", "cluster"))):
         for mod in sorted(d.glob("*.py")):
             if mod.name not in ("__init__.py", "__main__.py"):
                 assert mod.name in layout, mod

@@ -20,8 +20,8 @@ import redis.exceptions
 from gossamer import logs
 from gossamer.cli import main
 from gossamer.cluster._redis import retrying
-from gossamer.engine.report import print_report
 from gossamer.exitcodes import Exit
+from gossamer.report.crawl import print_report
 
 TS = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
 
@@ -103,7 +103,7 @@ def test_json_lines_parse_and_carry_the_fields(
     assert error == {
         "ts": error["ts"],
         "level": "error",
-        "logger": "gossamer.engine.report",
+        "logger": "gossamer.report.crawl",
         "message": f"{tmp_path} is not a crawl directory (no crawl.json)",
         "path": str(tmp_path),  # the call's extra=
     }
@@ -171,7 +171,7 @@ def test_the_command_writes_json_with_the_flag_or_the_variable(
     assert line["level"] == "error" and "is not a crawl directory" in str(line["message"])
     monkeypatch.setenv(logs.FORMAT_ENV, "json")
     assert main(["report", str(tmp_path)]) == 2
-    assert json_lines(capsys.readouterr().err)[0]["logger"] == "gossamer.engine.report"
+    assert json_lines(capsys.readouterr().err)[0]["logger"] == "gossamer.report.crawl"
     assert main(["report", str(tmp_path), "--log-format", "human"]) == 2  # the flag wins
     assert capsys.readouterr().err.startswith("gossamer: error: ")
 
@@ -226,14 +226,14 @@ print(len(names), "modules")
 
 
 def test_a_forked_process_logs_as_its_parent_was_configured() -> None:
-    """A pool's workers are forked (engine/run.py): they keep the parent's handler."""
+    """A pool's workers are forked (runner/run.py): they keep the parent's handler."""
     code = """
 import logging, os
 from gossamer import logs
 logs.configure("json", "info")
 pid = os.fork()
 if pid == 0:
-    logging.getLogger("gossamer.engine.run").error("from the child", extra={"pid": os.getpid()})
+    logging.getLogger("gossamer.runner.run").error("from the child", extra={"pid": os.getpid()})
     os._exit(0)
 os.waitpid(pid, 0)
 print(pid)

@@ -22,7 +22,7 @@ from gossamer.robots import (
     product_token,
     robots_url,
 )
-from gossamer.testing import (
+from gossamer.testweb import (
     RunningWeb,
     TruthRules,
     WebSpec,

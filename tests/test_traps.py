@@ -8,8 +8,8 @@ import pytest
 
 from gossamer.config import load_settings
 from gossamer.scope import Scope
-from gossamer.testing import TruthRules, WebSpec, compute_truth
-from gossamer.testing._model import TRAP_KINDS, HostFlag, Kind, model_for
+from gossamer.testweb import TruthRules, WebSpec, compute_truth
+from gossamer.testweb._model import TRAP_KINDS, HostFlag, Kind, model_for
 from gossamer.traps import (
     CalendarWindow,
     QueryTraps,

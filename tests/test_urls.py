@@ -16,10 +16,10 @@ from hypothesis import strategies as st
 from selectolax.lexbor import LexborHTMLParser
 
 from gossamer import urls
-from gossamer.testing import HostFlag, PageFlag, WebModel, WebSpec, canonical_url
-from gossamer.testing._content import respond
-from gossamer.testing._model import SESSION_PARAMS as WEB_SESSION_PARAMS
-from gossamer.testing._truth import NON_HTML_EXTENSIONS as TRUTH_NON_HTML
+from gossamer.testweb import HostFlag, PageFlag, WebModel, WebSpec, canonical_url
+from gossamer.testweb._content import respond
+from gossamer.testweb._model import SESSION_PARAMS as WEB_SESSION_PARAMS
+from gossamer.testweb._truth import NON_HTML_EXTENSIONS as TRUTH_NON_HTML
 from gossamer.urls import (
     LinkResolver,
     URLError,

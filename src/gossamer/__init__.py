@@ -1,3 +1,5 @@
 """gossamer: a polite, fast, fault-tolerant web crawler."""
 
-__version__ = "0.1.0"
+from ._version import __version__
+
+__all__ = ["__version__"]

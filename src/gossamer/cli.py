@@ -10,7 +10,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from . import __version__, logs
+from . import logs
+from ._version import __version__
 from .exitcodes import Exit
 
 if TYPE_CHECKING:
@@ -51,7 +52,7 @@ def build_parser(with_testweb: bool = True) -> argparse.ArgumentParser:
     tw_sub = testweb.add_subparsers(dest="testweb_command", required=True, metavar="ACTION")
     if not with_testweb:
         return parser
-    from .testing import cli_demo, cli_export, cli_serve, cli_truth
+    from .testweb import cli_demo, cli_export, cli_serve, cli_truth
 
     cli_serve.register(tw_sub)
     cli_truth.register(tw_sub)
@@ -329,7 +330,8 @@ def crawl_settings(args: argparse.Namespace) -> CrawlSettings:
 
 def _run_crawl(args: argparse.Namespace) -> int:
     from .config import SettingsError
-    from .engine.run import CrawlError, run_crawl
+    from .crawldir import CrawlError
+    from .runner.run import run_crawl
 
     if args.redis:
         if args.resume or args.recrawl:
@@ -388,7 +390,7 @@ def _run_crawl(args: argparse.Namespace) -> int:
 
 
 def _run_demo(args: argparse.Namespace) -> int:
-    from .engine.demo import run_demo
+    from .runner.demo import run_demo
 
     return run_demo(hosts=args.hosts, pages_mean=args.pages_mean, out=args.out)
 
@@ -403,7 +405,7 @@ def _add_worker(sub: Any) -> None:
 
 
 def _run_worker(args: argparse.Namespace) -> int:
-    from .engine.run import run_worker
+    from .runner.run import run_worker
 
     return run_worker(args.dir, args.part)
 
@@ -501,7 +503,7 @@ def _run_scale(args: argparse.Namespace) -> int:
     if args.dir is not None:
         if args.crawl is not None:
             return _usage_error("--crawl ID is for a cluster crawl (--redis URL), not DIR")
-        from .engine.pool import ScaleError, request_scale
+        from .runner.pool import ScaleError, request_scale
 
         try:
             _log.info(request_scale(args.dir, args.scale))
@@ -560,7 +562,7 @@ def _add_report(sub: Any) -> None:
 
 
 def _run_report(args: argparse.Namespace) -> int:
-    from .engine.report import print_report, write_report_cdx
+    from .report.crawl import print_report, write_report_cdx
 
     if args.cdx and (code := write_report_cdx(args.dir)):
         return code

@@ -11,11 +11,11 @@ an application that embeds it decides where its records go. Only the command (cl
   a call passes in `extra=` (`worker_id`, `crawl_id`, `path`, ...), for log shippers.
 
 What stays `print` is a command's output, not a diagnostic: `gossamer report`, `status`, the
-`--json` outputs, and the live progress display and end summary (engine/progress.py).
+`--json` outputs, and the live progress display and end summary (report/progress.py).
 
 A crawl also appends its diagnostics to `DIR/gossamer.log.jsonl` (`DIAGNOSTICS_FILE`, the
 `json` format plus `time`, Unix seconds, and `worker`, the process's worker id), whatever
-stderr shows: `diagnostics_file` installs that handler for the crawl's life (engine/run.py,
+stderr shows: `diagnostics_file` installs that handler for the crawl's life (runner/run.py,
 cluster/worker.py). The dashboard's log tail reads it (docs/dashboard.md, "Log tail").
 Diagnostics are few (a handful a run, none per page), so the file costs nothing measurable.
 
@@ -157,7 +157,7 @@ def unconfigure() -> None:
 
 def process_worker_id() -> str:
     """This process's worker id in an embedded crawl: a pool worker's process name (`w0`,
-    `w1`, …: engine/pool.py names them so), `main` for the crawl's own process."""
+    `w1`, …: runner/pool.py names them so), `main` for the crawl's own process."""
     name = multiprocessing.current_process().name
     return "main" if name == "MainProcess" else name
 

@@ -17,7 +17,7 @@ characters outside the URL code points percent-encoded. Nothing else is changed:
 not sorted, repeated slashes are kept, the path keeps its case (all of those can change what a
 server answers).
 
-The canonical form agrees with the simulated web's truth (`gossamer.testing.canonical_url`) on
+The canonical form agrees with the simulated web's truth (`gossamer.testweb.canonical_url`) on
 every URL the web produces (tested on rendered pages).
 
 Parsing: can_ada (ada-url's fastest binding) on the hot path; where it refuses a URL or the
@@ -85,7 +85,7 @@ __all__ = [
 ]
 
 #: Query parameter names (lower case) removed by `strip_session_ids`. The same list as the
-#: simulated web's (`gossamer.testing._model.SESSION_PARAMS`; a test keeps them equal).
+#: simulated web's (`gossamer.testweb._model.SESSION_PARAMS`; a test keeps them equal).
 SESSION_PARAMS: Final = ("sessionid", "jsessionid", "phpsessid", "sid")
 
 #: Path extensions (lower case, with the dot) of resources that are not HTML: a crawler with

@@ -16,7 +16,7 @@ import pytest
 from gossamer.cluster._redis import Keys, RedisClient
 from gossamer.cluster.ipgate import _HOLD, RedisIpGate
 from gossamer.frontier.redis import connect
-from gossamer.testing.redisd import RedisServer
+from gossamer.testweb.redisd import RedisServer
 
 IP = "127.1.0.9"
 

@@ -22,10 +22,10 @@ from gossamer.cluster._redis import (
     url_username,
     without_password,
 )
-from gossamer.cluster.worker import connect_redis
+from gossamer.cluster.connect import connect_redis
 from gossamer.exitcodes import Exit
 from gossamer.frontier import FrontierStorageError
-from gossamer.testing.redisd import RedisServer
+from gossamer.testweb.redisd import RedisServer
 from redis_fixtures import PASSWORD_SERVER_USERS
 
 
@@ -104,7 +104,7 @@ def test_connect_tells_refused_missing_and_unreachable_apart(
 def test_connect_waits_its_patience_for_an_unreachable_redis(
     capsys: pytest.CaptureFixture[str], human_logs: None
 ) -> None:
-    from gossamer.testing.redisd import _free_ports
+    from gossamer.testweb.redisd import _free_ports
 
     url = f"redis://:s3cret-pw@127.0.0.1:{_free_ports(1)[0]}/0"  # nothing listens there
     slept: list[float] = []

@@ -19,7 +19,8 @@ from gossamer.cluster._redis import Keys, boot_clock
 from gossamer.cluster.ipgate import RedisIpGate
 from gossamer.cluster.members import Beat, Membership, PartitionView, WorkerStatus
 from gossamer.cluster.registry import create_crawl, load_crawl
-from gossamer.cluster.worker import ClusterFrontier, Heartbeat, RedisIo, _Worker, exhausted
+from gossamer.cluster.stores import ClusterFrontier, RedisIo
+from gossamer.cluster.worker import Heartbeat, _Worker, exhausted
 from gossamer.config import CrawlSettings
 from gossamer.engine.crawler import Crawler
 from gossamer.fetch import FetchRequest
@@ -35,7 +36,7 @@ from gossamer.frontier import (
 )
 from gossamer.frontier.redis import RedisFrontier, connect, token_owner
 from gossamer.partition import Dynamic, Member
-from gossamer.testing.redisd import RedisServer
+from gossamer.testweb.redisd import RedisServer
 from gossamer.urls import fingerprint
 
 

@@ -24,7 +24,7 @@ from gossamer.cluster._redis import url_password
 from gossamer.dashboard import ClusterSource, EmbeddedSource, make_app
 from gossamer.dashboard._control import _error_line, start_log
 from gossamer.engine.heartbeat import write_beat
-from gossamer.testing import WebSpec, serve_in_thread
+from gossamer.testweb import WebSpec, serve_in_thread
 
 LOCAL = "http://127.0.0.1:8700"
 

@@ -1,4 +1,4 @@
-"""The browser harness (gossamer.testing._browser, the `browser` fixture) against a real page:
+"""The browser harness (gossamer.testweb._browser, the `browser` fixture) against a real page:
 a small server on loopback (a thread) whose page updates itself from server-sent events, takes
 a form POST, and is screenshotted — and no Chromium or chromedriver process outlives a test,
 even one that fails or whose chromedriver dies. The dashboard's browser tests build on these.
@@ -24,7 +24,7 @@ import pytest
 from PIL import Image  # matplotlib's dependency
 
 from browser_fixtures import require_browser
-from gossamer.testing._browser import (
+from gossamer.testweb._browser import (
     Browser,
     browser_processes,
     find_chromium,

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from gossamer.exitcodes import Exit
-from gossamer.testing import TruthRules, WebSpec, audit, compute_truth, read_logs, serve_in_thread
+from gossamer.testweb import TruthRules, WebSpec, audit, compute_truth, read_logs, serve_in_thread
 
 UA = "gossamer-cli-test/0.1"
 # refused at once without --allow-private, so a crawl that wrongly starts ends quickly

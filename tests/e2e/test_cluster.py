@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from gossamer.testing import (
+from gossamer.testweb import (
     RunningWeb,
     TruthRules,
     WebSpec,

@@ -24,8 +24,8 @@ import pytest
 import redis
 from test_cluster import UA, audit_web, gossamer, wait_for
 
-from gossamer.testing import WebSpec, serve_in_thread
-from gossamer.testing.redisd import RedisServer, _free_ports
+from gossamer.testweb import WebSpec, serve_in_thread
+from gossamer.testweb.redisd import RedisServer, _free_ports
 from redis_fixtures import PASSWORD_SERVER_USERS
 
 FAST = 5.0  # seconds: an answer "at once" (measured ~0.35 s: interpreter start + one connect)

@@ -15,7 +15,7 @@ from test_cluster import audit_web, create_crawl, logs, status, wait_for, worker
 from test_cluster_faults import fetched_counts, leases
 
 from gossamer.frontier.redis import token_owner
-from gossamer.testing import WebSpec, canonical_url, read_logs, serve_in_thread
+from gossamer.testweb import WebSpec, canonical_url, read_logs, serve_in_thread
 
 # `status` shows a worker dead this long after its last beat (the default is 5 s; the bound
 # below scales with it: the worker beats every TTL / 5 and is seen dead a TTL after its last

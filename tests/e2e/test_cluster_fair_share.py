@@ -14,7 +14,7 @@ from test_cluster_dead_worker import _owners
 
 from gossamer.cluster.members import Membership
 from gossamer.frontier.redis import connect, disconnect
-from gossamer.testing import TruthRules, WebSpec, audit, compute_truth, read_logs, serve_in_thread
+from gossamer.testweb import TruthRules, WebSpec, audit, compute_truth, read_logs, serve_in_thread
 
 HEARTBEAT_TTL = 3.0  # a beat every 0.6 s: how soon a worker learns of a new member
 DELAY = 0.5  # between two requests to a host: a batch of 20 URLs lasts ~10 s

@@ -23,9 +23,9 @@ from test_cluster import (
 )
 
 from gossamer.frontier.redis import connect, disconnect
-from gossamer.testing import WebSpec, canonical_url, read_logs, serve_in_thread
-from gossamer.testing._truth import request_url
-from gossamer.testing.redisd import RedisServer
+from gossamer.testweb import WebSpec, canonical_url, read_logs, serve_in_thread
+from gossamer.testweb._truth import request_url
+from gossamer.testweb.redisd import RedisServer
 
 
 def leases(redis_url: str, crawl_id: str) -> dict[str, tuple[str, frozenset[str]]]:

@@ -29,7 +29,7 @@ from gossamer.cluster._redis import Keys
 from gossamer.cluster.stream import GROUP, read_journal
 from gossamer.sinks import read_crawl_log, read_graph
 from gossamer.sinks.graph import is_node_status
-from gossamer.testing import WebSpec, serve_in_thread
+from gossamer.testweb import WebSpec, serve_in_thread
 from graph_helpers import graph_stats_json
 
 FOLLOW = Path(__file__).with_name("_follow_counting.py")

@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 from test_cluster import audit_web, create_crawl, logs, status, wait_for, workers
 
-from gossamer.testing import WebSpec, serve_in_thread
-from gossamer.testing.redisd import RedisServer
+from gossamer.testweb import WebSpec, serve_in_thread
+from gossamer.testweb.redisd import RedisServer
 
 PAUSE_S = 10.0  # the scenario of issue 17: Redis paused for 10 s mid-crawl
 MAX_LOOP_LAG_MS = 100.0

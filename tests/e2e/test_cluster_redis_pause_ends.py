@@ -19,8 +19,8 @@ from pathlib import Path
 import pytest
 from test_cluster import audit_web, create_crawl, gossamer, status, wait_for
 
-from gossamer.testing import WebSpec, serve_in_thread
-from gossamer.testing.redisd import RedisServer
+from gossamer.testweb import WebSpec, serve_in_thread
+from gossamer.testweb.redisd import RedisServer
 
 PAUSING_WORKER = Path(__file__).with_name("_pausing_worker.py")
 PROMPT_S = 3.0  # a stop while starting ends the worker within this (it took ~0.1 s)

@@ -31,7 +31,7 @@ from gossamer.cluster.sizes import read_site_sizes, shard_weights
 from gossamer.experiments.cluster_run import Fetch, connection_votes, phase_windows, read_fetches
 from gossamer.experiments.crawl_metrics import workers_settled
 from gossamer.partition import SHARDS, Consistent, Member, Sized, assignment, shard_of
-from gossamer.testing import LogRecord, RunningWeb, WebSpec, read_logs, serve_in_thread
+from gossamer.testweb import LogRecord, RunningWeb, WebSpec, read_logs, serve_in_thread
 
 LEASE_TTL = 2.0  # seconds (crawl setting `lease_ttl`): short, so a join's grace is short
 JOIN_DELAY = 0.1  # the join tests' host delay: the crawl lasts long enough after the join

@@ -14,7 +14,7 @@ from test_cluster import UA, audit_web, logs, status, worker_procs
 
 from gossamer.experiments.cluster_run import read_fetches
 from gossamer.partition import SHARDS, shard_of
-from gossamer.testing import WebSpec, serve_in_thread
+from gossamer.testweb import WebSpec, serve_in_thread
 
 HERE = Path(__file__).resolve().parent
 # `python -c` with the toy registered first, then the gossamer command line

@@ -12,9 +12,9 @@ from _crawl_helpers import USER_AGENT, crawl_settings
 from starlette.testclient import TestClient
 
 from gossamer.dashboard import EmbeddedSource, make_app
-from gossamer.engine.run import run_crawl
+from gossamer.runner.run import run_crawl
 from gossamer.sinks import read_graph
-from gossamer.testing import (
+from gossamer.testweb import (
     TruthRules,
     WebSpec,
     audit,

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from gossamer.testing import TruthRules, WebSpec, audit, compute_truth, read_logs, serve_in_thread
+from gossamer.testweb import TruthRules, WebSpec, audit, compute_truth, read_logs, serve_in_thread
 
 UA = "gossamer-badinput/0.1"
 

@@ -19,9 +19,9 @@ import pytest
 from _pywb import get, pywb_serving
 from warcio.archiveiterator import ArchiveIterator
 
-from gossamer.engine.run import write_cdx_index
+from gossamer.runner.run import write_cdx_index
 from gossamer.sinks import WarcWriter
-from gossamer.testing import WebSpec, serve_in_thread
+from gossamer.testweb import WebSpec, serve_in_thread
 
 BIN = Path(sys.executable).parent
 UA = "gossamer-cdxtest/0.1"

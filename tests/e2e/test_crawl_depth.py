@@ -20,10 +20,10 @@ from pathlib import Path
 import pytest
 from _crawl_helpers import USER_AGENT, crawl_settings
 
-from gossamer.engine.run import run_crawl
 from gossamer.frontier import SqliteFrontier
 from gossamer.frontier.redis import RedisFrontier, connect, disconnect
-from gossamer.testing import (
+from gossamer.runner.run import run_crawl
+from gossamer.testweb import (
     RunningWeb,
     Truth,
     TruthRules,

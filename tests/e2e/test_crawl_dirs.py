@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from gossamer.testing import RunningWeb, TruthRules, WebSpec, audit, read_logs, serve_in_thread
+from gossamer.testweb import RunningWeb, TruthRules, WebSpec, audit, read_logs, serve_in_thread
 
 UA = "gossamer-dirs-test/0.1"
 USAGE = 2  # gossamer.exitcodes.Exit.USAGE (a literal: the same test runs against old code)

@@ -21,9 +21,9 @@ from typing import Any
 
 import pytest
 
-from gossamer.testing import WebModel, WebSpec, serve_in_thread
-from gossamer.testing._export import export_web
-from gossamer.testing._nginx import run_nginx
+from gossamer.testweb import WebModel, WebSpec, serve_in_thread
+from gossamer.testweb._export import export_web
+from gossamer.testweb._nginx import run_nginx
 
 USER_AGENT = "gossamer-test/0.1"
 PROXY_USER, PROXY_PASSWORD = "crawler", "pr0xy-s3cret"

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from gossamer.config import load_settings
-from gossamer.engine.run import run_crawl
-from gossamer.testing import (
+from gossamer.runner.run import run_crawl
+from gossamer.testweb import (
     Kind,
     PageFlag,
     TruthRules,

@@ -23,7 +23,7 @@ import pytest
 
 from gossamer.exitcodes import Exit
 from gossamer.frontier import SqliteFrontier
-from gossamer.testing import TruthRules, WebSpec, audit, compute_truth, read_logs, serve_in_thread
+from gossamer.testweb import TruthRules, WebSpec, audit, compute_truth, read_logs, serve_in_thread
 
 UA = "gossamer-livetest/0.1"
 

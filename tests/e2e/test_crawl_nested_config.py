@@ -11,7 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from gossamer.testing import TruthRules, WebSpec, audit, read_logs, serve_in_thread
+from gossamer.testweb import TruthRules, WebSpec, audit, read_logs, serve_in_thread
 
 DATA = Path(__file__).parents[1] / "data"
 OLD_MANIFEST = DATA / "crawl_flat_main_4006114.json"

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from _crawl_helpers import USER_AGENT, crawl_settings
 
-from gossamer.engine.run import run_crawl
-from gossamer.testing import TruthRules, WebSpec, audit, compute_truth, read_logs, serve_in_thread
+from gossamer.runner.run import run_crawl
+from gossamer.testweb import TruthRules, WebSpec, audit, compute_truth, read_logs, serve_in_thread
 
 # every host's robots.txt asks for 0.5-2 s; capped here to keep it short (a resend at once, the
 # bug below, is 0.000-0.003 s: far below it); at 0.25 s the host of 47 requests took 12 s
@@ -110,7 +110,7 @@ def test_a_trickling_page_is_cut_and_frees_its_ip(tmp_path: Path) -> None:
 
 
 def _trickles(model: object, url: str) -> bool:
-    from gossamer.testing import Kind, PageFlag, WebModel
+    from gossamer.testweb import Kind, PageFlag, WebModel
 
     assert isinstance(model, WebModel)
     host, _, rest = url[7:].partition("/")

@@ -12,9 +12,9 @@ from pathlib import Path
 from _crawl_helpers import USER_AGENT, crawl_settings
 from warcio.archiveiterator import ArchiveIterator
 
-from gossamer.engine.run import run_crawl
+from gossamer.runner.run import run_crawl
 from gossamer.sinks import read_crawl_log, read_graph
-from gossamer.testing import (
+from gossamer.testweb import (
     Kind,
     PageFlag,
     TruthRules,

@@ -19,7 +19,7 @@ import pytest
 from _crawl_helpers import USER_AGENT
 
 from gossamer.engine.heartbeat import read_beats
-from gossamer.testing import TruthRules, WebSpec, audit, compute_truth, read_logs, serve_in_thread
+from gossamer.testweb import TruthRules, WebSpec, audit, compute_truth, read_logs, serve_in_thread
 
 #: the delay between two requests to a host: the crawl lasts long enough to be scaled twice
 DELAY = 0.05

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from _crawl_helpers import USER_AGENT, crawl_settings
 
-from gossamer.engine.run import run_crawl
-from gossamer.testing import TruthRules, WebSpec, audit, compute_truth, read_logs, serve_in_thread
+from gossamer.runner.run import run_crawl
+from gossamer.testweb import TruthRules, WebSpec, audit, compute_truth, read_logs, serve_in_thread
 
 
 @pytest.mark.slow

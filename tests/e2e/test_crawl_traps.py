@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 from _crawl_helpers import crawl_settings
 
-from gossamer.engine.run import run_crawl
-from gossamer.testing import (
+from gossamer.runner.run import run_crawl
+from gossamer.testweb import (
     AuditReport,
     TruthRules,
     WebSpec,
@@ -25,7 +25,7 @@ from gossamer.testing import (
     read_logs,
     serve_in_thread,
 )
-from gossamer.testing._model import TRAP_KINDS, HostFlag, WebModel
+from gossamer.testweb._model import TRAP_KINDS, HostFlag, WebModel
 from gossamer.urls import host_of
 
 # realistic and hostile with more trap hosts than their 5 % and 30 %, and timings short

@@ -30,8 +30,8 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
-from gossamer.testing import WebSpec, serve_in_thread
-from gossamer.testing._browser import (
+from gossamer.testweb import WebSpec, serve_in_thread
+from gossamer.testweb._browser import (
     Browser,
     screenshot,
     wait_for,

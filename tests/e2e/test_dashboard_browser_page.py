@@ -30,7 +30,7 @@ from starlette.routing import Route
 
 from gossamer.dashboard import make_app
 from gossamer.dashboard._logtail import LogRing
-from gossamer.testing._browser import (
+from gossamer.testweb._browser import (
     Browser,
     wait_for,
     wait_for_element,

@@ -18,7 +18,7 @@ import pytest
 from _crawl_helpers import USER_AGENT
 from test_dashboard_e2e import dashboard, events
 
-from gossamer.testing import TruthRules, WebSpec, audit, compute_truth, read_logs, serve_in_thread
+from gossamer.testweb import TruthRules, WebSpec, audit, compute_truth, read_logs, serve_in_thread
 
 #: seconds between two requests to a host: the crawl lasts long enough to be scaled twice
 DELAY = 0.05

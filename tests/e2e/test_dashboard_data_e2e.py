@@ -27,7 +27,7 @@ from test_dashboard_e2e import _CRAWL_FLAGS, dashboard, events, gossamer, stop_a
 
 from gossamer.cluster.fetchstream import read_fetch_stream
 from gossamer.dashboard._logtail import fetch_level
-from gossamer.testing import WebSpec, serve_in_thread
+from gossamer.testweb import WebSpec, serve_in_thread
 
 #: a web with many dead links (404 and 410): warnings in the crawl log from the first pages
 _DEAD_LINKS = WebSpec(seed=9, hosts=100, pages_mean=150, profile="clean",

@@ -23,7 +23,7 @@ from typing import Any
 import httpx2
 import pytest
 
-from gossamer.testing import WebSpec, serve_in_thread
+from gossamer.testweb import WebSpec, serve_in_thread
 
 _BIG = WebSpec(seed=9, hosts=100, pages_mean=150, profile="clean")  # outlasts every test
 _CRAWL_FLAGS = ("--scope", "all", "--allow-private", "--delay", "0", "--concurrency", "4")

@@ -17,7 +17,7 @@ import httpx2
 from prometheus_client.parser import text_string_to_metric_families
 from test_dashboard_e2e import _CRAWL_FLAGS, dashboard, gossamer
 
-from gossamer.testing import WebSpec, serve_in_thread
+from gossamer.testweb import WebSpec, serve_in_thread
 
 GRAFANA = Path(__file__).parents[2] / "docs" / "grafana" / "gossamer.json"
 _METRIC = re.compile(r"\bgossamer_[a-z0-9_]+\b")

@@ -11,10 +11,10 @@ from urllib.parse import urlsplit
 import networkx as nx
 from _crawl_helpers import USER_AGENT, crawl_settings
 
-from gossamer.engine.run import run_crawl
 from gossamer.graph import OnlineGraph, load_graph
+from gossamer.runner.run import run_crawl
 from gossamer.sinks.graph import node_id, read_graph
-from gossamer.testing import TruthRules, WebSpec, compute_truth, read_logs, serve_in_thread
+from gossamer.testweb import TruthRules, WebSpec, compute_truth, read_logs, serve_in_thread
 from graph_helpers import graph_stats_json
 
 

@@ -17,11 +17,11 @@ from typing import Any
 import pytest
 from _crawl_helpers import crawl_settings
 
-from gossamer.engine.report import wait_live_graph
-from gossamer.engine.run import run_crawl
 from gossamer.graph import LiveGraph
+from gossamer.report.crawl import wait_live_graph
+from gossamer.runner.run import run_crawl
 from gossamer.sinks.graph import node_id
-from gossamer.testing import WebSpec, serve_in_thread
+from gossamer.testweb import WebSpec, serve_in_thread
 from graph_helpers import graph_stats_json
 
 # the figures the live graph and `graph stats DIR` must agree on
@@ -152,9 +152,9 @@ import sys
 from pathlib import Path
 sys.path.insert(0, {helpers!r})
 from _crawl_helpers import crawl_settings
-from gossamer.engine.report import wait_live_graph
-from gossamer.engine.run import run_crawl
-from gossamer.testing import WebSpec, serve_in_thread
+from gossamer.report.crawl import wait_live_graph
+from gossamer.runner.run import run_crawl
+from gossamer.testweb import WebSpec, serve_in_thread
 tmp = Path({tmp!r})
 with serve_in_thread(WebSpec(seed=5, hosts=4, pages_mean=8)) as web:
     web.write_resolve_file(tmp / "resolve.txt")
@@ -204,7 +204,7 @@ def _followers_of(out: Path) -> list[int]:
                 argv = (entry / "cmdline").read_bytes().split(b"\0")
             except OSError:
                 continue
-            if b"gossamer.engine.livegraph" in argv and str(out).encode() in argv:
+            if b"gossamer.runner.livegraph" in argv and str(out).encode() in argv:
                 pids.append(int(entry.name))
     return pids
 

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from gossamer.exitcodes import Exit
-from gossamer.testing import WebSpec, serve_in_thread
+from gossamer.testweb import WebSpec, serve_in_thread
 
 UA = "gossamer-logtest/0.1"
 TS = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
@@ -85,7 +85,7 @@ def test_an_embedded_crawl_logs_json_lines(tmp_path: Path) -> None:
         again = gossamer("crawl", "--resume", str(out), env={"GOSSAMER_LOG_FORMAT": "json"})
     assert again.returncode == Exit.OK, again.stderr
     (note,) = json_lines(again.stderr)
-    assert note["level"] == "info" and note["logger"] == "gossamer.engine.run"
+    assert note["level"] == "info" and note["logger"] == "gossamer.runner.run"
     assert note["message"].startswith(f"{out}: the crawl is complete") and note["path"] == str(out)
     # the human form of the same: the line users saw before
     human = gossamer("crawl", "--resume", str(out))
@@ -111,7 +111,7 @@ def test_errors_are_json_lines_with_the_same_exit_status(tmp_path: Path) -> None
     done = gossamer("crawl", dead, "-o", str(out), "--allow-private", "--log-format", "json")
     assert done.returncode == Exit.NOTHING_FETCHED, done.stderr
     (error,) = json_lines(done.stderr)
-    assert error["level"] == "error" and error["logger"] == "gossamer.engine.progress"
+    assert error["level"] == "error" and error["logger"] == "gossamer.report.progress"
     assert error["message"].startswith("no page fetched: ") and "fetch/error/connect" in (
         error["message"]
     )

@@ -43,7 +43,7 @@ import pytest
 
 from gossamer.sinks.crawllog import read_crawl_log
 from gossamer.sinks.graph import read_graph
-from gossamer.testing._nginx import find_nginx, run_nginx
+from gossamer.testweb._nginx import find_nginx, run_nginx
 
 pytestmark = pytest.mark.slow
 

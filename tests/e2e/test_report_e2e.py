@@ -16,10 +16,10 @@ from pathlib import Path
 import pytest
 from _crawl_helpers import USER_AGENT, crawl_settings
 
-from gossamer.engine.report import crawl_report, print_report
-from gossamer.engine.run import run_crawl
+from gossamer.report.crawl import crawl_report, print_report
+from gossamer.runner.run import run_crawl
 from gossamer.sinks import read_graph
-from gossamer.testing import TruthRules, WebSpec, audit, read_logs, serve_in_thread
+from gossamer.testweb import TruthRules, WebSpec, audit, read_logs, serve_in_thread
 
 
 def printed(out: Path, capsys: pytest.CaptureFixture[str]) -> tuple[dict[str, int | None], str]:

@@ -21,8 +21,8 @@ from pathlib import Path
 import pytest
 from test_cluster import audit_web, create_crawl, logs, status, workers
 
-from gossamer.testing import TruthRules, WebSpec, audit, compute_truth, read_logs, serve_in_thread
-from gossamer.testing.cli_demo import DEMO_OVERRIDES
+from gossamer.testweb import TruthRules, WebSpec, audit, compute_truth, read_logs, serve_in_thread
+from gossamer.testweb.cli_demo import DEMO_OVERRIDES
 
 UA = "gossamer-robots-once/0.1"
 

@@ -1,4 +1,4 @@
-"""The composition root (engine/build.py) and the registries it looks up by name: frontier
+"""The composition root (runner/build.py) and the registries it looks up by name: frontier
 backends (frontier/_registry.py) and fetchers (fetch/_registry.py). A backend and a fetcher
 added as one module each plus their registration (tests/engine/_dict_frontier.py,
 tests/engine/_streams_fetcher.py) crawl the simulated web, and find what the built-in ones
@@ -16,14 +16,13 @@ import _dict_frontier
 import _streams_fetcher
 import pytest
 
+from gossamer.cluster import stores as cluster_stores_mod
 from gossamer.cluster.ipgate import RedisIpGate
 from gossamer.cluster.members import PartitionView
 from gossamer.cluster.registry import create_crawl, load_crawl
-from gossamer.cluster.worker import ClusterFrontier, ClusterRobotsStore
+from gossamer.cluster.stores import ClusterFrontier, ClusterRobotsStore
 from gossamer.config import CrawlSettings
-from gossamer.engine import build
 from gossamer.engine.ipgate import FileIpGate, IpGateBroker, LocalIpGate, PoolIpGate
-from gossamer.engine.run import run_crawl
 from gossamer.fetch import CurlFetcher, Resolver
 from gossamer.fetch._registry import (
     fetcher_names,
@@ -41,8 +40,10 @@ from gossamer.frontier._registry import (
 )
 from gossamer.frontier.redis import RedisFrontier, connect
 from gossamer.robots_store import RedisRobotsStore, SqliteRobotsStore
+from gossamer.runner import build
+from gossamer.runner.run import run_crawl
 from gossamer.sinks import read_crawl_log
-from gossamer.testing import WebSpec, serve_in_thread
+from gossamer.testweb import WebSpec, serve_in_thread
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "e2e"))
 from _crawl_helpers import crawl_settings
@@ -65,7 +66,8 @@ def test_the_built_in_backends_and_fetchers() -> None:
     assert frontier_names() == ("sqlite", "redis")
     assert fetcher_names() == ("curl",)
     assert (build.EMBEDDED.frontier, build.EMBEDDED.fetcher) == ("sqlite", "curl")
-    assert (build.CLUSTER.frontier, build.CLUSTER.fetcher) == ("redis", "curl")
+    cluster = cluster_stores_mod.CLUSTER
+    assert (cluster.frontier, cluster.fetcher) == ("redis", "curl")
 
 
 def test_a_name_is_registered_once_and_an_unknown_one_is_refused(added: None) -> None:
@@ -203,7 +205,7 @@ def test_a_cluster_worker_s_stores_on_a_real_redis(tmp_path: Path, redis_url: st
         record = load_crawl(client, crawl_id)
         view = PartitionView(record.strategy(), "w1")
         ws = record.worker_settings(tmp_path / "w1")
-        stores = build.cluster_stores(client, record, ws, view=view, worker_id="w1")
+        stores = cluster_stores_mod.cluster_stores(client, record, ws, view=view, worker_id="w1")
         try:
             assert isinstance(stores.frontier, ClusterFrontier)
             assert isinstance(stores.frontier.inner, RedisFrontier)

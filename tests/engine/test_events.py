@@ -1,5 +1,5 @@
 """Crawl events (engine/events.py): the event type, its encoding, the applier's each-page-once
-contract, the recorder's subscribers, and the embedded graph feed (engine/graphfeed.py) over
+contract, the recorder's subscribers, and the embedded graph feed (runner/graphfeed.py) over
 crawls of the simulated web with one worker and with a pool of two."""
 
 from __future__ import annotations
@@ -19,14 +19,14 @@ import pytest
 
 from gossamer.config import CrawlSettings
 from gossamer.engine.events import GraphApplier, PageEvent, decode_events, encode_events
-from gossamer.engine.graphfeed import FEED_SINK, GraphFeed
 from gossamer.engine.recorder import Recorder
-from gossamer.engine.run import run_crawl
 from gossamer.engine.sink_registry import PageSink, register_sink, sink_names, unregister_sink
 from gossamer.fetch import FetchResult
+from gossamer.runner.graphfeed import FEED_SINK, GraphFeed
+from gossamer.runner.run import run_crawl
 from gossamer.sinks import read_crawl_log, read_graph
 from gossamer.sinks.graph import node_id
-from gossamer.testing import WebSpec, serve_in_thread
+from gossamer.testweb import WebSpec, serve_in_thread
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "e2e"))
 from _crawl_helpers import crawl_settings

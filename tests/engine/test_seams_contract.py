@@ -104,7 +104,7 @@ async def _fake(_: pytest.FixtureRequest, port: int) -> AsyncIterator[StartingFa
 
 @contextlib.asynccontextmanager
 async def _registered_curl(_: pytest.FixtureRequest, port: int) -> AsyncIterator[Fetcher]:
-    """The fetcher a crawl is built with: "curl" from the fetcher registry (engine/build.py)."""
+    """The fetcher a crawl is built with: "curl" from the fetcher registry (runner/build.py)."""
     settings = CrawlSettings(
         seeds=[PAGE], resolve=[f"{HOST}:80:127.0.0.1:{port}"], allow_private=True
     )

@@ -13,10 +13,10 @@ import pytest
 
 from gossamer.config import CrawlSettings
 from gossamer.engine.recorder import Recorder
-from gossamer.engine.run import run_crawl
 from gossamer.engine.sink_registry import PageSink, register_sink, sink_names, unregister_sink
+from gossamer.runner.run import run_crawl
 from gossamer.sinks import read_crawl_log, read_graph
-from gossamer.testing import WebSpec, serve_in_thread
+from gossamer.testweb import WebSpec, serve_in_thread
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "e2e"))
 from _crawl_helpers import crawl_settings

@@ -12,7 +12,7 @@ from typing import Any, TypeVar
 
 import uvloop
 
-from gossamer.testing import HostFlag, WebModel
+from gossamer.testweb import HostFlag, WebModel
 
 T = TypeVar("T")
 

@@ -28,8 +28,8 @@ from gossamer.fetch import (
     FetchResult,
     Resolver,
 )
-from gossamer.testing import HostFlag, Kind, PageFlag, RunningWeb, WebSpec, serve_in_thread
-from gossamer.testing._content import respond
+from gossamer.testweb import HostFlag, Kind, PageFlag, RunningWeb, WebSpec, serve_in_thread
+from gossamer.testweb._content import respond
 
 HUGE = 30 * 1024 * 1024
 TRANSPORT = (

@@ -42,7 +42,7 @@ from gossamer.frontier import (
     Verdict,
 )
 from gossamer.frontier.redis import RedisClient, RedisFrontier, connect, disconnect
-from gossamer.testing.redisd import RedisClusterServers, RedisServer
+from gossamer.testweb.redisd import RedisClusterServers, RedisServer
 
 HOSTS = ("a.example", "b.example", "c.example")
 PENDING_FIELDS = ("duplicates_seen", "dropped_by_budget")  # per-connection until flushed

@@ -19,7 +19,7 @@ from _frontier_helpers import FakeClock
 import gossamer.frontier.redis as redis_frontier
 from gossamer.frontier import Discovered, FrontierError, Outcome, StaleLeaseError, Verdict
 from gossamer.frontier.redis import RedisFrontier, connect, disconnect
-from gossamer.testing.redisd import RedisServer
+from gossamer.testweb.redisd import RedisServer
 
 
 def _urls(host: str, n: int, start: int = 0) -> list[Discovered]:

@@ -13,9 +13,9 @@ import time
 from pathlib import Path
 from typing import IO, Any
 
-from gossamer.engine.report import live_graph_finishing, live_graph_locked, wait_live_graph
 from gossamer.graph import graph_statistics, load_crawl_dir
 from gossamer.graph._follow import END, CrawlFollower
+from gossamer.report.crawl import live_graph_finishing, live_graph_locked, wait_live_graph
 from gossamer.sinks.graph import node_id
 
 _KEYS = ("nodes", "edges", "pending", "scc_count", "largest_scc", "dangling", "self_loops")
@@ -110,7 +110,7 @@ def _wait_for(path: Path, want: dict[str, Any]) -> dict[str, Any]:
     raise AssertionError(f"{path}: {seen} never held {want}")
 
 
-#: refreshes as often as the interval says, busy machine or not (engine/livegraph.py's budget)
+#: refreshes as often as the interval says, busy machine or not (runner/livegraph.py's budget)
 _NO_BUDGET = {**os.environ, "GOSSAMER_LIVE_GRAPH_CPU": "1000"}
 
 

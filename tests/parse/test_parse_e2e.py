@@ -14,7 +14,7 @@ from pathlib import Path
 
 from gossamer.parse import ParseOptions, is_html, parse_html, parse_sitemap
 from gossamer.sinks import WarcWriter
-from gossamer.testing import HostFlag, PageFlag, WebSpec, serve_in_thread
+from gossamer.testweb import HostFlag, PageFlag, WebSpec, serve_in_thread
 from gossamer.urls import canonicalize
 
 SPEC = WebSpec(

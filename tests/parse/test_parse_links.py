@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from gossamer.parse import ExtractedLink, ParseOptions, detect_charset, is_html, parse_html
-from gossamer.testing import HostFlag, PageFlag, WebModel, WebSpec
-from gossamer.testing._content import respond
+from gossamer.testweb import HostFlag, PageFlag, WebModel, WebSpec
+from gossamer.testweb._content import respond
 from gossamer.urls import LinkResolver, URLError, canonicalize
 
 PAGE = "http://www.example.com/dir/page.html"

@@ -15,8 +15,8 @@ from selectolax.lexbor import LexborHTMLParser
 import gossamer.parse.links as links_mod
 from gossamer.parse import ExtractedLink, ParsedPage, ParseOptions, parse_html
 from gossamer.parse.links import _robots_directives, _x_robots, detect_charset
-from gossamer.testing import WebModel, WebSpec
-from gossamer.testing._content import respond
+from gossamer.testweb import WebModel, WebSpec
+from gossamer.testweb._content import respond
 from gossamer.urls import LinkResolver
 
 _SELECTOR = (

@@ -10,8 +10,8 @@ import pytest
 
 import gossamer.parse.sitemaps as sitemaps_mod
 from gossamer.parse import MAX_SITEMAP_ENTRIES, parse_sitemap
-from gossamer.testing import HostFlag, WebModel, WebSpec
-from gossamer.testing._content import respond
+from gossamer.testweb import HostFlag, WebModel, WebSpec
+from gossamer.testweb._content import respond
 from gossamer.urls import URLError
 
 CONFORMANCE = Path(__file__).resolve().parents[1] / "data" / "conformance" / "sitemaps"

@@ -113,7 +113,7 @@ def url_username(url: str) -> str | None:
 def without_password(url: str) -> str:
     """`url` with its password taken out (the userinfo's and a `password=` query
     parameter's), for a command line: the password then goes in $REDISCLI_AUTH, which
-    `ps` does not show (cluster.worker.connect_redis reads it)."""
+    `ps` does not show (cluster.connect.connect_redis reads it)."""
     parts = split_userinfo(url)
     if parts is not None and parts[2] is not None:
         scheme, user, _, after = parts

@@ -29,13 +29,13 @@ from pathlib import Path
 from typing import IO, Any, Final, cast
 
 from ..config import CrawlSettings
-from ..engine.progress import ProgressDisplay, WorkersProgress
-from ..engine.stopping import STOP_GRACE_S, STOP_SIGNALS, ask_to_stop, hold_stop_signals
 from ..exitcodes import Exit
 from ..frontier import FrontierStats
 from ..logs import child_env
 from ..outdir import new_directory_problem
 from ..partition import PartitionError
+from ..report.progress import ProgressDisplay, WorkersProgress
+from ..runner.stopping import STOP_GRACE_S, STOP_SIGNALS, ask_to_stop, hold_stop_signals
 from ._redis import (
     Keys,
     RedisClient,
@@ -49,6 +49,7 @@ from ._redis import (
     server_time,
     text,
 )
+from .connect import connect_redis
 from .members import Membership, WorkerStatus
 from .registry import (
     CrawlRecord,
@@ -59,7 +60,6 @@ from .registry import (
     request_stop,
     settle_stopped,
 )
-from .worker import connect_redis
 
 _log = logging.getLogger(__name__)
 
@@ -76,7 +76,7 @@ __all__ = [
 
 
 #: seconds `crawl --redis`, `status`, `stop` and `workers` wait for an unreachable Redis: none
-#: (one attempt; opening the connection is bounded by worker.CONNECT_TIMEOUT)
+#: (one attempt; opening the connection is bounded by connect.CONNECT_TIMEOUT)
 CONTROL_PATIENCE = 0.0
 
 
@@ -517,7 +517,7 @@ def format_status(data: dict[str, Any]) -> str:
     else:
         lines.append(f"frontier  unavailable: {data['frontier_error']}")
     if data.get("graph"):
-        from ..engine.report import graph_stats_line
+        from ..report.crawl import graph_stats_line
 
         lines.append(f"graph     {graph_stats_line(data['graph'])}")
     lines.append(

@@ -43,8 +43,8 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from ..engine.sink_registry import PageSink, SinkContext
-from ..engine.stopping import hold_stop_signals
 from ..fetch import FetchResult
+from ..runner.stopping import hold_stop_signals
 from ._redis import Keys, RedisClient
 from .logstream import read_stream
 

@@ -128,7 +128,7 @@ def open_frontier(
 ) -> Frontier:
     """The crawl's frontier in Redis (the registered "redis" backend), configured from its
     settings like the embedded one."""
-    from ..engine.build import CLUSTER  # (the engine imports this module's users)
+    from .stores import CLUSTER
 
     place = FrontierPlace(redis=client, crawl_id=crawl_id, partition=partition)
     return open_named_frontier(CLUSTER.frontier, settings, place)

@@ -38,9 +38,9 @@ from typing import Any, Final
 import redis.exceptions
 
 from ..engine.events import GraphApplier, GraphLike, PageEvent, decode_events, encode_events
-from ..engine.livegraph import interval_from_env
 from ..engine.sink_registry import PageSink, SinkContext
 from ..exitcodes import Exit
+from ..runner.livegraph import interval_from_env
 from ._redis import Keys, RedisClient, retrying
 
 __all__ = [

@@ -31,15 +31,12 @@ import collections
 import heapq
 import json
 import logging
-import math
 import os
-import queue
 import signal
 import socket
 import threading
 import time
-from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
-from concurrent.futures import Executor, Future
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 from typing import IO, Any, ParamSpec, TypeVar
@@ -48,42 +45,28 @@ import redis.exceptions
 
 from .. import logs
 from ..config import CrawlSettings
-from ..engine import build
 from ..engine.crawler import Crawler
-from ..engine.run import loop_factory, run_engine
 from ..engine.sink_registry import register_sink, unregister_sink
-from ..engine.stopping import STOP_SIGNALS, hold_stop_signals
 from ..exitcodes import Exit
 from ..fetch import FetchRequest
 from ..frontier import (
-    Discovered,
-    Frontier,
     FrontierStats,
-    HostBatch,
-    Outcome,
-    Outlinks,
-    ShareCappedFrontier,
     StaleLeaseError,
 )
-from ..frontier.redis import token_owner
 from ..outdir import new_directory_problem
-from ..robots_store import RobotsRecord, RobotsStore
+from ..runner.run import loop_factory, run_engine
+from ..runner.stopping import STOP_SIGNALS
 from ..sinks.stats import write_stats
 from ..urls import URLError, host_key
 from ._redis import (
-    RedisBadURL,
     RedisClient,
     RedisConnectError,
-    RedisUnavailable,
-    boot_clock,
-    error_text,
     is_auth_error,
-    is_transient,
     redact,
     refusal,
     retrying,
-    url_password,
 )
+from .connect import connect_redis
 from .fetchstream import FetchTailSink
 from .ipgate import RedisIpGate
 from .logstream import redis_diagnostics
@@ -94,6 +77,13 @@ from .registry import (
     load_crawl,
     mark_finished,
     refresh_summary,
+)
+from .stores import (
+    CLUSTER,
+    ClusterFrontier,
+    ClusterStores,
+    RedisIo,
+    cluster_stores,
 )
 from .stream import StreamSink
 
@@ -109,282 +99,11 @@ __all__ = [
     "worker_main",
 ]
 
-CONNECT_PATIENCE = 30.0  # seconds a starting worker waits for Redis before giving up
-#: seconds to open a TCP connection to Redis (redis-py waits forever by default: a host that
-#: drops packets would hang a command; a loopback or LAN connect takes under a millisecond)
-CONNECT_TIMEOUT = 5.0
 STREAM_SINK = "events-stream"  # the registered name of the sink sending page events
 FETCH_TAIL_SINK = "fetch-tail"  # … and of the one sending a sample of its fetches
-STATS_MAX_AGE = 0.1  # seconds ClusterFrontier.statistics() answers from its last snapshot
 
 _P = ParamSpec("_P")
 _T = TypeVar("_T")
-
-
-def connect_redis(
-    url: str, *, patience: float = CONNECT_PATIENCE, sleep: Callable[[float], object] = time.sleep
-) -> RedisClient:
-    """A client for `url` (a Redis Cluster client when the server is a cluster node).
-
-    An unreachable Redis is waited for up to `patience` seconds (0: one attempt), saying so
-    on stderr, then RedisUnavailable; credentials Redis refuses raise RedisRefused at once
-    (waiting cannot help); a malformed URL RedisBadURL; another Redis error (a bug, or a
-    server gossamer cannot use) RedisConnectError. No message holds the password.
-
-    A URL without a password takes the one in $REDISCLI_AUTH, when set (redis-cli's
-    convention: a password there is not shown by `ps`, nor kept in a shell's history)."""
-    from ..frontier.redis import connect
-
-    extra: dict[str, str] = {}
-    if (env_password := os.environ.get("REDISCLI_AUTH")) and url_password(url) is None:
-        extra["password"] = env_password
-    safe = redact(url)
-    deadline = time.monotonic() + patience
-    pause = 0.05
-    told = False
-    while True:
-        try:
-            client = connect(url, socket_connect_timeout=CONNECT_TIMEOUT, **extra)
-        except Exception as exc:
-            why = error_text(exc, url)
-            if is_auth_error(exc):
-                raise refusal(url, exc) from None
-            if isinstance(exc, ValueError):  # from redis-py's URL parser
-                raise RedisBadURL(
-                    f"--redis {safe}: not a Redis URL ({why}); it reads "
-                    "redis://[[USER]:PASSWORD@]HOST[:PORT][/DB] (rediss:// for TLS), with a "
-                    "/ # ? @ : or % in the password written %2F %23 %3F %40 %3A %25"
-                ) from None
-            if not is_transient(exc):
-                raise RedisConnectError(f"cannot use Redis at {safe}: {why}") from None
-            if time.monotonic() >= deadline:
-                waited = f" (waited {patience:g} s)" if patience > 0 else ""
-                raise RedisUnavailable(
-                    f"cannot reach Redis at {safe}{waited}: {why}; is it running, and are "
-                    "the host and port right?"
-                ) from None
-            if not told:
-                _log.warning(
-                    f"Redis at {safe} does not answer ({why}); waiting up to "
-                    f"{patience:g} s for it",
-                    extra={"redis": safe},
-                )
-                told = True
-            sleep(min(pause, max(0.0, deadline - time.monotonic())))
-            pause = min(pause * 2, 2.0)
-            continue
-        if told:
-            _log.info(f"Redis at {safe} answers", extra={"redis": safe})
-        return client
-
-
-class RedisIo(Executor):
-    """The worker's Redis I/O thread: one thread running the calls submitted to it in order
-    (the frontier's, the robots store's, the IP gate's, and the start-up's: the first beat,
-    opening the frontier). A daemon thread that keeps SIGINT/SIGTERM blocked: a stop while a
-    call waits for a paused Redis (SIGSTOP: redis-py waits for the reply, however long) is
-    taken by the main thread, and the worker can exit without joining a thread that may never
-    return (a ThreadPoolExecutor's threads are joined at exit: the worker would hang until
-    Redis answered). `shutdown(wait=True)` waits for every call submitted before it."""
-
-    def __init__(self, name: str = "redis-io") -> None:
-        self._calls: queue.SimpleQueue[Callable[[], None] | None] = queue.SimpleQueue()
-        self._lock = threading.Lock()
-        self._closed = False
-        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
-        # started with the signals blocked (a thread inherits the mask): none lands on it
-        with hold_stop_signals():
-            self._thread.start()
-
-    def submit(
-        self, fn: Callable[_P, _T], /, *args: _P.args, **kwargs: _P.kwargs
-    ) -> Future[_T]:
-        future: Future[_T] = Future()
-
-        def call() -> None:
-            if not future.set_running_or_notify_cancel():
-                return
-            try:
-                result = fn(*args, **kwargs)
-            except BaseException as exc:  # handed to the waiter, as a ThreadPoolExecutor does
-                future.set_exception(exc)
-            else:
-                future.set_result(result)
-
-        with self._lock:
-            if self._closed:
-                raise RuntimeError("cannot schedule new calls after shutdown")
-            self._calls.put(call)
-        return future
-
-    def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
-        with self._lock:
-            if not self._closed:
-                self._closed = True
-                self._calls.put(None)
-        if wait and threading.current_thread() is not self._thread:
-            self._thread.join()
-
-    def _run(self) -> None:
-        while (call := self._calls.get()) is not None:
-            call()
-
-
-class ClusterFrontier:
-    """The worker's `Frontier`: the crawl's RedisFrontier, with every call retried through
-    Redis outages (with back-off, however long: the worker's leases and outcomes are worth
-    waiting for), lease sizes from the partition view, and the hosts in hand recorded.
-
-    An `OffLoopFrontier`: the engine makes its calls (and the robots store's) on
-    `io_executor`, one dedicated thread, which the worker's IP gate shares; each is a
-    network round trip, and through an outage a wait of seconds, that the event loop does
-    not sit through (docs/cluster.md, "Redis off the event loop")."""
-
-    def __init__(
-        self, inner: Frontier, view: PartitionView, io_executor: Executor | None = None
-    ) -> None:
-        self.inner = inner
-        self.view = view
-        # (the inner frontier's own count: RedisFrontier's under a share, none otherwise)
-        self._over_share: Callable[[], int] | None = (
-            inner.hosts_over_share if isinstance(inner, ShareCappedFrontier) else None
-        )
-        # one thread: calls keep the order the engine makes them in (links before the
-        # batch's completion), as they did on the loop's thread (the worker's start-up made
-        # its first calls on it already: it passes it here)
-        self.io_executor = io_executor if io_executor is not None else RedisIo()
-        self._hosts: dict[str, str] = {}  # lease token -> host, while held
-        self._stats: tuple[float, FrontierStats] | None = None
-        self._closed = False
-        self.clock: Callable[[], float] = getattr(inner, "clock", time.time)
-        #: until when (boot clock) this worker surely counts alive, so that its leases are
-        #: its own: its last heartbeat's send time + TTL - a margin (the worker sets it).
-        #: After it (frozen, cut off) it leases nothing and renews nothing: other workers
-        #: may be reclaiming its hosts (cluster.members), and it may be a zombie.
-        self.alive_until = math.inf
-        #: its incarnation (cluster.members), which its lease tokens carry
-        self.incarnation = 0
-
-    def set_incarnation(self, incarnation: int) -> None:
-        """This worker's incarnation from now on (its new leases' tokens carry it)."""
-        self.incarnation = incarnation
-        if hasattr(self.inner, "incarnation"):
-            self.inner.incarnation = incarnation
-
-    def alive(self) -> bool:
-        return boot_clock() < self.alive_until
-
-    def old_hosts(self) -> set[str]:
-        """The hosts this worker holds under a lease of an earlier incarnation (taken before
-        it was counted dead: other workers may have reclaimed them, or may still do so
-        while their member lists are a beat behind). Safe from another thread."""
-        current = self.incarnation
-        return {
-            h for t, h in self._hosts.copy().items()
-            if (owner := token_owner(t)) is not None and owner[1] != current
-        }  # fmt: skip
-
-    def hosts(self) -> tuple[str, ...]:
-        """The hosts this worker holds leases on (safe to call from another thread)."""
-        return tuple(sorted(set(self._hosts.copy().values())))
-
-    def _held(self, batches: Sequence[HostBatch]) -> None:
-        for b in batches:
-            self._hosts[b.token] = b.host
-
-    def hosts_over_share(self) -> int:
-        """The hosts held over this worker's share (`RedisFrontier.hosts_over_share`: a
-        member joined since they were leased); the engine gives them back. No round trip."""
-        return self._over_share() if self._over_share is not None else 0
-
-    def put_discovered(self, items: Sequence[Discovered | Outlinks]) -> int:
-        return retrying(lambda: self.inner.put_discovered(items), what="frontier")
-
-    def lease(self, max_hosts: int, per_host: int, now: float | None = None) -> list[HostBatch]:
-        if not self.alive():  # until the next heartbeat (see alive_until)
-            return []
-        size = self.view.lease_size(per_host) if per_host else 0
-        batches = retrying(lambda: self.inner.lease(max_hosts, size, now), what="frontier")
-        self._held(batches)
-        return batches
-
-    def complete(
-        self,
-        token: str,
-        outcomes: Sequence[Outcome],
-        next_fetch_at: float | None = None,
-        renew: int = 0,
-    ) -> HostBatch | None:
-        size = self.view.lease_size(renew) if renew and self.alive() else 0
-        try:
-            batch = retrying(
-                lambda: self.inner.complete(token, outcomes, next_fetch_at, size), what="frontier"
-            )
-        finally:
-            self._hosts.pop(token, None)
-        if batch is not None:
-            self._held((batch,))
-        return batch
-
-    def extend(self, token: str, until: float) -> float:
-        return retrying(lambda: self.inner.extend(token, until), what="frontier")
-
-    def reclaim_expired(self, now: float | None = None) -> int:
-        return retrying(lambda: self.inner.reclaim_expired(now), what="frontier")
-
-    def set_host_delay(self, host: str, crawl_delay: float | None) -> None:
-        retrying(lambda: self.inner.set_host_delay(host, crawl_delay), what="frontier")
-
-    def statistics(self) -> FrontierStats:
-        """The frontier's statistics, at most STATS_MAX_AGE seconds old: a worker that has
-        nothing to lease asks every few milliseconds (the engine's idle wait) while, under a
-        static partition, other workers' shards keep a host ready, and a RedisFrontier
-        sums every shard of the crawl to answer. Stale counts only delay the end."""
-        now = time.monotonic()
-        cached = self._stats
-        if cached is not None and now - cached[0] < STATS_MAX_AGE:
-            return cached[1]
-        return self.fresh_statistics()
-
-    def fresh_statistics(self, deadline: float = float("inf")) -> FrontierStats:
-        """The frontier's statistics read now (also the snapshot `statistics()` answers
-        from): what a worker leaving judges the crawl by, and what its stats.json says — a
-        snapshot taken before another worker's last page would call a complete crawl
-        "stopped"."""
-        stats = retrying(self.inner.statistics, what="frontier", deadline=deadline)
-        self._stats = (time.monotonic(), stats)
-        return stats
-
-    def close(self) -> None:
-        """Close the inner frontier (it sends what it still holds: a round trip) on the I/O
-        thread, after the calls queued before, then stop the thread. Not on the loop's
-        thread: the engine awaits it in a thread (`Crawler.close_frontier`), so a Redis
-        paused as the crawl ends holds the close, not the loop and its signal handlers."""
-        if self._closed:
-            return
-        self._closed = True
-        try:
-            self.io_executor.submit(self.inner.close).result()
-        finally:
-            self.io_executor.shutdown(wait=True)
-
-
-class ClusterRobotsStore:
-    """The worker's `RobotsStore`: the crawl's RedisRobotsStore, each call retried through
-    Redis outages like the frontier's (a robots.txt answer read or kept is worth waiting
-    for: without it the host's robots.txt would be fetched again by its next worker)."""
-
-    def __init__(self, inner: RobotsStore) -> None:
-        self.inner = inner
-
-    def get(self, host: str) -> RobotsRecord | None:
-        return retrying(lambda: self.inner.get(host), what="robots store")
-
-    def put(self, host: str, record: RobotsRecord) -> None:
-        retrying(lambda: self.inner.put(host, record), what="robots store")
-
-    def close(self) -> None:
-        self.inner.close()
 
 
 def exhausted(stats: FrontierStats, max_pages: int | None) -> bool:
@@ -925,7 +644,7 @@ async def _work(worker: _Worker, progress: IO[str] | None) -> int:
             session=session,
             guard_fetcher=gate.guard,
             clock=frontier.clock,
-            fetcher=build.CLUSTER.fetcher,
+            fetcher=CLUSTER.fetcher,
             storage_errors=(redis.exceptions.RedisError,),
             robots_store=stores.robots_store,
             resume_hint=f"the crawl's frontier in Redis keeps every unfinished URL; start "
@@ -936,7 +655,7 @@ async def _work(worker: _Worker, progress: IO[str] | None) -> int:
         unregister_sink(STREAM_SINK)
 
 
-async def _start_on(io: RedisIo, worker: _Worker) -> build.ClusterStores:
+async def _start_on(io: RedisIo, worker: _Worker) -> ClusterStores:
     """The worker's start-up calls to Redis, made on `io` (its I/O thread) in order: the
     first beat (registered; the first member list), then opening the crawl's frontier (its
     scripts loaded, its layout checked). With Redis paused they wait there while the loop
@@ -963,7 +682,7 @@ async def _start_on(io: RedisIo, worker: _Worker) -> build.ClusterStores:
         worker.on_beat(beat)
         stores = await loop.run_in_executor(
             io,
-            lambda: build.cluster_stores(
+            lambda: cluster_stores(
                 worker.client, record, worker.settings, view=worker.view, worker_id=worker.id,
                 io=io,
             ),

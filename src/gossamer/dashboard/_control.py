@@ -27,7 +27,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ..engine.pool import MAX_POOL_WORKERS, ScaleError, request_scale
+from ..runner.pool import MAX_POOL_WORKERS, ScaleError, request_scale
 from ._sources import ClusterSource, EmbeddedSource, SourceError, StatusSource
 
 __all__ = ["START_WAIT_S", "ControlError", "resume_crawl", "scale_crawl", "start_crawl"]
@@ -210,7 +210,7 @@ def _start_cluster(source: ClusterSource, seeds: list[str], workers: int, flags:
     out = Path("gossamer-worker").absolute() / f"crawl-{time.strftime('%Y%m%d-%H%M%S')}"
     log = start_log(out)
     # the password (if any) in the environment, where `ps` does not show it; the command
-    # and the workers it spawns read it there (cluster.worker.connect_redis)
+    # and the workers it spawns read it there (cluster.connect.connect_redis)
     url = source.redis_url()
     env = dict(os.environ)
     if (password := url_password(url)) is not None:

@@ -26,9 +26,9 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from ..engine.heartbeat import read_beats
-from ..engine.pool import MAX_POOL_WORKERS, gossamer_alive, read_control
-from ..engine.report import count_log_record, live_graph_stats, stats_end_reason
 from ..logs import DIAGNOSTICS_FILE
+from ..report.crawl import count_log_record, live_graph_stats, stats_end_reason
+from ..runner.pool import MAX_POOL_WORKERS, gossamer_alive, read_control
 from ..sinks import read_run_records
 from ._hosts import TOP_HOSTS_EVERY_S, cluster_top_hosts, sqlite_top_hosts
 from ._logtail import (
@@ -480,9 +480,9 @@ class ClusterSource:
 
     def __init__(self, url: str, crawl_id: str | None) -> None:
         from ..cluster._redis import RedisConnectError, redact
+        from ..cluster.connect import connect_redis
         from ..cluster.control import CONTROL_PATIENCE
         from ..cluster.registry import RegistryError, list_crawls, load_crawl
-        from ..cluster.worker import connect_redis
 
         self._url = url  # (for the crawls and workers the dashboard starts; never shown)
         self._shown_url = redact(url)

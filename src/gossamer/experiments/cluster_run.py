@@ -1,6 +1,6 @@
 """Real cluster crawls for the crawl experiments (`grid`, `parallel`, `phases`).
 
-`run_cluster_crawl(spec)` starts a redis-server (`gossamer.testing.redisd`, from the calling
+`run_cluster_crawl(spec)` starts a redis-server (`gossamer.testweb.redisd`, from the calling
 thread: it dies with that thread), serves the simulated web of `spec.web` from its own process
 on loopback (`serve_subprocess`, with its request log), creates the crawl in Redis with the
 given partition strategy and settings, starts `spec.workers` real `gossamer worker` processes
@@ -46,7 +46,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal
 
-from ..testing import (
+from ..testweb import (
     AuditReport,
     LogRecord,
     Truth,
@@ -59,7 +59,7 @@ from ..testing import (
     read_logs,
     serve_subprocess,
 )
-from ..testing._truth import request_url
+from ..testweb._truth import request_url
 from ..urls import URLError, host_key
 
 UA = "gossamer-experiment/0.1"
@@ -318,7 +318,7 @@ def rules_for(seeds: tuple[str, ...]) -> TruthRules:
 def _die_with_parent() -> Any:
     """A preexec_fn: SIGKILL the worker when the thread that started it dies (Linux), so a
     killed experiment leaves no worker retrying a dead Redis forever."""
-    from ..testing.redisd import _die_with_parent_fn
+    from ..testweb.redisd import _die_with_parent_fn
 
     return _die_with_parent_fn()
 
@@ -363,7 +363,7 @@ def run_cluster_crawl(spec: ClusterCrawlSpec, *, keep: Path | None = None) -> Cl
     from ..cluster.control import crawl_status
     from ..cluster.registry import create_crawl, load_crawl
     from ..config import load_settings
-    from ..testing.redisd import RedisServer
+    from ..testweb.redisd import RedisServer
 
     if spec.capacities and len(spec.capacities) != spec.workers:
         raise ValueError("give one capacity per worker (or none)")

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Final
 
-from ..testing import WebModel, WebSpec
+from ..testweb import WebModel, WebSpec
 
 #: The full size of experiments 1 and 2: KSpider's "6 million URLs under 2 to 10 nodes".
 FULL_URLS: Final = 6_000_000

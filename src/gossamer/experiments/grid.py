@@ -38,7 +38,7 @@ from typing import Any
 
 from ..cluster.sizes import shard_weights
 from ..partition import SHARDS, Member, Sized, Strategy, assignment, shard_of, strategy_named
-from ..testing import WebSpec, model_for
+from ..testweb import WebSpec, model_for
 from ..urls import host_key
 from . import _framework as fw
 from .cluster_run import ClusterCrawl, ClusterCrawlSpec, run_cluster_crawl, truth_for

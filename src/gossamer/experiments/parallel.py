@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from ..partition import SHARDS, Member, assignment, strategy_named
-from ..testing import WebSpec, model_for
+from ..testweb import WebSpec, model_for
 from . import _framework as fw
 from .cluster_run import ClusterCrawl, ClusterCrawlSpec, KillPlan, run_cluster_crawl, truth_for
 from .crawl_metrics import communication, crawl_order, pagerank, quality, timing

@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from ..partition import shard_of
-from ..testing import WebSpec, model_for
+from ..testweb import WebSpec, model_for
 from . import _framework as fw
 from .cluster_run import (
     ClusterCrawl,

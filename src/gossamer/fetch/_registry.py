@@ -1,4 +1,4 @@
-"""The fetchers by name: the composition root (engine/build.py) builds a crawl's fetcher
+"""The fetchers by name: the composition root (runner/build.py) builds a crawl's fetcher
 with `open_fetcher(name, settings, resolver)`. The built-in "curl" (`CurlFetcher`, pycurl
 on asyncio, with the fast path) registers at the end of this module. A new fetcher is one
 module implementing `Fetcher` (`fetch`, `statistics`, `aclose`; `start`/`poll` too for the

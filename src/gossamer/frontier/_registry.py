@@ -1,4 +1,4 @@
-"""The frontier backends by name: the composition root (engine/build.py) opens a crawl's
+"""The frontier backends by name: the composition root (runner/build.py) opens a crawl's
 frontier with `open_frontier(name, settings, place)`. The built-in ones register at the end
 of this module: "sqlite" (the embedded crawl and its pool: one file in the crawl directory,
 shared by the pool's processes, kept for --resume) and "redis" (a cluster crawl's, shared by

@@ -2,9 +2,9 @@
 (docs/graph.md, "The live graph"): `DIR/graph/stats.json` written every few seconds and at the
 end, equal then to `gossamer graph stats DIR`.
 
-    python -m gossamer.engine.livegraph DIR [--interval S]    # engine/run.py `_live_graph`
+    python -m gossamer.runner.livegraph DIR [--interval S]    # runner/run.py `_live_graph`
 
-(engine/livegraph.py is the child's entry and decides when to refresh: this module is
+(runner/livegraph.py is the child's entry and decides when to refresh: this module is
 imported at the first refresh.)
 
 The child reads the crawl logs
@@ -22,11 +22,11 @@ loops) held the crawl's GIL often enough to take 18–21 % of pages/s in all. In
 crawl's interpreter does nothing per page for the graph, a pool's parent imports no numpy
 before it forks its workers, and the child runs at a lower priority (`os.nice`).
 
-The parent (engine/run.py `_live_graph`) starts the child in its own session, so a ^C meant
+The parent (runner/run.py `_live_graph`) starts the child in its own session, so a ^C meant
 for the crawl does not stop it (the crawl's clean stop ends it), and imports none of this
 package (numpy, scipy). When it refreshes (a CPU budget), the control channel (`end`: the
 final statistics, written by a fork so the crawl does not wait for them) and the lock
-(`graph/follow.lock`, which `gossamer report` waits on): engine/livegraph.py.
+(`graph/follow.lock`, which `gossamer report` waits on): runner/livegraph.py.
 """
 
 from __future__ import annotations
@@ -39,12 +39,12 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from ..engine.livegraph import END
+from ..sinks.graph import FOLLOW_END as END
 from ..sinks.graph import node_id
 from ..sinks.stats import write_stats
 from ._load import crawl_dirs, crawl_graph, edge_lines, node_urls
 
-__all__ = ["END", "CrawlFollower", "main", "write_once"]
+__all__ = ["END", "CrawlFollower", "write_once"]
 
 
 class CrawlFollower:
@@ -129,15 +129,3 @@ def write_once(follower: CrawlFollower, path: Path, *, final: bool) -> tuple[flo
         },
     )
     return took, time.process_time() - began_cpu
-
-
-def main(argv: list[str]) -> int:
-    """`python -m gossamer.graph._follow DIR [--interval S]`: the child's loop
-    (engine/livegraph.py, the entry a crawl starts) with this module imported at once."""
-    from ..engine import livegraph
-
-    return livegraph.main(argv)
-
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))

@@ -9,7 +9,7 @@ in a child process instead (graph/_follow.py: docs/graph.md, "The live graph").
     with live, GraphFeed(live) as feed:
         run_crawl(settings, feed=feed)
 
-- `update(page, links)` is the feed's call (engine/graphfeed.py): on the crawl's event loop
+- `update(page, links)` is the feed's call (runner/graphfeed.py): on the crawl's event loop
   (one worker) or in the pool's parent. It takes a lock held only for the update itself and
   for copying the graph's arrays, never while statistics are computed.
 - A daemon thread computes the statistics (`statistics_of`: numpy and scipy, which release
@@ -34,8 +34,9 @@ from typing import Any
 import numpy as np
 
 # INTERVAL_S, BACKOFF: the seconds between two writes, at least, and at least this many
-# times the last computation's time: an embedded crawl's live graph's (engine/livegraph.py)
-from ..engine.livegraph import BACKOFF, INTERVAL_S
+# times the last computation's time: an embedded crawl's live graph's (runner/livegraph.py)
+from ..sinks.graph import REFRESH_BACKOFF as BACKOFF
+from ..sinks.graph import REFRESH_INTERVAL_S as INTERVAL_S
 from ..sinks.stats import write_stats
 from ._load import crawled_pages, edge_parts
 from ._online import OnlineGraph

@@ -62,6 +62,12 @@ def is_node_status(status: int) -> bool:
 #: `graph/follow.lock`: held (flock) by an embedded crawl's live-graph child for its whole
 #: life (graph/_follow.py), and by the process computing its final statistics after the crawl
 FOLLOW_LOCK: Final = "follow.lock"
+#: the line on the live-graph child's stdin that says the crawl has ended (its final refresh)
+FOLLOW_END: Final = b"end\n"
+#: seconds between two refreshes of a live graph's statistics, at least ...
+REFRESH_INTERVAL_S: Final = 5.0
+#: ... and at least this many times the last refresh's wall time
+REFRESH_BACKOFF: Final = 10.0
 
 
 def node_id(url: str) -> int:

@@ -1,0 +1,88 @@
+"""Connecting to a crawl's Redis: waiting for it, refusing bad URLs and credentials
+with one clear error, the password taken from $REDISCLI_AUTH when the URL has none."""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from collections.abc import Callable
+
+from ._redis import (
+    RedisBadURL,
+    RedisClient,
+    RedisConnectError,
+    RedisUnavailable,
+    error_text,
+    is_auth_error,
+    is_transient,
+    redact,
+    refusal,
+    url_password,
+)
+
+_log = logging.getLogger(__name__)
+
+__all__ = ["CONNECT_PATIENCE", "CONNECT_TIMEOUT", "connect_redis"]
+
+CONNECT_PATIENCE = 30.0  # seconds a starting worker waits for Redis before giving up
+#: seconds to open a TCP connection to Redis (redis-py waits forever by default: a host that
+#: drops packets would hang a command; a loopback or LAN connect takes under a millisecond)
+CONNECT_TIMEOUT = 5.0
+
+def connect_redis(
+    url: str, *, patience: float = CONNECT_PATIENCE, sleep: Callable[[float], object] = time.sleep
+) -> RedisClient:
+    """A client for `url` (a Redis Cluster client when the server is a cluster node).
+
+    An unreachable Redis is waited for up to `patience` seconds (0: one attempt), saying so
+    on stderr, then RedisUnavailable; credentials Redis refuses raise RedisRefused at once
+    (waiting cannot help); a malformed URL RedisBadURL; another Redis error (a bug, or a
+    server gossamer cannot use) RedisConnectError. No message holds the password.
+
+    A URL without a password takes the one in $REDISCLI_AUTH, when set (redis-cli's
+    convention: a password there is not shown by `ps`, nor kept in a shell's history)."""
+    from ..frontier.redis import connect
+
+    extra: dict[str, str] = {}
+    if (env_password := os.environ.get("REDISCLI_AUTH")) and url_password(url) is None:
+        extra["password"] = env_password
+    safe = redact(url)
+    deadline = time.monotonic() + patience
+    pause = 0.05
+    told = False
+    while True:
+        try:
+            client = connect(url, socket_connect_timeout=CONNECT_TIMEOUT, **extra)
+        except Exception as exc:
+            why = error_text(exc, url)
+            if is_auth_error(exc):
+                raise refusal(url, exc) from None
+            if isinstance(exc, ValueError):  # from redis-py's URL parser
+                raise RedisBadURL(
+                    f"--redis {safe}: not a Redis URL ({why}); it reads "
+                    "redis://[[USER]:PASSWORD@]HOST[:PORT][/DB] (rediss:// for TLS), with a "
+                    "/ # ? @ : or % in the password written %2F %23 %3F %40 %3A %25"
+                ) from None
+            if not is_transient(exc):
+                raise RedisConnectError(f"cannot use Redis at {safe}: {why}") from None
+            if time.monotonic() >= deadline:
+                waited = f" (waited {patience:g} s)" if patience > 0 else ""
+                raise RedisUnavailable(
+                    f"cannot reach Redis at {safe}{waited}: {why}; is it running, and are "
+                    "the host and port right?"
+                ) from None
+            if not told:
+                _log.warning(
+                    f"Redis at {safe} does not answer ({why}); waiting up to "
+                    f"{patience:g} s for it",
+                    extra={"redis": safe},
+                )
+                told = True
+            sleep(min(pause, max(0.0, deadline - time.monotonic())))
+            pause = min(pause * 2, 2.0)
+            continue
+        if told:
+            _log.info(f"Redis at {safe} answers", extra={"redis": safe})
+        return client
+

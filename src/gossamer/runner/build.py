@@ -1,0 +1,154 @@
+"""The composition root: the crawl's settings (and a mode's own inputs) in, the parts of a
+running crawl out, for the embedded crawl, a pool's worker and a cluster worker alike.
+
+    stores(mode)   frontier      by name from the frontier registry (frontier/_registry.py):
+                                 "sqlite" in the crawl directory, "redis" in a cluster
+                   robots store  SqliteRobotsStore (crawl directory) | RedisRobotsStore
+                   IP gate       LocalIpGate (one process) | PoolIpGate (a pool's worker)
+                                 | FileIpGate (a worker run by hand)
+                                 | RedisIpGate (a cluster worker)
+    worker(...)    resolver      Resolver (overrides, DNS cache, private-address guard)
+                   fetcher       by name from the fetcher registry (fetch/_registry.py),
+                                 behind the IP gate's guard in a cluster
+                   sinks         Recorder, which builds the registered sinks
+                   Crawler       the worker loop, given all of the above
+
+`engine.run` (the embedded crawl and its pool) and `cluster.worker` call these and build
+nothing themselves; which frontier backend and fetcher a mode uses is its `Backends`."""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Final
+
+from .._version import __version__
+from ..config import CrawlSettings
+from ..engine.crawler import Crawler
+from ..engine.ipgate import FileIpGate, LocalIpGate, PoolIpGate
+from ..engine.recorder import Recorder
+from ..engine.recrawl import Recrawl
+from ..engine.seams import IpGate
+from ..fetch import Fetcher, Fetching, Resolver
+from ..fetch._registry import open_fetcher
+from ..frontier import Frontier
+from ..frontier._registry import FrontierPlace
+from ..frontier._registry import open_frontier as open_named_frontier
+from ..robots_store import RobotsStore, SqliteRobotsStore
+
+__all__ = [
+    "EMBEDDED",
+    "Backends",
+    "EmbeddedStores",
+    "WorkerParts",
+    "embedded_stores",
+    "open_frontier",
+    "worker",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class Backends:
+    """Which registered frontier backend and fetcher a crawl is built with, by name."""
+
+    frontier: str = "sqlite"
+    fetcher: str = "curl"
+
+
+#: the embedded crawl and its pool: the frontier in the crawl directory (kept for --resume,
+#: shared by the pool's processes)
+EMBEDDED: Final = Backends()
+
+
+def open_frontier(settings: CrawlSettings, backends: Backends = EMBEDDED) -> Frontier:
+    """The frontier in the crawl directory `settings.output` (the embedded crawl, a pool's
+    parent and its workers)."""
+    place = FrontierPlace(directory=settings.output)
+    return open_named_frontier(backends.frontier, settings, place)
+
+
+@dataclass(frozen=True, slots=True)
+class EmbeddedStores:
+    """What an embedded crawl's worker shares with the crawl's other processes."""
+
+    frontier: Frontier
+    robots_store: RobotsStore
+    ip_gate: IpGate
+
+
+def embedded_stores(
+    settings: CrawlSettings,
+    *,
+    part: str = "",
+    backends: Backends = EMBEDDED,
+    ip_gate_socket: socket.socket | None = None,
+) -> EmbeddedStores:
+    """The frontier, robots store and IP gate of the embedded crawl (`part` "") or of the
+    pool's worker `part` (its IP gate: the pool's broker on `ip_gate_socket`; without one, a
+    worker run by hand, lock files in the crawl directory)."""
+    out = settings.output
+    frontier = open_frontier(settings, backends)
+    try:  # every process of the crawl (a pool's workers, a resumed run) reads it
+        robots_store = SqliteRobotsStore(out / "robots.sqlite")
+    except BaseException:
+        frontier.close()
+        raise
+    per_ip = settings.politeness.per_ip
+    gate: IpGate
+    if ip_gate_socket is not None:
+        gate = PoolIpGate(ip_gate_socket, per_ip)
+    elif part:
+        gate = FileIpGate(out / "locks", per_ip)
+    else:
+        gate = LocalIpGate(per_ip)
+    return EmbeddedStores(frontier, robots_store, gate)
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerParts:
+    """One worker's crawler and what its owner closes when the crawl ends: the fetcher
+    (`aclose()`) and the sinks (`close()`)."""
+
+    crawler: Crawler
+    fetcher: Fetcher
+    recorder: Recorder
+
+
+def worker(
+    settings: CrawlSettings,
+    frontier: Frontier,
+    ip_gate: IpGate,
+    *,
+    part: str = "",
+    fetcher: str = EMBEDDED.fetcher,
+    guard_fetcher: Callable[[Fetcher], Fetching] | None = None,
+    clock: Callable[[], float],
+    revalidate: Recrawl | None = None,
+    robots_store: RobotsStore | None = None,
+) -> WorkerParts:
+    """The `Crawler` of one worker writing into `settings.output`: its resolver, the
+    fetcher registered as `fetcher` (wrapped by `guard_fetcher`: a cluster's IP gate), and
+    its sinks (`part`: the pool worker's part files)."""
+    resolver = Resolver.from_settings(
+        settings.fetch.resolve,
+        settings.fetch.resolve_file,
+        allow_private=settings.fetch.allow_private,
+    )
+    client = open_fetcher(fetcher, settings, resolver)
+    recorder = Recorder(
+        settings.output, settings, version=__version__, part=part, recrawl=revalidate
+    )
+    crawler = Crawler(
+        settings,
+        frontier=frontier,
+        fetcher=client if guard_fetcher is None else guard_fetcher(client),
+        ip_of=resolver.ip_of,
+        resolve=resolver.resolve,
+        sinks=recorder,
+        ip_gate=ip_gate,
+        clock=clock,
+        revalidate=revalidate,
+        robots_store=robots_store,
+    )
+    return WorkerParts(crawler, client, recorder)

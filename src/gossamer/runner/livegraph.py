@@ -1,0 +1,239 @@
+"""The live graph's child process of an embedded crawl (`--live-graph`; docs/graph.md, "The
+live graph"): when to refresh `DIR/graph/stats.json`, and the final statistics.
+
+    python -m gossamer.runner.livegraph DIR [--interval S]    # runner/run.py `_live_graph`
+
+This module is the child's entry and imports only the standard library: numpy, scipy and the
+graph code (gossamer.graph._follow: reading the crawl's files, the statistics) are imported
+at the first refresh, so a crawl too short to afford one never pays for the import (0.33 s of
+CPU, a quarter of what the child cost a 2-worker crawl of 20,000 pages).
+
+**A CPU budget.** A refresh reads what the crawl's files gained and recomputes every
+statistic; on a machine whose cores the crawl keeps busy (a pool), every CPU second it takes
+is the crawl's. So a refresh is due every `interval` seconds (and at least `BACKOFF` times
+its last wall time and `_CPU_BACKOFF` times its last CPU time after it), but runs only when
+either the machine had a spare core's half idle since the last look (`/proc/stat`: the
+refresh then takes idle time) or the child's whole CPU time so far, plus what the refresh is
+expected to take, stays within `cpu_share` of one core over the crawl's time
+(`GOSSAMER_LIVE_GRAPH_CPU`, default 0.04). Measured (bench/README.md): refreshing every 5 s
+regardless cost a 2-worker crawl on 2 cores 9.6 % of its pages/s. Under the budget a busy
+machine sees fewer refreshes (at 20,000 pages a refresh takes ~0.3 s: one every ~8 s once
+the crawl has run long enough), and a crawl shorter than that sees only the final
+statistics.
+
+The control channel is the child's stdin: `end` asks for the final statistics (the crawl's
+files are closed), written by a fork while the child exits at once, so the crawl does not
+wait for them (graph/_follow.py's docstring); end of file without it (the crawl was killed)
+makes the child exit without writing. The child, then its fork, hold `graph/follow.lock`.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import resource
+import select
+import sys
+import time
+from pathlib import Path
+from typing import IO, Any, Final
+
+from ..sinks.graph import FOLLOW_END, FOLLOW_LOCK, REFRESH_BACKOFF, REFRESH_INTERVAL_S
+
+__all__ = ["CPU_SHARE", "END", "INTERVAL_S", "main", "run"]
+
+END: Final = FOLLOW_END
+INTERVAL_S: Final = REFRESH_INTERVAL_S  # seconds between two refreshes, at least
+INTERVAL_ENV: Final = "GOSSAMER_LIVE_GRAPH_INTERVAL"
+BACKOFF: Final = REFRESH_BACKOFF  # ... and at least this many times the last refresh's wall time
+_CPU_BACKOFF: Final = 20.0  # ... and this many times its CPU time: ≤ ~5 % of one core
+#: the share of one core the child may use over the crawl's time when no core is spare
+CPU_SHARE: Final = 0.04
+CPU_ENV: Final = "GOSSAMER_LIVE_GRAPH_CPU"
+#: idle cores (over the last look) that make a refresh free to run: it takes idle time
+_SPARE_CORES: Final = 0.5
+#: what a first refresh is expected to cost in CPU: numpy and scipy's import (0.33 s) and
+#: the first statistics (0.3 s at 20,000 pages)
+_FIRST_COST_S: Final = 0.6
+_RECHECK_S: Final = 1.0  # over the budget: look again after this long
+_NICE: Final = 10  # the crawl's processes come first on a busy machine
+
+
+def _cpu_used() -> float:
+    """This process's CPU seconds so far (its start and imports included)."""
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+
+
+class _Machine:
+    """Idle cores since the last look, from /proc/stat (None where it cannot be read)."""
+
+    def __init__(self) -> None:
+        self._last = self._times()
+
+    @staticmethod
+    def _times() -> tuple[int, int] | None:
+        try:
+            with open("/proc/stat", "rb") as f:
+                fields = f.readline().split()[1:]
+            ticks = [int(x) for x in fields[:8]]
+        except (OSError, ValueError):
+            return None
+        return ticks[3] + ticks[4], sum(ticks)  # (idle + iowait, all)
+
+    def idle_cores(self) -> float | None:
+        now, last = self._times(), self._last
+        self._last = now
+        if now is None or last is None or now[1] <= last[1]:
+            return None
+        return (now[0] - last[0]) / (now[1] - last[1]) * (os.cpu_count() or 1)
+
+
+def _hold_lock(directory: Path) -> int:
+    """`graph/follow.lock` held (flock, blocking: an earlier run's final statistics are
+    written first); the descriptor, which the process keeps until it exits."""
+    (directory / "graph").mkdir(parents=True, exist_ok=True)
+    fd = os.open(directory / "graph" / FOLLOW_LOCK, os.O_RDWR | os.O_CREAT, 0o644)
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    return fd
+
+
+def run(
+    directory: Path,
+    control: IO[bytes],
+    *,
+    interval: float = INTERVAL_S,
+    detach_final: bool = False,
+    cpu_share: float = CPU_SHARE,
+) -> int:
+    """The child's loop (module docstring) until `control` says `end` (final write: 0) or
+    closes (the crawl is gone: 1). `detach_final`: a fork writes the final statistics and
+    this returns 0 at once."""
+    lock = _hold_lock(directory)  # (a fork keeps its copy: held until both have exited)
+    try:
+        return _loop(directory, control, interval, detach_final, cpu_share)
+    finally:
+        os.close(lock)
+
+
+def _follow_module() -> Any:
+    from ..graph import _follow  # numpy, scipy: at the first refresh, not at the start
+
+    return _follow
+
+
+def _loop(
+    directory: Path, control: IO[bytes], interval: float, detach_final: bool, cpu_share: float
+) -> int:
+    path = directory / "graph" / "stats.json"
+    follower: Any = None
+
+    def made() -> Any:
+        """The follower, made (numpy and scipy imported) at its first use."""
+        nonlocal follower
+        if follower is None:
+            follower = _follow_module().CrawlFollower(directory)
+        return follower
+
+    started = time.monotonic()
+    due = started + interval
+    cost = _FIRST_COST_S
+    machine = _Machine()
+    fd = control.fileno()
+    while True:
+        ready, _, _ = select.select([fd], [], [], max(0.0, due - time.monotonic()))
+        if ready:
+            line = control.readline()
+            if line == END:
+                return _final(_follow_module(), made(), path, detach_final)
+            if not line:
+                return 1
+            continue
+        now = time.monotonic()
+        if now < due:
+            continue
+        spare = machine.idle_cores()
+        if (spare is None or spare < _SPARE_CORES) and (
+            _cpu_used() + cost > cpu_share * (now - started)
+        ):
+            due = now + _RECHECK_S  # no spare core, and over the budget: not yet
+            continue
+        try:
+            if made().read():
+                took, cpu = _follow_module().write_once(made(), path, final=False)
+                cost = cpu
+                due = time.monotonic() + max(interval, BACKOFF * took, _CPU_BACKOFF * cpu)
+            else:
+                due = now + interval
+        except (OSError, ValueError) as exc:  # the next refresh tries again; the end says
+            print(f"gossamer: the live graph's statistics: {exc}", file=sys.stderr)
+            due = now + 60.0
+
+
+def _final(follow: Any, follower: Any, path: Path, detach_final: bool) -> int:
+    def write() -> int:
+        try:
+            follow.write_once(follower, path, final=True)
+        except (OSError, ValueError) as exc:
+            print(f"gossamer: cannot write {path}: {exc}", file=sys.stderr)
+            return 1
+        return 0
+
+    if not detach_final:
+        return write()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    if os.fork() == 0:  # the fork: it inherits the lock's descriptor
+        code = 1
+        try:
+            code = write()
+        finally:
+            os._exit(code)
+    return 0
+
+
+def _positive_from_env(name: str, default: float, what: str) -> float:
+    """The number in environment variable `name` (> 0), else `default` (said on stderr when
+    the variable holds something else)."""
+    value = os.environ.get(name)
+    if not value:
+        return default
+    try:
+        number = float(value)
+    except ValueError:
+        number = -1.0
+    if not number > 0:
+        print(f"gossamer: {name}={value!r} is not {what} above 0; using {default}",
+              file=sys.stderr)  # fmt: skip
+        return default
+    return number
+
+
+def cpu_share_from_env() -> float:
+    """`GOSSAMER_LIVE_GRAPH_CPU` (a share of one core, > 0), else CPU_SHARE."""
+    return _positive_from_env(CPU_ENV, CPU_SHARE, "a share of a core")
+
+
+def interval_from_env() -> float:
+    """`GOSSAMER_LIVE_GRAPH_INTERVAL` (seconds between two refreshes, > 0), else INTERVAL_S:
+    read by an embedded crawl's child and by `gossamer graph follow` (tests: a quicker
+    refresh)."""
+    return _positive_from_env(INTERVAL_ENV, INTERVAL_S, "a number of seconds")
+
+
+def main(argv: list[str]) -> int:
+    interval = interval_from_env()
+    if len(argv) == 3 and argv[1] == "--interval":
+        interval = float(argv[2])
+    elif len(argv) != 1:
+        print("usage: python -m gossamer.runner.livegraph DIR [--interval S]", file=sys.stderr)
+        return 2
+    os.nice(_NICE)
+    return run(
+        Path(argv[0]), sys.stdin.buffer, interval=interval, detach_final=True,
+        cpu_share=cpu_share_from_env(),
+    )  # fmt: skip
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

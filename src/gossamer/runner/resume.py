@@ -1,0 +1,262 @@
+"""`gossamer crawl --resume DIR`: which settings given with it a resumed crawl takes, and
+whether the crawl has anything left to do (docs/crawler.md, "Resuming a crawl").
+
+A crawl's settings are stored in its `crawl.json`. A resume takes from its command line
+(flags, `GOSSAMER_*` variables, `--config`) only the settings of `RUN_TIME`: how the crawl
+runs, not what it fetches. A `DEFINITION` setting given with a value other than the stored
+one is refused, each named, before anything in the directory is touched: taking it would
+make one crawl of two definitions (a frontier seeded and filtered under the old scope, new
+links under the new one), and ignoring it, as resumes once did, loses what the user asked
+for without a word. `max_pages` is taken: raising it goes on with a crawl that stopped at
+its page limit.
+
+A crawl whose last run ended "complete" (its frontier has nothing left), or "max-pages"
+without a higher limit given, has nothing to resume: `plan_resume` says so, and the run
+changes nothing.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..config import CrawlSettings, SettingsError
+from ..crawldir import CrawlError
+from ..report.crawl import RUNS_FILE, human_date, stats_end_reason
+from ..sinks import read_run_records, read_stats
+from .run import load_manifest
+
+#: Settings a resume takes from its command line: how the crawl runs (processes, speed,
+#: politeness, time-outs, how hosts are reached), not which URLs it fetches. Stored in
+#: crawl.json, so the next resume keeps them.
+RUN_TIME = frozenset(
+    {
+        "max_pages",
+        "workers",
+        "concurrency",
+        "per_host",
+        "per_ip",
+        "delay",
+        "max_crawl_delay",
+        "adaptive_delay",
+        "lease_order",
+        "lease_ttl",
+        "max_attempts",
+        "resolve",
+        "resolve_file",
+        "allow_private",
+        "connect_timeout",
+        "first_byte_timeout",
+        "total_timeout",
+        "low_speed_limit",
+        "low_speed_time",
+        "max_body",
+        "robots_ttl",
+        "warc_max_bytes",
+        "live_graph",
+        "proxy",
+    }
+)
+
+#: Settings that define the crawl: what it fetches, how it identifies itself (robots.txt
+#: rules are matched against the user agent) and what it writes. A resume refuses a new value.
+DEFINITION = frozenset(
+    {
+        "seeds",
+        "output",
+        "max_depth",
+        "scope",
+        "allow",
+        "deny",
+        "user_agent",
+        "obey_robots",
+        "follow_nofollow",
+        "html_only",
+        "strip_session_ids",
+        "follow_canonical",
+        "use_sitemaps",
+        "host_budget",
+        "max_path_repeat",
+        "max_path_segments",
+        "calendar_years_back",
+        "calendar_years_ahead",
+        "max_queries_per_path",
+        "max_query_shapes",
+        "seen_set",
+        "warc",
+        "recrawl",
+        "seeds_file",
+        "headers",
+    }
+)
+
+# how a setting is spelled on the command line where it is not `--<name with dashes>`
+_FLAG = {
+    "seeds": "SEED",
+    "obey_robots": "--ignore-robots",
+    "use_sitemaps": "--sitemaps",
+    "warc": "--no-warc",
+}
+
+
+class ResumeRefused(SettingsError):
+    """A resume given settings it does not take; the message names each one."""
+
+
+@dataclass(frozen=True, slots=True)
+class ResumePlan:
+    """What `gossamer crawl --resume DIR` does: run with `settings` (the stored ones with
+    the run-time settings given, `changed`: name → new value as stored in crawl.json), or
+    nothing when `nothing_to_do` (the message that says why) is set."""
+
+    settings: CrawlSettings
+    changed: dict[str, Any] = field(default_factory=dict)
+    nothing_to_do: str | None = None
+
+
+def flag_of(name: str) -> str:
+    """The command-line spelling of setting `name`."""
+    return _FLAG.get(name, "--" + name.replace("_", "-"))
+
+
+def plan_resume(requested: CrawlSettings) -> ResumePlan:
+    """Decide what resuming the crawl in `requested.output` does, reading its files only
+    (nothing is written, nor the lock file touched). `requested` holds the settings given
+    with --resume: those set explicitly (`knobs_set()`: flags, environment, config
+    file) are compared with the stored ones. Raises ResumeRefused (a definition setting
+    given a new value, or a page limit already reached), CrawlError, SettingsError."""
+    out = requested.output
+    stored = load_manifest(out)
+    old, new = stored.manifest(), requested.manifest()
+    given = sorted(requested.knobs_set() - {"output"})
+    differ = [name for name in given if not _same(old.get(name), new.get(name))]
+    refused = [name for name in differ if name not in RUN_TIME]
+    if refused:
+        raise ResumeRefused(_refusal(out, refused, old, new))
+    changed = {name: new[name] for name in differ}
+    settings = stored
+    if changed:
+        try:
+            settings = CrawlSettings(**{**old, **changed, "output": str(out)})
+        except Exception as exc:
+            raise SettingsError(f"invalid settings for the resumed crawl: {exc}") from None
+    _check_not_running(out)
+    ending = _last_ending(out, stored.max_pages)
+    if ending is None:
+        return ResumePlan(settings, changed)
+    reason, stats, when = ending
+    frontier = stats.get("frontier") or {}
+    done = int(frontier.get("done") or 0)
+    at = f" at {human_date(when)}" if when is not None else ""
+    if reason == "complete":
+        failed = int(frontier.get("failed") or 0)
+        return ResumePlan(
+            settings,
+            changed,
+            nothing_to_do=f"{out}: the crawl is complete: it ended{at} with {done:,} pages "
+            f"done ({failed:,} given up) and nothing left in its frontier; nothing to resume "
+            f"(`gossamer report {out}` tells more; a new crawl needs a new -o DIR)",
+        )
+    if reason == "max-pages":
+        limit = settings.max_pages
+        if limit is not None and limit <= done:
+            queued = int(frontier.get("queued") or 0)
+            if "max_pages" in changed:
+                raise ResumeRefused(
+                    f"--max-pages {limit}: the crawl in {out} already has {done:,} pages; "
+                    f"give more than {done:,} to go on, or leave --max-pages out"
+                )
+            return ResumePlan(
+                settings,
+                changed,
+                nothing_to_do=f"{out}: the crawl stopped at its page limit (--max-pages "
+                f"{limit}){at} with {done:,} pages done and {queued:,} URLs still queued; "
+                f"to go on, raise the limit: gossamer crawl --resume {out} --max-pages N "
+                f"(N > {done:,}), or --max-pages none",
+            )
+    return ResumePlan(settings, changed)
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Whether two stored values (crawl.json's JSON) are the same setting. Lists are
+    compared as sets: the order of seeds, --allow or --resolve entries changes nothing."""
+    if isinstance(a, list) and isinstance(b, list):
+        try:
+            return set(map(json.dumps, a)) == set(map(json.dumps, b))
+        except TypeError:
+            return a == b
+    return bool(a == b)
+
+
+def _refusal(out: Path, refused: list[str], old: dict[str, Any], new: dict[str, Any]) -> str:
+    parts = []
+    for name in refused:
+        env = f"GOSSAMER_{name.upper()}"
+        source = f" from {env}" if env in os.environ else ""
+        parts.append(
+            f"{flag_of(name)} {_show(new.get(name))}{source} (the crawl's: {_show(old.get(name))})"
+        )
+    return (
+        f"--resume {out}: {', '.join(parts)} would change what the crawl is; leave "
+        f"{'it' if len(parts) == 1 else 'them'} out to resume the crawl as it was defined, "
+        "or start a new crawl with a new -o DIR"
+    )
+
+
+def _show(value: Any) -> str:
+    if isinstance(value, list):
+        if len(value) > 3:
+            return f"{len(value)} values [{', '.join(map(str, value[:3]))}, …]"
+        return "[" + ", ".join(map(str, value)) + "]"
+    return "none" if value is None else str(value)
+
+
+def _check_not_running(out: Path) -> None:
+    """CrawlError when a crawler holds the directory's lock (a shared lock taken on the
+    existing file, opened read-only: neither created nor changed)."""
+    try:
+        fh = (out / "lock").open("r")
+    except OSError:
+        return  # no lock file: no crawler ever ran here
+    with fh:
+        try:
+            fcntl.flock(fh, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except OSError:
+            raise CrawlError(f"another crawler is running in {out} (lock held)") from None
+        fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def _last_ending(
+    out: Path, max_pages: int | None
+) -> tuple[str, dict[str, Any], float | None] | None:
+    """How the crawl's last run ended: (reason, its statistics, when), or None when it was
+    killed (no end recorded), wrote no statistics, or ended in a way a resume goes on from
+    (a signal, an error)."""
+    records = read_run_records(out / RUNS_FILE)
+    starts = [r for r in records if r.get("event") == "start"]
+    stats: dict[str, Any] | None = None
+    when: float | None = None
+    if starts:
+        last = starts[-1].get("run")
+        end = next(
+            (r for r in reversed(records) if r.get("event") == "end" and r.get("run") == last),
+            None,
+        )
+        if end is None:
+            return None  # killed or crashed, or running: resume it
+        stats = end.get("stats") if isinstance(end.get("stats"), dict) else None
+        when = float(end["time"]) if isinstance(end.get("time"), int | float) else None
+    else:  # a crawl older than run histories: its stats.json is its last run's
+        try:
+            stats = read_stats(out / "stats.json")
+            when = (out / "stats.json").stat().st_mtime
+        except (OSError, ValueError):
+            return None
+    reason = stats_end_reason(stats, max_pages)
+    if stats is None or reason not in ("complete", "max-pages"):
+        return None
+    return reason, stats, when
