@@ -1,28 +1,12 @@
 """Diagnostics as `logging` records, and how the `gossamer` command shows them.
 
-Library code logs to its module's logger (`logging.getLogger(__name__)`, all under the
-`gossamer` namespace) and never configures logging: importing gossamer installs no handler, so
-an application that embeds it decides where its records go. Only the command (cli.py) calls
-`configure`, which puts one handler on the `gossamer` logger, writing to standard error:
-
-- `human` (the default): the lines the command has always printed, `gossamer: error: MESSAGE`
-  for an error and `gossamer: MESSAGE` for anything else;
-- `json`: one JSON object a line, `{"ts", "level", "logger", "message", ...}`, plus the fields
-  a call passes in `extra=` (`worker_id`, `crawl_id`, `path`, ...), for log shippers.
-
-What stays `print` is a command's output, not a diagnostic: `gossamer report`, `status`, the
-`--json` outputs, and the live progress display and end summary (report/progress.py).
-
-A crawl also appends its diagnostics to `DIR/gossamer.log.jsonl` (`DIAGNOSTICS_FILE`, the
-`json` format plus `time`, Unix seconds, and `worker`, the process's worker id), whatever
-stderr shows: `diagnostics_file` installs that handler for the crawl's life (runner/run.py,
-cluster/worker.py). The dashboard's log tail reads it (docs/dashboard.md, "Log tail").
-Diagnostics are few (a handful a run, none per page), so the file costs nothing measurable.
-
-Levels mean: error, the command fails (or a part of its work did: "nothing is lost" lines);
-warning, something is wrong and being worked around (Redis unreachable, retrying); info,
-progress worth a line (a worker joins, a crawl stops).
-"""
+Library code logs to its module's logger (all under `gossamer`) and never configures logging:
+importing gossamer installs no handler. Only the command (cli.py) calls `configure`: `human`
+lines (`gossamer: error: MESSAGE`) or `json` objects, one a line, on stderr. A crawl also
+appends its diagnostics to `DIR/gossamer.log.jsonl` (`diagnostics_file`) for the dashboard's
+log tail. A command's output (report, status, `--json`, the progress display) is `print`, not
+a diagnostic. Levels: error, the command (or part of its work) fails; warning, something is
+wrong and worked around; info, progress worth a line (docs/crawler.md, "Diagnostics")."""
 
 from __future__ import annotations
 

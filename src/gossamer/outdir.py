@@ -2,14 +2,9 @@
 cluster worker's `DIR/<worker id>/`): it must not exist yet, or be an empty directory.
 
 A directory that holds other files is refused before anything is written, so a command never
-overwrites or mixes with files it did not write (`gossamer crawl -o` into a directory with a
-`stats.json` once replaced it). Imports nothing of gossamer: the simulated web's commands use
-it too.
-
-Also the rule for the directory a re-crawl reads (`crawl --recrawl OLD_DIR`,
-`check_recrawl_dir`): the settings check it (config.py), and config.py imports nothing of the
-engine.
-"""
+overwrites or mixes with files it did not write. Also the rule for the directory a re-crawl
+reads (`crawl --recrawl OLD_DIR`, `check_recrawl_dir`), which the settings check (config.py
+imports no engine). Imports nothing of gossamer: the simulated web's commands use it too."""
 
 from __future__ import annotations
 

@@ -1,40 +1,13 @@
 """robots.txt (RFC 9309): status handling, parsing, matching, and a per-host cache.
 
-The cache is one worker's; `gossamer.robots_store` shares the answers between the workers of a
-crawl (fetched once per host per crawl) and keeps this cache in front of the shared store.
-
-Parsing and matching use protego, with a pre-processing pass over the file and a URL transform
-that close the gaps between protego 0.7 and Google's reference parser (the
-`google-robotstxt-cases.json` conformance suite: protego alone passes 62/72 standard cases, this
-module passes 72/72). Each fix, and the case it is for, is listed in docs/crawler/urls-robots.md;
-in short:
-
-1. Lines that are not a known record are dropped before protego sees them: an unknown line
-   between two `User-agent` lines no longer splits their group (RFC 9309 §2.2.4;
-   ID_LineSyntax_Groups_OtherRules). Extension records (`Crawl-delay`, `Request-rate`,
-   `Visit-time`) inside a run of `User-agent` lines are moved after the run, so they do not split
-   the group either (crawler-commons' crawl-delay-group-merging.txt); a blank line ends the run.
-2. A `User-agent` value is reduced to its product token, the leading run of ``[A-Za-z_-]``
-   (`FOO BAR` → `FOO`, `Googlebot/2.1` → `Googlebot`; ID_UserAgentValueCaseInsensitive), and
-   compared with ours case-insensitively and exactly: a group for `goss` does not apply to
-   `gossamer` (protego would match it as a substring). Values that are not ours or `*` are
-   replaced by a placeholder, so only our group and `*` remain to choose from.
-3. Paths are matched octet for octet, as Google's parser and RFC 9309 §2.2.2 do for everything
-   but unreserved characters: a rule's non-ASCII characters are UTF-8 percent-encoded and its
-   escapes upper-cased (Google's MaybeEscapePattern); escapes are then protected from protego's
-   decoding on both sides by escaping their '%' (ID_Encoding). `allowed()` expects URLs as the
-   crawler has them (canonical: percent-encoded); a raw non-ASCII URL does not match an encoded
-   rule, as in Google's tests.
-4. Lines are cut at 16,663 characters, Google's limit (GoogleOnly_LineTooLong).
-
-Status handling (RFC 9309 §2.3.1), see `RobotsPolicy.from_response`: 2xx → parse; 3xx (the
-engine gave up after five redirects) and 4xx other than 429 → allow all; 429, 5xx and no answer
-(connection refused, reset, time-out, DNS failure) → disallow all, with a short expiry so it is
-retried soon.
-
-Redirects are followed by the engine, not here: it fetches `robots_url(url)`, follows at most
-five redirects (to any host), and passes the last status, body and URL to `from_response`.
-"""
+`RobotsPolicy.from_response` turns a fetch's final status, body and URL into a policy: 2xx
+parsed; 3xx (after the engine's five redirects) and 4xx other than 429 allow all; 429, 5xx and
+no answer disallow all, with a short expiry so it is retried soon. Matching is protego behind a
+pre-processing pass and a URL transform that make it agree with Google's reference parser on
+every conformance case (docs/crawler/urls-robots.md lists each fix); `allowed()` expects
+canonical (percent-encoded) URLs. `RobotsCache` is one worker's cache; `gossamer.robots_store`
+shares the answers between the workers of a crawl. Redirects are the engine's to follow, never
+this module's."""
 
 from __future__ import annotations
 

@@ -1,34 +1,13 @@
 """robots.txt answers shared by every worker of a crawl: one fetch per host per crawl.
 
-A host is leased by one worker at a time, so the worker holding the lease fetches the host's
-robots.txt and puts the answer in the crawl's `RobotsStore`; the next lease of the host, by
-any worker of any process or machine, reads it there instead of fetching it again. Before,
-each worker kept its own `RobotsCache`, and with two workers `gossamer demo` fetched 199 of
-its 241 robots URLs twice (issue 15).
-
-What is stored is the fetch's outcome, not the parsed rules (a `RobotsRecord`: final status,
-body, URL after redirects, fetch time), so any worker rebuilds the same `RobotsPolicy` with
-`RobotsPolicy.from_response`. Expiry follows from the stored fetch time: `SharedRobots.get`
-treats a record older than the policy's TTL (`robots_ttl`, 24 h by default, RFC 9309 §2.4;
-`UNAVAILABLE_TTL` for an unreachable robots.txt) as absent, and the worker that leases the
-host next fetches robots.txt again and replaces it.
-
-Backends:
-
-- `SqliteRobotsStore`: `robots.sqlite` in the crawl directory (WAL; one autocommit statement a
-  put, so a SIGKILL leaves the old record or the new one), shared by a pool's processes and
-  kept by `--resume`. A file of its own rather than a table of `frontier.sqlite`: a put never
-  queues behind the frontier's writers, and the frontier's schema stays its own.
-- `RedisRobotsStore`: one string a host, `gs:<crawl>:{<shard>}:rb:<host>`, in the host's
-  frontier shard slot (the hash tag the frontier's keys of that host carry, so on Redis
-  Cluster the record lives on the node that holds the host), with a Redis TTL a little past
-  the longest age it may be used at, which only bounds memory: expiry is the fetch time's.
-- `MemoryRobotsStore`: a dict (tests, and a crawler built without a store).
-
-A race is possible and harmless: a worker whose lease expired while it fetched robots.txt
-can overlap the host's next holder, and both fetch and put it (the last put wins; both are
-answers of the same server).
-"""
+The worker holding a host's lease fetches its robots.txt and puts the outcome in the crawl's
+`RobotsStore` (a `RobotsRecord`: final status, body, URL after redirects, fetch time — not the
+parsed rules); any later holder, in any process or on any machine, rebuilds the same policy
+from it. A record older than the policy's TTL counts as absent: expiry is the stored fetch
+time's, never the backend's. Backends: `SqliteRobotsStore` (robots.sqlite in the crawl
+directory), `RedisRobotsStore` (one key a host, in the host's shard slot), `MemoryRobotsStore`
+(tests). A put is atomic; two holders racing after an expired lease both put and the last
+wins, both answers of the same server (docs/crawler/urls-robots.md)."""
 
 from __future__ import annotations
 

@@ -1,60 +1,14 @@
 """URLs: WHATWG parsing, crawler canonicalisation, fingerprints, host keys, registrable domains.
 
-Every URL the crawler stores, dedupes, partitions or compares is in **canonical form**: the WHATWG
-URL serialisation (ada-url, via can_ada) of an absolute ``http``/``https`` URL, then
-
-1. the fragment removed;
-2. percent-encoding normalised: ``%xx`` of an unreserved character (``A-Z a-z 0-9 - . _ ~``)
-   decoded, every other ``%xx`` upper-cased (RFC 3986 §6.2.2);
-3. session-id query parameters removed (``sessionid``, ``jsessionid``, ``phpsessid``, ``sid``,
-   any case; optional, on by default), parameter order otherwise kept;
-4. an empty query (a bare ``?``) dropped;
-5. trailing dots of the host name removed (``example.com.`` is ``example.com``).
-
-WHATWG parsing already gives: lower-case scheme and host, IDNA (punycode) hosts, IPv4 numbers in
-dotted-decimal form, the default port removed, dot segments resolved, ``/`` as the empty path,
-characters outside the URL code points percent-encoded. Nothing else is changed: the query is
-not sorted, repeated slashes are kept, the path keeps its case (all of those can change what a
-server answers).
-
-The canonical form agrees with the simulated web's truth (`gossamer.testweb.canonical_url`) on
-every URL the web produces (tested on rendered pages).
-
-Parsing: can_ada (ada-url's fastest binding) on the hot path; where it refuses a URL or the
-scheme is not http/https, the `ada_url` package (a newer ada release, exact on all 891 WHATWG
-urltestdata cases, ~3x slower) decides. can_ada 3.0 bundles an older ada that rejects a few
-hosts the current standard accepts (`http://a.b.c.xn--pokxncvks/`, `https://xn--/`).
-
-Keys: which function says what is "the same"
---------------------------------------------
-
-- `host_key(url)` is **the same host**, everywhere: `--scope host`, politeness (the frontier's
-  host queues, leases and delays, the crawl-delay), partitioning (`partition.shard_of`), the
-  robots.txt cache (RFC 9309 scopes a robots.txt to scheme, host and port: the http and https
-  of one host share the first one fetched), site sizes and the experiments' sites. It is the
-  lower-case IDNA host name without trailing dots (IPv6 in brackets), plus ``:port`` when the
-  port is not the scheme's default: `http://WWW.Example.com:80/` → `www.example.com`,
-  `https://h:443/` → `h`, `http://127.0.0.1:8081/` → `127.0.0.1:8081`,
-  `http://[::1]:8080/` → `[::1]:8080`, `http://bücher.example/` → `xn--bcher-kva.example`.
-  Two servers on one name are two hosts when their ports differ (`h:8080` is not `h`). The
-  scheme is left out on purpose: a site served on both `http://h/` and `https://h/` is one
-  server to be polite to (one queue, one delay), and `--scope host` with an http seed keeps
-  the site's https pages (the usual redirect to https stays in scope). A non-default port
-  keeps its number whatever the scheme: `http://h:443/` is `h:443`, not `https://h/`'s `h`
-  (a port that is only some scheme's default is still a different service for this one).
-- `host_of(url)` is the host **name** alone (no port): what DNS resolves and what a Host header
-  or TLS SNI carries. Never compare it to say "same host": `h:8080` and `h` share it.
-- `split_host_key(key)` takes a host key apart again: (name, port or None).
-- `registrable_domain(host)` is **the same site** (eTLD+1 of the Public Suffix List):
-  `--scope domain` and the hash-URL experiment. It takes a name or a host key and drops the
-  port, so `--scope domain` keeps every port of the seeds' registrable domains (a port is a
-  service of the same owner; `--scope host` is the option that tells ports apart). An IP
-  address is its own registrable domain: `--scope domain` from `http://127.0.0.1:8081/` keeps
-  `http://127.0.0.1:9000/` when a page links to it, `--scope host` does not.
-
-Errors: `URLError` (a `ValueError`) from `canonicalize` and the other single-URL functions;
-`LinkResolver.resolve` never raises (it returns None for anything that is not a crawlable URL).
-"""
+Every URL the crawler stores, dedupes, partitions or compares is canonical (`canonicalize`):
+the WHATWG serialisation of an absolute http(s) URL without its fragment, with normalised
+percent-escapes, session-id parameters and an empty query removed and no trailing dot on the
+host. Nothing else changes: the query's order, repeated slashes and the path's case can change
+what a server answers. `host_key` is "the same host" everywhere (politeness, scope, partitions,
+robots.txt): the host name plus a non-default port, never the scheme; `host_of` is only the
+name to resolve. `canonicalize` and the other single-URL functions raise `URLError` (a
+`ValueError`); `LinkResolver.resolve` never raises. The canonical form, which key serves what,
+and the parsers (can_ada, ada_url where it refuses): docs/crawler/urls-robots.md."""
 
 from __future__ import annotations
 

@@ -1,33 +1,13 @@
 """A sample of a cluster crawl's fetches on a capped Redis stream, for the dashboard's log tail.
 
-Each worker's crawl log (`DIR/<id>/crawl.log.jsonl`) is on its own machine, out of the
-dashboard's reach, and a worker fetches up to ~2,000 pages a second: far more than anyone
-watching a log tail reads, and more than Redis should carry for it. So each worker also
-sends a *sample* of its fetches to the crawl's stream `Keys.fetches`:
-
-- **On the event loop, only a hand-over.** `FetchTailSink.log` (a sink the worker registers
-  for its run, called for every crawl log line) appends a small tuple (time, URL, status,
-  depth, outcome, error) to a bounded deque (QUEUE_MAX); a full deque counts the fetch as
-  dropped instead. No Redis call, no JSON, no lock: a deque's append is atomic in CPython.
-- **On a thread of its own, a tick at a time** (TICK_S), the sender drains the deque and
-  keeps at most `rate × TICK_S` fetches (`GOSSAMER_FETCH_TAIL_RATE` a second, default
-  DEFAULT_RATE; 0 turns the stream off): the warnings first (a fetch with no response, a page
-  whose outcome is not ok — what the log tail shows as warnings), then the rest, each spread
-  evenly over the tick, sent in time order. The tick's sample is ONE stream entry (field `b`:
-  JSON `{"worker", "time", "rate", "fetches": [...], "unsent", "unsent_warnings"}`), one XADD,
-  capped with `MAXLEN ~ FETCH_STREAM_MAXLEN`: at most 1 / TICK_S Redis
-  commands a second a worker, however fast it crawls.
-- **Everything not sent is counted**, and said in the next entry that gets through
-  (`unsent`: fetches since the previous entry that are in no entry — sampled out, dropped by
-  a full deque, or in an entry whose XADD failed; `unsent_warnings`: how many of them were
-  warnings): for each worker, the fetches of its entries plus their `unsent` add up to its
-  crawl log's lines. A Redis that is down or paused holds the sender thread only (a paused
-  Redis, until it answers): the deque fills and later fetches are dropped, counted; the crawl
-  never waits.
-
-The worker's diagnostics have their own stream (cluster/logstream.py): a busy crawl's fetches
-never push them out.
-"""
+A worker's crawl log is on its own machine, and it fetches far more than anyone watching reads,
+so each worker also sends a sample. On the event loop only a hand-over: `FetchTailSink.log`
+appends a small tuple to a bounded deque (a full deque counts the fetch as dropped). A thread
+of its own drains it every TICK_S, keeps at most `rate × TICK_S` fetches (warnings first) and
+sends them as one capped stream entry: at most 1 / TICK_S Redis commands a second a worker.
+Everything not sent is counted in the next entry, so a worker's entries plus their `unsent`
+add up to its crawl log's lines; a Redis down or paused holds only the sender thread, never the
+crawl (docs/cluster.md, "The fetch sample stream")."""
 
 from __future__ import annotations
 

@@ -1,36 +1,15 @@
 """Per-IP politeness across machines: at most `limit` hosts of one IP fetched at once by all
 the workers of a crawl together.
 
-Slot k of an IP is the key `gs:<crawl>:{m}:ip:<ip>:<k>`, taken with `SET NX PX ttl` and a
-fencing value (the holder's token: worker id and a counter); the holder refreshes it
-(compare-and-PEXPIRE) every `refresh` seconds and releases it (compare-and-DEL). A worker
-that dies — or freezes — loses its slots when their TTL runs out: a dead holder blocks an IP
-for at most `ttl` seconds.
-
-That alone would let a worker that froze for longer than the TTL (SIGSTOP, a stall, a
-partition from Redis) wake up and fetch while another worker holds the IP. So a hold also
-knows until when its slot is *surely* still its own: the time its last successful
-SET/PEXPIRE was sent plus the TTL, minus a margin, on this machine's monotonic clock (the
-server starts the TTL after it receives the command). Every request goes through the
-gate's fetcher guard (`guard(fetcher)`): inside that window it starts at once (one clock
-read); outside it, the slot is confirmed (or taken again, waiting for the IP like any
-waiter) before the request leaves. A request already on the wire when the worker froze is
-the only one that can overlap.
-
-The same holds for the worker's leases, which other workers reclaim once its heartbeat is a
-TTL old (cluster.members): the worker sets `alive_until` (its last heartbeat's send time plus
-the TTL, minus a margin) and `lease_check`; a request after `alive_until` first awaits
-`lease_check(request)`, which waits for a heartbeat and raises StaleLeaseError when the
-host's lease was reclaimed meanwhile (the engine then gives the batch back unfetched).
-
-Waiting: a worker that finds every slot taken polls — after `poll` seconds, then 1.5 times
-longer each time up to `max_poll` (5 ms to 20 ms: a hand-over costs at most that, a long wait
-~50 polls a second), one host per IP and process polling while the others queue behind it,
-and at once when this process lets a slot of the IP go (see `_take`) — and marks the IP
-wanted (`ipwant:<ip>`, a short TTL) so holders elsewhere see it: `waiting(ip)` is true when a
-host of this process waits for the IP, or when another worker did at the last refresh — the
-engine then hands the IP over instead of renewing its lease (priority inheritance).
-"""
+A slot is a Redis key taken with `SET NX PX ttl` and a fencing value, refreshed and released
+by compare-and-set scripts, so a dead or frozen holder blocks an IP for at most `ttl` seconds
+and a late release never frees another holder's slot. A hold also knows until when its slot is
+surely its own (its last successful send plus the TTL, minus a margin, on this machine's
+monotonic clock); every request goes through the gate's fetcher guard (`guard(fetcher)`),
+which starts it at once inside that window and otherwise confirms or re-takes the slot first.
+The worker's leases are guarded the same way (`alive_until`, `lease_check`). `waiting(ip)`
+tells the engine to hand an IP over instead of renewing its lease (docs/cluster.md, "Per-IP
+politeness across machines")."""
 
 from __future__ import annotations
 

@@ -1,17 +1,10 @@
 """A cluster crawl's diagnostics on a capped Redis stream, for the dashboard's log tail.
 
-Workers run on other machines, so their `DIR/<id>/gossamer.log.jsonl` is out of the
-dashboard's reach: each worker also sends its diagnostics (the `gossamer` loggers' records,
-as the worker's --log-level lets through) to the crawl's stream `Keys.log`, one entry a
-record (field `r`: the record's JSON, `logs.DiagnosticsFormatter`'s), each XADD capped with
-`MAXLEN ~ LOG_STREAM_MAXLEN`: the stream holds the last few thousand records whatever the
-crawl's length, and nobody has to trim it. Diagnostics are few (a handful a worker a run), so
-this costs Redis nothing measurable.
-
-The sends happen on a thread of the handler's own, from a bounded queue: a log call on the
-event loop never waits for Redis, and a Redis that is down or slow drops records (counted in
-`dropped`, said in the next record that gets through) rather than holding the crawl.
-"""
+Each worker also sends its diagnostics (what its --log-level lets through) to the crawl's
+stream, one entry a record, each XADD capped (`LOG_STREAM_MAXLEN`), so nobody has to trim it.
+The sends happen on a thread of the handler's own from a bounded queue: a log call on the event
+loop never waits for Redis, and a Redis that is down or slow drops records (counted, and said
+in the next record that gets through) rather than holding the crawl."""
 
 from __future__ import annotations
 

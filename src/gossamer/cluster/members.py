@@ -1,35 +1,12 @@
 """Membership: worker ids, heartbeats, the live member list and the partition it implies.
 
-A worker registers (`w<N>`, N from INCR: the hash-URL paper's crawler registration), then
-beats every `ttl / 5` seconds. A beat is one Lua call (all keys in the crawl's `{m}` slot):
-
-- its status record goes to `hb:<id>` with a TTL (`ttl`) and to the `workers` hash (kept
-  after it exits or dies, for `status`);
-- the `live` zset gets its id with the Redis server's time; entries older than `ttl` are
-  dead and removed there and then (by whichever worker beats first);
-- it answers the live ids with their capacities, the crawl's state and whether this
-  worker was asked to stop.
-
-A beat that finds its own `hb:` record gone (the worker was frozen, SIGSTOP, or cut off
-longer than the TTL) says so (`Beat.expired`): the worker is back under the same id, in a new
-*incarnation* (`inc`, bumped by that beat), which its lease tokens carry (frontier.redis).
-
-Each beat also answers the dead: every worker whose last beat (`beats`) is older than the
-TTL, with the incarnation it died in. Their leases are reclaimed at once (a SIGKILLed
-worker's hosts come back within the TTL, not the lease's 120 s); a worker that was only
-frozen comes back under a later incarnation, whose leases are not. A worker counts dead only
-after a TTL of Redis serving beats: `pulse` keeps the server time of the last beat and the
-start of the current run of beats (`since`, reset when no beat came for half a TTL), and a
-worker is dead when now - max(its last beat, since) > TTL — after Redis itself was paused or
-down, every worker has a TTL to beat again before anyone reclaims its leases. A worker silent
-for `MOURN_TTLS` TTLs (dead, or exited) is answered no more: by then every live worker has been
-told of it ~50 times (a beat every TTL / 5) and reclaimed its leases, and a long crawl whose
-workers come and go would otherwise answer every worker it ever had on every beat. Its last
-beat moves to `mourned` (`statuses` still shows it); a worker back from a long freeze beats
-again, leaves `mourned`, and is counted as any other.
-`deregister` removes a worker at once and, when it was the last one of a stopping crawl,
-marks the crawl stopped.
-"""
+A worker registers (`w<N>`, from INCR) and beats every `ttl / 5` seconds, one Lua call in the
+crawl's slot: its status record with a TTL, the live set by the server's clock, and back the
+live members with their capacities, the crawl's state, whether it was asked to stop and the
+dead (whose leases it reclaims at once). A worker counts dead only after a TTL of Redis serving
+beats, so a paused Redis kills nobody; one back from a freeze beats under a new incarnation,
+which its lease tokens carry. `PartitionView` turns the member list into the shards a worker
+may lease. Each rule: docs/cluster.md, "Membership: registration, heartbeats, TTL"."""
 
 from __future__ import annotations
 

@@ -1,18 +1,14 @@
 """The crawl registry: which crawls a Redis holds, their settings, seeds and state.
 
-A crawl's record is the hash `gs:<crawl>:{m}:meta` (the truth: `state`, `settings`, `seeds`,
-`partition`, `heartbeat_ttl`, `resolve_text`, `created`, `ended`); `gs:crawls` maps every crawl
-id to a JSON summary for listing (its `state` is refreshed on every change, but the record's
-wins). States::
+A crawl's record is the hash `gs:<crawl>:{m}:meta` (the truth); `gs:crawls` lists every crawl
+for `status`. States::
 
     running ──stop──► stopping ──last worker out──► stopped
        │                  │
        └──────────────────┴──frontier exhausted──► finished
 
-`create_crawl` seeds the frontier *before* the crawl is listed and marked running, so no
-worker ever joins a crawl whose seeds are not in yet (it would find nothing queued and
-finish it).
-"""
+`create_crawl` seeds the frontier before the crawl is listed and marked running, so no worker
+ever joins a crawl whose seeds are not in yet (docs/cluster.md, "Lifecycle")."""
 
 from __future__ import annotations
 

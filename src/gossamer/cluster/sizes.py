@@ -1,19 +1,10 @@
-"""Site sizes for the `sized` partition (`--partition sized --site-sizes SOURCE`).
+"""Site sizes for the `sized` partition (`--partition sized --site-sizes SOURCE`): the grid
+crawler's Static-Size places sites by what a previous crawl found on them.
 
-The grid crawler's Static-Size places sites on crawl processes by what a previous crawl found
-on them. SOURCE is either
-
-- a crawl directory (an embedded crawl, or a cluster crawl's output directory): every
-  `crawl.log.jsonl` under it is read and a site's size is the number of distinct pages
-  fetched from it (records of depth ≥ 0 with an HTTP status: robots.txt, sitemaps and
-  network errors do not count); or
-- a text file of `HOST PAGES` lines (whitespace or a comma between them; blank lines and
-  `#` comments skipped), HOST a host key as `gossamer.urls.host_key` gives it
-  (`www.example.org`, `example.org:8080`).
-
-`shard_weights` turns the sizes into the strategy's (shard, size) pairs: the sum of the sizes
-of the sites in each shard.
-"""
+SOURCE is a crawl directory (every `crawl.log.jsonl` under it: a site's size is its distinct
+pages fetched with an HTTP status) or a text file of `HOST PAGES` lines, HOST a host key as
+`gossamer.urls.host_key` gives it. `shard_weights` turns the sizes into the strategy's
+(shard, size) pairs (docs/cluster.md, "Partition strategies")."""
 
 from __future__ import annotations
 

@@ -1,25 +1,12 @@
 """The crawl's page events on a Redis Stream, and the graph consumer that reads them.
 
-Publishing (`StreamSink`, a sink each cluster worker registers): the worker's page events
-(engine/events.py) are gathered per frontier flush and sent as stream entries of up to
-`ENTRY_EVENTS` events each (one field `e`: `encode_events`' compressed blob), all entries of a
-flush in one pipelined round trip, on the worker's ordered Redis I/O thread (`RedisIo`)
-before the batch's links and completion: a page the frontier counts done has its event in
-the stream. Each XADD caps the stream with `MAXLEN ~ STREAM_MAXLEN`, a safety bound for a
-crawl nobody consumes; a running consumer trims what it has acknowledged (XTRIM MINID), so
-the stream holds only the consumer's lag.
-
-Consuming (`follow`, `gossamer graph follow`): one consumer per crawl in the consumer group
-`graph` (XREADGROUP, XACK once an entry's events are applied and journaled). The consumer
-keeps a journal in its state directory: the events it applied, appended (one length-prefixed
-`encode_events` blob per batch) before their entries are acknowledged. A restarted consumer
-(the same machine, or another one given the state directory) replays its journal into a
-fresh graph, then takes over the entries delivered but never acknowledged (XAUTOCLAIM: a
-consumer killed between reading and acknowledging), then reads new ones. Events are applied
-through `GraphApplier`, which applies each page once: an entry delivered again, or a page
-fetched again after a worker died, adds nothing. So no edge is lost (an entry is
-acknowledged only after its events are in the journal) and none counted twice.
-"""
+`StreamSink` (each cluster worker registers it) sends the events of each frontier flush on the
+worker's ordered Redis I/O thread before the batch's completion, so a page the frontier counts
+done has its event in the stream. `follow` (`gossamer graph follow`) is one consumer per crawl
+in the consumer group `graph`: it journals the events it applied before acknowledging their
+entries, trims what it acknowledged, and on a restart replays its journal, then takes over the
+entries delivered but never acknowledged. Through `GraphApplier` no edge is lost and none is
+counted twice (docs/cluster.md, "The page events stream")."""
 
 from __future__ import annotations
 

@@ -1,21 +1,14 @@
 """`gossamer dashboard`: the ASGI app and its server (docs/dashboard.md).
 
-Starlette + uvicorn rather than aiohttp.web: Starlette is a small ASGI toolkit (routing,
-responses, a streaming response for server-sent events, a test client over httpx), the page
-needs nothing more, and any ASGI server can run it; uvicorn is its usual server.
+Starlette and uvicorn: a small ASGI toolkit with routing, streaming responses for server-sent
+events and a test client is all the page needs. One `StatusHub` per app reads the source (off
+the event loop, only while an event stream is open) and wakes every `/events` stream when the
+status changed: the page never polls, and one read serves every open page.
 
-Live updates: one `StatusHub` per app polls the source (every PUSH_INTERVAL_S, off the event
-loop, only while an event stream is open) and wakes every `/events` stream when the status
-changed; a stream with nothing new sends a heartbeat comment every HEARTBEAT_S. The page
-never polls: one source read serves every open page.
-
-Security: without a token (loopback only) every request must name a loopback Host (a DNS
-rebinding page names its own); with one (`--token`, required off loopback) every request
-carries it (header, or the cookie set when the page is first opened with `?token=`). The one
-state-changing request, POST /api/stop, also needs an Origin equal to its Host and the
-per-server CSRF token the page was served with in a header (a cross-site form can send
-neither; a custom header needs a CORS preflight, which is never granted).
-"""
+Security: without a token (loopback only) every request must name a loopback Host; with one
+(`--token`, required off loopback) every request carries it. The four state-changing requests
+(POST /api/stop, /api/start, /api/resume and /api/scale) also need an Origin equal to their
+Host and the page's per-server CSRF token in a header (docs/dashboard.md, "Security")."""
 
 from __future__ import annotations
 

@@ -1,19 +1,12 @@
 """The dashboard's Setup and control requests (docs/dashboard.md, "Setup and control"):
 start a crawl, resume it, scale its workers.
 
-Start and resume run the real command line — `gossamer crawl … -o DIR` (embedded) or
-`gossamer crawl --redis URL --detach …` (cluster) — as a detached process in its own session
-(stopping the dashboard does not stop the crawl), so the form refuses exactly what the
-command line refuses, with its message. The request waits (bounded) until the command either
-exits — its error line is the answer — or has clearly started: the crawl directory's `lock`
-names it (embedded), or it printed the new crawl's id (cluster, which returns once its
-workers are spawned). Scaling takes the code path of `gossamer workers --scale N`:
-`engine.pool.request_scale` for an embedded pool, `cluster.control.scale_workers` for a
-cluster crawl's local workers.
-
-Every function here is synchronous (processes, files, Redis) and called off the event loop;
-each raises ControlError with the HTTP status and the one line to answer.
-"""
+Start and resume run the real command line (`gossamer crawl … -o DIR`, or `gossamer crawl
+--redis URL --detach …`) as a detached process in its own session, so the form refuses exactly
+what the command line refuses, and stopping the dashboard does not stop the crawl. Scaling
+takes the code path of `gossamer workers --scale N`. Every function here is synchronous and
+called off the event loop; each raises ControlError with the HTTP status and the one line to
+answer."""
 
 from __future__ import annotations
 

@@ -1,17 +1,11 @@
 """The dashboard's top hosts (`top_hosts` in /api/status): the hosts with the most URLs
-queued, then the most fetched, each `{"host", "queued", "fetched", "errors", "delay_s",
-"state"}` (docs/dashboard.md, "Top hosts").
+queued, then the most fetched (docs/dashboard.md, "Top hosts").
 
-- An embedded crawl: one query on the frontier's `hosts` table (frontier/sqlite.py) through a
-  read-only connection. It scans the table (no index orders hosts by queue length, and the
-  frontier's hot path should not pay for one): 1.0-1.5 ms on 10,000 hosts
-  (`bench/bench_dashboard.py --hosts 10000`), so the source reads it at most every
-  TOP_HOSTS_EVERY_S (2 s), not at each status read.
-- A cluster crawl: no crawl-wide index orders hosts by queue length either, and a SCAN over
-  the shards is out of the question; so the candidates are the hosts the live workers are
-  crawling now (their heartbeats' `hosts`, CLUSTER_CANDIDATES at most), each read from its
-  shard's keys (cluster layout: frontier/redis/__init__.py) in two pipelined round trips.
-"""
+An embedded crawl: one read-only query on the SQLite frontier's `hosts` table, a scan (no
+index orders hosts by queue length, and the frontier's hot path should not pay for one), so
+the source reads it at most every TOP_HOSTS_EVERY_S. A cluster crawl: never a scan of Redis;
+the candidates are the hosts the live workers are crawling now (their heartbeats), each read
+from its shard's keys in two pipelined round trips."""
 
 from __future__ import annotations
 

@@ -1,24 +1,11 @@
 """The dashboard's live log tail: the crawl's diagnostics and its fetches, bounded.
 
-Records (docs/dashboard.md, "Log tail") come from:
-
-- the crawl log's fetch records (`crawl.log.jsonl`), turned into log records by the same
-  tail that counts them for the status (`_sources._LogTail`): the file is read once for both;
-- the crawl's diagnostics: `DIR/gossamer.log.jsonl` for an embedded crawl (logs.py,
-  `diagnostics_file`), tailed the same way; the capped Redis stream the workers of a cluster
-  crawl send theirs to (cluster/logstream.py).
-
-They go to a `LogRing`: the last RING_SIZE records, plus the last RING_SIZE of warning and
-above in a ring of their own (a crawl at 3,000 pages/s pushes an info record out of the
-first ring in under a second; its warnings stay longer). Nothing else is kept: the ring is
-what `GET /api/log` answers from and what `/events/log` streams; records that came and went
-while nobody looked are not counted anywhere but in the sequence numbers.
-
-A stream sends the records added since its last batch, at most every PUSH_INTERVAL_S and at
-most BATCH_MAX a batch: when more came (or they left the ring before it could send them), it
-sends the newest BATCH_MAX after one `kind: skipped` record saying how many it left out. So a
-page shows a burst of 3,000 lines a second as 2 batches of 200 a second, not 3,000 DOM rows.
-"""
+Records come from the crawl log's fetch lines (read once, by the same tail that counts them
+for the status) and from the crawl's diagnostics (`DIR/gossamer.log.jsonl`, or the cluster's
+capped Redis streams). They go to a `LogRing`: the last RING_SIZE records, plus the last
+RING_SIZE warnings in a ring of their own, so a fast crawl's warnings stay longer. Nothing
+else is kept. A stream sends at most BATCH_MAX records every PUSH_INTERVAL_S, the newest,
+after one `skipped` record saying how many it left out (docs/dashboard.md, "Log tail")."""
 
 from __future__ import annotations
 

@@ -7,9 +7,8 @@ The embedded source reads only what the crawl writes anyway — crawl.json, runs
 `lock` file's pid, the crawl log, the frontier's counters row, stats.json and the live
 graph's graph/stats.json — so watching costs the crawl nothing but the reads. The crawl log
 is tailed: each snapshot reads only the lines appended since the last one (counted by
-`engine.report.count_log_record`, as `gossamer report` counts them), so a snapshot's cost
-does not grow with the crawl. The cluster source is `gossamer status`'s `crawl_status`.
-"""
+`report.crawl.count_log_record`, as `gossamer report` counts them), so a snapshot's cost
+does not grow with the crawl. The cluster source is `gossamer status`'s `crawl_status`."""
 
 from __future__ import annotations
 

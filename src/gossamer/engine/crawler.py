@@ -1,12 +1,16 @@
 """The worker loop: lease host batches, fetch them politely, parse, route links, record.
 
-One `Crawler` runs in one process on one event loop. It holds no crawl state of its own that
-must survive a crash: the frontier (SQLite here, Redis later) owns queues, dedupe, leases and
-host politeness state; the sinks own the outputs. A batch is one leased host: robots.txt first
-(once per host per crawl: every worker shares the answers through the crawl's robots store),
-then up to `per_host` URLs over one kept-alive connection with the host's delay between
-requests (KSpider's bucket), then `complete()` rests the host.
-"""
+One `Crawler` runs in one process on one event loop and keeps no crawl state that must survive
+a crash: the frontier owns queues, dedupe, leases and host politeness state, the sinks own the
+outputs, so a worker may be killed at any moment. A batch is one leased host: robots.txt first
+(once per host per crawl, through the crawl's robots store), then up to `per_host` URLs over
+one kept-alive connection with the host's delay between requests (KSpider's bucket), then
+`complete()` rests the host. It is given its parts and imports no runner, report or cluster.
+
+The module stays whole because it is the per-page hot path: the batch loop, the fetch fast
+path, recording and routing share the crawler's counters, routing memo, sent-set and stop
+state as attributes of one object, and splitting them into modules would put an extra call or
+a shared-state object on every page of every crawl (GUIDE.md, "Hot path")."""
 
 from __future__ import annotations
 

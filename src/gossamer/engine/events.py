@@ -1,24 +1,12 @@
 """Crawl events: the typed facts the engine publishes per page, and their compact encoding.
 
-A `PageEvent` is one crawled page (a fetch the frontier counts done: any status but the
-retried ones) with the graph edges found on it, the same (URL, kind) pairs its graph-file
-lines hold. The engine hands it to every sink that overrides `PageSink.page`
-(engine/sink_registry.py: the sink registry is the subscriber list), once per page; sinks
-that do not subscribe cost nothing (the event is not even built).
-
-Consumers apply events to a graph (`GraphLike.update`) through a `GraphApplier`, whose
-contract is **a page's event applied twice adds nothing**: the applier keeps the page ids it
-has applied and skips a page met again (the first event of a page wins: a page fetched again
-after a worker was killed, or an event replayed after the consumer restarted, changes
-nothing). So a transport may deliver an event more than once (at-least-once), never less.
-
-The encoding (`encode_events` / `decode_events`) is what crosses a process boundary (the
-pool's socket, the cluster's Redis stream): a batch of events as one zlib-compressed JSON
-array, each event an array `[url, status, depth, worker, time, content_type, links, kinds]`
-(`links` the edges' target URLs, `kinds` one letter per edge: l link, r redirect, c
-canonical, s sitemap). On the simulated web (~30 links a page) that is ~2.3 KB of JSON a
-page and ~400 bytes once compressed (tests/engine/test_events.py measures it).
-"""
+A `PageEvent` is one crawled page (a fetch the frontier counts done) with the graph edges found
+on it. The engine hands it, once per page, to every sink that overrides `PageSink.page` (the
+sink registry is the subscriber list); with no subscriber it is not built. `GraphApplier`
+promises that a page's event applied twice adds nothing (the first event of a page wins), so a
+transport may deliver at least once, never less. `encode_events` / `decode_events` are what
+crosses a process boundary (the pool's socket, the cluster's Redis stream): a batch as one
+zlib-compressed JSON array."""
 
 from __future__ import annotations
 

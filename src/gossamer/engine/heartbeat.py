@@ -1,13 +1,10 @@
 """An embedded crawl's worker heartbeats: each crawling process (a pool's worker `wK`, or the
 one process of a crawl without a pool, `main`) keeps `DIR/workers/<id>.json` — its pid,
 state, the hosts it is crawling, its pages, pages/s and errors, and when it last beat —
-rewritten atomically every BEAT_INTERVAL_S by a timer on its event loop, and a last time
-as it exits. The dashboard's worker table reads them (dashboard/_sources.py); the crawl
-itself never does.
-
-Cost: one write of ~400 bytes a second per worker (16 hosts in hand), off the per-page
-path: 153–164 µs a beat, record and atomic replace (ext4, a busy 2-core machine), 0.016 %
-of a core (`python -m gossamer.engine.heartbeat --bench`, docs/dashboard.md)."""
+rewritten atomically every BEAT_INTERVAL_S by a timer on its event loop, and a last time as
+it exits. The dashboard's worker table reads them (dashboard/_sources.py); the crawl itself
+never does. A beat is off the per-page path (its cost: bench/README.md,
+`python -m gossamer.engine.heartbeat --bench`)."""
 
 from __future__ import annotations
 

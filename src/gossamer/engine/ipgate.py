@@ -1,18 +1,12 @@
-"""Per-IP politeness: at most `limit` hosts of one IP address fetched at once.
+"""Per-IP politeness on one machine: at most `limit` hosts of one IP address fetched at once.
 
-`LocalIpGate` counts in one process. A `--workers N` pool's workers share `IpGateBroker`, run
-by the pool's parent: each worker's `PoolIpGate` asks it for a slot over a socket pair made
-before the fork and is answered when a slot is free — nobody polls. The broker counts the
-slots of every IP, hands them out first come first served, and frees those of a worker whose
-socket reaches end of file (the kernel closes it when the worker dies, SIGKILL included),
-so a dead worker never keeps a slot. `FileIpGate` (lock files under the crawl directory,
-`flock`) is left for a worker run by hand (`gossamer crawl-worker`), which has no broker.
-
-Why not the lock files in the pool: a worker that found every slot of an IP taken polled
-every 5 ms, opening and `flock`ing up to `limit` files per waiting host per poll; on a web of
-200 hosts on one IP (`per_ip` 64, concurrency 64) two workers spent 18–22 s of sys time in a
-60–85 s crawl and fetched 453–532 pages/s against one worker's 810–913 (issue 21).
-"""
+`LocalIpGate` counts in one process. A `--workers N` pool's workers share the parent's
+`IpGateBroker`: each worker's `PoolIpGate` asks it for a slot over a socket pair made before the
+fork and is answered when one is free; nobody polls. The broker hands slots out first come
+first served and frees a worker's slots when its socket reaches end of file, so a dead worker
+(SIGKILL included) never keeps one. `FileIpGate` (lock files under the crawl directory) is only
+for a worker run by hand (`gossamer crawl-worker`), which has no broker. Why a broker and not
+the lock files: docs/crawler.md, "Using every core"."""
 
 from __future__ import annotations
 

@@ -1,28 +1,11 @@
 """Re-crawling from a finished crawl: conditional GETs from its stored validators.
 
-`gossamer crawl --recrawl OLD_DIR -o NEW_DIR` starts a new crawl whose frontier is seeded with
-every URL OLD_DIR fetched with a 2xx or 3xx status (at its old depth, scope-checked by the new
-settings) besides the configured seeds, and which sends `If-None-Match` / `If-Modified-Since`
-for the URLs whose old response carried an ETag / Last-Modified (the crawl log's `etag` and
-`last_modified` fields). A 304 answer has no body to parse, so the page's out-links are taken
-from OLD_DIR's link graph and routed as if parsed: the re-crawl still reaches everything.
-
-`Recrawl.load(OLD_DIR)` reads what a worker needs and keeps it compact, keyed by URL
-fingerprint (`gossamer.urls.fingerprint`; graph node ids are the same hash with the top bit
-cleared), in sorted flat arrays looked up by binary search, not in dicts of Python objects:
-
-- validators of pages that had one: 8 (key) + 8 (offset) bytes + the ETag, Last-Modified and
-  old fetch time text (~80 bytes) per page;
-- out-edges of those pages only (the others are re-fetched and parsed): 9 bytes an edge;
-- the URLs of the edges' targets: 16 bytes + the URL's length per distinct target.
-
-So about 100 bytes a validated page plus 9 an edge plus ~100 a linked URL: ~2 GB for a 10
-million page crawl, against ~10 GB in dicts. Building the tables costs a transient ~40 bytes
-per entry more (the sort permutation). Each worker process holds its own copy.
-
-`seed_recrawl(frontier, settings)` streams OLD_DIR's crawl log into the frontier in chunks
-(no table is built).
-"""
+`seed_recrawl` streams OLD_DIR's crawl log into the new frontier (every URL fetched with a 2xx
+or 3xx, at its old depth, scope-checked by the new settings). `Recrawl.load(OLD_DIR)` gives a
+worker the ETag / Last-Modified validators to send and, for a 304, the page's out-links from
+OLD_DIR's link graph, routed as if parsed: the re-crawl still reaches everything. It keeps them
+in sorted flat arrays keyed by URL fingerprint, never in dicts of Python objects, so a
+10-million-page crawl fits in a worker (docs/crawler.md, "Re-crawling")."""
 
 from __future__ import annotations
 

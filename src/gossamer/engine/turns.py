@@ -1,19 +1,12 @@
 """Processing turns: which fetched page of which host a worker parses and records next.
 
-A worker keeps many hosts in flight on one event loop, each with one request on its
-connection. When the worker is CPU-bound, the order in which fetched pages are processed
-decides which hosts move: first come, first served gives every active host the same share,
-so the host with the most URLs left (on a web of Pareto-sized sites, one site can hold a sixth
-of all pages) moves at 1/64th of the worker's speed while smaller sites finish, and the crawl
-ends with one connection crawling alone for a long tail.
-
-`Turns` hands out processing turns in rounds of a few pages, ordered by arrival time minus a
-head start that grows with the host's backlog (`per_url` seconds per queued URL, at most
-`max_lead`). The largest sites then go first, their next request is already on the wire (the
-batch loop looks one page ahead), and nothing waits more than `max_lead` behind a later
-arrival. A holder calls `release()` when done; the next round is granted on the next loop
-iteration, so network events are handled between two rounds.
-"""
+When a worker is CPU-bound, first come first served would give every active host the same
+share, so the host with the most URLs left would finish last, alone on one connection. `Turns`
+hands out turns in rounds of a few pages, ordered by arrival time minus a head start that grows
+with the host's backlog (`per_url` seconds per queued URL, at most `max_lead`): the largest
+sites go first, and no page waits more than `max_lead` behind a later arrival. A holder calls
+`release()` when done; the next round is granted on the next loop iteration, so network events
+are handled between two rounds."""
 
 from __future__ import annotations
 

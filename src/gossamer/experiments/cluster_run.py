@@ -1,31 +1,12 @@
 """Real cluster crawls for the crawl experiments (`grid`, `parallel`, `phases`).
 
-`run_cluster_crawl(spec)` starts a redis-server (`gossamer.testweb.redisd`, from the calling
-thread: it dies with that thread), serves the simulated web of `spec.web` from its own process
-on loopback (`serve_subprocess`, with its request log), creates the crawl in Redis with the
-given partition strategy and settings, starts `spec.workers` real `gossamer worker` processes
-(with capacities if given), optionally SIGKILLs one once the crawl is a given fraction done,
-waits for every worker to exit (bounded by `spec.timeout`), and returns what happened:
-
-- `fetches`: every request of every worker, from its crawl log `DIR/<worker id>/crawl.log.jsonl`
-  (start time, duration, canonical URL, outcome, parent) — a SIGKILLed worker's log lacks the
-  lines it had not flushed (the engine flushes before it completes a batch);
-- `records`: the simulated web's request log (server side: start and end of every request,
-  its connection, host and IP), and `owner`, the worker behind each connection (matched
-  through the crawl logs, see `connection_owners`);
-- `truth` and `report`: the ground truth for the crawl's seeds and rules and the audit of the
-  request log against it (coverage, overlap, politeness violations);
-- `status`: the crawl's final `gossamer status --json` record.
-
-Every process and server is stopped on the way out, errors and timeouts included (workers
-SIGKILLed, the web SIGTERMed, redis-server stopped). All traffic stays on 127.0.0.0/8: Redis
-listens on 127.0.0.1 and the web's hosts resolve to 127.x addresses through the crawl's
-resolve rules.
-
-Settings every crawl shares: scope `all`, robots obeyed, WARC off (the experiments measure
-the crawl logs and the web's log; WARC writing would only add CPU on this 2-core machine),
-the lease TTL and heartbeat TTL of the spec, the user agent `UA`.
-"""
+`run_cluster_crawl(spec)` starts a redis-server, serves the simulated web from its own process
+with its request log, creates the crawl with the given partition strategy, runs `spec.workers`
+real `gossamer worker` processes (optionally SIGKILLing one once the crawl is a given fraction
+done), waits for them within `spec.timeout`, and returns every worker's fetches, the web's
+request log with the worker behind each connection, the truth and its audit, and the crawl's
+final status. Every process and server is stopped on the way out, errors and timeouts
+included; all traffic stays on 127.0.0.0/8 (docs/experiments.md, "The crawls")."""
 
 from __future__ import annotations
 

@@ -1,16 +1,10 @@
 """A URL set from the simulated web, without serving it.
 
 `url_corpus(min_urls, seed)` builds a `WebModel` (the same deterministic web `gossamer testweb`
-serves) and lists every page URL of every host: page 0 is `/`, page i its section path (or a
-`view.php` query on query-URL hosts), exactly the URLs the server answers 200 for and the
-navigation links reach. Site sizes are the model's discrete Pareto (shape `pages_alpha` 1.5,
-a heavy tail). Host metadata is a few numbers per host and the URLs are built by string
-formatting, so a million URLs take about a second (6 million, about 8 s): no HTTP, no page
-rendering.
-
-The web has at most 100,000 hosts, so to reach `min_urls` the mean site size is raised (one
-rebuild at most in practice): the size distribution keeps its shape, only its scale changes.
-"""
+serves) and lists every page URL of every host: exactly the URLs the server answers 200 for
+and the navigation links reach, built by string formatting, with no HTTP and no rendering. The
+web has at most 100,000 hosts, so to reach `min_urls` the mean site size is raised: the size
+distribution keeps its shape, only its scale changes (docs/experiments.md, "The URL set")."""
 
 from __future__ import annotations
 

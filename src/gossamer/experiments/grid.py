@@ -1,29 +1,11 @@
 """Experiment `grid`: the grid crawler's Table 1 — normalised workload per crawl process.
 
-Seed: dynamic-partition-grid-crawler §5. Six C-procs crawled 98,585 pages of 30 sites with
-four partition methods doing exactly the same work; "normalized workload" = a C-proc's
-download time / the sum over all C-procs; the standard deviation per method: Static-Random
-6.19 %, Static-Size 3.44 %, Dynamic-Random 2.50 %, Dynamic-Size 0.82 %.
-
-Ours: real cluster crawls (`cluster_run`): a redis-server, six `gossamer worker` processes
-with `--concurrency 1` (a C-proc visits one site at a time), 30 sites of the simulated web
-with unequal sizes (discrete Pareto, shape 2) and unequal latencies (each host's mean latency
-drawn from 0.25–1.75 × 2 ms, ±50 % per request), all 30 home pages as seeds. Each method
-crawls the same web from the same seeds to coverage 1:
-
-- Static-Random: `sized` with weight 1 per site — each worker gets the same number of sites,
-  placed in shard hash order (the paper: each C-proc responsible for nearly the same number
-  of sites);
-- Static-Size: `sized` with each site's page count from the ground truth (the paper's prior
-  knowledge from a previous crawl): largest first to the least-loaded worker;
-- Dynamic-Random: `dynamic` with `--lease-order ready` — ready hosts are leased in the order
-  they became ready, not largest first;
-- Dynamic-Size: `dynamic`, the largest ready sites first (the frontier's default order);
-- and gossamer's `modulo`, `consistent` and `phase` (P = 6, T = 10 s).
-
-Download time of a worker = Σ `duration` of every request in its crawl log (pages,
-robots.txt, errors); busy time (the union of its request intervals) is reported beside it.
-"""
+Real cluster crawls (`cluster_run`) with six one-at-a-time workers over 30 sites of unequal
+sizes and latencies, each partition method crawling the same web from the same seeds to
+coverage 1: the paper's Static-Random, Static-Size, Dynamic-Random and Dynamic-Size (through
+`sized`, `dynamic` and `--lease-order`), and gossamer's `modulo`, `consistent` and `phase`. A
+worker's workload is the sum of its requests' durations over all workers' (busy time beside
+it). The seed's figures and the results: docs/experiments.md, section 3."""
 
 from __future__ import annotations
 

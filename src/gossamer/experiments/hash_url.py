@@ -1,23 +1,12 @@
 """Experiment `hash-url`: the hash-URL scheduling paper's load balance and "error searching".
 
-Seed: hash-url-scheduling §2.2 (formula 2: the standard deviation of the sub-regions' loads
-should be close to 0) and §4–5 (Key = Σ Transfer(host(URL)) mod n; "error searching" = a page
-found by more than one crawler). On the `kspider` experiment's URL set, for n = 5 and 20
-crawlers, every method gives each crawler its *acceptance set* — the URLs that crawler takes
-as its own, by the crawler's own test — and from those sets we compute:
-
-- formula 2: σ = sqrt(1/n · Σ (pᵢ − p̄)²) of the URLs per crawler, and σ/p̄ and max/p̄;
-- error searching: URLs in more than one crawler's set (`error_searching`, the hook later
-  crawl experiments call with the URLs each worker really fetched), and URLs in none;
-- URLs whose host is split over several crawlers (politeness then needs cross-crawler
-  coordination: KSpider's phases).
-
-Methods: the paper's Σ Transfer of the host name and of its site (its `host()` maps a host to
-its site), KSpider's URL sum (equation 1) as the URL-partition reference, and gossamer's
-`modulo`, `consistent` and `phase` (one phase window with P = n). `dynamic` has no acceptance
-set — any worker may lease any ready host, the frontier's leases keep one holder per host — so
-its balance and overlap exist only in a crawl (issue 5, experiments 3 and 4).
-"""
+On the `kspider` experiment's URL set, for n = 5 and 20 crawlers, every method gives each
+crawler its acceptance set, and from those sets: the paper's formula 2 (σ of URLs per
+crawler), error searching (URLs in more than one set, and in none) and hosts split over several
+crawlers. Methods: the paper's Σ Transfer of the host and of its site, KSpider's URL sum, and
+gossamer's `modulo`, `consistent` and `phase`. `dynamic` has no acceptance set (any worker may
+lease any ready host), so its balance and overlap exist only in a crawl: experiments `grid` and
+`parallel`. Results: docs/experiments.md, section 2."""
 
 from __future__ import annotations
 

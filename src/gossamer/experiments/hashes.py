@@ -1,23 +1,11 @@
 """The seeds' character-sum hashes, exactly as their papers state them.
 
-KSpider (Sanguanpong & Koth-arsa, §3.1–3.4) sums the characters of a string:
-
-- equation (1): node of a URL  = Σ url[i]  mod N_node
-- equation (2): phase of a URL = Σ host(url)[i] mod N_phase (the paper writes `i < len(url)`
-  as the bound; the sum is over the host name's characters)
-- equation (3): bucket column  = Σ host[i] mod N_column (1999 in KSpider)
-
-A character is a byte of the UTF-8 encoding read as an unsigned C `char` (for the ASCII URLs
-of the simulated web this is the code point).
-
-The hash-URL scheduling paper (§4) sums a *transfer* value per character of the host:
-Key = Σ Transfer(host(URL)[i]) mod n, with its Table 1 mapping a→1, b→2, c→3, d→4 "expanded
-further". We expand it the obvious way: a–z → 1–26, 0–9 → 27–36, '-' → 37, '.' → 38,
-':' → 39 (host keys carry ':port' when it is not the default). Its `host()` function maps a
-URL to its site (`jsjxy.hbut.edu.cn` → `www.hbut.edu.cn`); `site_of` is that reading: the
-registrable domain. A constant prefix such as "www." only renames the crawlers (it adds the
-same number to every sum), so it is left out.
-"""
+KSpider sums a string's characters (each a byte of its UTF-8 encoding, as an unsigned C
+`char`): a URL's for its node (equation 1), its host's for its phase (2) and bucket column
+(3). The hash-URL paper sums a transfer value per character of the host (its Table 1's a→1,
+b→2, … expanded the obvious way: a–z, 0–9, '-', '.', ':'), of the host's site (`site_of`, the
+registrable domain). How each reading follows the papers: docs/experiments.md, sections 1
+and 2."""
 
 from __future__ import annotations
 

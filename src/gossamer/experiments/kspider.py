@@ -1,20 +1,11 @@
 """Experiment `kspider`: KSpider's Figures 9 and 10 (URLs over nodes, URLs over phases).
 
-Seed: kspider-phase-partition-and-bucket-scheduler §3.1–3.2 and §4. On ≥ 6 million page URLs
-(the paper's size) of the simulated web (heavy-tailed site sizes; `corpus.url_corpus`):
-
-- nodes, N = 2..10: (a) equation 1, Σ URL characters mod N; (b) equation 2's host sum used to
-  pick the node (a polite host partition with the paper's hash); (c) gossamer's host hash
-  (xxh3 → 1024 shards → `Modulo`); (d) `Consistent` (rendezvous, bounded loads) over the same
-  shards. Per N: max/mean and coefficient of variation of URLs per node, with totality and
-  disjointness checked on each member's own acceptance set.
-- phases, P = 2..10: equation 2 (Σ host characters mod P) and gossamer's `Phase` (shard mod
-  P), weighted by URLs and by hosts, beside the CV that random placement of these site sizes
-  predicts, sqrt((P-1)·Σ sᵢ²)/U, and the one equal-sized sites would give, sqrt((P-1)/H): the
-  gap between the two is the imbalance big servers cause.
-- the paper's Figure 3: URLs per (node, phase) for N = 5 nodes and P = 6 phases.
-- the character sum's weaknesses: anagram hosts collide; a narrow value range.
-"""
+On ≥ 6 million page URLs of the simulated web (the paper's size; `corpus.url_corpus`): URLs per
+node for N = 2..10 by the paper's equations and by gossamer's host hash (`Modulo`,
+`Consistent`), with totality and disjointness checked; URLs and hosts per phase for
+P = 2..10 by equation 2 and by gossamer's `Phase`, beside what random placement of these site
+sizes predicts; the paper's Figure 3; and the character sum's weaknesses. Results:
+docs/experiments.md, section 1."""
 
 from __future__ import annotations
 

@@ -1,29 +1,11 @@
 """Experiment `phases`: KSpider's phase swapping — exclusivity per window, and its cost.
 
-Seed: kspider-phase-partition-and-bucket-scheduler §3.2–3.3. Web servers are grouped into
-P ≥ N phases; node n works phase (n + m) mod P during the m-th period of a shared (NTP) clock,
-so "only one node in the cluster can contact a web server in a time"; more phases than nodes
-"results in the unbalanced of workload". The paper gives no figure for the property or the
-cost.
-
-Ours: real cluster crawls with three `gossamer worker` processes under `--partition phase`
-(P phases, period T on the Redis server's clock) and, as the baseline, `dynamic`, all of the
-same simulated web from the same seed with a 50 ms host delay (politeness bounds the rate, as
-on the real web). For every phase crawl:
-
-- exclusivity: every request in the web's log is mapped to its worker (its connection
-  matched through the workers' crawl logs), and for every web host and every window
-  [k·T, (k+1)·T) we count the distinct workers that contacted it — it must be at most 1 —
-  from the moment the member list is stable (every worker has fetched, plus one heartbeat
-  interval; while workers register the phase indices change) to the end. The web and Redis
-  run on this machine, so the web's log and the Redis server share one clock. The same per
-  IP, for IPs whose hosts all fall in one phase;
-- cost: pages per second over the crawl (first request to last) against `dynamic`; with the
-  reasons beside it: a worker leases only in its phase, a lease ends at the phase's end and
-  the engine starts no request within min(2 s, lease TTL / 4) of a lease's end (so a T-second
-  window has at most T − 2 s of fetching), and with P > N only N of the P phases are worked at
-  a time.
-"""
+Real cluster crawls with three workers under `--partition phase` (P phases, period T on the
+Redis server's clock) and, as the baseline, `dynamic`, of one simulated web with a host delay.
+Exclusivity: from the moment the member list is stable, no web host (nor IP whose hosts share
+a phase) is contacted by two workers within one window [k·T, (k+1)·T). Cost: pages per second
+against `dynamic`, with its reasons. The seed's claims and the results: docs/experiments.md,
+section 5."""
 
 from __future__ import annotations
 

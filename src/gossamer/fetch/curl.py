@@ -1,30 +1,16 @@
 """`CurlFetcher`: libcurl's multi interface (pycurl) driven by the asyncio event loop.
 
-Why pycurl: on this machine it costs about half the CPU per request of aiohttp
-(bench/bench_fetch.py, docs/crawler/fetch.md). How it is driven:
+Everything runs on the event loop's thread and libcurl never blocks it: it connects to the IP
+the `Resolver` gave (CONNECT_TO), so it does no DNS of its own. A host's batch goes over one
+kept-alive connection; redirects are never followed. `start()` is `fetch()` without the
+coroutine (a request on the wire at once, its future awaited directly) and `poll()` lets the
+crawler move a busy host between two loop iterations. How it is driven, and why pycurl:
+docs/crawler/fetch.md.
 
-    fetch() / start() ─ resolve (overrides / DNS cache) ─ pooled easy handle ─ multi.add_handle
-    libcurl ─ M_SOCKETFUNCTION ─► private epoll set (its fd: the loop's one reader)
-            ─ M_TIMERFUNCTION  ─► a list; its last value ─► `_due`; one loop timer / call_soon
-                                                                   ─► socket_action(TIMEOUT)
-    epoll readable ─► socket_action(fd, ev) per ready socket; fewer running transfers ─►
-                      info_read (once per wake-up) ─► FetchResult ─► future
-
-Per request the Python side does only what changes: URL (+ CONNECT_TO when the handle last
-served another host, + HTTPHEADER when the extra headers differ), one epoll_ctl when libcurl
-re-arms a kept-alive socket, no Python call for libcurl's timer (a list append) and no loop
-handle unless its deadline moves earlier, and the status line parsed (the headers are parsed
-from the head when first read). `start()` is `fetch()` without the coroutine: a caller that
-would wrap each fetch in a task awaits the plain future instead.
-
-Everything runs on the event loop's thread; libcurl never blocks it (it connects to the IP we
-resolved, through CONNECT_TO, so it does no DNS of its own). Connections are kept alive in the
-multi handle's connection cache (up to `max_connections` idle ones) and reused by any later
-request to the same host and address: a host's batch of URLs fetched one after the other goes
-over one connection. Redirects are never followed. The first-byte and stall time-outs are
-checked by one sweep timer over the transfers in flight; connect and total time-outs are
-libcurl's.
-"""
+The module stays whole because it is the fetch hot path: libcurl's socket and timer callbacks,
+the epoll reader, the pool of easy handles and the time-out sweep act on the same multi handle
+and per-transfer slots for every request, and splitting them would add calls and indirection
+to each one."""
 
 from __future__ import annotations
 

@@ -1,23 +1,12 @@
 """Where to connect for a host: resolver overrides, a DNS cache, and the private-address guard.
 
-Overrides come from `--resolve` values and `--resolve-file` lines, in any of these forms
-(IPv6 addresses in brackets, `#` comments and blank lines ignored in files):
-
-    HOST:IP                  every port of HOST connects to IP (same port)
-    HOST:PORT:IP             curl --resolve: HOST on PORT connects to IP (same port)
-    HOST:PORT:IP:PORT2       curl --connect-to: HOST on PORT connects to IP on PORT2
-                             (what `gossamer testweb serve --resolve-out` writes)
-
-HOST may be `*.example` (any name under example, not example itself) or `*` / empty (any
-name); an empty PORT means any port and an empty PORT2 the same port. The most specific rule
-wins: exact name before wildcards (longer suffix first), a given port before any port.
-
-Every other name is looked up with getaddrinfo in a thread (the event loop never blocks),
-cached for `ttl` seconds (failures for `negative_ttl`); concurrent lookups of one name share one
-query. Addresses that are not globally routable (loopback, private, link-local, CGNAT,
-multicast, reserved) are refused with `fetch/error/blocked-address` unless `allow_private`;
-this applies to overrides too, and the address checked is the one connected to.
-"""
+Overrides come from `--resolve` values and `--resolve-file` lines (`HOST:IP`, curl's
+`HOST:PORT:IP` and `HOST:PORT:IP:PORT2`, wildcard hosts; the most specific rule wins). Every
+other name is looked up with getaddrinfo in a thread (the event loop never blocks), cached for
+`ttl` seconds, failures for `negative_ttl`, one query shared by concurrent lookups. Addresses
+that are not globally routable are refused with `fetch/error/blocked-address` unless
+`allow_private`, overrides included: the address checked is the one connected to
+(docs/crawler/fetch.md, "Resolution")."""
 
 from __future__ import annotations
 

@@ -1,21 +1,10 @@
 """When may a host be fetched again: pure functions of (host timing, outcomes, now, policy).
 
-No clock is read here: callers pass `now`, so every rule is testable without sleeping.
-
-The rules (KSpider's bucket then TIMEWAIT, plus back-off):
-
-- A host rests `delay` after a batch: the largest of the configured delay, its robots.txt
-  Crawl-delay (capped by `max_crawl_delay`) and its adaptive delay (`adaptive_factor` × the mean
-  fetch time of its last batch, capped by `max_crawl_delay`).
-- 429 or 503 in a batch: the host backs off for Retry-After (capped by `max_retry_after`) when
-  given, else for an exponential back-off (`backoff_base`, doubled per throttled batch, capped by
-  `backoff_max`).
-- A batch with network errors and no HTTP response at all backs off the same way.
-- Any other batch resets the back-off.
-- Consecutive network errors (outcome order, reset by any response) reaching `max_host_errors`
-  make the host dead: the frontier fails its URLs, now and when discovered later.
-- The next fetch time is the latest of: now + delay, now + back-off, the caller's lower bound.
-"""
+No clock is read here: callers pass `now`, so every rule is testable without sleeping. A host
+rests the largest of the configured delay, its robots.txt Crawl-delay and its adaptive delay
+after a batch (KSpider's bucket, then TIMEWAIT); 429 or 503, or a batch of network errors with
+no response at all, backs it off (Retry-After, else exponentially); enough consecutive network
+errors make it dead. Each rule and its caps: docs/crawler/frontier.md, "Politeness"."""
 
 from __future__ import annotations
 

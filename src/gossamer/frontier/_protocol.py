@@ -1,40 +1,18 @@
 """The frontier contract: the records and the eight calls the engine makes, nothing more.
 
-Every backend (SQLite for embedded crawls, Redis for clusters) implements `Frontier` and passes
-the same contract tests (tests/frontier/). The semantics, in one place:
-
-- **Dedupe forever.** `put_discovered` keys URLs by `fp`; a URL is queued at most once per crawl.
-- **One holder per host.** `lease` hands out ready hosts (not leased, `next_fetch_at <= now`,
-  URLs queued) in lease order — `next_fetch_at` minus a head start for the URLs the host had
-  left when its last lease completed (`FrontierOptions.lease_order`; ties by host name) — each
-  with at most `per_host` URLs (lowest `priority` first, FIFO within a priority), a fresh
-  random token, an expiry and the host's `backlog` (URLs still queued).
-- **Renewal.** `complete(…, renew=n)` may hand the same host straight back as a new batch,
-  only when a `lease` at that moment could lease it (never a host that must still rest).
-- **Fencing.** `complete`/`extend` with a token that is unknown, already completed, or whose
-  expired lease was reclaimed raise `StaleLeaseError` and change nothing. An expired lease that
-  nobody reclaimed yet still completes.
-- **At least once.** Leased URLs missing from a batch's outcomes, and the URLs of reclaimed
-  leases, go back to their host's queue (with their attempts unchanged).
-- **Verdicts.** DONE and FAILED are final; RETRY counts an attempt and requeues the URL, or
-  fails it once `max_attempts` attempts were made.
-- **Depth is the shortest path** (with `FrontierOptions.max_depth` set): a URL offered deeper
-  than `max_depth` is *parked* (remembered, neither queued nor counted as discovered); a URL
-  offered again at a smaller depth has its depth lowered (a queued URL's priority too, by the
-  same amount), a parked one within `max_depth` is queued, and the children recorded for it
-  (the offers naming it as `parent_fp`, and the children of its `Outlinks`) are relaxed in
-  turn (child depth = its depth + the edge's `delta`). A child is also never deeper than its
-  parent's current depth + delta.
-  Without `max_depth` the first depth seen is kept (depth then decides nothing).
-- **Max pages** (SPAWC accounting): published = done + leased never exceeds `max_pages`; a
-  FAILED, RETRY or unfinished URL frees its slot.
+Every backend (SQLite embedded, Redis in a cluster) implements `Frontier` and passes the same
+contract tests (tests/frontier/). It promises: dedupe forever (a URL is queued at most once per
+crawl); one holder per host (`lease` hands out ready hosts, each with a fresh token and an
+expiry); fencing (`complete`/`extend` with a stale token raise `StaleLeaseError` and change
+nothing); at least once (URLs of unfinished or reclaimed leases go back); final DONE and FAILED
+verdicts; depth as the shortest path when `max_depth` is set; and published (done + leased)
+never above `max_pages`. Each rule in full: docs/crawler/frontier.md, "Semantics".
 
 Errors (one tree)::
 
     FrontierError
      ├── StaleLeaseError        a refused token (fencing); nothing changed
-     └── FrontierStorageError   the store failed (also an OSError: errno ENOSPC on a full disk)
-"""
+     └── FrontierStorageError   the store failed (also an OSError: errno ENOSPC on a full disk)"""
 
 from __future__ import annotations
 

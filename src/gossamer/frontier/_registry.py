@@ -1,18 +1,11 @@
 """The frontier backends by name: the composition root (runner/build.py) opens a crawl's
-frontier with `open_frontier(name, settings, place)`. The built-in ones register at the end
-of this module: "sqlite" (the embedded crawl and its pool: one file in the crawl directory,
-shared by the pool's processes, kept for --resume) and "redis" (a cluster crawl's, shared by
-its workers on any machine). A new backend is one module implementing `Frontier` plus one
-`register_frontier(name, factory)` call (tests/engine/_dict_frontier.py is one).
-
-A factory gets the crawl's settings and the `FrontierPlace` (where the frontier lives) and
-returns an open `Frontier`; a place it cannot use is refused with FrontierError. A backend
-serving a pool must be shared by processes (the pool's parent seeds it, its workers lease
-from it); one serving --resume must keep its state on disk.
-
-`MemoryFrontier` is not registered: it keeps nothing on disk (an embedded crawl is
-resumable, and a stopped one says its URLs are kept for --resume) and lives in one process
-(a pool's workers, one a core by default, share their frontier)."""
+frontier with `open_frontier(name, settings, place)`. "sqlite" (the embedded crawl and its
+pool: one file in the crawl directory, shared by processes, kept for --resume) and "redis" (a
+cluster crawl's, shared by its workers on any machine) register at the end of this module; a
+new backend is one module plus one `register_frontier(name, factory)` call
+(docs/architecture.md, "How to add …"). A factory refuses a place it cannot use with
+FrontierError. `MemoryFrontier` is not registered: it keeps nothing on disk and lives in one
+process, and a crawl needs both resume and a frontier its pool's processes share."""
 
 from __future__ import annotations
 

@@ -1,50 +1,17 @@
 """The embedded frontier: one SQLite file (WAL), safe for threads and for processes sharing it.
 
-Storage (schema version 2)::
-
-    urls(id, fp, host_id, depth, url, parent)     append-only: every URL ever accepted
-    queue(host_id, priority, id, attempts)        WITHOUT ROWID: the URLs still to fetch
-    failed(id)                                    URLs given up (done = neither queued nor failed)
-    hosts(id, name UNIQUE, next_fetch_at, lease_order, pending, total, lease_token,
-          lease_expires, lease, crawl_delay, adaptive_delay, backoff, errors, dead)
-      hosts_ready   (next_fetch_at, name) WHERE lease_token IS NULL AND pending > 0
-      hosts_order   (lease_order, name)   WHERE lease_token IS NULL AND pending > 0
-      hosts_expiry  (lease_expires)       WHERE lease_token IS NOT NULL
-    counters(queued, leased, done, failed, retries, dropped, duplicates, hosts, dead_hosts)
-    parked(fp PRIMARY KEY, depth, priority, host, url, parent)   URLs seen only beyond max_depth
-    links(id PRIMARY KEY, fps, other)                      a page's recorded children (max_depth)
-    depth_counters(parked, lowered)
-      urls_fp (fp)                                         only once a crawl has a max_depth
-
-The last three tables (and the index) are made when missing, so a file of an older gossamer
-opens as it is: a crawl without max_depth never writes them (see "Depth" below).
-
-Depth (with a max_depth; docs/crawler/frontier.md, "Depth is the shortest path"): a put runs
-a shortest-path relaxation in its transaction. A page's recorded children are one `links`
-row keyed by the page's `urls.id` (its children one link deeper as little-endian 64-bit
-fingerprints in `fps`, the others as `_OTHER_EDGE` records in `other`; appended to when the
-page sends links again), read only when the page is lowered. A file of the first layout
-(an `edges(parent, child, delta)` row per link) keeps its table, which is still read.
-
-Why this shape: a commit costs ~15 µs per page it dirties (measured here), so the hot path
-touches as few pages as it can. A URL row is written once, appended (`urls.id` grows, so it
-is also the FIFO order within a priority). Leasing a host writes only its `hosts` row: the
-leased URLs stay in `queue` (nobody else can lease that host) and the row's `lease` blob
-records them (id, priority, attempts, fp), so an unfinished or reclaimed URL needs no write.
-DONE deletes a URL's queue entry; FAILED also inserts it into `failed`; RETRY bumps attempts.
-Lease tokens are `<host id>-<random>`, found by primary key.
-
-Dedupe: no fingerprint index (it would dirty a random page per new URL); each connection keeps
-an in-memory set of fingerprints, loaded at open and brought up to date, inside every write
-transaction, with the rows other connections appended since (`id > last seen id`), so it is
-exact across processes and dedupe costs no disk access unless a URL is new.
-
 Every call is one transaction (`BEGIN IMMEDIATE` for writes), so a crash or SIGKILL loses
-nothing committed, and processes sharing the file queue on the write lock (`busy_timeout`).
-Lease walks `hosts_order` (next_fetch_at minus a head start for a big backlog, see
-FrontierOptions) and takes the hosts whose next_fetch_at has come: O(log n) + O(hosts passed
-over), where only hosts resting within `max_backlog_lead` seconds can be passed over.
-"""
+nothing a call returned from, and processes sharing the file queue on the write lock. The
+layout touches as few pages as it can per call: URL rows appended once, a lease written only to
+its host's row, dedupe in an in-memory fingerprint set brought up to date inside every write
+transaction (exact across processes, no disk access for a duplicate). A file of an older
+schema opens as it is. The schema, the layout's reasons and the figures:
+docs/crawler/frontier.md, "`SqliteFrontier`".
+
+The module stays whole because the schema, the statements that use it and the seen-set are one
+storage design: each call's transaction relies on the layout's invariants (the lease blob, the
+append-only URL rows, the parked and links tables of depth relaxation), and splitting it would
+spread those invariants over modules that must change together."""
 
 from __future__ import annotations
 

@@ -1,18 +1,12 @@
 """The crawled web graph: built online as pages arrive, loaded from files, and measured.
 
-- `OnlineGraph` (`_online.py`): SPAWC's UPDATE_GRAPH with pending edges, compact arrays.
-- `load_graph` (`_load.py`): an edge list file or a crawl directory → `LoadedGraph`.
-- `graph_statistics` (`_stats.py`): nodes, edges, components, dangling nodes, degrees.
-- `distance_statistics` (`_distances.py`): average distance, effective diameter and diameter,
-  exact or estimated; `statistics_of` passes it to `graph_statistics`.
-- `write_graph` (`_export.py`): edge list, DIMACS or GraphML.
-- `LiveGraph` (`_live.py`): an OnlineGraph fed page events and its statistics, written every
-  few seconds and at the end (`gossamer graph follow`, a cluster crawl's live graph).
-- `_follow.py`: an embedded crawl's live graph (`--live-graph`), a child process reading the
-  crawl's files; its statistics in `DIR/graph/stats.json`.
-
-What a node and an edge are, and what each figure means: docs/graph.md.
-"""
+`OnlineGraph` (SPAWC's UPDATE_GRAPH with pending edges), `load_graph` (an edge list or a crawl
+directory), `graph_statistics` and `distance_statistics` (exact, or estimated with their
+errors), `write_graph` (edge list, DIMACS, GraphML), `LiveGraph` (an OnlineGraph fed page
+events, its statistics written every few seconds: `gossamer graph follow`); `_follow.py` is
+an embedded crawl's live graph, read from the crawl's files in a child process. This package
+imports numpy and scipy: a crawl's own process never imports it. What a node, an edge and
+each figure are: docs/graph.md."""
 
 from __future__ import annotations
 

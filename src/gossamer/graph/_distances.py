@@ -1,48 +1,13 @@
 """Distance statistics of a directed, unweighted graph: exact when small, estimated when large.
 
-Definitions (the usual ones for web graphs, Boldi and Vigna): d(u, v) is the length of a
-shortest directed path from u to v. Only **ordered pairs u ≠ v with v reachable from u** count;
-pairs that cannot reach each other are left out (not infinite), and a node's distance to
-itself is not a pair.
-
-- `average_distance`: the mean of d(u, v) over those pairs (None when there is none).
-- `effective_diameter`: the 90th percentile of that distribution, interpolated as in the
-  HyperANF paper (Boldi, Rosa, Vigna 2011, and WebGraph's `NeighbourhoodFunction`): with F(t)
-  the fraction of the pairs at distance ≤ t (F(0) = 0), t the smallest distance with
-  F(t) ≥ 0.9, it is (t - 1) + (0.9 - F(t-1)) / (F(t) - F(t-1)). WebGraph also counts the n
-  pairs (u, u) at distance 0 in F; we do not, so our figure is the percentile of the distance
-  distribution itself (slightly larger on small graphs, the same in the limit).
-- `diameter`: the largest finite d(u, v) (0 when no node reaches another).
-- `distance_distribution`: entry t is the number of pairs at distance t (entry 0 is always 0).
-
-Methods:
-
-- n ≤ `exact_limit`: BFS from every node (scipy.sparse.csgraph, in chunks of sources):
-  everything exact (`method` "bfs-all").
-- above: HyperBall (HyperANF: Boldi, Rosa, Vigna, WWW 2011): one HyperLogLog counter of m = 2^p
-  one-byte registers per node, node v's counter after t iterations holds the set of nodes
-  reachable from v within t steps (the register-wise max over its out-neighbours' counters);
-  the neighbourhood function N(t) is the sum of the counters' estimates. A counter's relative
-  standard deviation is about 1.04/√m, and the same figure bounds N(t)'s (the HyperANF paper's
-  Theorem 1); `reachable_pairs`' standard error is stated as that bound. Derived figures have
-  no such bound: the average distance's standard error is measured by a **delete-a-group
-  jackknife over the registers**: the m registers are split into `groups` groups (runs of
-  m/groups consecutive registers); with group g left out each counter is an HLL counter of
-  m - m/groups registers over the same sets, and the spread of the figures computed without
-  each group gives the standard error of the full one (Efron and Stein). A percentile is not
-  smooth and the jackknife fails on it, so the effective diameter's standard error is
-  Woodruff's: the jackknife standard error of F at the estimate over F's slope there. Several
-  `runs` with independent hashes are averaged, their variances combined as mean / runs.
-- the diameter of a large graph is bounded, not computed: a **lower bound** by multi-sweep BFS
-  (forward and backward BFS from a few nodes, each next source the farthest node found; every
-  BFS's largest finite distance is a distance that exists, so a sound lower bound), and a
-  sound **upper bound** from the strongly connected components: a shortest path crosses the
-  condensation's DAG in topological order and, inside one component, stays inside it, so its
-  length is at most the longest DAG path where each component weighs its internal diameter's
-  bound (ecc_in(r) + ecc_out(r) from the node r with the most in-links, by BFS inside the
-  component, for components of at least `bfs_scc_min` nodes; |C| - 1 for smaller ones) and
-  each DAG arc weighs 1.
-"""
+Only ordered pairs u ≠ v with v reachable from u count. `distance_statistics` gives the
+average distance, the effective diameter (the interpolated 90th percentile), the diameter
+and the distance distribution. Up to `exact_limit` nodes everything is exact (BFS from every
+node). Above it the figures are HyperBall's estimates with standard errors (a delete-a-group
+jackknife over the registers; Woodruff's for the percentile), and the diameter is given as
+bounds that hold with certainty: a multi-sweep BFS below, the strongly connected components'
+condensation above. Definitions, methods and how to read the errors: docs/graph.md,
+"Distances: exact and estimated"."""
 
 from __future__ import annotations
 

@@ -1,33 +1,13 @@
 """The live graph of an embedded crawl, computed in a child process from the crawl's own files
-(docs/graph.md, "The live graph"): `DIR/graph/stats.json` written every few seconds and at the
-end, equal then to `gossamer graph stats DIR`.
+(docs/graph.md, "The live graph of a crawl"): `DIR/graph/stats.json` written every few
+seconds and at the end, equal then to `gossamer graph stats DIR`.
 
-    python -m gossamer.runner.livegraph DIR [--interval S]    # runner/run.py `_live_graph`
-
-(runner/livegraph.py is the child's entry and decides when to refresh: this module is
-imported at the first refresh.)
-
-The child reads the crawl logs
-(`DIR/crawl*.log.jsonl`: the nodes) and graph parts (`DIR/graph/edges*.tsv`: the arcs), both
-flushed before each batch is counted done, keeping an offset per file so each refresh parses
-only the bytes added since the last one (whole lines only: a line being written is read at the
-next refresh). A resumed crawl's earlier runs are in the same files, so they are counted with
-no seeding. The graph is assembled as `graph stats DIR` does it (`crawl_graph`), so the final
-figures are equal by construction.
-
-Why a process and not a thread fed by page events (issue 18's measurement, docs/graph.md
-"What it costs"): the events cost the crawl's event loop ~31 µs a page for the online graph's
-update plus the event itself, and the statistics thread (numpy, scipy, the distances' Python
-loops) held the crawl's GIL often enough to take 18–21 % of pages/s in all. In a child the
-crawl's interpreter does nothing per page for the graph, a pool's parent imports no numpy
-before it forks its workers, and the child runs at a lower priority (`os.nice`).
-
-The parent (runner/run.py `_live_graph`) starts the child in its own session, so a ^C meant
-for the crawl does not stop it (the crawl's clean stop ends it), and imports none of this
-package (numpy, scipy). When it refreshes (a CPU budget), the control channel (`end`: the
-final statistics, written by a fork so the crawl does not wait for them) and the lock
-(`graph/follow.lock`, which `gossamer report` waits on): runner/livegraph.py.
-"""
+runner/livegraph.py is the child's entry and decides when to refresh; this module is imported
+at the first refresh. It reads the crawl logs (the nodes) and graph parts (the arcs), both
+flushed before each batch is counted done, keeping an offset per file, so each refresh parses
+only the whole lines added since the last one; a resumed crawl's earlier runs are in the same
+files. The graph is assembled as `graph stats DIR` assembles it (`crawl_graph`), so the final
+figures are equal by construction. It never runs in the crawl's own process."""
 
 from __future__ import annotations
 

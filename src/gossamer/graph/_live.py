@@ -1,26 +1,14 @@
 """A live graph fed page events: the pages applied to an `OnlineGraph` as they are recorded,
 and the graph's statistics written to a file every few seconds and at the end. `gossamer graph
-follow` keeps a cluster crawl's this way (cluster/stream.py), and a caller may feed one to
-`run_crawl(feed=GraphFeed(live))`; an embedded crawl's `--live-graph` reads the crawl's files
-in a child process instead (graph/_follow.py: docs/graph.md, "The live graph").
+follow` keeps a cluster crawl's this way (cluster/stream.py), and a caller may feed one from an
+embedded crawl (`run_crawl(feed=GraphFeed(live))`).
 
-    live = LiveGraph(out / "graph" / "stats.json")
-    live.seed_from(out)              # a resumed crawl: the pages of its earlier runs
-    with live, GraphFeed(live) as feed:
-        run_crawl(settings, feed=feed)
-
-- `update(page, links)` is the feed's call (runner/graphfeed.py): on the crawl's event loop
-  (one worker) or in the pool's parent. It takes a lock held only for the update itself and
-  for copying the graph's arrays, never while statistics are computed.
-- A daemon thread computes the statistics (`statistics_of`: numpy and scipy, which release
-  the GIL for most of the work) from that copy and writes them atomically. It waits
-  `interval` seconds between writes, and at least `BACKOFF` times as long as the last
-  computation took, so at a million pages (about 1 s without distances, several with them)
-  the statistics cost the crawl a bounded share of one core, not a growing one.
-- Only pages whose status makes them nodes are applied (`is_node_status`, 200–399: the
-  feed's `GraphApplier` skips the others), as `gossamer graph stats DIR` counts them, so the
-  live figures at the end equal the ones it computes from the crawl's files.
-"""
+`update` takes a lock held only for the update and for copying the graph's arrays, never while
+statistics are computed; a daemon thread computes them from that copy and writes them
+atomically, waiting `interval` seconds between writes and at least BACKOFF times the last
+computation's time. Only pages whose status makes them nodes are applied, so the final figures
+equal `gossamer graph stats DIR`'s (docs/graph.md, "From Python: `LiveGraph` fed by a
+`GraphFeed`")."""
 
 from __future__ import annotations
 

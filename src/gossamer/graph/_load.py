@@ -1,23 +1,11 @@
 """Loading a graph: an edge list file, or a crawl directory (every worker's parts merged).
 
-**Edge list**: one arc per line, `src dst`, separated by any whitespace; `#` and `%` start
-comment lines (whole lines only); blank lines are skipped; gzip when the name ends in `.gz`.
-Ids are integers of any size; they are remapped to 0..n-1 in increasing order of id (numpy:
-a dense table when the ids are small, `np.unique` otherwise). The nodes are the ids that occur
-in an arc (an edge list cannot name an isolated node). Repeated arcs count once; self-loops are
-kept (they are in the data: cnr-2000 has 87,442). Parsing is one `np.fromstring` over the
-whole text (0.2 s for cnr-2000's 3.2M arcs, against ~1 s for `bytes.split` + conversion); a
-text it cannot read whole is read again line by line, only to name the first bad line.
-
-**Crawl directory** (`gossamer crawl -o DIR`): the nodes are the pages crawled, read from the
-crawl log(s) `DIR/crawl*.log.jsonl`: a URL fetched as a page (depth not null: not robots.txt
-nor a sitemap file) whose response had status 200–399 (see docs/graph.md for why). The edges
-are the lines of every `DIR/graph/edges*.tsv` part (all kinds: link, redirect, canonical,
-sitemap) whose both ends are nodes; an edge from a node to a page not crawled is *pending*.
-A cluster crawl's directory (`gossamer crawl --redis … -o DIR`, or `gossamer worker -o DIR`)
-holds one directory per worker (`DIR/w1/`, `DIR/w2/`, …, each with its `worker.json`): their
-logs and parts are merged the same way.
-"""
+An edge list is one `src dst` arc a line (`#`/`%` comments, `.gz` read as gzip); ids of any
+size are remapped to 0..n-1 in increasing order, repeated arcs count once, self-loops are kept.
+A crawl directory's nodes are the pages its crawl logs show fetched with status 200–399, its
+edges the lines of every `graph/edges*.tsv` part whose ends are both nodes (the others are
+pending); a cluster crawl's per-worker directories are merged the same way. A text that cannot
+be read whole names its first bad line. Formats and why: docs/graph.md, "Sources"."""
 
 from __future__ import annotations
 

@@ -6,25 +6,11 @@
     graph.nodes, graph.edges, graph.pending  # counts
     graph.csr()                              # scipy.sparse CSR adjacency of the crawled graph
 
-A **node** is a crawled page: a page becomes one when `update` is called for it. Call it for
-each page fetched with status 200–399 (docs/graph.md says why), with every out-link the crawl
-records for it: its links, and its redirect target or canonical URL. An edge u → v
-enters the graph when both u and v are nodes: a link from u to a page not crawled yet waits in
-the `links_to` table (a *pending* edge) and enters the graph when that page is crawled; a
-pending edge whose target is never crawled stays pending (it is counted, not in the graph).
-
-`update` is idempotent: edges are a set, so a page crawled again (a resumed crawl, an event
-replayed after a restart) adds only links not seen before, and a link repeated on one page is
-one edge. A self-link (a page linking to itself) is left out, as the graph files leave it out
-(`gossamer.sinks.graph`), so a graph built from events equals the one read from the files.
-
-Storage is compact, not a Python object per edge: a dict maps each URL id (64-bit) seen, as a
-page or as a link target, to a dense *slot*; per slot a node index (int32, -1 until crawled)
-and the head of its pending list; edges are two growable int32 arrays of node indices; pending
-edges are three int32 arrays (source node, target slot, next entry of the target's list). A
-page crawled again sets a flag; the arrays are deduplicated (numpy sort) the next time a count
-or the adjacency is read, so replays cost nothing on the common path.
-"""
+A node is a crawled page; an edge enters the graph when both its ends are nodes, and waits as
+a pending edge until then. `update` is idempotent (a page crawled again or an event replayed
+adds only links not seen before) and leaves self-links out, as the graph files do, so a graph
+built from events equals the one read from the files. Storage is numpy arrays, not a Python
+object per edge (docs/graph.md, "The online graph")."""
 
 from __future__ import annotations
 

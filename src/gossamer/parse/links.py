@@ -1,22 +1,10 @@
 """Link extraction from HTML (the per-page hot path): selectolax's lexbor parser and one CSS
-pass (`[href], iframe, frame, meta[name][content], title`, on a per-thread selector engine)
-that finds, in document order, the elements links come from and the `<base>`, `<meta>` and
-`<title>` elements, read in a single loop.
+pass that finds, in document order, the elements links come from and the `<base>`, `<meta>`
+and `<title>` elements, read in a single loop.
 
-What is extracted (ParseOptions says which): `<a href>`, `<area href>`, `<frame src>` and
-`<iframe src>`, `<link rel=canonical|next|alternate href>`. Links are resolved against the
-first `<base href>` (wherever it stands, as browsers do) or the page URL by
-`urls.LinkResolver`, so they come out canonical; javascript:, mailto:, data: and other non-http
-links are dropped. Robots directives: `rel=nofollow` on a link, `<meta name=robots>` (or the
-agent's own name) and the `X-Robots-Tag` header (`nofollow`, `noindex`, `none`; an
-agent-prefixed value such as `gossamer: nofollow` applies only to that agent).
-
-Charset (HTML standard order): a byte-order mark, else the Content-Type header's charset, else
-a `<meta charset>` / `<meta http-equiv=content-type>` in the first 1024 bytes, else UTF-8.
-Labels are mapped as the WHATWG Encoding standard does (iso-8859-1 and us-ascii decode as
-windows-1252, shift_jis as windows-31j). UTF-8 bytes go to lexbor as they are (invalid
-sequences become U+FFFD); other encodings are decoded in Python with replacement first.
-"""
+Links come out canonical (resolved against the first `<base href>` or the page URL); non-http
+links are dropped; nofollow, meta robots and X-Robots-Tag are honoured; the charset is found in
+the HTML standard's order. What is extracted, how, and what it costs: docs/crawler/parse.md."""
 
 from __future__ import annotations
 

@@ -1,20 +1,11 @@
 """What a running crawl shows, and what it says when it stops and ends.
 
-- `ProgressDisplay`: on a terminal a live display drawn by rich (pages, rate, queue, active
-  hosts, errors, elapsed time, and a bar with an ETA when `--max-pages` is set), redrawn every
-  0.5 s; otherwise one JSON line every 10 s with a timestamp and the elapsed time
-  (docs/crawler.md, "Progress"). Notes (a stop) go above the live display, or as JSON lines.
-- `stop_note`: what a first and a second stop say at once.
-- `show_worker_progress` (one worker's counters) and `WorkersProgress` (the parent of worker
-  processes: a pool's, `crawl --redis`'s) feed the display.
-- `end_summary` / `diagnose`: the summary printed at the end of a crawl (pages, rate, errors
-  by kind, why it stopped, where the outputs are, how to resume) and, when no page was
-  fetched, the main failure and how to fix it.
-
-The display never reads the engine: callers hand it `ProgressSample`s (one worker's counters,
-or a pool parent's frontier statistics), so one display serves a worker, a pool and a
-cluster command alike.
-"""
+`ProgressDisplay` draws a live display on a terminal (rich) or writes one JSON line every 10 s
+otherwise (docs/crawler.md, "Progress"); `stop_note` is what a first and a second stop say at
+once; `end_summary` / `diagnose` are the summary printed at the end and, when no page was
+fetched, the main failure and how to fix it. The display never reads the engine: callers hand
+it `ProgressSample`s (`show_worker_progress` for one worker's counters, `WorkersProgress` for
+the parent of worker processes, a pool's or `crawl --redis`'s), so one display serves all."""
 
 from __future__ import annotations
 

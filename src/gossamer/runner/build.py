@@ -1,20 +1,14 @@
 """The composition root: the crawl's settings (and a mode's own inputs) in, the parts of a
-running crawl out, for the embedded crawl, a pool's worker and a cluster worker alike.
+running worker out, for the embedded crawl, a pool's worker and a cluster worker alike.
 
-    stores(mode)   frontier      by name from the frontier registry (frontier/_registry.py):
-                                 "sqlite" in the crawl directory, "redis" in a cluster
-                   robots store  SqliteRobotsStore (crawl directory) | RedisRobotsStore
-                   IP gate       LocalIpGate (one process) | PoolIpGate (a pool's worker)
-                                 | FileIpGate (a worker run by hand)
-                                 | RedisIpGate (a cluster worker)
-    worker(...)    resolver      Resolver (overrides, DNS cache, private-address guard)
-                   fetcher       by name from the fetcher registry (fetch/_registry.py),
-                                 behind the IP gate's guard in a cluster
-                   sinks         Recorder, which builds the registered sinks
-                   Crawler       the worker loop, given all of the above
-
-`engine.run` (the embedded crawl and its pool) and `cluster.worker` call these and build
-nothing themselves; which frontier backend and fetcher a mode uses is its `Backends`."""
+`embedded_stores` opens what a worker shares with the crawl's other processes: the frontier by
+name from the frontier registry ("sqlite" in the crawl directory), the `SqliteRobotsStore` and
+an IP gate (`LocalIpGate`, a pool worker's `PoolIpGate`, or `FileIpGate` for a worker run by
+hand); a cluster worker's stores come from cluster/stores.py instead. `worker` makes the rest
+of one worker: the `Resolver`, the fetcher by name from the fetcher registry (behind the IP
+gate's guard in a cluster), the `Recorder` over the registered sinks, and the `Crawler`. Which
+backends a mode uses is its `Backends`; runner/run.py and cluster/worker.py build nothing
+themselves."""
 
 from __future__ import annotations
 

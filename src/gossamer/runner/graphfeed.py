@@ -1,29 +1,13 @@
 """One graph consumer for an embedded crawl: its page events (engine/events.py), from the
 crawl's one worker or from every worker of a `--workers N` pool, applied to one graph in the
-crawl's process.
+crawl's process (`run_crawl(settings, feed=GraphFeed(graph))`).
 
-    with GraphFeed(graph) as feed:
-        run_crawl(settings, feed=feed)
-
-`GraphFeed` registers a sink (`graph-feed`) for the crawl; the sink gathers a worker's
-events and delivers them at each flush (before the frontier counts the batch done):
-
-- one worker (the crawl's own process): applied at once, on the event loop: no copy, no
-  encoding (a set lookup and the graph's `update` per page).
-- a pool worker (a forked process): encoded (`encode_events`) and sent as messages on a Unix
-  SOCK_SEQPACKET socket pair made before the fork; the parent, which supervises, reads them
-  while it waits for its workers (runner/pool.py `_watch`) and applies them. Each message is
-  a whole batch of events, and a message is sent whole or not at all, so the workers share
-  one socket without a lock and without interleaving. What survives a SIGKILL of a worker:
-  every batch it flushed (the kernel holds it in the socket's buffer until the parent reads
-  it); what it had not flushed belongs to pages the frontier does not count done, which
-  another worker fetches again (and delivers then). Tailing the workers' graph part files
-  would survive the same, but they hold no page records (a page without links is no line)
-  and cost a parse of every line in the parent; the socket costs a worker ~12 µs a page to
-  encode, ~2 % of a page's CPU (docs/architecture.md, "Crawl events' decisions").
-
-A resumed crawl (`--resume`) feeds the pages of its run only; the graph files hold them all.
-"""
+`GraphFeed` registers a sink (`graph-feed`) that delivers a worker's events at each flush,
+before the frontier counts the batch done: applied at once on the event loop with one worker;
+encoded and sent as one SOCK_SEQPACKET message a batch by a pool's worker, read by the parent
+while it waits for its workers. A message is sent whole or not at all, so a SIGKILLed worker
+loses no batch it flushed. A resumed crawl feeds the pages of its run only
+(docs/graph.md, "From Python: `LiveGraph` fed by a `GraphFeed`")."""
 
 from __future__ import annotations
 

@@ -1,31 +1,16 @@
 """The live graph's child process of an embedded crawl (`--live-graph`; docs/graph.md, "The
-live graph"): when to refresh `DIR/graph/stats.json`, and the final statistics.
+live graph of a crawl"): when to refresh `DIR/graph/stats.json`, and the final statistics.
 
     python -m gossamer.runner.livegraph DIR [--interval S]    # runner/run.py `_live_graph`
 
-This module is the child's entry and imports only the standard library: numpy, scipy and the
-graph code (gossamer.graph._follow: reading the crawl's files, the statistics) are imported
-at the first refresh, so a crawl too short to afford one never pays for the import (0.33 s of
-CPU, a quarter of what the child cost a 2-worker crawl of 20,000 pages).
-
-**A CPU budget.** A refresh reads what the crawl's files gained and recomputes every
-statistic; on a machine whose cores the crawl keeps busy (a pool), every CPU second it takes
-is the crawl's. So a refresh is due every `interval` seconds (and at least `BACKOFF` times
-its last wall time and `_CPU_BACKOFF` times its last CPU time after it), but runs only when
-either the machine had a spare core's half idle since the last look (`/proc/stat`: the
-refresh then takes idle time) or the child's whole CPU time so far, plus what the refresh is
-expected to take, stays within `cpu_share` of one core over the crawl's time
-(`GOSSAMER_LIVE_GRAPH_CPU`, default 0.04). Measured (bench/README.md): refreshing every 5 s
-regardless cost a 2-worker crawl on 2 cores 9.6 % of its pages/s. Under the budget a busy
-machine sees fewer refreshes (at 20,000 pages a refresh takes ~0.3 s: one every ~8 s once
-the crawl has run long enough), and a crawl shorter than that sees only the final
-statistics.
-
-The control channel is the child's stdin: `end` asks for the final statistics (the crawl's
-files are closed), written by a fork while the child exits at once, so the crawl does not
-wait for them (graph/_follow.py's docstring); end of file without it (the crawl was killed)
-makes the child exit without writing. The child, then its fork, hold `graph/follow.lock`.
-"""
+This module imports only the standard library: numpy, scipy and the graph code
+(gossamer.graph._follow) are imported at the first refresh, so a short crawl never pays for
+them. A refresh is due every `interval` seconds (and at least ten times its last wall time and
+twenty times its CPU time after it), but runs only while the machine has half a core idle, or
+while the child's CPU stays within `cpu_share` of one core over the crawl's time
+(`GOSSAMER_LIVE_GRAPH_CPU`). Its stdin is the control channel: `end` asks for the final
+statistics, written by a fork so the crawl does not wait; end of file without it exits
+without writing. The child, then its fork, hold `graph/follow.lock`."""
 
 from __future__ import annotations
 

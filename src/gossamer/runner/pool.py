@@ -1,18 +1,13 @@
-"""The fork pool of `--workers N`: N worker processes forked from the crawl's process share
-the crawl directory's frontier (each leases its own hosts), the per-IP slots (the parent's
-`IpGateBroker`) and the crawl log; each writes its own WARC and graph part files, and the
-parent seeds the frontier, forwards stops, shows progress and merges the workers'
-statistics.
+"""The fork pool of `--workers N`: worker processes forked from the crawl's process share the
+crawl directory's frontier (each leases its own hosts), the per-IP slots (the parent's
+`IpGateBroker`) and the crawl log; each writes its own WARC and graph part files. The parent
+seeds the frontier, forwards stops, shows progress and merges the workers' statistics.
 
 The pool scales while it runs (`request_scale`: `gossamer workers --scale N DIR`, the
-dashboard's /api/scale): the request is written to `DIR/control.json` (atomically) and the
-parent is sent SIGUSR1, whose handler only wakes its wait loop — nothing is read per page.
-The parent forks new workers (`w{k}`, k never reused: each writes its own statistics part;
-each gets a socket to the IP gate broker, `IpGateBroker.add_worker`) or asks the
-highest-numbered ones to stop with SIGTERM, as a stop does: they complete their batches
-(their hosts go back to the shared frontier at once, not after a lease time-out), write
-their statistics and exit; such a retired worker's exit is not the crawl's end.
-"""
+dashboard's /api/scale): the request goes to `DIR/control.json` and SIGUSR1 wakes the parent,
+which forks new workers (`w{k}`, k never reused) or asks the highest-numbered ones to stop as a
+stop does (their batches completed, their hosts back in the frontier at once). Nothing is read
+per page; a retired worker's exit is not the crawl's end (docs/crawler.md, "Using every core")."""
 
 from __future__ import annotations
 

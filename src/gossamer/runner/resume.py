@@ -1,19 +1,12 @@
 """`gossamer crawl --resume DIR`: which settings given with it a resumed crawl takes, and
 whether the crawl has anything left to do (docs/crawler.md, "Resuming a crawl").
 
-A crawl's settings are stored in its `crawl.json`. A resume takes from its command line
-(flags, `GOSSAMER_*` variables, `--config`) only the settings of `RUN_TIME`: how the crawl
-runs, not what it fetches. A `DEFINITION` setting given with a value other than the stored
-one is refused, each named, before anything in the directory is touched: taking it would
-make one crawl of two definitions (a frontier seeded and filtered under the old scope, new
-links under the new one), and ignoring it, as resumes once did, loses what the user asked
-for without a word. `max_pages` is taken: raising it goes on with a crawl that stopped at
-its page limit.
-
-A crawl whose last run ended "complete" (its frontier has nothing left), or "max-pages"
-without a higher limit given, has nothing to resume: `plan_resume` says so, and the run
-changes nothing.
-"""
+A resume takes from its command line (flags, `GOSSAMER_*` variables, `--config`) only the
+settings of `RUN_TIME`: how the crawl runs, not what it fetches (`max_pages` included, so a
+crawl that stopped at its limit can go on). A `DEFINITION` setting given with another value
+than the stored one is refused, each named, before anything in the directory is touched: one
+crawl never gets two definitions. A crawl whose last run ended "complete", or "max-pages"
+without a higher limit, has nothing to resume: `plan_resume` says so and nothing changes."""
 
 from __future__ import annotations
 

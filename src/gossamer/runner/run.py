@@ -1,22 +1,10 @@
 """An embedded crawl run from its settings to its statistics: the crawl directory (created,
 locked, its crawl.json), one worker (`run_engine`, from the parts runner/build.py makes) or
-the fork pool of --workers N (runner/pool.py), the end summary and the CDX index. Stops:
-runner/stopping.py; statistics: report/summary.py; progress: report/progress.py.
-
-Crawl directory layout (docs/crawler/outputs.md):
-    crawl.json          the settings (also the `testweb audit --crawl` contract)
-    frontier.sqlite     queues, dedupe, leases, host state (WAL)
-    robots.sqlite       robots.txt answers, shared by the workers (WAL)
-    warc/               WARC 1.1 files, per-record gzip, rotated by size
-    warc/index.cdxj     their CDXJ index (pywb), written as each run ends (warc/cdx/: per file)
-    crawl.log.jsonl     one line per fetch
-    graph/              nodes.tsv + edges.tsv (a pool: nodes-w0.tsv + edges-w0.tsv, …)
-    stats.json          final statistics (of the last run)
-    runs.jsonl          a line as each run starts and ends (`gossamer report` sums the runs)
-    lock                held while a crawler runs in the directory
-    workers/            each crawling process's heartbeat (engine/heartbeat.py)
-    control.json        a running pool's worker count (`gossamer workers --scale N DIR`)
-"""
+the fork pool of --workers N (runner/pool.py), the --live-graph child, the end summary and the
+CDX index. `run_engine` runs one worker's `Crawler` for both modes (signals, progress,
+statistics, storage errors); a cluster worker calls it with its own stores. Stops:
+runner/stopping.py; statistics: report/summary.py; progress: report/progress.py. The crawl
+directory's files and what each holds: docs/crawler.md and docs/crawler/outputs.md."""
 
 from __future__ import annotations
 

@@ -1,26 +1,12 @@
 """CDXJ index of a crawl's WARC files, line for line as `cdxj-indexer` writes it and pywb reads
 it, so an archive can be replayed without re-indexing.
 
-A line is `<SURT key> <14-digit timestamp> <JSON>`, the JSON holding `url`, `mime`, `status`,
-`digest`, `length`, `offset` and `filename` (all strings; `mime` left out when the response
-has no Content-Type, `digest` for a revisit, which has no payload), for each `response` and
-`revisit` record (the records of cdxj-indexer's defaults that gossamer writes: request and
-warcinfo records are not indexed, pywb needs neither to replay a GET). Files are sorted by
-line (Python string order, duplicates dropped), as `cdxj-indexer --sort` does.
-
-Where the lines come from. Re-reading the WARCs with cdxj-indexer at the end of a crawl costs
-170-175 µs a record here, on one core while the crawl's end waits (3.4-3.7 s for the 21,188
-responses of a 2-worker crawl that took 7.9-19 s: bench/bench_cdx.py), while the writer
-already knows every field: building and writing the line as the record is written costs ~23 µs
-(the SURT key is 10 of them), spread over the crawl's workers. So `WarcWriter(cdx=True)` writes
-each file's lines as it goes (`CdxPart`: appended to `cdx/<warc>.cdxj.open`, sorted into
-`cdx/<warc>.cdxj` once the WARC is closed), and `write_crawl_index` merges these per-file
-indexes into `index.cdxj`. A WARC without its per-file index — recovered from `.open` after a
-kill, closed by a writer killed before it wrote the index, written without `cdx=True`, or whose
-index lines could not all be written — is indexed by the library itself (`cdxj_indexer`), so
-the index always covers every closed WARC of the directory, and equals what cdxj-indexer
-writes for the same files.
-"""
+`WarcWriter(cdx=True)` writes each WARC file's lines as it writes its records (`CdxPart`,
+sorted once the WARC is closed), and `write_crawl_index` merges them into `index.cdxj`; a WARC
+without its own index (recovered after a kill, or not written by gossamer) is indexed by the
+library itself. So the index always covers every closed WARC of the directory and equals what
+cdxj-indexer writes for the same files (docs/crawler/outputs.md, "CDX index"; the cost of each
+way: bench/README.md, `bench_cdx.py`)."""
 
 from __future__ import annotations
 

@@ -1,35 +1,11 @@
 """The crawl log: one JSON object per line (JSONL) per fetch, appended.
 
-Lines are buffered in memory and handed to the OS on `flush()`, on `close()` and whenever 64 KiB
-have gathered, in one `write` of whole lines on an `O_APPEND` descriptor: a killed process loses
-only the lines logged since its last flush (the engine flushes before the frontier counts a
-batch done, so those pages are fetched and logged again), a resumed crawl appends to the same
-file, and several processes may share one log (Linux appends each write whole at the end of the
-file, so lines never interleave; writes hold an advisory lock on the file, `flock`, so that an
-opening process never takes another's write in progress for a torn line). A line torn by a kill
-in the middle of a write, or by a write that failed (disk full), is completed with a newline
-when the log is reopened or written to again, and `read_crawl_log` skips lines that do not
-parse.
-
-Fields, in this order (absent optional ones are left out):
-
-| key | meaning |
-|---|---|
-| `time` | when the fetch started, ISO 8601 UTC with microseconds (`2026-11-22T10:15:02.123456Z`) |
-| `url` | the URL requested |
-| `status` | HTTP status, or null when no response arrived |
-| `bytes` | body bytes received |
-| `type` | Content-Type of the response, or null |
-| `duration` | seconds the fetch took |
-| `depth` | crawl depth (seeds 0), or null (robots.txt, sitemaps) |
-| `parent` | the URL the page was discovered on, or null |
-| `outcome` | structured key: `ok`, `ok/truncated`, `fetch/status/404`, `fetch/error/timeout`, ... |
-| `error` | optional: what went wrong, in words |
-| `location` | optional: the redirect target (Location header) |
-| `etag` | optional: the response's ETag validator (2xx and 304 responses) |
-| `last_modified` | optional: the response's Last-Modified validator (2xx and 304 responses) |
-| anything else | optional extra fields given by the caller |
-"""
+Lines are buffered and handed to the OS on `flush()`, on `close()` and every 64 KiB, in one
+`write` of whole lines on an `O_APPEND` descriptor under an advisory lock: several processes
+may share the log and lines never interleave; a killed process loses only the lines since its
+last flush (the engine flushes before the frontier counts a batch done). A torn last line is
+completed when the log is reopened, and `read_crawl_log` skips lines that do not parse. The
+fields, in order: docs/crawler/outputs.md, "Crawl log"."""
 
 from __future__ import annotations
 

@@ -1,28 +1,13 @@
-"""The link graph: pages as nodes, links as typed edges, in two append-only TSV files.
+"""The link graph: pages as nodes, links as typed edges, in two append-only TSV files
+(`graph/nodes.tsv`, `graph/edges.tsv`; one pair per worker part when several processes write).
 
-Layout in the crawl directory (`part` names a writer's files when several processes write):
-
-    graph/nodes.tsv    id <TAB> url             (header line: `id	url`)
-    graph/edges.tsv    src <TAB> dst <TAB> kind  (header line: `src	dst	kind`)
-
-- **ids** are the URL's 64-bit xxh3 fingerprint with the top bit cleared (0 ≤ id < 2**63, so
-  every tool reads them as signed 64-bit integers). They need no coordination: stable across
-  resumes, processes and runs; a collision (about 3e-6 at 10 million URLs) merges two nodes.
-- a node line is written the first time a URL appears in an edge, always before that edge;
-  URLs are written as given (canonical URLs contain no tab or newline; others are escaped as
-  %09, %0A, %0D).
-- **kind**: `link` (an `<a>`, `<area>` or frame link), `redirect` (Location of a 3xx),
-  `canonical` (`<link rel=canonical>`), `sitemap` (listed by a sitemap; the source is the
-  sitemap file's URL).
-- self-links and repeats within one `add_edges` or `add_out_edges` call are left out; edges
-  may repeat across calls (a page fetched again after a crash is recorded again): `read_graph`
-  dedupes.
-
-Lines are buffered and written on `flush()` (nodes first, then edges) or when the buffer
-reaches 256 KiB; call `flush()` before acknowledging work to the frontier so a crash cannot
-lose the edges of completed pages. On open, an existing file's torn last line (a kill in the
-middle of a write) is cut off and its node ids are loaded, so nodes are not written twice.
-"""
+Node ids are the URL's 64-bit fingerprint with the top bit cleared: no coordination, stable
+across resumes, processes and runs. A node line is written before the first edge that names
+it. Lines are buffered and written on `flush()` (nodes first): call it before acknowledging
+work to the frontier, so a crash cannot lose the edges of completed pages. Edges may repeat
+across calls (a page fetched again after a crash); `read_graph` dedupes. The live graph's
+shared constants live here too (its lock file, the child's `end` line, the refresh timing).
+Formats: docs/crawler/outputs.md, "Link graph"."""
 
 from __future__ import annotations
 

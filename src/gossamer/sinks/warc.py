@@ -1,35 +1,12 @@
 """WARC 1.1 output: request + response records, per-record gzip, size-based rotation,
 crash-safe files.
 
-File life cycle. A writer creates `<prefix>-<UTC time>-<seq>.warc.gz.open`, starts it with a
-`warcinfo` record, appends one gzip member per record, and on rotation or `close()` fsyncs it
-and renames it to `….warc.gz`. Every exchange (response + request record) is assembled in
-memory and handed to the OS in one write, so a process killed at any moment leaves, at worst,
-one partial member at the end of a `.open` file; `recover(directory)` cuts it off and renames
-the file. A failed write (disk full) is rolled back to the previous record boundary before the
-error is raised, so the file stays valid. fsync happens at rotation and close only: a SIGKILL
-loses nothing that was written (the page cache survives the process), a power cut may.
-
-Records. `response`: `application/http;msgtype=response`, the status line and headers as
-received, then the body. `request`: `application/http;msgtype=request`, the request head as
-sent. Both carry WARC-Target-URI, WARC-Date (µs), WARC-IP-Address, WARC-Warcinfo-ID,
-WARC-Block-Digest and WARC-Payload-Digest (sha1, base32) and point at each other with
-WARC-Concurrent-To; a body cut at the size limit gives `WARC-Truncated: length`.
-`revisit=True` (a 304 answer to a conditional GET) writes the response as a `revisit` record
-with the WARC 1.1 `server-not-modified` profile instead: same block, no WARC-Payload-Digest
-(there is no payload), WARC-Refers-To-Target-URI (the same URL) and, when given,
-WARC-Refers-To-Date (when the unchanged content was captured before).
-
-Decoded bodies. The fetcher hands over bodies with Content-Encoding (gzip, deflate, br) and
-Transfer-Encoding (chunked) already removed. Such a response is stored as Heritrix and warcprox
-do with decoded payloads: the headers that no longer describe the stored bytes are renamed to
-`X-Crawler-Content-Encoding`, `X-Crawler-Transfer-Encoding` and `X-Crawler-Content-Length`,
-and a `Content-Length` of the stored body is added, so a replay tool never tries to gunzip a
-decoded payload. Pass `decoded=False` to store a raw wire body untouched.
-
-Compression uses ISA-L (python-isal) when it is installed — 3x faster than zlib here at the
-same ratio — and zlib otherwise; both write standard gzip members.
-"""
+A writer appends one gzip member per record to `….warc.gz.open`, hands each exchange to the OS
+in one write, and on rotation or `close()` fsyncs and renames the file; a killed process leaves
+at worst one partial member, which `recover(directory)` cuts off, and a failed write (disk
+full) is rolled back to the last record boundary. A 304 to a conditional GET is a `revisit`
+record; a decoded body's headers are renamed so no replay tool decodes it twice. Record
+fields, life cycle and compression: docs/crawler/outputs.md, "WARC"."""
 
 from __future__ import annotations
 

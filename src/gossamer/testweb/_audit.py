@@ -2,26 +2,10 @@
 
 `audit(model, records, rules)` measures coverage and overlap of the pages fetched, lists the
 pages that should not have been fetched (with the truth's reason), and checks politeness:
-per-host gaps against the required delay, per-IP concurrency, robots.txt before pages, and the
-User-Agent. Definitions (docs/testweb.md has the long form):
-
-- page requests: GET requests except robots.txt, its redirect hops and sitemap files; URLs
-  are canonicalised with the rules (`canonical_url`).
-- N (fetched): page requests answered completely (outcome ok) with a status other than 429
-  and 503 (those are expected to be retried and are reported separately). I: distinct
-  canonical URLs among them. overlap = (N - I) / I.
-- covered: a required URL with a conclusive answer: a counted fetch, or a request the client
-  gave up on (hang, aborted) or that was reset (unless the page resets only the first time).
-  coverage = |covered ∩ required| / min(max_pages, |required|), at most 1 (pages beyond
-  max_pages are reported as `excess_pages`, a violation).
-- politeness: per host (Host header), requests sorted by start; a request that starts before
-  an earlier one to the host ended is an overlap, one that starts less than the required
-  delay after it is a delay violation. Required delay = min(Crawl-delay, max_crawl_delay)
-  when the host's robots.txt declares one (and robots are obeyed), else min_delay; robots.txt
-  and its redirect hops are held to min_delay (the Crawl-delay is unknown until they are read).
-  Per IP, more than per_ip_limit requests in flight at once is a violation. Every check has
-  `tolerance_s` of slack.
-"""
+per-host overlaps and gaps against the required delay, per-IP concurrency, robots.txt before
+pages, and the User-Agent, each with `tolerance_s` of slack. It reads logs only and never the
+crawler, so it judges any client alike. Definitions of N, I, coverage, overlap and each
+politeness check: docs/testweb.md, "The audit"."""
 
 from __future__ import annotations
 

@@ -1,22 +1,9 @@
-"""The simulated web's audit log: one line per request the server answered (or abandoned).
+"""The simulated web's audit log (writer): one line per request the server answered or
+abandoned, after a first line that carries the web's spec, so the audit needs nothing else.
 
-Format (v1), UTF-8 text:
-
-    #gossamer-testweb-log<TAB>v1<TAB><spec JSON from WebSpec.to_json()>
-    start_us end_us conn ip host method target status bytes outcome ua ims inm ae   (TAB-separated)
-
-- start_us: wall-clock µs (time.time_ns() // 1000) when the request head was fully received;
-- end_us: when the last byte was handed to the transport (or the reset / close moment);
-- conn: `<pid>-<n>` connection id; ip: the local address the client connected to;
-- host: Host header lower-cased, port and trailing dot stripped (`-` if missing);
-- method, target (as received), status (0 when no status line was sent), bytes (body bytes sent);
-- outcome: `ok` | `reset` (the server reset) | `hang` (never answered; logged when the
-  connection closed) | `aborted` (the client closed before the response finished);
-- ua, ims, inm, ae: User-Agent, If-Modified-Since, If-None-Match, Accept-Encoding.
-
-Empty values are `-`; backslash, tab, CR and LF are escaped as `\\\\`, `\\t`, `\\r`, `\\n`.
-This module is the writer side; the audit reads the same format.
-"""
+Format v1, UTF-8, tab-separated: `start_us end_us conn ip host method target status bytes
+outcome ua ims inm ae`; empty values are `-`, and backslash, tab, CR and LF are escaped. Each
+field's meaning: docs/testweb.md, "The audit log"; the reader is testweb/_logread.py."""
 
 from __future__ import annotations
 

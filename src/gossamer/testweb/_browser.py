@@ -5,22 +5,12 @@
         wait_for_text(browser.driver, "#status", "running")
         screenshot(browser.driver, "docs/dashboard/status.png")
 
-It lives in the package (not only in tests/) because the benchmark of the dashboard's cost
-(bench_crawl.py with a browser connected) and the script that retakes the docs' screenshots
-need the same browser, started the same way; tests/browser_fixtures.py wraps it in the pytest
-fixture `browser`. selenium is a dev dependency, so `gossamer.testweb` does not import this
-module: import it as `gossamer.testweb._browser`.
-
-The browser is Debian's `chromium` driven by Debian's `chromedriver` (scripts/setup.sh installs
-both, of the same version). Both paths are given to selenium, so Selenium Manager is never run:
-it would try to download a driver, and the machines the tests run on have no internet.
-
-Cleanup is guaranteed, whatever the test did: chromedriver starts in its own process group
-(Chromium and every helper it forks stay in it), `HOME` points into the per-browser directory
-(so the crash handler Chromium starts outside that group names the directory in its command
-line), and on exit the browser is quit, then every process still in the group or naming the
-directory is killed and waited for, within a bound. `Browser.processes()` is the same /proc scan.
-"""
+It is in the package because the dashboard's cost benchmark and the screenshots need the same
+browser as the tests (tests/browser_fixtures.py wraps it in the `browser` fixture). selenium is
+a dev dependency, so `gossamer.testweb` does not import this module. Debian's chromium and
+chromedriver are given to selenium by path, so nothing is ever downloaded. Cleanup is
+guaranteed: on exit every process of the browser's group, or naming its directory, is killed
+and waited for (docs/dashboard.md, "Browser tests")."""
 
 from __future__ import annotations
 

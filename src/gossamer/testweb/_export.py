@@ -1,23 +1,11 @@
 """Export a simulated web as static files plus an nginx config (for benchmarks).
 
-Layout of the output directory:
-
-    nginx.conf      start: nginx -c DIR/nginx.conf -p DIR/ -g 'daemon off;'
-    web.json        the spec (WebSpec.to_json()): the audit and truth rebuild the web from it
-    export.json     what was exported: port, IPs, counts, skipped resources
-    resolve.txt     curl --connect-to lines, HOST:80:IP:PORT
-    hosts.txt       /etc/hosts lines, IP HOST
-    sites/<host>/   index.html, <section>/page-<i>.html, robots.txt, sitemap.xml, sitemap-<k>.xml.gz
-    logs/           access.log (format `gossamer`, read by the audit), error.log
-    tmp/            nginx's temporary directories
-
-Every body is byte-identical to what `respond()` gives for the same URL without
-Accept-Encoding, and nginx is configured to send the same status and Content-Type (404 bodies
-included). Only switches whose effect lives entirely in static bytes are exportable (the
-`clean` profile, plus body-only and robots.txt switches); the rest need a live server. With
-`force=True` an export goes ahead anyway: what nginx cannot serve is skipped, and what it serves
-with a behaviour dropped (latency, gzip, 304s, ...) is counted as degraded.
-"""
+The output directory holds `nginx.conf`, `web.json` (the spec: the truth and the audit rebuild
+the web from it), `export.json`, curl `resolve.txt` and `/etc/hosts` lines, `sites/<host>/`
+and nginx's `logs/` (format `gossamer`, read by the audit). Every body is byte-identical to
+what `respond()` gives for the same URL, with the same status and Content-Type. Only switches
+whose effect lives entirely in static bytes are exportable; with `force=True` the rest is
+skipped or degraded, and counted (docs/testweb.md, "Exporting the web for nginx")."""
 
 from __future__ import annotations
 

@@ -1,25 +1,10 @@
 """Reading request logs: the simulated web's own audit log and nginx access logs.
 
-Server log (UTF-8). Line 1: `#gossamer-testweb-log<TAB>v1<TAB><spec JSON>`; then one line per
-request with 14 tab-separated fields:
-
-    start_us end_us conn ip host method target status bytes outcome ua ims inm ae
-
-Empty values are `-`; backslash, tab, CR and LF inside values are escaped as `\\\\`, `\\t`,
-`\\r`, `\\n`.
-
-nginx access log written with
-
-    log_format gossamer '$msec\\t$request_time\\t$connection\\t$server_addr\\t$host\\t'
-                        '$request_method\\t$request_uri\\t$status\\t$bytes_sent\\t'
-                        '$http_user_agent\\t$http_if_modified_since\\t$http_if_none_match';
-
-(end = $msec, start = end - $request_time, millisecond resolution; nginx writes `-` for empty
-values and escapes bytes as `\\xHH`; status 499 means the client went away: outcome `aborted`).
-
-A multi-process server writes `<log>.<k>` next to `<log>`: `expand_log_paths` finds them, and
-`read_logs` merges every file by request start time.
-"""
+Both become `LogRecord`s: the server's log (its first line names the web), and nginx access
+logs written with the `gossamer` log format (start = `$msec − $request_time`, status 499 is
+`aborted`). A multi-process server writes `<log>.<k>` beside `<log>`: `expand_log_paths` finds
+them and `read_logs` merges every file by request start time; unreadable lines (a killed
+server's torn last line) are skipped and counted. Formats: docs/testweb.md, "Logs"."""
 
 from __future__ import annotations
 

@@ -1,20 +1,18 @@
 """The simulated web's HTTP server: one port, every intended IP, the Host header picks the site.
 
-Shape: one `WebServer` owns listening sockets (one per distinct IP of the web plus the control
-address, all on the same port), the connections, the audit log and the background flusher.
-Each connection is an asyncio `Protocol` fed by `httptools`; requests are queued per connection
-and answered strictly in order (pipelining). A request whose answer is immediate (the clean
-profile) is written synchronously from `data_received`; anything that waits (latency, slow first
-byte, trickle, huge streamed bodies, reset after earlier responses drained) runs in one task per
-connection, owned by the server and cancelled at stop.
+One `WebServer` owns listening sockets (one per distinct IP of the web plus the control
+address, on one port), the connections, the audit log and its flusher. Each connection is an
+asyncio `Protocol` fed by `httptools`, answering its requests strictly in order (pipelining);
+an immediate answer is written from `data_received`, anything that waits runs in one task per
+connection, owned by the server and cancelled at stop. What a response is comes from
+`_content.respond()`; this module adds only transport: latency, trickling, streaming with flow
+control, resets, hangs, 429 rate limiting, attempt counters and the content epoch, kept per
+process.
 
-What a response *is* comes from `_content.respond()`; this module adds only transport: latency,
-first-byte delay, trickling, streaming with flow control, resets (RST via SO_LINGER 0), hangs,
-429 rate limiting, attempt counters and the content epoch.
-
-Per-process state (attempt counters, rate-limit windows, statistics) lives in the `WebServer`;
-with several processes (`processes=N`) each keeps its own.
-"""
+The module stays whole because a connection's parsing and flow control and the server's
+transport behaviours drive one state machine per connection (paused reading and writing,
+queued requests, a trickle or stream in progress, the audit line at its end), and it is the
+hot path that serves thousands of pages a second to benchmarks."""
 
 from __future__ import annotations
 

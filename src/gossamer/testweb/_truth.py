@@ -1,30 +1,13 @@
 """Ground truth: the exact set of URLs a correct crawler fetches from given seeds under rules.
 
-`compute_truth(model, rules)` walks the model's links breadth-first over canonical URLs, the
-way a correct crawler would: it reads each host's robots.txt (RFC 9309 status handling), keeps
-to the scope, skips nofollow links and known non-HTML extensions, follows redirects and
-rel=canonical, retries transient failures (so a page that answers 503 once still has links),
-and never walks into crawler traps. Nothing is fetched: the model knows every answer.
-
-Canonical URL (what a correct crawler dedupes on): `http://` + lower-case host (no trailing
-dot, no default port) + path with dot segments resolved + query without session-id parameters
-(when `strip_session_ids`), no fragment. See `canonical_url`.
-
-Definitions (also in docs/testweb.md):
-- depth: seeds are 0, a link adds 1, a redirect's Location and a rel=canonical target keep the
-  depth of the page that named them; a sitemap URL is one deeper than the depth at which its
-  host was first reached (so sitemaps of seed hosts give depth-1 seeds).
-- required: URLs a correct crawler requests (error pages included: 404s, resets and hangs are
-  requested too, they just have no links).
-- trap: URLs inside crawler traps. Never required. Without max_depth they are not expanded
-  (excluded as `trap`); with max_depth they are bounded and listed as `permitted`.
-- the crawler's per-URL trap filters (`max_path_repeat`, `max_path_segments`, the calendar
-  window; all off unless given, as a crawler's crawl.json does) exclude what they match as
-  `trap`, trap page or not: with max_depth 20 a simulated `/deep/a/b/…/` trap would otherwise
-  be permitted down to 2^20 directories a host. The stateful query-string caps are not
-  applied (they depend on the order of a crawl; docs/crawler.md, "Traps").
-- excluded: every other URL met on the way, with the first reason that ruled it out.
-"""
+`compute_truth(model, rules)` walks the model's links breadth-first over canonical URLs as a
+correct crawler would: robots.txt read per host (RFC 9309 status handling), the scope kept,
+nofollow links and known non-HTML extensions skipped, redirects and rel=canonical followed,
+transient failures retried, crawler traps never walked into. Nothing is fetched: the model
+knows every answer, so the truth is exact by construction. Every URL met is `required`,
+`permitted` (bounded trap pages under `max_depth`) or `excluded` with the first reason that
+ruled it out. Definitions (depth, required, trap, the trap filters applied): docs/testweb.md,
+"Ground truth"."""
 
 from __future__ import annotations
 

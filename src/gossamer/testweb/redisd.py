@@ -6,21 +6,12 @@
         srv.restart()                          # ... then the same port and dir: the AOF comes back
     with RedisClusterServers(tmp_dir, masters=3) as cluster:
         rc = cluster.client()                  # a redis.cluster.RedisCluster
-    with RedisServer(tmp_dir, password="pw") as srv:  # requirepass: srv.url has the password
 
-Each server is `redis-server` in the foreground (`daemonize no`), in its own session (a Ctrl-C
-in the terminal is for the caller, who then stops it), with its config file, log and data in
-its directory. It dies with the thread that started it (Linux `PR_SET_PDEATHSIG`): a test or
-benchmark that is killed leaves no server behind. Start servers from a thread that outlives
-them (the main thread): the kernel signals the death of the creating *thread*.
-
-Ports: a free loopback port is found by binding port 0; if another process takes it before
-redis-server binds it, the start is retried on another port (not when the port was given).
-
-Errors: `RedisServerError` — the binary is missing (scripts/setup.sh installs the Debian
-package), the server exited or did not answer PING in time (the message has its log's tail),
-or the cluster did not form.
-"""
+Each server is `redis-server` in the foreground, in its own session, with its files in its
+directory, and dies with the thread that started it (Linux `PR_SET_PDEATHSIG`): start servers
+from a thread that outlives them. A free port taken by another process first is retried.
+Errors: `RedisServerError`, with the server log's tail (docs/testweb.md, "Redis servers for
+tests")."""
 
 from __future__ import annotations
 

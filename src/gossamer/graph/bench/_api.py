@@ -1,26 +1,12 @@
 """GraphBench's one small interface per family, their registries by name, and the trusted
-references every algorithm is validated against (docs/graphbench.md).
+references every algorithm is validated against (docs/graphbench.md, "The interface").
 
-A dynamic algorithm is made for a graph of `n` vertices `0 … n-1` (`make(n)`: a DIMACS file
-says n; an edge list's n is one past its largest id, so isolated vertices exist when the file
-declares them) and is fed an edge insertion sequence: `add_edge(src, tgt)` once per edge, in
-order. Self-loops and repeated edges may occur in a sequence and change nothing (a vertex is
-at distance 0 from itself; an edge inserted twice is one edge). A batch algorithm (SPAWC's
-"batch threshold") may defer its work: the harness calls `flush()` after every `threshold`
-insertions and once at the end, and a singular algorithm's `flush()` does nothing. The answer
-is read after the last `flush()`:
-
-- all-pairs shortest distances (`APSD`): `distances()`, an n × n float64 array, `d[u, v]` the
-  number of edges on a shortest path from u to v, 0 on the diagonal, `inf` when v cannot be
-  reached from u (edges are unweighted: a DIMACS file's weights are read and ignored);
-- strongly connected components (`SCC`): `components()`, an int array of n labels, equal for
-  two vertices exactly when they are in the same component (any label values: `canonical`
-  renumbers them by first occurrence before comparing).
-
-Algorithms are found by name (`apsd_named`, `scc_named`), as SPAWC's APSPAlgorithmFactory and
-SCCAlgorithmFactory map numbers to algorithms; a module registers its algorithms with
-`register_apsd` / `register_scc` when imported (gossamer.graph.bench imports them all).
-"""
+An algorithm is made for `n` vertices (`make(n)`), fed `add_edge(src, tgt)` once per edge in
+order (self-loops and repeated edges change nothing), and `flush()`ed after every `threshold`
+insertions and at the end (a batch algorithm may defer its work until then). Its answer is read
+after the last flush: `distances()` (APSD: an n × n float64 array, inf when unreachable) or
+`components()` (SCC: labels equal exactly within a component). Modules register their
+algorithms with `register_apsd` / `register_scc` when imported."""
 
 from __future__ import annotations
 

@@ -1,54 +1,14 @@
 """GraphBench's dynamic all-pairs shortest distances (APSD) algorithms (SPAWC §5, Figure 5)
 and SPAWC's Appendix C.1 insertion sequence (`ausiello_sequence`).
 
-Registered by name (gossamer.graph.bench._api.register_apsd):
-
-- `floyd-warshall`: SPAWC §5.2's naive approach: Floyd–Warshall recomputed over the whole
-  graph after every insertion (numpy: one vectorised min-plus step per k, O(n³) per edge).
-- `bfs`: the same naive approach with a breadth-first search from every vertex, our own (not
-  scipy's shortest_path, which is the reference it is validated against): all n searches run
-  level by level together, the frontier a sparse matrix multiplied by the adjacency (scipy
-  sparse products), so the work is BFS's O(n·(n+m)) per insertion, done in C.
-- `ausiello`: Ausiello, Italiano, Marchetti-Spaccamela and Nanni (1991), as SPAWC §5.3 describes
-  it: a forward minimal-path tree DESC(x) and a backward one ANC(x) per vertex, the n × n
-  matrices FORWARD (parent of y in DESC(x)) and BACKWARD (next hop from x toward y: the parent
-  of x in ANC(y)); inserting (i, j) walks ANC(i) from i, each ancestor x walking only the
-  subtree T of DESC(j) whose distances decreased for the vertex before it (pruning). Iterative
-  (explicit stacks), not recursive as SPAWC's was.
-- `algorithm1`: SPAWC's APSD Algorithm 1 (§5.4, Figure 8): row src updated from row tgt, then
-  every vertex n < node_count that reaches src updates row n through src. The loop over those
-  n is one numpy expression over all of them at once: the same algorithm, since row src and
-  column src do not change during that loop (D[n, src] + D[src, src] = D[n, src]).
-- `algorithm2`: SPAWC's Figure 5 names APSPAlgorithm2 but the text does not describe it (§5.1:
-  "additional singular insertion algorithms were implemented … but are not presented here").
-  What is implemented under this name is the variant §5.3 hints at: Algorithm 1 with
-  Ausiello's pruning applied to columns — only the columns v whose D[src, v] decreased can
-  change for an ancestor of src (if d(src, v) did not decrease, no path through the new edge
-  is shorter for anyone), so the ancestors' update touches ancestors × changed columns, and an
-  insertion that changes nothing in row src stops there. (When many columns changed, whole
-  rows are cheaper to update than gathered columns: `Algorithm2.gather_below`.)
-- `batch-floyd-warshall`, `batch-bfs`: SPAWC's APSPBatchFloydWarshall and the batch form of
-  the BFS recompute: `add_edge` only records the edge, `flush()` recomputes. (Figure 5 also
-  lists APSPBatchJohnson and APSPBatchAlgorithm3/4, which the text does not describe; Johnson
-  on an unweighted graph is the BFS recompute, Algorithms 3/4 are not implemented.)
-
-Representation. The distance matrices are numpy int16 when n < 16383 (the sentinel for
-"unreachable" is 16383, so sentinel + sentinel still fits: min-plus steps need no special
-case), int32 above (sentinel 2³⁰ − 1); `distances()` converts to float64 with inf. Measured
-on this machine (2 cores, shared), Algorithm 1 on a random graph of 1500 vertices and 6000
-edges, per insertion sequence:
-
-    int16 1.78 s, int32 3.73 s, float64 (inf) 10.35 s
-    .venv/bin/python -c "from gossamer.graph.bench._apsd import _representation_timing as t; t()"
-
-(fewer bytes per row operation: the row updates are memory bound). Ausiello's algorithm is
-pointer chasing over trees, one vertex at a time, so its matrices are Python lists of lists
-(a list item is read in ~20 ns, a numpy scalar in ~100 ns) and its trees dicts of sets: its
-cost is the number of tree nodes it visits, as the algorithm's is. Its memory is the trees':
-a random graph of 1000 vertices and 4000 edges (970 251 reachable pairs) took 513 MB more
-peak RSS, against 2 MB for Algorithm 1's int16 matrix (SPAWC saw 31 % of memory against
-1.1 %).
-"""
+Registered by name (gossamer.graph.bench._api.register_apsd): `floyd-warshall` and `bfs` (the
+naive recomputations after every insertion), `ausiello` (Ausiello et al. 1991, iterative),
+`algorithm1` (SPAWC's Algorithm 1, one numpy expression over the vertices that reach the new
+edge's source), `algorithm2` (Algorithm 1 with Ausiello's pruning applied to columns) and the
+batch forms `batch-floyd-warshall` and `batch-bfs`. Distance matrices are numpy int16 below
+16383 vertices, int32 above, with a sentinel for "unreachable"; `distances()` converts to
+float64 with inf. What each does, which of SPAWC's classes it stands for, and the measurements
+behind the representation: docs/graphbench-apsd.md."""
 
 from __future__ import annotations
 

@@ -1,43 +1,11 @@
 """GraphBench's edge insertion sequences: read from files, written to files, or generated from a
 spec string for the graphs of SPAWC's Appendix C (docs/graphbench.md, "Graph sources").
 
-A sequence (`EdgeSequence`) is `n` vertices `0 … n-1` and the edges `(src, tgt)` in the order
-they are inserted, repeated edges and self-loops kept (an algorithm must cope with them: see
-_api.py). `graph_source(text)` is the one entry point: a file path, or a spec:
-
-- `complete:N`: every ordered pair (u, v), u ≠ v, u-major (n(n-1) edges, SPAWC's c100…c800);
-- `sparse:N[:M][:seed=S]`: M (default 3N) edges drawn uniformly among ordered pairs, repeats
-  and self-loops possible, in draw order;
-- `dense:N[:DENSITY][:seed=S]`: each ordered pair u ≠ v with probability DENSITY (default 0.5),
-  in a random order;
-- `ausiello:N`: Ausiello et al.'s sequence forcing Θ(n³) distance updates (SPAWC's Appendix
-  C.1: a300, a900, a1500), from `_apsd.ausiello_sequence`;
-- `road:N[:seed=S]`: a substitute for SPAWC's DIMACS road graphs of Georgia and Idaho (1,557
-  vertices and 5,016 arcs; 256 and 672), which are downloads not available offline: a square
-  grid of about N intersections, each street two arcs, 80 % of the streets kept, so about
-  3.2 arcs per vertex, as Georgia's 3.2 (Idaho's 2.6); edges in source order, as a DIMACS
-  file lists them;
-- `web:N[:FILE]`: the first N pages of a crawl of a real web graph (default the repository's
-  tests/data/graphs/cnr-2000.edges.tsv.gz), breadth-first from page 0; a frontier that runs
-  dry goes on from the first page not seen, as a crawler given its next seed (in cnr-2000,
-  page 0 reaches 311 pages; the ids are in URL order, so the next page is a neighbour). The
-  links among those pages come in the order a crawler finds them: page by page in crawl
-  order, each page's links in file order; vertices are numbered in crawl order. (A seed with
-  many links, such as cnr-2000's largest hub, would make the first few thousand pages a star
-  of its children: no graph to benchmark.)
-- `sanity:1|2|3`: small graphs of the sizes of SPAWC's sc1 (8 vertices, 11 edges), sc2 (8, 14)
-  and sc3 (4, 6). Their edges are not in the seed (only their sizes are), so these are
-  hand-written graphs of those sizes, each with a cycle, a repeated edge or a self-loop, and
-  their distances checked by hand in tests/graphbench/test_graphs.py.
-
-Files: a DIMACS shortest-path file (the 9th DIMACS Challenge `.gr` format, as SPAWC's
-GraphBench `--convert` reads it: `c` comments, `p sp N M`, `a U V W` per arc, 1-based; the
-weights are read and ignored, as APSD here is unweighted) or an edge list (`src dst` per line,
-any whitespace, `#`/`%` comment lines, `.gz` read as gzip; ids of any size remapped to
-0 … n-1 in order of first appearance, except in a file this module wrote, whose header line
-`# graphbench n=N` keeps the ids and n, so isolated vertices survive a round trip). A file is
-DIMACS when its first line that is not a `c` comment is a `p` line.
-"""
+A sequence (`EdgeSequence`) is `n` vertices `0 … n-1` and the edges `(src, tgt)` in insertion
+order, repeated edges and self-loops kept. `graph_source(text)` is the one entry point: a file
+(DIMACS `.gr` or an edge list, optionally gzipped) or a spec (`complete:N`, `sparse:N`,
+`dense:N`, `ausiello:N`, `road:N`, `web:N`, `sanity:1|2|3`). Generated graphs are seeded and
+deterministic; a file this module wrote keeps its ids and n through a round trip."""
 
 from __future__ import annotations
 

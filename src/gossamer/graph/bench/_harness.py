@@ -1,29 +1,12 @@
 """GraphBench's harness: run one registered algorithm on one edge insertion sequence, `trials`
-times, each trial in a child process so that a run past its timeout is stopped cleanly
-(docs/graphbench.md, "How a run is measured").
+times, each trial in a forked child process so that a run past its timeout is stopped cleanly.
 
-- **Time**: from `make(n)` to the last `flush()`: every edge inserted in order, `flush()`
-  after every `threshold` edges for a batch algorithm and once at the end (SPAWC's "batch
-  threshold"), measured with `time.perf_counter` in the child.
-- **Timeout**: the parent waits for the child's answer until `timeout` seconds after starting
-  it, then SIGTERMs it, waits 1 s, SIGKILLs it, and joins it: no process is left behind. The
-  trial is reported as `timeout` and no further trial is run (the next would time out too).
-- **Memory**: the child's peak resident set (VmHWM of /proc/self/status) during the run minus
-  its resident set before `make(n)`; the peak is first reset to the current size by writing
-  5 to /proc/self/clear_refs (Linux ≥ 4.0), so what the forked child inherited from its
-  parent does not count, and the heap's free pages are first given back to the kernel
-  (glibc's `malloc_trim`), so that allocations reusing them show. Without /proc,
-  `resource.getrusage`'s ru_maxrss is used instead (then inherited pages may count).
-- **Warm-up**: before both, the algorithm runs once on a 2-vertex graph, so that its lazy
-  imports and first-call allocations are not counted (the numpy algorithms showed 5–7 MiB at
-  n = 8 without it, 0.1 MiB with it); the timeout's clock includes it.
-- **Validation** (`validate`): the last trial's final answer is compared with the reference
-  (`reference_distances` / `reference_components` of _api.py, scipy), computed in the parent;
-  a difference makes the result `failed`, naming the cells or vertices that differ.
-
-The children are forked (the edge list is inherited, not pickled); algorithms are found in
-the registries of _api.py at call time, so whatever is registered when `run` is called runs.
-"""
+It measures the time from `make(n)` to the last `flush()` and the child's peak memory beyond
+what it inherited, after a warm-up on a 2-vertex graph; a trial past `timeout` is SIGTERMed,
+then SIGKILLed and joined, so no process is left behind, and no further trial runs. With
+`validate`, the last trial's answer is compared with the scipy reference and a difference makes
+the result `failed`. Algorithms are looked up at call time, so whatever is registered runs
+(docs/graphbench.md, "How a run is measured")."""
 
 from __future__ import annotations
 

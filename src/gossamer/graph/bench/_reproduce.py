@@ -1,28 +1,12 @@
 """`gossamer graphbench reproduce`: SPAWC's Figure 9 (APSD) and Figure 15 (SCC) again, with
 the memory of each algorithm, on graphs that double in size until each algorithm hits the
-timeout, so the plots show where each stops being usable (docs/graphbench.md, "Reproducing
-SPAWC's findings").
+timeout (docs/graphbench.md, "Reproducing SPAWC's findings").
 
-For each family and each kind of graph (SPAWC's Appendix C: Θ(n³)-update sequences, complete
-graphs, random sparse graphs, road networks, a crawled web graph; random dense graphs for SCC),
-n starts small and doubles; at each size the graph is generated once and every algorithm still
-in the race runs `trials` times (harness.run). An algorithm leaves the race at its first
-timeout (or error, or `max_n`); a kind ends when no algorithm is left or at its largest size
-(the edge lists of complete graphs grow as n², so they stop at n = 1024: 1M edges). Every
-run up to n = 512 is validated against the reference: a wrong answer is marked in the tables
-and makes the command exit non-zero.
-
-The algorithms are those of SPAWC's figures when they are registered under the names below
-(`APSD_FIGURE`, `SCC_FIGURE`), else every registered algorithm of the family; `--algorithm`
-names them instead (each runs in the families that have it). The whole run is
-bounded by `budget` seconds (25 minutes by default; the size under way when it runs out is
-finished, so the whole stays within the issue's 30): a kind not reached in time says so.
-
-Writes into DIR: `apsd.md`, `scc.md` (a table of mean seconds ± stdev per size and algorithm
-for each kind, one of peak memory, and the largest size each algorithm finished),
-`apsd-KIND.png`, `scc-KIND.png` (time and memory against n, log scales, one line per
-algorithm; matplotlib's Agg backend) and `results.json` (every run, as `run --json` prints it).
-"""
+For each family and kind of graph, n doubles; every algorithm still in the race runs `trials`
+times on the same graph and leaves at its first timeout or error. Every run up to n = 512 is
+validated against the reference: a wrong answer is marked and makes the command exit non-zero.
+The whole run is bounded by `budget` seconds. It writes `apsd.md`, `scc.md`, a PNG per kind and
+`results.json` into DIR."""
 
 from __future__ import annotations
 

@@ -1,43 +1,12 @@
 """GraphBench's dynamic strongly connected components algorithms (SPAWC section 6, Figures 10
-and 13, Figure 5's SCCAlgorithmFactory list), each registered by name with `register_scc`;
-docs/graphbench/scc-algorithms.md has their measurements.
+and 13, Figure 5's SCCAlgorithmFactory list), each registered by name with `register_scc`:
+`naive` (Warshall's closure from scratch), `tarjan` (from scratch), `yellin` (incremental
+closure), `algorithm1-b` (Figure 13 on numpy rows of b-bit blocks), `algorithm2` and
+`algorithm3` (Figure 13 on Python-int rows, touching only the rows that gain bits).
 
-| name           | SPAWC class          | work per insertion (n vertices, b-bit blocks)        |
-|----------------|----------------------|------------------------------------------------------|
-| `naive`        | SCCFloydWarshall     | Warshall's closure from scratch: n numpy steps on    |
-|                |                      | n × n booleans, O(n³), then every pair compared      |
-| `tarjan`       | SCCTarjan            | Tarjan's algorithm from scratch, O(n + m), in Python |
-| `yellin`       | SCCYellin            | Yellin's incremental closure, O(d · new pairs)       |
-| `algorithm1-b` | SCCAlgorithm1_8 … 64 | Figure 13: OR rows of ⌈size/b⌉ uintb blocks, O(n²/b) |
-| `algorithm2`   | SCCAlgorithm2_64     | Figure 13 on Python-int rows and columns, only the   |
-|                |                      | rows that gain bits touched                          |
-| `algorithm3`   | SCCAlgorithm3_64     | Figure 13 on one Python-int row per component; a     |
-|                |                      | merged component's rows freed at once                |
-
-Why numpy for `naive` and Algorithm 1, Python integers for Algorithms 2 and 3, and plain Python
-for Tarjan and Yellin (figures from `.venv/bin/python bench/bench_scc.py --only rows`, this
-2-core machine, shared, so ±30 %):
-
-- Algorithm 1 *is* the block loop of Figure 13 (lines 11 and 25): its rows are numpy
-  uint8/16/32/64 blocks and one numpy call runs that loop for all predecessors, one b-bit
-  block per element (see `Algorithm1`), so the block width shows in the cost as in SPAWC's
-  Figure 14: one row OR-ed into 4000 rows of n = 4000 took 2.6 ms with 8-bit blocks, 1.2 ms
-  16-bit, 0.76 ms 32-bit, 0.50 ms 64-bit.
-- A numpy call costs 2–3 µs however little it does; a Python int row OR is one C loop over
-  the integer's digits with no call overhead: one row into one row 0.2 µs against 2.4 µs,
-  into 30 rows 1.4 µs against 3.5 µs, into all 4000 rows 0.40 ms against 0.50 ms (64-bit
-  blocks). Incremental updates touch few rows, so Algorithms 2 and 3 (whose point is to touch
-  only the rows that change) use Python ints, bit tests `row >> v & 1`.
-- Tarjan and Yellin are pointer-chasing algorithms with no block loop to hand to C; they are
-  tight Python loops over adjacency sets, so their cost is their number of steps times
-  CPython's cost of one step, the same for both, which keeps the comparison between them fair
-  (a compiled Tarjan, scipy's, is the reference, not a contender).
-- The naive closure is Warshall's algorithm with each of its n steps one numpy operation on
-  the n × n boolean matrix: the O(n³) work is numpy's, the O(n) loop Python's.
-
-Self-loops change nothing (a vertex always reaches itself); a repeated edge is one edge.
-Components are labelled by one member's id; `canonical` renumbers them.
-"""
+Self-loops change nothing and a repeated edge is one edge; components are labelled by one
+member's id (`canonical` renumbers them). Why numpy for some and Python integers or plain
+Python for others, and their measurements: docs/graphbench/scc-algorithms.md."""
 
 from __future__ import annotations
 
