@@ -9,6 +9,7 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 from _crawl_helpers import USER_AGENT, crawl_settings
 from warcio.archiveiterator import ArchiveIterator
 
@@ -153,3 +154,59 @@ def test_recrawl_sends_conditional_gets_and_reaches_everything(tmp_path: Path) -
     stats = json.loads((new / "stats.json").read_text())
     assert stats["finished"] and stats["pages"] == len(truth.required)
     assert json.loads((new / "crawl.json").read_text())["recrawl"] == str(old.absolute())
+
+
+def test_a_recrawl_keeps_the_old_crawls_settings_and_flags_given_now_win(
+    tmp_path: Path,
+) -> None:
+    """`gossamer crawl --recrawl OLD -o NEW` of a site on 127.0.0.1 (nginx), without
+    repeating the old crawl's `--allow-private`: the re-crawl takes it (and the old crawl's
+    user agent and depth limit) from OLD's crawl.json and fetches every page again, where it
+    once refused the loopback address for robots.txt and dropped every URL as
+    `robots/disallowed`. A flag given now wins over the old crawl's value."""
+    from test_real_site import free_port, installed_gossamer, write_nginx_conf
+
+    from gossamer.testweb._nginx import NginxError, find_nginx, run_nginx
+
+    try:
+        find_nginx()
+    except NginxError:
+        pytest.skip("nginx is not installed")
+    docroot = tmp_path / "www"
+    docroot.mkdir()
+    names = [f"p{k}.html" for k in range(1, 6)]
+    (docroot / "index.html").write_text(
+        "<html><body>" + "".join(f'<a href="{n}">{n}</a>' for n in names) + "</body></html>"
+    )
+    for n in names:
+        (docroot / n).write_text(f'<html><body><a href="index.html">home</a> {n}</body></html>')
+    port = free_port()
+    access_log = write_nginx_conf(tmp_path / "nginx", docroot, port)
+    seed = f"http://127.0.0.1:{port}/"
+    old, new = tmp_path / "old", tmp_path / "new"
+
+    def gossamer(*args: str) -> None:
+        done = subprocess.run(
+            [installed_gossamer(), "crawl", "-q", "--workers", "1", "--delay", "0", *args],
+            capture_output=True, text=True, timeout=120, check=False,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr[-3000:]
+
+    with run_nginx(tmp_path / "nginx"):
+        gossamer(seed, "-o", str(old), "--allow-private", "--user-agent", "oldbot/1",
+                 "--max-depth", "3")  # fmt: skip
+        first = [line.split() for line in access_log.read_text().splitlines()]
+        # --delay is no setting a re-crawl takes (given again: 0); --user-agent given now wins
+        gossamer("--recrawl", str(old), "-o", str(new), "--user-agent", "newbot/2")
+        again = [line.split() for line in access_log.read_text().splitlines()][len(first) :]
+    stored = json.loads((new / "crawl.json").read_text())
+    assert (stored["seeds"], stored["allow_private"], stored["max_depth"]) == ([seed], True, 3)
+    assert stored["user_agent"] == "newbot/2"
+    stats = json.loads((new / "stats.json").read_text())
+    assert stats["dropped"] == {}, stats["dropped"]
+    assert stats["pages"] == json.loads((old / "stats.json").read_text())["pages"] == 7
+    # every page asked for again (/, /index.html, p1–p5), each answered: nginx answers the
+    # conditional GETs of unchanged files 304
+    pages = sorted(target for _, target, _ in first if target != "/robots.txt")
+    assert sorted(target for _, target, _ in again if target != "/robots.txt") == pages
+    assert {status for _, target, status in again if target != "/robots.txt"} == {"304"}

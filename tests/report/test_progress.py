@@ -159,6 +159,8 @@ def _stats(**kw: Any) -> dict[str, Any]:
         ({"fetch/error/timeout": 5, "fetch/error/reset": 1}, {}, "fetch/error/timeout",
          "first_byte_timeout"),
         ({}, {"robots/disallowed": 4}, "robots/disallowed", "--ignore-robots"),
+        ({}, {"robots/unreachable/http-503": 4}, "robots/unreachable/http-503",
+         "robots.txt could not be fetched"),
         ({"fetch/error/empty-reply": 2}, {}, "fetch/error/empty-reply", "empty-reply"),
     ],
 )  # fmt: skip

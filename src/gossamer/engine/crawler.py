@@ -600,10 +600,10 @@ class Crawler:
         todo: list[LeasedURL] = []
         for leased in batch.urls:
             if policy is not None and not policy.allowed(leased.url):
-                outcomes.append(
-                    Outcome(leased.url, leased.fp, Verdict.FAILED, error="robots/disallowed")
-                )
-                self.counters.dropped["robots/disallowed"] += 1
+                # (the rules, or robots.txt unreachable: `robots/unreachable/<cause>`)
+                why = policy.refusal()
+                outcomes.append(Outcome(leased.url, leased.fp, Verdict.FAILED, error=why))
+                self.counters.dropped[why] += 1
             else:
                 todo.append(leased)
         # One request in flight on the host's connection, and one page of look-ahead: the
@@ -856,6 +856,7 @@ class Crawler:
         url = robots_url(batch.urls[0].url) if batch.urls else f"http://{host}/robots.txt"
         status: int | None = None
         body: bytes | None = None
+        error: str | None = None
         final = url
         delay = self.settings.politeness.delay
         for hop in range(MAX_ROBOTS_REDIRECTS + 1):
@@ -866,7 +867,7 @@ class Crawler:
                 raise _Abandoned
             result = await self._fetch_aux(FetchRequest(final))
             self._record_aux(result, "robots")
-            status, body = result.status, result.body
+            status, body, error = result.status, result.body, result.error
             if status in REDIRECTS and result.header("location"):
                 nxt = LinkResolver(final).resolve(result.header("location") or "")
                 if nxt is None:
@@ -877,7 +878,7 @@ class Crawler:
             break
         # more than 5 redirects leaves the last 3xx status: "unavailable", allow all (RFC 9309)
         # (stored before the batch completes: the host's next lease, by any worker, reads it)
-        record = RobotsRecord.of(status, body, final, self.clock())
+        record = RobotsRecord.of(status, body, final, self.clock(), error)
         policy = await self._off_loop(self.robots.put, host, record)
         if policy.crawl_delay:
             await self._in_thread(self.frontier.set_host_delay, host, policy.crawl_delay)

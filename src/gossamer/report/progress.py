@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 from ..frontier import FrontierStats
+from ..robots import ROBOTS_DISALLOWED, ROBOTS_UNREACHABLE
 
 if TYPE_CHECKING:
     from ..engine.crawler import Crawler
@@ -432,9 +433,13 @@ _HINTS: dict[str, tuple[str, str]] = {
     ),
 }
 _ROBOTS_DISALLOW = (
-    "robots.txt forbids every URL of the seeds for this user agent (or the servers answered "
-    "it with 5xx: everything is then forbidden for now)",
+    "robots.txt forbids every URL of the seeds for this user agent",
     "check robots.txt; crawl with --ignore-robots only where you are allowed to",
+)
+_ROBOTS_UNREACHABLE = (
+    "robots.txt could not be fetched, so its hosts' URLs were held back (RFC 9309: "
+    "disallow all while it is unreachable)",
+    "check that the servers are up and answer robots.txt",
 )
 _GENERIC = ("the fetches failed", "see crawl.log.jsonl for each URL's error")
 
@@ -461,7 +466,8 @@ def failure_kinds(stats: Mapping[str, Any]) -> dict[str, int]:
 def diagnose(stats: Mapping[str, Any]) -> Diagnosis | None:
     """The main failure of a crawl from its statistics (`stats.json`): the most frequent
     error kind (robots.txt's counted with the pages', since a robots.txt that cannot be
-    fetched forbids its host), or robots.txt forbidding everything; None without either."""
+    fetched forbids its host), or robots.txt forbidding everything (its rules, or a 5xx
+    answer: `robots/unreachable/http-503`); None without either."""
     by_base: dict[str, int] = {}
     for key, n in failure_kinds(stats).items():
         if key == "frontier/stale-lease":
@@ -474,9 +480,13 @@ def diagnose(stats: Mapping[str, Any]) -> Diagnosis | None:
         if kind not in _HINTS:
             what = f"the fetches failed ({kind.rsplit('/', 1)[-1]})"
         return Diagnosis(kind, count, what, fix)
-    disallowed = int((stats.get("dropped") or {}).get("robots/disallowed", 0))
-    if disallowed:
-        return Diagnosis("robots/disallowed", disallowed, *_ROBOTS_DISALLOW)
+    dropped = {str(k): int(v) for k, v in (stats.get("dropped") or {}).items() if v}
+    if dropped.get(ROBOTS_DISALLOWED):
+        return Diagnosis(ROBOTS_DISALLOWED, dropped[ROBOTS_DISALLOWED], *_ROBOTS_DISALLOW)
+    unreachable = {k: n for k, n in dropped.items() if k.startswith(ROBOTS_UNREACHABLE)}
+    if unreachable:  # (answered 5xx or 429: a fetch error would have been diagnosed above)
+        kind, count = max(unreachable.items(), key=lambda kv: (kv[1], kv[0]))
+        return Diagnosis(kind, count, *_ROBOTS_UNREACHABLE)
     return None
 
 
