@@ -137,6 +137,18 @@ def test_a_recrawl_takes_the_old_crawls_settings_unless_given_now(
     assert CrawlSettings(**s.manifest()) == s
 
 
+def test_a_recrawl_carries_what_defines_a_crawl_and_how_its_hosts_were_reached() -> None:
+    """RECRAWL_CARRIED: every setting a resume refuses to change (what the crawl is), but
+    those the re-crawl has its own rule for, and the ways hosts were reached. A setting added
+    to either list fails this test until it is placed."""
+    from gossamer.config import RECRAWL_CARRIED
+    from gossamer.runner.resume import DEFINITION
+
+    own = {"seeds", "seeds_file", "output", "recrawl", "seen_set"}  # (seen_set: cluster only)
+    reach = {"allow_private", "resolve", "resolve_file", "proxy"}
+    assert (DEFINITION - own) | reach == RECRAWL_CARRIED
+
+
 @pytest.mark.parametrize(
     ("setup", "message"),
     [

@@ -9,8 +9,9 @@ import sys
 import time
 from pathlib import Path
 
-import pytest
 from _crawl_helpers import USER_AGENT, crawl_settings
+from _static_site import static_site
+from test_real_site import installed_gossamer
 from warcio.archiveiterator import ArchiveIterator
 
 from gossamer.runner.run import run_crawl
@@ -25,6 +26,7 @@ from gossamer.testweb import (
     read_logs,
     serve_in_thread,
 )
+from gossamer.testweb._nginx import run_nginx
 
 BIN = Path(sys.executable).parent
 
@@ -164,25 +166,8 @@ def test_a_recrawl_keeps_the_old_crawls_settings_and_flags_given_now_win(
     user agent and depth limit) from OLD's crawl.json and fetches every page again, where it
     once refused the loopback address for robots.txt and dropped every URL as
     `robots/disallowed`. A flag given now wins over the old crawl's value."""
-    from test_real_site import free_port, installed_gossamer, write_nginx_conf
-
-    from gossamer.testweb._nginx import NginxError, find_nginx, run_nginx
-
-    try:
-        find_nginx()
-    except NginxError:
-        pytest.skip("nginx is not installed")
-    docroot = tmp_path / "www"
-    docroot.mkdir()
-    names = [f"p{k}.html" for k in range(1, 6)]
-    (docroot / "index.html").write_text(
-        "<html><body>" + "".join(f'<a href="{n}">{n}</a>' for n in names) + "</body></html>"
-    )
-    for n in names:
-        (docroot / n).write_text(f'<html><body><a href="index.html">home</a> {n}</body></html>')
-    port = free_port()
-    access_log = write_nginx_conf(tmp_path / "nginx", docroot, port)
-    seed = f"http://127.0.0.1:{port}/"
+    site = static_site(tmp_path, 6)  # index.html, p1–p5
+    seed, access_log = site.base, site.access_log
     old, new = tmp_path / "old", tmp_path / "new"
 
     def gossamer(*args: str) -> None:
@@ -192,7 +177,7 @@ def test_a_recrawl_keeps_the_old_crawls_settings_and_flags_given_now_win(
         )  # fmt: skip
         assert done.returncode == 0, done.stderr[-3000:]
 
-    with run_nginx(tmp_path / "nginx"):
+    with run_nginx(site.server):
         gossamer(seed, "-o", str(old), "--allow-private", "--user-agent", "oldbot/1",
                  "--max-depth", "3")  # fmt: skip
         first = [line.split() for line in access_log.read_text().splitlines()]

@@ -76,6 +76,12 @@ SENT_SET_MAX = 2_000_000  # fingerprints sent to the frontier that are remembere
 #: a quick crawl's heartbeats lagged its pages enough that `experiment parallel --quick`
 #: killed its victim after it had finished)
 SNAPSHOT_INTERVAL_S = 0.1
+#: the longest a recorded page waits for the outputs (crawl log, WARC, graph) to be handed to
+#: the OS while its batch goes on: a batch ends with a flush, but a batch of 20 URLs at a 1 s
+#: delay lasts 20 s, and its crawl log lines came all at once at its end. A flush between two
+#: pages when this much has passed since the last: at most two a second, on a clock read the
+#: page loop makes anyway
+OUTPUTS_FLUSH_S = 0.5
 
 
 @dataclass(slots=True)
@@ -229,6 +235,7 @@ class Crawler:
         self._keepers: set[_LeaseKeeper] = set()  # the batches fetching (their request)
         self._aux_fetches: set[asyncio.Future[FetchResult]] = set()  # robots.txt, sitemaps
         self._pauses: set[asyncio.Future[None]] = set()  # host delays being waited out
+        self._flushed_at = -math.inf  # when a page last flushed the outputs (OUTPUTS_FLUSH_S)
         self._ip_waits: set[asyncio.Timeout] = set()  # batches waiting for their IP's slot
         # stop fetching this long before a lease ends (a quarter of a short TTL)
         self._safety = min(LEASE_SAFETY_S, settings.frontier.lease_ttl / 4)
@@ -685,6 +692,10 @@ class Crawler:
                     if verdict is Verdict.DONE:
                         edges = self._links(result, leased.depth, discovered)
                         self.sinks.page(result, leased.depth, edges)
+                    if last_end - self._flushed_at >= OUTPUTS_FLUSH_S:
+                        # a long batch's pages on disk as they come, not at its end
+                        self._flushed_at = last_end
+                        self.sinks.flush()
                     keep = kept < KEEP_TURN_PAGES and self._next_is_in(nxt, backlog)
                 finally:
                     if keep:
