@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -106,6 +107,46 @@ def test_recrawl_setting(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Non
     monkeypatch.setenv("GOSSAMER_RECRAWL", str(old))
     assert load_settings({"output": "n2"}).recrawl == old
     assert load_settings({}).recrawl == old
+
+
+def test_a_recrawl_takes_the_old_crawls_settings_unless_given_now(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """How the old crawl reached its hosts and what it crawled come with `--recrawl`
+    (RECRAWL_CARRIED); anything given now — a flag, GOSSAMER_*, a config file — wins; how
+    fast and how much the run does are its own."""
+    old = _finished_crawl(tmp_path / "old")
+    stored = {
+        "seeds": ["http://old.example/"], "allow_private": True, "scope": "domain",
+        "resolve": ["old.example:127.0.0.1"], "user_agent": "oldbot/1", "max_depth": 4,
+        "headers": ["X-Team: crawl"], "delay": 0.0, "max_pages": 10, "workers": 3,
+    }  # fmt: skip
+    (old / "crawl.json").write_text(json.dumps(stored))
+    s = load_settings({"recrawl": old, "output": tmp_path / "n1"})
+    assert (s.seeds, s.fetch.allow_private, s.scope) == (stored["seeds"], True, "domain")
+    assert (s.fetch.resolve, s.fetch.user_agent) == (stored["resolve"], "oldbot/1")
+    assert (s.max_depth, s.fetch.headers) == (4, ["X-Team: crawl"])
+    assert (s.politeness.delay, s.max_pages, s.workers) == (1.0, None, 0)  # not taken
+    cfg = tmp_path / "c.toml"
+    cfg.write_text("[crawl]\nmax_depth = 2\nallow_private = false\n")
+    monkeypatch.setenv("GOSSAMER_USER_AGENT", "envbot/2")
+    s = load_settings({"recrawl": old, "output": tmp_path / "n2", "scope": "host"}, config=cfg)
+    assert (s.scope, s.fetch.user_agent, s.max_depth) == ("host", "envbot/2", 2)
+    assert s.fetch.allow_private is False and s.fetch.resolve == stored["resolve"]
+    # the new crawl's crawl.json holds them all: its resume and its workers read them there
+    assert CrawlSettings(**s.manifest()) == s
+
+
+def test_a_recrawl_carries_what_defines_a_crawl_and_how_its_hosts_were_reached() -> None:
+    """RECRAWL_CARRIED: every setting a resume refuses to change (what the crawl is), but
+    those the re-crawl has its own rule for, and the ways hosts were reached. A setting added
+    to either list fails this test until it is placed."""
+    from gossamer.config import RECRAWL_CARRIED
+    from gossamer.runner.resume import DEFINITION
+
+    own = {"seeds", "seeds_file", "output", "recrawl", "seen_set"}  # (seen_set: cluster only)
+    reach = {"allow_private", "resolve", "resolve_file", "proxy"}
+    assert (DEFINITION - own) | reach == RECRAWL_CARRIED
 
 
 @pytest.mark.parametrize(

@@ -99,6 +99,28 @@ def test_unreachable_disallows_all_for_a_short_while(status: int | None) -> None
     assert p2.expires_at == 40.0
 
 
+@pytest.mark.parametrize(
+    ("status", "body", "error", "key"),
+    [
+        (200, b"User-agent: *\nDisallow: /", None, "robots/disallowed"),
+        (None, None, "fetch/error/connect", "robots/unreachable/connect"),
+        (None, None, "fetch/error/dns", "robots/unreachable/dns"),
+        (None, None, "fetch/error/blocked-address", "robots/unreachable/blocked-address"),
+        (None, None, None, "robots/unreachable/no-answer"),
+        (503, None, None, "robots/unreachable/http-503"),
+        (429, None, "fetch/error/timeout", "robots/unreachable/http-429"),  # a status: no error
+    ],
+)
+def test_a_refused_url_is_counted_under_the_real_cause(
+    status: int | None, body: bytes | None, error: str | None, key: str
+) -> None:
+    """A robots.txt that could not be fetched (RFC 9309 §2.3.1.4) is no rule that disallows:
+    its key names why it could not be fetched."""
+    p = RobotsPolicy.from_response(status, body, user_agent=UA, now=0.0, error=error)
+    assert not p.allowed("http://h/x")
+    assert p.refusal() == key
+
+
 def test_product_token() -> None:
     assert product_token("gossamer/0.1 (+http://example.org/bot)") == "gossamer"
     assert product_token("  FooBot ") == "foobot"

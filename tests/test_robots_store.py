@@ -78,6 +78,7 @@ RECORDS = [
     RobotsRecord(404, b"", "http://a.example/robots.txt", 2.0),
     RobotsRecord(503, b"", "http://a.example/robots.txt", 3.0),
     RobotsRecord(None, b"", "https://a.example:8443/robots.txt", 4.0),  # no answer
+    RobotsRecord(None, b"", "http://a.example/robots.txt", 5.0, "fetch/error/dns"),  # its cause
 ]
 
 
@@ -87,7 +88,9 @@ def test_absent_host_is_none(backend: tuple[str, object]) -> None:
     store.close()
 
 
-@pytest.mark.parametrize("record", RECORDS, ids=lambda r: f"{r.status}-{len(r.body)}")
+@pytest.mark.parametrize(
+    "record", RECORDS, ids=lambda r: f"{r.status}-{len(r.body)}{'-' * bool(r.error)}{r.error or ''}"
+)
 def test_a_record_comes_back_as_it_was_put(
     backend: tuple[str, object], record: RobotsRecord
 ) -> None:
@@ -276,6 +279,36 @@ def test_the_sqlite_store_survives_reopening(tmp_path: Path) -> None:
     assert [again.get(f"h{k}.example") for k in range(len(RECORDS))] == RECORDS
     assert len(again) == len(RECORDS)
     again.close()
+
+
+def test_a_sqlite_store_made_before_the_error_column_takes_it(tmp_path: Path) -> None:
+    """A crawl directory from before robots.sqlite kept the cause of an unreachable
+    robots.txt (--resume reopens it): the column is added, the old records read as they
+    were, and new ones keep their cause."""
+    path = tmp_path / "robots.sqlite"
+    db = sqlite3.connect(path)
+    db.execute(
+        "CREATE TABLE robots (host TEXT PRIMARY KEY, status INTEGER, fetched_at REAL NOT NULL, "
+        "final_url TEXT NOT NULL, body BLOB NOT NULL)"
+    )
+    db.execute("INSERT INTO robots VALUES ('a.example', NULL, 1.0, 'http://a.example/r', x'')")
+    db.commit()
+    db.close()
+    store = SqliteRobotsStore(path)
+    assert store.get("a.example") == RobotsRecord(None, b"", "http://a.example/r", 1.0)
+    store.put("b.example", RECORDS[-1])
+    assert store.get("b.example") == RECORDS[-1]
+    store.close()
+    again = SqliteRobotsStore(path)  # (the column is there now: nothing to add)
+    assert again.get("b.example") == RECORDS[-1]
+    again.close()
+
+
+def test_an_error_is_kept_only_without_a_status() -> None:
+    assert RobotsRecord.of(None, None, "u", 1.0, "fetch/error/dns").error == "fetch/error/dns"
+    assert RobotsRecord.of(503, b"x", "u", 1.0, "fetch/error/dns").error is None
+    policy = RobotsRecord.of(None, None, "u", 1.0, "fetch/error/connect").policy(UA)
+    assert policy.refusal() == "robots/unreachable/connect"
 
 
 def _put_forever(path: str, ready: int) -> None:

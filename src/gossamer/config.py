@@ -380,6 +380,40 @@ class ClusterSettings(_Group):
     )
 
 
+#: The settings a re-crawl (`--recrawl OLD_DIR`) takes from OLD_DIR's crawl.json when they
+#: are not given now (by a flag, `-s`, GOSSAMER_* or --config): how its hosts were reached
+#: and what it crawled, so the re-crawl fetches what the old crawl fetched, the same way. How
+#: fast and how much this run does (workers, delays, time-outs, --max-pages) are its own;
+#: seeds have their own rule (none given: OLD_DIR's). docs/crawler.md, "Re-crawling".
+RECRAWL_CARRIED = frozenset(
+    {
+        "allow_private",
+        "resolve",
+        "resolve_file",
+        "proxy",
+        "user_agent",
+        "headers",
+        "obey_robots",
+        "scope",
+        "allow",
+        "deny",
+        "max_depth",
+        "host_budget",
+        "follow_nofollow",
+        "html_only",
+        "strip_session_ids",
+        "follow_canonical",
+        "use_sitemaps",
+        "max_path_repeat",
+        "max_path_segments",
+        "calendar_years_back",
+        "calendar_years_ahead",
+        "max_queries_per_path",
+        "max_query_shapes",
+        "warc",
+    }
+)
+
 # a top-level setting's section of `gossamer crawl --help` (a group's: its `section`)
 _SECTION: dict[str, dict[str, Any]] = {
     name: {"section": name}
@@ -455,7 +489,7 @@ class CrawlSettings(BaseSettings):
     @classmethod
     def _nested(cls, values: Any) -> Any:
         # model_validate (no __init__): a flat mapping, e.g. an old crawl.json, nests too
-        return _nest(values) if isinstance(values, Mapping) else values
+        return _recrawl_defaults(_nest(values)) if isinstance(values, Mapping) else values
 
     def frontier_knobs(self) -> FrontierKnobs:
         """The frontier backends' keywords (`FrontierSettings.knobs`)."""
@@ -636,6 +670,24 @@ def _nest(values: Mapping[str, Any]) -> dict[str, Any]:
         else:
             put(group, key.rpartition(".")[2], value)
     return out
+
+
+def _recrawl_defaults(values: dict[str, Any]) -> dict[str, Any]:
+    """Nested settings `values` (every source merged) with, for a re-crawl, each setting of
+    RECRAWL_CARRIED they do not give taken from OLD_DIR's crawl.json (an unreadable one
+    gives none: the check of OLD_DIR says why)."""
+    old = values.get("recrawl")
+    if not isinstance(old, str | os.PathLike) or not str(old):
+        return values
+    from .outdir import old_settings
+
+    stored = old_settings(Path(old).expanduser())
+    for name in RECRAWL_CARRIED & stored.keys():
+        group = _knob_fields()[name][0]
+        table = values if group is None else values.setdefault(group, {})
+        if isinstance(table, dict) and name not in table:
+            table[name] = stored[name]
+    return values
 
 
 class _FlatEnvironment(PydanticBaseSettingsSource):

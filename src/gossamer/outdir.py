@@ -12,6 +12,7 @@ import fcntl
 import json
 import os
 from pathlib import Path
+from typing import Any
 
 
 def new_directory_problem(
@@ -61,12 +62,18 @@ def check_recrawl_dir(old: Path, new: Path | None = None) -> str | None:
     return None
 
 
+def old_settings(old: Path) -> dict[str, Any]:
+    """The settings recorded in OLD_DIR's crawl.json, by flat name (empty when unreadable)."""
+    try:
+        stored = json.loads((old / "crawl.json").read_text())
+    except (OSError, ValueError):
+        return {}
+    return stored if isinstance(stored, dict) else {}
+
+
 def old_seeds(old: Path) -> list[str]:
     """The seeds recorded in OLD_DIR's crawl.json (empty when unreadable)."""
-    try:
-        seeds = json.loads((old / "crawl.json").read_text()).get("seeds", [])
-    except (OSError, ValueError, AttributeError):
-        return []
+    seeds = old_settings(old).get("seeds", [])
     return [s for s in seeds if isinstance(s, str)] if isinstance(seeds, list) else []
 
 

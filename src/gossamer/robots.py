@@ -23,7 +23,9 @@ from protego import Protego
 from .urls import LinkResolver, URLError, canonicalize, host_key
 
 __all__ = [
+    "ROBOTS_DISALLOWED",
     "ROBOTS_MAX_BYTES",
+    "ROBOTS_UNREACHABLE",
     "UNAVAILABLE_TTL",
     "RobotsCache",
     "RobotsCacheStats",
@@ -38,6 +40,12 @@ ROBOTS_MAX_BYTES: Final = 500 * 1024
 UNAVAILABLE_TTL: Final = 300.0
 #: Seconds a fetched robots.txt is kept (RFC 9309 §2.4: SHOULD NOT be cached over 24 hours).
 DEFAULT_TTL: Final = 86400.0
+#: The key a URL that robots.txt's rules disallow is counted under (`dropped` in stats.json).
+ROBOTS_DISALLOWED: Final = "robots/disallowed"
+#: The prefix of the key a URL held back by an unreachable robots.txt is counted under, the
+#: cause after it: `robots/unreachable/connect` (the last part of the fetch's error key,
+#: `fetch/error/connect`), `robots/unreachable/http-503` (a 5xx or 429 answer).
+ROBOTS_UNREACHABLE: Final = "robots/unreachable/"
 #: Longest line read, in characters (Google's parser: a 2083 * 8 byte buffer with its NUL).
 MAX_LINE_LENGTH: Final = 16663
 
@@ -247,8 +255,9 @@ class RobotsPolicy:
     """What one host's robots.txt says to one crawler (identified by its product token).
 
     kind: "parsed" (a file was read), "allow-all" (4xx, or too many redirects), or
-    "disallow-all" (5xx, 429 or unreachable: temporary, `expires_at` is short).
-    `allowed(url)` takes URLs of this host as the crawler has them (canonical form)."""
+    "disallow-all" (5xx, 429 or unreachable: temporary, `expires_at` is short; `error`: the
+    fetch's error key when there was no answer). `allowed(url)` takes URLs of this host as
+    the crawler has them (canonical form); `refusal()` says why one is not allowed."""
 
     kind: str
     fetched_at: float
@@ -258,6 +267,7 @@ class RobotsPolicy:
     crawl_delay: float | None = None
     sitemaps: tuple[str, ...] = ()
     _parser: Protego | None = field(default=None, repr=False, compare=False)
+    error: str | None = None
 
     @classmethod
     def from_response(
@@ -270,6 +280,7 @@ class RobotsPolicy:
         ttl: float = DEFAULT_TTL,
         unavailable_ttl: float = UNAVAILABLE_TTL,
         final_url: str | None = None,
+        error: str | None = None,
     ) -> RobotsPolicy:
         """The policy from fetching robots.txt (after the engine followed ≤ 5 redirects).
 
@@ -277,7 +288,8 @@ class RobotsPolicy:
         time-out, DNS failure). 2xx → parse `body`; 3xx (redirect limit reached) and 4xx other
         than 429 → allow all (RFC 9309 §2.3.1.2-3); 429, 5xx, None and anything else → disallow
         all, expiring after `unavailable_ttl` (§2.3.1.4). `final_url` (the URL the body came
-        from) resolves relative Sitemap URLs. `user_agent` may be a full User-Agent header."""
+        from) resolves relative Sitemap URLs. `user_agent` may be a full User-Agent header.
+        `error`: the fetch's error key (`fetch/error/dns`) when there was no answer."""
         agent = product_token(user_agent)
         if status is not None and 200 <= status < 300:
             return cls.parse(
@@ -285,7 +297,10 @@ class RobotsPolicy:
             )
         if status is not None and (300 <= status < 400 or (400 <= status < 500 and status != 429)):
             return cls(KIND_ALLOW_ALL, now, now + ttl, agent, status)
-        return cls(KIND_DISALLOW_ALL, now, now + unavailable_ttl, agent, status)
+        return cls(
+            KIND_DISALLOW_ALL, now, now + unavailable_ttl, agent, status,
+            error=error if status is None else None,
+        )  # fmt: skip
 
     @classmethod
     def parse(
@@ -319,6 +334,18 @@ class RobotsPolicy:
         path = _protect(path_params_query(url))
         # a scheme and host in front keep a path starting with '//' a path for protego
         return bool(parser.can_fetch("http://h" + path, self.agent))
+
+    def refusal(self) -> str:
+        """The key a URL this policy does not allow is counted under: ROBOTS_DISALLOWED for
+        the file's rules; for an unreachable robots.txt (disallow-all, RFC 9309 §2.3.1.4)
+        ROBOTS_UNREACHABLE and its cause: the error (`robots/unreachable/dns`,
+        `…/connect`, `…/blocked-address`), or the status (`robots/unreachable/http-503`)."""
+        if self.kind != KIND_DISALLOW_ALL:
+            return ROBOTS_DISALLOWED
+        if self.status is not None:
+            return f"{ROBOTS_UNREACHABLE}http-{self.status}"
+        cause = (self.error or "").rpartition("/")[2] or "no-answer"  # fetch/error/<cause>
+        return ROBOTS_UNREACHABLE + cause
 
     def expired(self, now: float) -> bool:
         """True once `now` reaches `expires_at` (fetch robots.txt again)."""

@@ -1,13 +1,13 @@
 """robots.txt answers shared by every worker of a crawl: one fetch per host per crawl.
 
 The worker holding a host's lease fetches its robots.txt and puts the outcome in the crawl's
-`RobotsStore` (a `RobotsRecord`: final status, body, URL after redirects, fetch time — not the
-parsed rules); any later holder, in any process or on any machine, rebuilds the same policy
-from it. A record older than the policy's TTL counts as absent: expiry is the stored fetch
-time's, never the backend's. Backends: `SqliteRobotsStore` (robots.sqlite in the crawl
-directory), `RedisRobotsStore` (one key a host, in the host's shard slot), `MemoryRobotsStore`
-(tests). A put is atomic; two holders racing after an expired lease both put and the last
-wins, both answers of the same server (docs/crawler/urls-robots.md)."""
+`RobotsStore` (a `RobotsRecord`: final status, body, URL after redirects, fetch time, the error
+of a fetch without an answer — not the parsed rules); any later holder, in any process or on
+any machine, rebuilds the same policy from it. A record older than the policy's TTL counts as
+absent: expiry is the stored fetch time's, never the backend's. Backends: `SqliteRobotsStore`
+(robots.sqlite in the crawl directory), `RedisRobotsStore` (one key a host, in the host's shard
+slot), `MemoryRobotsStore` (tests). A put is atomic; two holders racing after an expired lease
+both put and the last wins, both answers of the same server (docs/crawler/urls-robots.md)."""
 
 from __future__ import annotations
 
@@ -48,21 +48,30 @@ class RobotsRecord:
     status: the final HTTP status, None when there was no answer (refused, reset, time-out,
     DNS failure, a redirect without a usable Location); body: the final response's body (only
     kept for a 2xx, cut at STORED_BODY_MAX); final_url: the URL the body came from, after
-    redirects; fetched_at: when the fetch ended, on the crawl's clock."""
+    redirects; fetched_at: when the fetch ended, on the crawl's clock; error: the fetch's
+    error key when there was no answer (`fetch/error/dns`: what the URLs held back by it are
+    counted under, `RobotsPolicy.refusal`)."""
 
     status: int | None
     body: bytes
     final_url: str
     fetched_at: float
+    error: str | None = None
 
     @classmethod
     def of(
-        cls, status: int | None, body: bytes | None, final_url: str, fetched_at: float
+        cls,
+        status: int | None,
+        body: bytes | None,
+        final_url: str,
+        fetched_at: float,
+        error: str | None = None,
     ) -> RobotsRecord:
         """The record of a fetch: the body kept only for a 2xx (the only status whose body
-        counts, RFC 9309 §2.3.1.1), cut at STORED_BODY_MAX."""
+        counts, RFC 9309 §2.3.1.1), cut at STORED_BODY_MAX; the error only without a status."""
         ok = status is not None and 200 <= status < 300
-        return cls(status, body[:STORED_BODY_MAX] if body and ok else b"", final_url, fetched_at)
+        body = body[:STORED_BODY_MAX] if body and ok else b""
+        return cls(status, body, final_url, fetched_at, error if status is None else None)
 
     def policy(
         self,
@@ -81,6 +90,7 @@ class RobotsRecord:
             ttl=ttl,
             unavailable_ttl=unavailable_ttl,
             final_url=self.final_url,
+            error=self.error,
         )
 
 
@@ -120,7 +130,8 @@ CREATE TABLE IF NOT EXISTS robots (
     status INTEGER,
     fetched_at REAL NOT NULL,
     final_url TEXT NOT NULL,
-    body BLOB NOT NULL
+    body BLOB NOT NULL,
+    error TEXT
 )
 """
 
@@ -145,6 +156,7 @@ class SqliteRobotsStore:
             self._set_wal(busy_timeout)
             self._db.execute("PRAGMA synchronous=NORMAL")
             self._db.execute(_SQLITE_SCHEMA)
+            self._add_error_column()
         except sqlite3.Error as exc:
             self._db.close()
             raise sqlite_storage_error(exc, self.path, "robots store") from exc
@@ -163,29 +175,45 @@ class SqliteRobotsStore:
                     raise
                 time.sleep(0.005)
 
+    def _add_error_column(self) -> None:
+        """The `error` column in a file made before it (a resumed crawl's): added once; a
+        process that opened the file at the same moment may have added it first."""
+        columns = {row[1] for row in self._db.execute("PRAGMA table_info(robots)")}
+        if "error" in columns:
+            return
+        try:
+            self._db.execute("ALTER TABLE robots ADD COLUMN error TEXT")
+        except sqlite3.OperationalError as exc:
+            if "duplicate column" not in str(exc):
+                raise
+
     def get(self, host: str) -> RobotsRecord | None:
         try:
             with self._lock:
                 row = self._db.execute(
-                    "SELECT status, body, final_url, fetched_at FROM robots WHERE host = ?",
+                    "SELECT status, body, final_url, fetched_at, error FROM robots WHERE host = ?",
                     (host,),
                 ).fetchone()
         except sqlite3.Error as exc:
             raise sqlite_storage_error(exc, self.path, "robots store") from exc
         if row is None:
             return None
-        return RobotsRecord(row[0], bytes(row[1]), row[2], row[3])
+        return RobotsRecord(row[0], bytes(row[1]), row[2], row[3], row[4])
 
     def put(self, host: str, record: RobotsRecord) -> None:
         try:
             with self._lock:
                 self._db.execute(
-                    "INSERT INTO robots (host, status, fetched_at, final_url, body) "
-                    "VALUES (?, ?, ?, ?, ?) ON CONFLICT (host) DO UPDATE SET "
+                    "INSERT INTO robots (host, status, fetched_at, final_url, body, error) "
+                    "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (host) DO UPDATE SET "
                     "status = excluded.status, fetched_at = excluded.fetched_at, "
-                    "final_url = excluded.final_url, body = excluded.body",
-                    (host, record.status, record.fetched_at, record.final_url, record.body),
-                )
+                    "final_url = excluded.final_url, body = excluded.body, "
+                    "error = excluded.error",
+                    (
+                        host, record.status, record.fetched_at, record.final_url, record.body,
+                        record.error,
+                    ),
+                )  # fmt: skip
         except sqlite3.Error as exc:
             raise sqlite_storage_error(exc, self.path, "robots store") from exc
 
@@ -202,7 +230,9 @@ class RedisRobotsStore:
     """`RobotsStore` in Redis, under the crawl's namespace (see the module docstring).
 
     A record is one string, written by one SET (atomic on one Redis and on Redis Cluster):
-    ``<status or empty>\\n<fetched_at>\\n<final URL>\\n<body bytes>``. Its Redis TTL is
+    ``<status>\\n<fetched_at>\\n<final URL>\\n<body bytes>``, where ``<status>`` is the
+    status's digits, or without one the fetch's error key (``fetch/error/dns``) or nothing.
+    Its Redis TTL is
     `max_age` plus REDIS_TTL_MARGIN: a record nobody may use any more goes away by itself;
     whether a record may be used is decided from its fetch time, not from the TTL. Redis
     errors are raised as they are (the cluster worker retries them through outages)."""
@@ -223,15 +253,20 @@ class RedisRobotsStore:
         if raw is None:
             return None
         status, fetched_at, final_url, body = bytes(raw).split(b"\n", 3)
+        code = int(status) if status.isdigit() else None
         return RobotsRecord(
-            int(status) if status else None,
+            code,
             body,
             final_url.decode("utf-8", "surrogateescape"),
             float(fetched_at),
+            status.decode("utf-8", "replace") if code is None and status else None,
         )
 
     def put(self, host: str, record: RobotsRecord) -> None:
-        status = b"" if record.status is None else str(record.status).encode()
+        if record.status is not None:
+            status = str(record.status).encode()
+        else:  # (an error key is never digits)
+            status = (record.error or "").encode("utf-8", "replace")
         url = record.final_url.encode("utf-8", "surrogateescape")
         head = b"\n".join((status, repr(record.fetched_at).encode(), url))
         self.client.set(self.key(host), head + b"\n" + record.body, px=self._keep_ms)

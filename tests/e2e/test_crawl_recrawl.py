@@ -10,6 +10,8 @@ import time
 from pathlib import Path
 
 from _crawl_helpers import USER_AGENT, crawl_settings
+from _static_site import static_site
+from test_real_site import installed_gossamer
 from warcio.archiveiterator import ArchiveIterator
 
 from gossamer.runner.run import run_crawl
@@ -24,6 +26,7 @@ from gossamer.testweb import (
     read_logs,
     serve_in_thread,
 )
+from gossamer.testweb._nginx import run_nginx
 
 BIN = Path(sys.executable).parent
 
@@ -153,3 +156,42 @@ def test_recrawl_sends_conditional_gets_and_reaches_everything(tmp_path: Path) -
     stats = json.loads((new / "stats.json").read_text())
     assert stats["finished"] and stats["pages"] == len(truth.required)
     assert json.loads((new / "crawl.json").read_text())["recrawl"] == str(old.absolute())
+
+
+def test_a_recrawl_keeps_the_old_crawls_settings_and_flags_given_now_win(
+    tmp_path: Path,
+) -> None:
+    """`gossamer crawl --recrawl OLD -o NEW` of a site on 127.0.0.1 (nginx), without
+    repeating the old crawl's `--allow-private`: the re-crawl takes it (and the old crawl's
+    user agent and depth limit) from OLD's crawl.json and fetches every page again, where it
+    once refused the loopback address for robots.txt and dropped every URL as
+    `robots/disallowed`. A flag given now wins over the old crawl's value."""
+    site = static_site(tmp_path, 6)  # index.html, p1–p5
+    seed, access_log = site.base, site.access_log
+    old, new = tmp_path / "old", tmp_path / "new"
+
+    def gossamer(*args: str) -> None:
+        done = subprocess.run(
+            [installed_gossamer(), "crawl", "-q", "--workers", "1", "--delay", "0", *args],
+            capture_output=True, text=True, timeout=120, check=False,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr[-3000:]
+
+    with run_nginx(site.server):
+        gossamer(seed, "-o", str(old), "--allow-private", "--user-agent", "oldbot/1",
+                 "--max-depth", "3")  # fmt: skip
+        first = [line.split() for line in access_log.read_text().splitlines()]
+        # --delay is no setting a re-crawl takes (given again: 0); --user-agent given now wins
+        gossamer("--recrawl", str(old), "-o", str(new), "--user-agent", "newbot/2")
+        again = [line.split() for line in access_log.read_text().splitlines()][len(first) :]
+    stored = json.loads((new / "crawl.json").read_text())
+    assert (stored["seeds"], stored["allow_private"], stored["max_depth"]) == ([seed], True, 3)
+    assert stored["user_agent"] == "newbot/2"
+    stats = json.loads((new / "stats.json").read_text())
+    assert stats["dropped"] == {}, stats["dropped"]
+    assert stats["pages"] == json.loads((old / "stats.json").read_text())["pages"] == 7
+    # every page asked for again (/, /index.html, p1–p5), each answered: nginx answers the
+    # conditional GETs of unchanged files 304
+    pages = sorted(target for _, target, _ in first if target != "/robots.txt")
+    assert sorted(target for _, target, _ in again if target != "/robots.txt") == pages
+    assert {status for _, target, status in again if target != "/robots.txt"} == {"304"}

@@ -235,6 +235,39 @@ def test_host_delay_is_kept_between_requests() -> None:
     assert min(gaps) >= settings_delay - 0.002, gaps
 
 
+def test_a_slow_batch_flushes_its_outputs_as_its_pages_come(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A batch at a host's delay lasts its URLs times the delay (20 s at the default 1 s):
+    its pages reach the crawl log between two pages (OUTPUTS_FLUSH_S apart at most), not
+    all at once as it ends, so the log and the live display move together."""
+    import gossamer.engine.crawler as crawler_module
+
+    monkeypatch.setattr(crawler_module, "OUTPUTS_FLUSH_S", 0.04, raising=False)
+
+    class CountingSinks(FakeSinks):
+        def __init__(self) -> None:
+            super().__init__()
+            self.flushed_at: list[int] = []  # pages logged at each flush
+
+        def flush(self) -> None:
+            self.flushed_at.append(sum(not u.endswith("robots.txt") for u, _ in self.logged))
+
+    pages = _site(6)
+    settings = CrawlSettings(
+        seeds=["http://a.example/p0"], scope="all", delay=0.05, output="/tmp/unused"
+    )
+    sinks = CountingSinks()
+    c = Crawler(
+        settings, frontier=MemoryFrontier(), fetcher=FakeFetcher(pages, 0.0),
+        ip_of=lambda h: None, sinks=sinks,
+    )  # fmt: skip
+    c.seed(settings.seeds)
+    asyncio.run(asyncio.wait_for(c.run(), 30))
+    # the seed's batch, then p1–p5 in one batch: flushed page by page, not only at its end
+    assert {2, 3, 4, 5} <= set(sinks.flushed_at), sinks.flushed_at
+
+
 def test_back_off_status_ends_the_batch_with_nothing_in_flight() -> None:
     pages = _site(10)
     pages["http://a.example/p3"] = (503, "text/plain", b"", (("Retry-After", "3600"),))

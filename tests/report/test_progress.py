@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from gossamer.frontier import FrontierStats
 from gossamer.report.progress import (
     ProgressDisplay,
     ProgressSample,
@@ -71,7 +72,7 @@ def test_json_lines_with_max_pages_give_the_eta() -> None:
     line = json.loads(out.getvalue())
     assert line["crawl"] == "c1" and line["workers"] == 2
     assert (line["done"], line["max_pages"]) == (250, 1000)
-    assert line["eta_s"] == 30.0  # 750 left at 25 pages/s
+    assert line["eta_s"] == 37.5  # 750 left at this run's 20 pages/s (50 done before it)
 
 
 def test_a_note_is_a_json_line_and_marks_the_progress_stopping() -> None:
@@ -121,6 +122,48 @@ def test_without_max_pages_no_bar() -> None:
     assert "failed URLs 2" in screen and "workers 2" in screen
 
 
+def test_a_resume_shows_this_runs_pages_and_rate_beside_the_crawls_total() -> None:
+    """5 s into a resume of a crawl that had 528 pages: 300 of this run, 60 pages/s — not
+    828 pages at 161 pages/s (the crawl's total over this run's seconds)."""
+    out = io.StringIO()
+    display, clock = _display(out, terminal=True)
+    clock.t += 5.0
+    display.update(ProgressSample(pages=300, queued=10, active_hosts=2, done=828))
+    display.close()
+    plain = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", out.getvalue())
+    assert "300 pages this run, 828 in all  60 pages/s" in plain, plain
+    out = io.StringIO()
+    display, clock = _display(out, terminal=False, max_pages=2000)
+    clock.t += 10.0
+    display.update(ProgressSample(pages=300, queued=10, active_hosts=2, done=828))
+    line = json.loads(out.getvalue())
+    assert (line["pages"], line["pages_per_s"], line["done"]) == (300, 30.0, 828)
+    assert line["eta_s"] == round((2000 - 828) / 30.0, 1)
+    # without --max-pages, `done` is there when it differs from this run's pages
+    out = io.StringIO()
+    display, clock = _display(out, terminal=False)
+    clock.t += 10.0
+    display.update(ProgressSample(pages=300, queued=10, active_hosts=2, done=828))
+    display.update(ProgressSample(pages=400, queued=10, active_hosts=2))
+    first, second = (json.loads(x) for x in out.getvalue().splitlines())
+    assert first["done"] == 828 and "done" not in second
+
+
+def test_a_pool_parent_shows_the_pages_its_workers_fetched() -> None:
+    """The frontier counts a batch's pages when it completes; the workers' heartbeats count
+    each page as it is fetched: the parent shows the larger, this run's beside the total."""
+    st = FrontierStats(
+        queued=11, leased=1, done=529, failed=0, retries=0, hosts=1, ready_hosts=0,
+        leased_hosts=1, dead_hosts=0, dropped_by_budget=0, duplicates_seen=0, next_ready_at=None,
+    )  # fmt: skip
+    sample = ProgressSample.of_frontier(st, workers=2, pages=7, done_before=528)
+    assert (sample.pages, sample.done, sample.workers) == (7, 535, 2)
+    sample = ProgressSample.of_frontier(st, workers=2, pages=None, done_before=528)
+    assert (sample.pages, sample.done) == (1, 529)
+    sample = ProgressSample.of_frontier(st, workers=1)  # `crawl --redis`: the frontier's
+    assert (sample.pages, sample.done) == (529, 529)
+
+
 def test_utc_timestamp() -> None:
     assert utc_timestamp(0.0) == "1970-01-01T00:00:00.000Z"
 
@@ -159,6 +202,8 @@ def _stats(**kw: Any) -> dict[str, Any]:
         ({"fetch/error/timeout": 5, "fetch/error/reset": 1}, {}, "fetch/error/timeout",
          "first_byte_timeout"),
         ({}, {"robots/disallowed": 4}, "robots/disallowed", "--ignore-robots"),
+        ({}, {"robots/unreachable/http-503": 4}, "robots/unreachable/http-503",
+         "robots.txt could not be fetched"),
         ({"fetch/error/empty-reply": 2}, {}, "fetch/error/empty-reply", "empty-reply"),
     ],
 )  # fmt: skip

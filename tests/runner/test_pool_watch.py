@@ -10,6 +10,13 @@ import signal
 import time
 from pathlib import Path
 
+from gossamer.engine.heartbeat import (
+    HEARTBEAT_DIR,
+    BeatPages,
+    beat_path,
+    forget_beat,
+    write_beat,
+)
 from gossamer.frontier import SqliteFrontier
 from gossamer.report.progress import ProgressDisplay, WorkersProgress
 from gossamer.runner.pool import _watch
@@ -168,3 +175,19 @@ def test_a_worker_that_is_not_retired_and_exits_143_still_stops_the_others(
         _watch([long, stopped], frontier, WorkersProgress(None, [], grace_s=3.0), retired=set())
         wall = time.monotonic() - wall
     assert long.exitcode == -15 and wall < 5.0
+
+
+def test_the_pages_of_the_workers_beats_are_summed_retired_ones_kept(tmp_path: Path) -> None:
+    """A pool's parent shows the pages its workers say they fetched (each counted as it is
+    fetched); a worker retired by a scale-down keeps its pages once its beat is removed."""
+    beats = tmp_path / HEARTBEAT_DIR
+    beats.mkdir()
+    pages = BeatPages(tmp_path)
+    assert pages() == 0
+    write_beat(beat_path(tmp_path, "w0"), {"id": "w0", "pages": 5})
+    write_beat(beat_path(tmp_path, "w1"), {"id": "w1", "pages": 2})
+    (beats / ".w2.json.tmp").write_text('{"id": "w2", "pages": 99}')  # being written
+    assert pages() == 7
+    forget_beat(tmp_path, "w1")
+    write_beat(beat_path(tmp_path, "w0"), {"id": "w0", "pages": 6})
+    assert pages() == 8

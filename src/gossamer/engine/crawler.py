@@ -80,6 +80,12 @@ SENT_SET_MAX = 2_000_000  # fingerprints sent to the frontier that are remembere
 #: a quick crawl's heartbeats lagged its pages enough that `experiment parallel --quick`
 #: killed its victim after it had finished)
 SNAPSHOT_INTERVAL_S = 0.1
+#: the longest a recorded page waits for the outputs (crawl log, WARC, graph) to be handed to
+#: the OS while its batch goes on: a batch ends with a flush, but a batch of 20 URLs at a 1 s
+#: delay lasts 20 s, and its crawl log lines came all at once at its end. A flush between two
+#: pages when this much has passed since the last: at most two a second, on a clock read the
+#: page loop makes anyway
+OUTPUTS_FLUSH_S = 0.5
 
 
 @dataclass(slots=True)
@@ -233,6 +239,7 @@ class Crawler:
         self._keepers: set[_LeaseKeeper] = set()  # the batches fetching (their request)
         self._aux_fetches: set[asyncio.Future[FetchResult]] = set()  # robots.txt, sitemaps
         self._pauses: set[asyncio.Future[None]] = set()  # host delays being waited out
+        self._flushed_at = -math.inf  # when a page last flushed the outputs (OUTPUTS_FLUSH_S)
         self._ip_waits: set[asyncio.Timeout] = set()  # batches waiting for their IP's slot
         # stop fetching this long before a lease ends (a quarter of a short TTL)
         self._safety = min(LEASE_SAFETY_S, settings.frontier.lease_ttl / 4)
@@ -604,10 +611,10 @@ class Crawler:
         todo: list[LeasedURL] = []
         for leased in batch.urls:
             if policy is not None and not policy.allowed(leased.url):
-                outcomes.append(
-                    Outcome(leased.url, leased.fp, Verdict.FAILED, error="robots/disallowed")
-                )
-                self.counters.dropped["robots/disallowed"] += 1
+                # (the rules, or robots.txt unreachable: `robots/unreachable/<cause>`)
+                why = policy.refusal()
+                outcomes.append(Outcome(leased.url, leased.fp, Verdict.FAILED, error=why))
+                self.counters.dropped[why] += 1
             else:
                 todo.append(leased)
         # One request in flight on the host's connection, and one page of look-ahead: the
@@ -689,6 +696,10 @@ class Crawler:
                     if verdict is Verdict.DONE:
                         edges = self._links(result, leased.depth, discovered)
                         self.sinks.page(result, leased.depth, edges)
+                    if last_end - self._flushed_at >= OUTPUTS_FLUSH_S:
+                        # a long batch's pages on disk as they come, not at its end
+                        self._flushed_at = last_end
+                        self.sinks.flush()
                     keep = kept < KEEP_TURN_PAGES and self._next_is_in(nxt, backlog)
                 finally:
                     if keep:
@@ -860,6 +871,7 @@ class Crawler:
         url = robots_url(batch.urls[0].url) if batch.urls else f"http://{host}/robots.txt"
         status: int | None = None
         body: bytes | None = None
+        error: str | None = None
         final = url
         delay = self.settings.politeness.delay
         for hop in range(MAX_ROBOTS_REDIRECTS + 1):
@@ -870,7 +882,7 @@ class Crawler:
                 raise _Abandoned
             result = await self._fetch_aux(FetchRequest(final))
             self._record_aux(result, "robots")
-            status, body = result.status, result.body
+            status, body, error = result.status, result.body, result.error
             if status in REDIRECTS and result.header("location"):
                 nxt = LinkResolver(final).resolve(result.header("location") or "")
                 if nxt is None:
@@ -881,7 +893,7 @@ class Crawler:
             break
         # more than 5 redirects leaves the last 3xx status: "unavailable", allow all (RFC 9309)
         # (stored before the batch completes: the host's next lease, by any worker, reads it)
-        record = RobotsRecord.of(status, body, final, self.clock())
+        record = RobotsRecord.of(status, body, final, self.clock(), error)
         policy = await self._off_loop(self.robots.put, host, record)
         if policy.crawl_delay:
             await self._in_thread(self.frontier.set_host_delay, host, policy.crawl_delay)

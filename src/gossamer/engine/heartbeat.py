@@ -2,9 +2,9 @@
 one process of a crawl without a pool, `main`) keeps `DIR/workers/<id>.json` — its pid,
 state, the hosts it is crawling, its pages, pages/s and errors, and when it last beat —
 rewritten atomically every BEAT_INTERVAL_S by a timer on its event loop, and a last time as
-it exits. The dashboard's worker table reads them (dashboard/_sources.py); the crawl itself
-never does. A beat is off the per-page path (its cost: bench/README.md,
-`python -m gossamer.engine.heartbeat --bench`)."""
+it exits. The dashboard's worker table reads them (dashboard/_sources.py), and a pool's
+parent its progress display's pages (`BeatPages`); the workers never do. A beat is off the
+per-page path (its cost: bench/README.md, `python -m gossamer.engine.heartbeat --bench`)."""
 
 from __future__ import annotations
 
@@ -22,6 +22,7 @@ from .crawler import CrawlCounters
 __all__ = [
     "BEAT_INTERVAL_S",
     "HEARTBEAT_DIR",
+    "BeatPages",
     "Heartbeat",
     "beat_path",
     "clear_beats",
@@ -85,6 +86,26 @@ def read_beats(out: Path) -> list[dict[str, Any]]:
         if isinstance(rec, dict):
             beats.append(rec)
     return sorted(beats, key=lambda r: _number(str(r.get("id", ""))))
+
+
+class BeatPages:
+    """The pages this run's workers have fetched, from their beats in `out` (a worker counts
+    a page as it is fetched, and beats every BEAT_INTERVAL_S): what a pool's parent shows,
+    where the frontier counts a batch's pages only once the batch completes (a batch of 20
+    URLs at a 1 s delay: 20 s). Each worker's last count is kept, so the pages of a worker
+    whose beat is gone (retired by a scale-down: `forget_beat`) stay counted. Call it from
+    one thread."""
+
+    def __init__(self, out: Path) -> None:
+        self.out = out
+        self._last: dict[str, int] = {}
+
+    def __call__(self) -> int:
+        for beat in read_beats(self.out):
+            pages = beat.get("pages")
+            if isinstance(pages, int):
+                self._last[str(beat.get("id"))] = pages
+        return sum(self._last.values())
 
 
 def _number(worker_id: str) -> int:

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 from ..frontier import FrontierStats
+from ..robots import ROBOTS_DISALLOWED, ROBOTS_UNREACHABLE
 
 if TYPE_CHECKING:
     from ..engine.crawler import Crawler
@@ -37,10 +38,12 @@ TOP_KINDS = 5  # error kinds named in the end summary
 
 @dataclass(frozen=True, slots=True)
 class ProgressSample:
-    """The counts shown at one moment. `pages`: pages fetched (this run); `done`: pages done
-    in the whole crawl (the bar's position against max_pages; None: `pages`); `errors`:
-    failed requests (a worker's counters; None when unknown, as in a pool's parent);
-    `failed`: URLs given up (the frontier's); `workers`: worker processes running."""
+    """The counts shown at one moment. `pages`: pages fetched by this run, counted as each is
+    fetched (its rate is shown); `done`: pages done in the whole crawl, earlier runs
+    included (shown beside `pages` when more, and the bar's position against max_pages;
+    None: `pages`); `errors`: failed requests (a worker's counters; None when unknown, as
+    in a pool's parent); `failed`: URLs given up (the frontier's); `workers`: worker
+    processes running."""
 
     pages: int
     queued: int
@@ -52,14 +55,26 @@ class ProgressSample:
     in_flight: int | None = None
 
     @classmethod
-    def of_frontier(cls, st: FrontierStats, *, workers: int) -> ProgressSample:
+    def of_frontier(
+        cls,
+        st: FrontierStats,
+        *,
+        workers: int,
+        pages: int | None = None,
+        done_before: int = 0,
+    ) -> ProgressSample:
         """What a parent shows of the workers it watches (a pool's, `crawl --redis`'s local
-        ones): the shared frontier's counts, the workers' own counters being theirs."""
+        ones): the shared frontier's counts, and `pages`, the pages the workers say they
+        fetched in this run (a pool's heartbeats; None: not known, then the frontier's,
+        which counts a batch's pages only once the batch completes). `done_before`: the
+        pages the frontier had done when this run began (a resume's earlier runs)."""
+        run = max(st.done - done_before, pages or 0, 0)
         return cls(
-            pages=st.done,
+            pages=run,
             queued=st.queued,
             active_hosts=st.leased_hosts,
             failed=st.failed,
+            done=done_before + run,
             workers=workers,
         )
 
@@ -119,21 +134,23 @@ class ProgressDisplay:
             self._live.start()
 
     # ------------------------------------------------------------------ figures
-    def _rates(self, now: float, done: int) -> tuple[float, float | None]:
-        """(pages/s over the last RATE_WINDOW_S, seconds left to max_pages or None)."""
+    def _rates(self, now: float, pages: int, done: int) -> tuple[float, float | None]:
+        """(this run's pages/s over the last RATE_WINDOW_S, seconds left to max_pages or
+        None): from this run's `pages`, not the crawl's `done` (a resume's earlier pages
+        are no speed of this run)."""
         samples = self._samples
-        samples.append((now, done))
+        samples.append((now, pages))
         while len(samples) > 2 and samples[1][0] < now - ETA_WINDOW_S:
             samples.popleft()
         recent = next((s for s in samples if s[0] >= now - RATE_WINDOW_S), samples[0])
         if recent[0] == now and len(samples) > 1:
             recent = samples[-2]
         span = now - recent[0]
-        rate = (done - recent[1]) / span if span > 0 else 0.0
+        rate = (pages - recent[1]) / span if span > 0 else 0.0
         eta = None
         if self.max_pages is not None:
-            t0, d0 = samples[0]
-            slow = (done - d0) / (now - t0) if now > t0 else 0.0
+            t0, p0 = samples[0]
+            slow = (pages - p0) / (now - t0) if now > t0 else 0.0
             left = max(self.max_pages - done, 0)
             eta = 0.0 if left == 0 else (left / slow if slow > 0 else None)
         return rate, eta
@@ -142,7 +159,7 @@ class ProgressDisplay:
         """Show `sample` (a JSON line, or a redraw)."""
         now = self._clock()
         done = sample.pages if sample.done is None else sample.done
-        rate, eta = self._rates(now, done)
+        rate, eta = self._rates(now, sample.pages, done)
         elapsed = now - self._start
         if self._live is not None:
             self._drawn = (sample, done, rate, eta, elapsed)
@@ -162,8 +179,9 @@ class ProgressDisplay:
             value = getattr(sample, key)
             if value is not None:
                 record[key] = value
-        if self.max_pages is not None:
+        if self.max_pages is not None or done != sample.pages:
             record["done"] = done
+        if self.max_pages is not None:
             record["max_pages"] = self.max_pages
             record["eta_s"] = None if eta is None else round(eta, 1)
         if self._state:
@@ -216,9 +234,11 @@ class ProgressDisplay:
         from rich.text import Text
 
         state = ("stopping", "bold yellow") if self._state else ("crawling", "bold cyan")
+        # a resume: this run's pages and rate, the crawl's total beside them
+        label = f" pages this run, {done:,} in all  " if done > s.pages else " pages  "
         lines: list[Any] = [
             Text.assemble(
-                state, "  ", (f"{s.pages:,}", "bold"), " pages  ", (f"{rate:,.0f}", "bold"),
+                state, "  ", (f"{s.pages:,}", "bold"), label, (f"{rate:,.0f}", "bold"),
                 " pages/s  ", f"elapsed {_clock_text(elapsed)}",
             )
         ]  # fmt: skip
@@ -315,7 +335,8 @@ async def show_worker_progress(crawler: Crawler, display: ProgressDisplay) -> No
 
 class WorkersProgress:
     """What the parent of worker processes shows (a pool's parent, `crawl --redis`): the
-    shared frontier's counts every `interval` seconds (the display's: 0.5 on a terminal, 10
+    shared frontier's counts, and the pages the workers fetched when `show` is told them (a
+    pool's heartbeats), every `interval` seconds (the display's: 0.5 on a terminal, 10
     otherwise), and what each stop in `stopped` (the parent's signal handler's list) waits
     for, said once (`say_stops`; a handler may not write to the display itself: it could
     interrupt a write to the same stream). `display` None: nothing is shown."""
@@ -328,8 +349,10 @@ class WorkersProgress:
         grace_s: float,
         kept: str | None = None,
         interval: float | None = None,
+        done_before: int = 0,
     ) -> None:
         self.display = display
+        self.done_before = done_before  # pages the frontier had done as this run began
         self.stopped = stopped
         self.grace_s = grace_s
         self.kept = {} if kept is None else {"kept": kept}
@@ -348,11 +371,15 @@ class WorkersProgress:
     def due(self) -> bool:
         return self.display is not None and time.monotonic() - self.last_t >= self.interval
 
-    def show(self, stats: FrontierStats, *, workers: int) -> None:
-        """Show the frontier's counts `stats` with `workers` worker processes alive."""
+    def show(self, stats: FrontierStats, *, workers: int, pages: int | None = None) -> None:
+        """Show the frontier's counts `stats` with `workers` worker processes alive, and
+        `pages`, the pages the workers fetched in this run (None: not known here)."""
         self.last_t = time.monotonic()
         if self.display is not None:
-            self.display.update(ProgressSample.of_frontier(stats, workers=workers))
+            sample = ProgressSample.of_frontier(
+                stats, workers=workers, pages=pages, done_before=self.done_before
+            )
+            self.display.update(sample)
 
     def say_stops(self) -> None:
         """Say what the stops received since the last call wait for: the first one, and the
@@ -423,9 +450,13 @@ _HINTS: dict[str, tuple[str, str]] = {
     ),
 }
 _ROBOTS_DISALLOW = (
-    "robots.txt forbids every URL of the seeds for this user agent (or the servers answered "
-    "it with 5xx: everything is then forbidden for now)",
+    "robots.txt forbids every URL of the seeds for this user agent",
     "check robots.txt; crawl with --ignore-robots only where you are allowed to",
+)
+_ROBOTS_UNREACHABLE = (
+    "robots.txt could not be fetched, so its hosts' URLs were held back (RFC 9309: "
+    "disallow all while it is unreachable)",
+    "check that the servers are up and answer robots.txt",
 )
 _GENERIC = ("the fetches failed", "see crawl.log.jsonl for each URL's error")
 
@@ -452,7 +483,8 @@ def failure_kinds(stats: Mapping[str, Any]) -> dict[str, int]:
 def diagnose(stats: Mapping[str, Any]) -> Diagnosis | None:
     """The main failure of a crawl from its statistics (`stats.json`): the most frequent
     error kind (robots.txt's counted with the pages', since a robots.txt that cannot be
-    fetched forbids its host), or robots.txt forbidding everything; None without either."""
+    fetched forbids its host), or robots.txt forbidding everything (its rules, or a 5xx
+    answer: `robots/unreachable/http-503`); None without either."""
     by_base: dict[str, int] = {}
     for key, n in failure_kinds(stats).items():
         if key == "frontier/stale-lease":
@@ -465,9 +497,13 @@ def diagnose(stats: Mapping[str, Any]) -> Diagnosis | None:
         if kind not in _HINTS:
             what = f"the fetches failed ({kind.rsplit('/', 1)[-1]})"
         return Diagnosis(kind, count, what, fix)
-    disallowed = int((stats.get("dropped") or {}).get("robots/disallowed", 0))
-    if disallowed:
-        return Diagnosis("robots/disallowed", disallowed, *_ROBOTS_DISALLOW)
+    dropped = {str(k): int(v) for k, v in (stats.get("dropped") or {}).items() if v}
+    if dropped.get(ROBOTS_DISALLOWED):
+        return Diagnosis(ROBOTS_DISALLOWED, dropped[ROBOTS_DISALLOWED], *_ROBOTS_DISALLOW)
+    unreachable = {k: n for k, n in dropped.items() if k.startswith(ROBOTS_UNREACHABLE)}
+    if unreachable:  # (answered 5xx or 429: a fetch error would have been diagnosed above)
+        kind, count = max(unreachable.items(), key=lambda kv: (kv[1], kv[0]))
+        return Diagnosis(kind, count, *_ROBOTS_UNREACHABLE)
     return None
 
 

@@ -29,7 +29,7 @@ from typing import IO, Any
 
 from ..config import CrawlSettings
 from ..engine.crawler import seed_frontier
-from ..engine.heartbeat import forget_beat
+from ..engine.heartbeat import BeatPages, forget_beat
 from ..engine.ipgate import IpGateBroker
 from ..engine.recrawl import seed_recrawl
 from ..frontier import Frontier
@@ -185,6 +185,7 @@ def _supervise(
     else:
         seed_frontier(frontier, settings)
         seed_recrawl(frontier, settings)  # --recrawl: every page the old crawl fetched
+    done_before = frontier.statistics().done  # a resume's earlier runs, shown beside this one's
     for old in out.glob("stats-w*.json"):
         old.unlink()
     if settings.sinks.warc and (out / "warc").is_dir():
@@ -285,12 +286,15 @@ def _supervise(
         display = None
         if progress is not None:
             display = ProgressDisplay(progress, max_pages=settings.max_pages)
-        reporter = WorkersProgress(display, stopped, grace_s=STOP_GRACE_S)
+        reporter = WorkersProgress(
+            display, stopped, grace_s=STOP_GRACE_S, done_before=done_before
+        )
         try:
             _watch(
                 procs, frontier, reporter, asked=asked, wakeup=wake_r, feed=feed,
                 retired=retired, on_control=rescale,
                 on_exit=lambda p: forget_beat(out, p.name) if p.pid in retired else None,
+                pages=BeatPages(out),
             )  # fmt: skip
         finally:
             signal.signal(SCALE_SIGNAL, previous.pop(SCALE_SIGNAL))
@@ -370,6 +374,7 @@ def _watch(
     retired: set[int] | None = None,
     on_control: Callable[[], None] | None = None,
     on_exit: Callable[[multiprocessing.process.BaseProcess], object] | None = None,
+    pages: Callable[[], int] | None = None,
 ) -> None:
     """Wait for the workers, showing the frontier's progress with `reporter` every
     `reporter.interval` seconds. Returns as soon as the last worker exits. When a worker
@@ -380,7 +385,8 @@ def _watch(
     they come. A byte `s` on `wakeup` (SIGUSR1's handler) calls `on_control` (the pool
     grows or shrinks: `procs` may grow); the workers in `retired` (pids) were asked to stop
     by it, and their exit by SIGTERM is no failure. `on_exit(p)` is called once as each
-    worker is seen to have exited."""
+    worker is seen to have exited. `pages()`: the pages the workers fetched in this run
+    (their heartbeats: counted as fetched), shown with the frontier's counts."""
     if asked is None:
         asked = set()
     if retired is None:
@@ -427,4 +433,5 @@ def _watch(
         if not reporter.due():
             continue
         st = frontier.statistics()
-        reporter.show(st, workers=sum(1 for p in procs if p.exitcode is None))
+        fetched = None if pages is None else pages()
+        reporter.show(st, workers=sum(1 for p in procs if p.exitcode is None), pages=fetched)
