@@ -270,7 +270,10 @@ def graph_stats_line(g: dict[str, Any]) -> str:
         if value is None:
             return "-"
         if isinstance(value, float):
-            return f"{value:.2f}" if (g.get("exact") or {}).get(key) else f"~{value:.2f}"
+            if (g.get("exact") or {}).get(key):
+                return f"{value:.2f}"
+            error = (g.get("error") or {}).get(f"{key}_standard_error")
+            return f"{value:.2f} ± {error:.2f}" if isinstance(error, float) else f"~{value:.2f}"
         return f"{value:,}"
 
     diameter = num("diameter") if g.get("diameter") is not None else (
