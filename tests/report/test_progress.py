@@ -2,22 +2,27 @@
 
 from __future__ import annotations
 
+import asyncio
 import io
 import json
 import re
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
 
+from gossamer.frontier import FrontierStats
 from gossamer.report.progress import (
     ProgressDisplay,
     ProgressSample,
+    WorkersProgress,
     diagnose,
     end_summary,
     ended,
     nothing_fetched,
     print_summary,
+    show_worker_progress,
     stop_note,
     utc_timestamp,
 )
@@ -47,13 +52,16 @@ def test_json_lines_carry_a_timestamp_and_the_elapsed_time() -> None:
     assert display.interval == 10.0
     for k in range(1, 4):
         clock.t += 10.0
-        display.update(ProgressSample(pages=100 * k, queued=50, active_hosts=7, errors=k))
+        display.update(
+            ProgressSample(done=100 * k, queued=50, active_hosts=7, fetched=100 * k, errors=k)
+        )
     lines = [json.loads(x) for x in out.getvalue().splitlines()]
     assert lines[0] == {
         "event": "progress",
         "ts": "2025-11-24T16:00:10.250Z",
         "elapsed_s": 10.0,
-        "pages": 100,
+        "crawl_pages": 100,
+        "worker_pages": 100,
         "pages_per_s": 10.0,
         "queued": 50,
         "active_hosts": 7,
@@ -67,11 +75,71 @@ def test_json_lines_with_max_pages_give_the_eta() -> None:
     out = io.StringIO()
     display, clock = _display(out, terminal=False, max_pages=1000, fields={"crawl": "c1"})
     clock.t += 10.0
-    display.update(ProgressSample(pages=200, queued=5, active_hosts=1, done=250, workers=2))
+    display.update(ProgressSample(done=250, queued=5, active_hosts=1, workers=2))
     line = json.loads(out.getvalue())
     assert line["crawl"] == "c1" and line["workers"] == 2
-    assert (line["done"], line["max_pages"]) == (250, 1000)
+    assert (line["crawl_pages"], line["max_pages"]) == (250, 1000)
     assert line["eta_s"] == 30.0  # 750 left at 25 pages/s
+
+
+def _frontier(done: int) -> FrontierStats:
+    return FrontierStats(queued=5, leased=1, done=done, failed=0, retries=0, hosts=2,
+                         ready_hosts=1, leased_hosts=1, dead_hosts=0, dropped_by_budget=0,
+                         duplicates_seen=0, next_ready_at=None)  # fmt: skip
+
+
+class _Worker:
+    """What show_worker_progress reads of a crawler: at first 0 pages fetched by this
+    worker and 80 done in the crawl, then 2 and 82; `asked` is set at the third reading
+    (two lines shown by then)."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+        self.asked = asyncio.Event()
+
+    def publish_snapshot(self) -> Any:
+        self.calls += 1
+        return SimpleNamespace(pages=0 if self.calls == 1 else 2, active_hosts=1, error_count=0)
+
+    async def frontier_statistics(self) -> FrontierStats:
+        if self.calls >= 3:
+            self.asked.set()
+        return _frontier(80 if self.calls == 1 else 82)
+
+
+def test_json_lines_say_whose_pages_they_count() -> None:
+    """A worker joining a crawl (a cluster's, or a resumed one) with 80 pages done: 2
+    fetched by it, 82 in the crawl. The line names each count for what it counts (before,
+    `"pages": 2` and `"done": 82` side by side); a pool's parent knows the crawl's only."""
+    out = io.StringIO()
+    display, _ = _display(out, terminal=False, max_pages=900)
+    display.interval = 0.01
+
+    async def show() -> None:
+        worker = _Worker()
+        task = asyncio.create_task(show_worker_progress(worker, display))  # type: ignore[arg-type]
+        await asyncio.wait_for(worker.asked.wait(), 10)
+        task.cancel()
+
+    asyncio.run(show())
+    line = json.loads(out.getvalue().splitlines()[-1])
+    assert (line["crawl_pages"], line["worker_pages"], line["max_pages"]) == (82, 2, 900)
+    assert "pages" not in line and "done" not in line, line
+
+    parent = io.StringIO()
+    display, _ = _display(parent, terminal=False, max_pages=900)
+    WorkersProgress(display, [], grace_s=3.0).show(_frontier(82), workers=2)
+    line = json.loads(parent.getvalue())
+    assert (line["crawl_pages"], line["workers"]) == (82, 2)
+    assert not {"pages", "done", "worker_pages"} & set(line), line
+
+    # on a terminal: the crawl's pages, and this worker's when they differ
+    screen = io.StringIO()
+    display, _ = _display(screen, terminal=True, max_pages=900)
+    display.update(ProgressSample(done=82, queued=5, active_hosts=1, fetched=2))
+    display.close()
+    plain = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", screen.getvalue())
+    assert "82 pages (2 by this worker)" in plain and "82/900" in plain, plain
 
 
 def test_a_note_is_a_json_line_and_marks_the_progress_stopping() -> None:
@@ -79,7 +147,7 @@ def test_a_note_is_a_json_line_and_marks_the_progress_stopping() -> None:
     display, clock = _display(out, terminal=False)
     clock.t += 1.5
     display.note("stopping", "stopping (Ctrl-C): …", signal="SIGINT", in_flight=3)
-    display.update(ProgressSample(pages=1, queued=0, active_hosts=0))
+    display.update(ProgressSample(done=1, queued=0, active_hosts=0))
     note, progress = (json.loads(x) for x in out.getvalue().splitlines())
     assert note == {
         "event": "stopping",
@@ -97,7 +165,9 @@ def test_on_a_terminal_rich_draws_a_live_display() -> None:
     display, clock = _display(out, terminal=True, max_pages=1000)
     assert display.interval == 0.5
     clock.t += 5.0
-    display.update(ProgressSample(pages=400, queued=1234, active_hosts=12, errors=3, done=400))
+    display.update(
+        ProgressSample(done=400, queued=1234, active_hosts=12, fetched=400, errors=3)
+    )
     display.note("stopping", "stopping (Ctrl-C): waiting for 2 requests")
     display.close()
     screen = out.getvalue()
@@ -114,7 +184,7 @@ def test_without_max_pages_no_bar() -> None:
     out = io.StringIO()
     display, clock = _display(out, terminal=True)
     clock.t += 1.0
-    display.update(ProgressSample(pages=10, queued=1, active_hosts=1, failed=2, workers=2))
+    display.update(ProgressSample(done=10, queued=1, active_hosts=1, failed=2, workers=2))
     display.close()
     screen = out.getvalue()
     assert "━" not in screen and "ETA" not in screen

@@ -46,17 +46,18 @@ TOP_KINDS = 5  # error kinds named in the end summary
 
 @dataclass(frozen=True, slots=True)
 class ProgressSample:
-    """The counts shown at one moment. `pages`: pages fetched (this run); `done`: pages done
-    in the whole crawl (the bar's position against max_pages; None: `pages`); `errors`:
-    failed requests (a worker's counters; None when unknown, as in a pool's parent);
+    """The counts shown at one moment. `done`: pages done in the whole crawl, every worker
+    and earlier runs included (what max_pages counts: the bar's position, the rate);
+    `fetched`: pages this worker process fetched since it started (None: not known here, as
+    in a pool's parent); `errors`: failed requests (a worker's counters; None when unknown);
     `failed`: URLs given up (the frontier's); `workers`: worker processes running."""
 
-    pages: int
+    done: int
     queued: int
     active_hosts: int
+    fetched: int | None = None
     errors: int | None = None
     failed: int | None = None
-    done: int | None = None
     workers: int | None = None
     in_flight: int | None = None
 
@@ -65,7 +66,7 @@ class ProgressSample:
         """What a parent shows of the workers it watches (a pool's, `crawl --redis`'s local
         ones): the shared frontier's counts, the workers' own counters being theirs."""
         return cls(
-            pages=st.done,
+            done=st.done,
             queued=st.queued,
             active_hosts=st.leased_hosts,
             failed=st.failed,
@@ -150,7 +151,7 @@ class ProgressDisplay:
     def update(self, sample: ProgressSample) -> None:
         """Show `sample` (a JSON line, or a redraw)."""
         now = self._clock()
-        done = sample.pages if sample.done is None else sample.done
+        done = sample.done
         rate, eta = self._rates(now, done)
         elapsed = now - self._start
         if self._live is not None:
@@ -162,17 +163,19 @@ class ProgressDisplay:
             "ts": utc_timestamp(self._wall()),
             "elapsed_s": round(elapsed, 1),
             **self.fields,
-            "pages": sample.pages,
-            "pages_per_s": round(rate, 1),
-            "queued": sample.queued,
-            "active_hosts": sample.active_hosts,
+            # whose pages each is: the crawl's (every worker, earlier runs), this worker's
+            "crawl_pages": done,
         }
+        if sample.fetched is not None:
+            record["worker_pages"] = sample.fetched
+        record.update(
+            pages_per_s=round(rate, 1), queued=sample.queued, active_hosts=sample.active_hosts
+        )
         for key in ("errors", "failed", "workers"):
             value = getattr(sample, key)
             if value is not None:
                 record[key] = value
         if self.max_pages is not None:
-            record["done"] = done
             record["max_pages"] = self.max_pages
             record["eta_s"] = None if eta is None else round(eta, 1)
         if self._state:
@@ -225,9 +228,11 @@ class ProgressDisplay:
         from rich.text import Text
 
         state = ("stopping", "bold yellow") if self._state else ("crawling", "bold cyan")
+        # the crawl's pages; this worker's too when they differ (a resume, a cluster)
+        own = "" if s.fetched in (None, done) else f" ({s.fetched:,} by this worker)"
         lines: list[Any] = [
             Text.assemble(
-                state, "  ", (f"{s.pages:,}", "bold"), " pages  ", (f"{rate:,.0f}", "bold"),
+                state, "  ", (f"{done:,}", "bold"), f" pages{own}  ", (f"{rate:,.0f}", "bold"),
                 " pages/s  ", f"elapsed {_clock_text(elapsed)}",
             )
         ]  # fmt: skip
@@ -312,12 +317,12 @@ async def show_worker_progress(crawler: Crawler, display: ProgressDisplay) -> No
             base = max(stats.done - c.pages, 0)
         display.update(
             ProgressSample(
-                pages=c.pages,
+                done=max(stats.done, base + c.pages),
                 queued=stats.queued,
                 active_hosts=c.active_hosts,
+                fetched=c.pages,
                 errors=c.error_count,
                 failed=stats.failed,
-                done=max(stats.done, base + c.pages),
             )
         )
 
