@@ -283,6 +283,25 @@ def test_end_summary_lines(tmp_path: Path) -> None:
     ]
 
 
+def test_end_summary_counts_robots_txt_and_sitemaps_apart(tmp_path: Path) -> None:
+    # `statuses` counts every response; robots.txt's and sitemaps' are not the pages' HTTP
+    # errors: their own lines
+    stats = _stats(
+        pages=100, requests=110, statuses={"200": 95, "404": 12, "500": 3},
+        robots_sitemap_statuses={"robots/200": 4, "robots/404": 5, "robots/500": 1,
+                                 "sitemap/200": 2, "sitemap/404": 1},
+    )  # fmt: skip
+    lines = end_summary(stats, tmp_path)
+    assert "  HTTP errors: 8 (404 6, 500 2)" in lines, lines
+    assert "  robots.txt: 10 responses (404 5, 200 4, 500 1)" in lines, lines
+    assert "  sitemaps: 3 responses (200 2, 404 1)" in lines, lines
+    only_robots = _stats(pages=5, requests=7, statuses={"200": 5, "404": 2},
+                         robots_sitemap_statuses={"robots/404": 2})  # fmt: skip
+    lines = end_summary(only_robots, tmp_path)
+    assert not any("HTTP errors" in line for line in lines), lines
+    assert "  robots.txt: 2 responses (404 2)" in lines
+
+
 def test_end_summary_when_most_requests_fail(tmp_path: Path) -> None:
     stats = _stats(pages=3, requests=10, errors={"fetch/error/connect": 7})
     lines = end_summary(stats, tmp_path)

@@ -556,11 +556,21 @@ def end_summary(
     errors = {k: v for k, v in failure_kinds(stats).items() if v}
     if errors:
         lines.append(f"  errors: {sum(errors.values()):,} ({_top(errors)})")
+    # robots.txt's and sitemaps' answers are their own lines, not the pages' HTTP errors
+    others = {str(k): int(v) for k, v in (stats.get("robots_sitemap_statuses") or {}).items()}
     http = {
-        str(k): int(v) for k, v in (stats.get("statuses") or {}).items() if str(k) >= "400"
+        str(k): int(v) - sum(n for key, n in others.items() if key.endswith(f"/{k}"))
+        for k, v in (stats.get("statuses") or {}).items()
+        if str(k) >= "400"
     }
+    http = {k: v for k, v in http.items() if v > 0}
     if http:
         lines.append(f"  HTTP errors: {sum(http.values()):,} ({_top(http, 3)})")
+    for what, name in (("robots", "robots.txt"), ("sitemap", "sitemaps")):
+        got = {k.split("/", 1)[1]: v for k, v in others.items() if k.startswith(f"{what}/") and v}
+        if got:
+            n = sum(got.values())
+            lines.append(f"  {name}: {n:,} response{'' if n == 1 else 's'} ({_top(got, 3)})")
     dropped = {str(k): int(v) for k, v in (stats.get("dropped") or {}).items() if v}
     if dropped:
         n = sum(dropped.values())
