@@ -592,7 +592,7 @@ def print_report(out: Path, *, as_json: bool = False) -> int:
         f"  elapsed      {approx}{t['duration_s']} s over {t['runs']} run(s)   "
         f"pages/s {t['pages_per_s'] if t['pages_per_s'] is not None else '-'}"
     )
-    print(f"  statuses     {_kv(t['statuses'])}")
+    print(f"  statuses     {_kv(t['statuses'])} (every response, robots.txt's too)")
     print(f"  errors       {_kv(t['errors'])}")
     print(f"  dropped      {_kv(t['dropped'])}{_of_runs(t['dropped_runs'], t['runs'])}")
     print(f"  frontier     {_kv(_dated(s.get('frontier') or {}))}")
