@@ -92,6 +92,29 @@ def test_summary_names_the_errors_when_some_fetches_fail(tmp_path: Path) -> None
     assert "no page fetched" not in run.stderr
 
 
+def test_robots_txt_answers_are_their_own_line_not_http_errors(tmp_path: Path) -> None:
+    # every host answers its robots.txt with 404 (allow all) and its pages with 200: the
+    # crawl had no HTTP error; the robots.txt answers are counted apart (stats.json too)
+    spec = WebSpec(seed=5, hosts=6, pages_mean=8, profile="clean",
+                   overrides=(("robots_404", 1.0),))  # fmt: skip
+    out = tmp_path / "crawl"
+    with serve_in_thread(spec) as web:
+        resolve = web.write_resolve_file(tmp_path / "resolve.txt")
+        run = subprocess.run(
+            crawl_cmd(out, web.url(0, 0), *web_args(resolve), "--workers", "1"),
+            capture_output=True, text=True, timeout=120, check=False,
+        )  # fmt: skip
+    assert run.returncode == Exit.OK, run.stderr
+    assert "HTTP errors" not in run.stderr, run.stderr
+    stats = json.loads((out / "stats.json").read_text())
+    robots = stats["robots_sitemap_statuses"]
+    assert set(robots) == {"robots/404"} and robots["robots/404"] >= 2, robots
+    assert stats["statuses"]["404"] == robots["robots/404"]  # every response, as before
+    (line,) = [x for x in run.stderr.splitlines() if x.startswith("  robots.txt: ")]
+    n = robots["robots/404"]
+    assert line == f"  robots.txt: {n} responses (404 {n})", line
+
+
 # ---------------------------------------------------------------------------- every fetch fails
 
 

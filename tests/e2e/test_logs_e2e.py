@@ -17,6 +17,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from gossamer.exitcodes import Exit
 from gossamer.testweb import WebSpec, serve_in_thread
 
@@ -128,17 +130,21 @@ def test_errors_are_json_lines_with_the_same_exit_status(tmp_path: Path) -> None
     ]
 
 
-def test_a_cluster_worker_logs_as_its_parent_was_told(tmp_path: Path, redis_url: str) -> None:
+@pytest.mark.parametrize("level", ["info", "debug"])
+def test_a_cluster_worker_logs_as_its_parent_was_told(
+    tmp_path: Path, redis_url: str, level: str
+) -> None:
     """`crawl --redis --workers 1 --log-format json`: the worker is a subprocess (`gossamer
-    worker`), told by GOSSAMER_LOG_FORMAT; its join line and its end line are JSON records
-    with the worker's and the crawl's ids, and nothing on stderr is not JSON."""
+    worker`), told by GOSSAMER_LOG_FORMAT and GOSSAMER_LOG_LEVEL; its join line and its end
+    line are JSON records with the worker's and the crawl's ids, and nothing on stderr is not
+    JSON. Its IP gate's counts are internals: shown at `--log-level debug` only."""
     spec = WebSpec(seed=6, hosts=5, pages_mean=6, profile="clean")
     out = tmp_path / "cluster"
     with serve_in_thread(spec) as web:
         resolve = web.write_resolve_file(tmp_path / "resolve.txt")
         done = gossamer(
             "crawl", "--redis", redis_url, web.url(0, 0), "-o", str(out), "--workers", "1",
-            *web_args(resolve), "--log-format", "json",
+            *web_args(resolve), "--log-format", "json", "--log-level", level,
         )  # fmt: skip
     assert done.returncode == Exit.OK, done.stderr
     crawl_id = done.stdout.strip()
@@ -153,6 +159,11 @@ def test_a_cluster_worker_logs_as_its_parent_was_told(tmp_path: Path, redis_url:
     assert join["message"].startswith(f"worker w1 ({join['machine']}, pid {join['pid']}) joins")
     ends = [r for r in worker if r["message"].startswith("worker w1: ") and "pages" in r]
     assert len(ends) == 1 and ends[0]["pages"] > 0 and ends[0]["crawl_id"] == crawl_id, records
+    gate = [r for r in worker if "IP gate" in r["message"]]
+    if level == "info":
+        assert gate == [], gate
+    else:
+        assert [r["level"] for r in gate] == ["debug"], gate
 
 
 def test_workers_scale_hands_json_to_its_detached_workers(tmp_path: Path, redis_url: str) -> None:

@@ -232,3 +232,49 @@ def test_human_table_and_crawl_dir_errors(tmp_path: Path) -> None:
     done = run("graph", "stats", empty)
     assert done.returncode == 2 and "not a crawl directory" in done.stderr
     assert len(done.stderr.strip().splitlines()) == 1
+
+
+def test_estimated_figures_show_their_standard_error_in_text() -> None:
+    """What `--json` knows the text says: every estimated figure with a standard error in
+    `error` is written `value ± error` (the error to two significant digits, the value to
+    the same decimals), in `graph stats`'s table and in the live graph's line."""
+    import functools
+
+    import scipy.sparse as sp
+
+    from gossamer.graph import distance_statistics, format_table
+    from gossamer.report.crawl import graph_stats_line
+
+    rng = random.Random(3)  # 600 nodes, 4 links each, mostly to the next 30: distances ~5
+    edges = {(u, (u + rng.randint(1, 30)) % 600) for u in range(600) for _ in range(4)}
+    rows, cols = zip(*sorted(edges), strict=True)
+    adj = sp.csr_array(([1] * len(rows), (rows, cols)), shape=(600, 600))
+    stats = graph_statistics(adj, distances=functools.partial(distance_statistics, exact_limit=100))
+    errors = {k.removesuffix("_standard_error"): v for k, v in stats["error"].items()  # type: ignore[union-attr]
+              if k.endswith("_standard_error") and v is not None}  # fmt: skip
+    assert set(errors) == {"average_distance", "effective_diameter", "reachable_pairs"}
+    table = format_table(stats).splitlines()
+    for key in errors:
+        (line,) = [x for x in table if x.startswith(key.replace("_", " ") + " ")]
+        assert " ± " in line and line.endswith("estimate"), line
+    # the diameter's bounds hold with certainty: bounds, not estimates
+    for key in ("diameter lower bound", "diameter upper bound"):
+        (line,) = [x for x in table if x.startswith(key)]
+        assert line.endswith("bound"), line
+
+    # the issue's figure, and others, rounded as said
+    shown = {**stats, "average_distance": 6.939, "effective_diameter": 8.45678,
+             "reachable_pairs": 305_692.3,
+             "error": {"average_distance_standard_error": 0.153,
+                       "effective_diameter_standard_error": 0.01234,
+                       "reachable_pairs_standard_error": 39_740.0}}  # fmt: skip
+    text = format_table(shown)
+    assert "6.94 ± 0.15" in text and "6.939" not in text
+    assert "8.457 ± 0.012" in text and "305,692 ± 39,740" in text
+    line = graph_stats_line({**shown, "final": True})
+    assert "average distance 6.94 ± 0.15," in line, line
+    # an estimate whose error is unknown (a graph too small for the jackknife) keeps its ~
+    unknown = {**shown, "error": {"average_distance_standard_error": None}}
+    assert "average distance ~6.94," in graph_stats_line(unknown)
+    assert "6.939" in format_table(unknown) and "±" not in format_table(unknown).split(
+        "average distance", 1)[1].splitlines()[0]  # fmt: skip

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
 import io
 import json
 import re
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -14,11 +16,13 @@ from gossamer.frontier import FrontierStats
 from gossamer.report.progress import (
     ProgressDisplay,
     ProgressSample,
+    WorkersProgress,
     diagnose,
     end_summary,
     ended,
     nothing_fetched,
     print_summary,
+    show_worker_progress,
     stop_note,
     utc_timestamp,
 )
@@ -54,7 +58,8 @@ def test_json_lines_carry_a_timestamp_and_the_elapsed_time() -> None:
         "event": "progress",
         "ts": "2025-11-24T16:00:10.250Z",
         "elapsed_s": 10.0,
-        "pages": 100,
+        "run_pages": 100,
+        "crawl_pages": 100,
         "pages_per_s": 10.0,
         "queued": 50,
         "active_hosts": 7,
@@ -71,8 +76,68 @@ def test_json_lines_with_max_pages_give_the_eta() -> None:
     display.update(ProgressSample(pages=200, queued=5, active_hosts=1, done=250, workers=2))
     line = json.loads(out.getvalue())
     assert line["crawl"] == "c1" and line["workers"] == 2
-    assert (line["done"], line["max_pages"]) == (250, 1000)
+    assert (line["run_pages"], line["crawl_pages"], line["max_pages"]) == (200, 250, 1000)
     assert line["eta_s"] == 37.5  # 750 left at this run's 20 pages/s (50 done before it)
+
+
+def _frontier(done: int) -> FrontierStats:
+    return FrontierStats(queued=5, leased=1, done=done, failed=0, retries=0, hosts=2,
+                         ready_hosts=1, leased_hosts=1, dead_hosts=0, dropped_by_budget=0,
+                         duplicates_seen=0, next_ready_at=None)  # fmt: skip
+
+
+class _Worker:
+    """What show_worker_progress reads of a crawler: at first 0 pages fetched by this
+    worker and 80 done in the crawl, then 2 and 82; `asked` is set at the third reading
+    (two lines shown by then)."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+        self.asked = asyncio.Event()
+
+    def publish_snapshot(self) -> Any:
+        self.calls += 1
+        return SimpleNamespace(pages=0 if self.calls == 1 else 2, active_hosts=1, error_count=0)
+
+    async def frontier_statistics(self) -> FrontierStats:
+        if self.calls >= 3:
+            self.asked.set()
+        return _frontier(80 if self.calls == 1 else 82)
+
+
+def test_json_lines_say_whose_pages_they_count() -> None:
+    """A worker joining a crawl (a cluster's, or a resumed one) with 80 pages done: 2
+    fetched by this run, 82 in the crawl. The line names each count for what it counts (before,
+    `"pages": 2` and `"done": 82` side by side); a pool's parent knows the crawl's only."""
+    out = io.StringIO()
+    display, _ = _display(out, terminal=False, max_pages=900)
+    display.interval = 0.01
+
+    async def show() -> None:
+        worker = _Worker()
+        task = asyncio.create_task(show_worker_progress(worker, display))  # type: ignore[arg-type]
+        await asyncio.wait_for(worker.asked.wait(), 10)
+        task.cancel()
+
+    asyncio.run(show())
+    line = json.loads(out.getvalue().splitlines()[-1])
+    assert (line["run_pages"], line["crawl_pages"], line["max_pages"]) == (2, 82, 900)
+    assert "pages" not in line and "done" not in line, line
+
+    parent = io.StringIO()
+    display, _ = _display(parent, terminal=False, max_pages=900)
+    WorkersProgress(display, [], grace_s=3.0).show(_frontier(82), workers=2)
+    line = json.loads(parent.getvalue())
+    assert (line["crawl_pages"], line["workers"]) == (82, 2)
+    assert not {"pages", "done"} & set(line), line
+
+    # on a terminal: this run's pages, and the crawl's when they differ
+    screen = io.StringIO()
+    display, _ = _display(screen, terminal=True, max_pages=900)
+    display.update(ProgressSample(pages=2, queued=5, active_hosts=1, done=82))
+    display.close()
+    plain = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", screen.getvalue())
+    assert "2 pages this run, 82 in all" in plain and "82/900" in plain, plain
 
 
 def test_a_note_is_a_json_line_and_marks_the_progress_stopping() -> None:
@@ -137,16 +202,17 @@ def test_a_resume_shows_this_runs_pages_and_rate_beside_the_crawls_total() -> No
     clock.t += 10.0
     display.update(ProgressSample(pages=300, queued=10, active_hosts=2, done=828))
     line = json.loads(out.getvalue())
-    assert (line["pages"], line["pages_per_s"], line["done"]) == (300, 30.0, 828)
+    assert (line["run_pages"], line["pages_per_s"], line["crawl_pages"]) == (300, 30.0, 828)
     assert line["eta_s"] == round((2000 - 828) / 30.0, 1)
-    # without --max-pages, `done` is there when it differs from this run's pages
+    # without --max-pages: both counts, named for what they count
     out = io.StringIO()
     display, clock = _display(out, terminal=False)
     clock.t += 10.0
     display.update(ProgressSample(pages=300, queued=10, active_hosts=2, done=828))
     display.update(ProgressSample(pages=400, queued=10, active_hosts=2))
     first, second = (json.loads(x) for x in out.getvalue().splitlines())
-    assert first["done"] == 828 and "done" not in second
+    assert (first["run_pages"], first["crawl_pages"]) == (300, 828)
+    assert (second["run_pages"], second["crawl_pages"]) == (400, 400)
 
 
 def test_a_pool_parent_shows_the_pages_its_workers_fetched() -> None:
@@ -256,6 +322,25 @@ def test_end_summary_lines(tmp_path: Path) -> None:
         f"statistics {tmp_path}/stats.json",
         f"  to go on: gossamer crawl --resume {tmp_path}",
     ]
+
+
+def test_end_summary_counts_robots_txt_and_sitemaps_apart(tmp_path: Path) -> None:
+    # `statuses` counts every response; robots.txt's and sitemaps' are not the pages' HTTP
+    # errors: their own lines
+    stats = _stats(
+        pages=100, requests=110, statuses={"200": 95, "404": 12, "500": 3},
+        robots_sitemap_statuses={"robots/200": 4, "robots/404": 5, "robots/500": 1,
+                                 "sitemap/200": 2, "sitemap/404": 1},
+    )  # fmt: skip
+    lines = end_summary(stats, tmp_path)
+    assert "  HTTP errors: 8 (404 6, 500 2)" in lines, lines
+    assert "  robots.txt: 10 responses (404 5, 200 4, 500 1)" in lines, lines
+    assert "  sitemaps: 3 responses (200 2, 404 1)" in lines, lines
+    only_robots = _stats(pages=5, requests=7, statuses={"200": 5, "404": 2},
+                         robots_sitemap_statuses={"robots/404": 2})  # fmt: skip
+    lines = end_summary(only_robots, tmp_path)
+    assert not any("HTTP errors" in line for line in lines), lines
+    assert "  robots.txt: 2 responses (404 2)" in lines
 
 
 def test_end_summary_when_most_requests_fail(tmp_path: Path) -> None:

@@ -56,7 +56,9 @@ def test_progress_lines_while_waiting(tmp_path: Path) -> None:
     # each line has its time (ISO 8601 UTC) and the time since the start
     assert all(r["ts"].endswith("Z") and "T" in r["ts"] for r in lines)
     assert [r["elapsed_s"] for r in lines] == sorted(r["elapsed_s"] for r in lines)
-    assert {"pages", "pages_per_s", "queued", "active_hosts", "failed", "workers"} <= set(lines[0])
+    assert {"crawl_pages", "pages_per_s", "queued", "active_hosts", "failed", "workers"} <= set(
+        lines[0]
+    )
     assert cpu < 0.5, f"the parent used {cpu:.2f} s of CPU waiting {wall:.2f} s"
 
 

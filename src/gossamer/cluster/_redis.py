@@ -77,6 +77,12 @@ def is_transient(exc: BaseException) -> bool:
     return isinstance(cause, TRANSIENT) and not isinstance(cause, AUTH_ERRORS)
 
 
+def is_timeout(exc: BaseException) -> bool:
+    """Redis did not answer in time (connecting, or a command's answer), also when the
+    frontier wrapped the error."""
+    return isinstance(_cause(exc), redis.exceptions.TimeoutError)
+
+
 # ---------------------------------------------------------------------------- secrets
 
 

@@ -15,6 +15,7 @@ from ._redis import (
     RedisUnavailable,
     error_text,
     is_auth_error,
+    is_timeout,
     is_transient,
     redact,
     refusal,
@@ -31,9 +32,18 @@ CONNECT_PATIENCE = 30.0  # seconds a starting worker waits for Redis before givi
 CONNECT_TIMEOUT = 5.0
 
 def connect_redis(
-    url: str, *, patience: float = CONNECT_PATIENCE, sleep: Callable[[float], object] = time.sleep
+    url: str,
+    *,
+    patience: float = CONNECT_PATIENCE,
+    answer_within: float | None = None,
+    sleep: Callable[[float], object] = time.sleep,
 ) -> RedisClient:
     """A client for `url` (a Redis Cluster client when the server is a cluster node).
+
+    `answer_within`: seconds the client waits for each answer of Redis, every command sent
+    once (redis-py's retries off), so a Redis that accepts connections and never answers
+    ends a one-shot command (`status`) with an error; None: no limit, and redis-py retries
+    (a worker waits out a paused Redis on purpose).
 
     An unreachable Redis is waited for up to `patience` seconds (0: one attempt), saying so
     on stderr, then RedisUnavailable; credentials Redis refuses raise RedisRefused at once
@@ -44,9 +54,15 @@ def connect_redis(
     convention: a password there is not shown by `ps`, nor kept in a shell's history)."""
     from ..frontier.redis import connect
 
-    extra: dict[str, str] = {}
+    extra: dict[str, object] = {}
     if (env_password := os.environ.get("REDISCLI_AUTH")) and url_password(url) is None:
         extra["password"] = env_password
+    if answer_within is not None:
+        from redis.backoff import NoBackoff
+        from redis.retry import Retry
+
+        extra["socket_timeout"] = answer_within
+        extra["retry"] = Retry(NoBackoff(), 0)
     safe = redact(url)
     deadline = time.monotonic() + patience
     pause = 0.05
@@ -68,6 +84,11 @@ def connect_redis(
                 raise RedisConnectError(f"cannot use Redis at {safe}: {why}") from None
             if time.monotonic() >= deadline:
                 waited = f" (waited {patience:g} s)" if patience > 0 else ""
+                if is_timeout(exc):
+                    raise RedisUnavailable(
+                        f"Redis at {safe} does not answer{waited}: {why}; is it paused or "
+                        "overloaded, and is that port Redis's?"
+                    ) from None
                 raise RedisUnavailable(
                     f"cannot reach Redis at {safe}{waited}: {why}; is it running, and are "
                     "the host and port right?"

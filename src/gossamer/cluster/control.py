@@ -43,6 +43,7 @@ from ._redis import (
     RedisUnavailable,
     error_text,
     is_auth_error,
+    is_timeout,
     is_transient,
     redact,
     refusal,
@@ -78,10 +79,13 @@ __all__ = [
 #: seconds `crawl --redis`, `status`, `stop` and `workers` wait for an unreachable Redis: none
 #: (one attempt; opening the connection is bounded by connect.CONNECT_TIMEOUT)
 CONTROL_PATIENCE = 0.0
+#: seconds `status`, `stop` and `workers --scale` wait for each answer of Redis (each command
+#: sent once): a Redis that accepts connections and never answers ends them with an error
+CONTROL_READ_TIMEOUT = 10.0
 
 
-def _client(url: str) -> RedisClient:
-    return connect_redis(url, patience=CONTROL_PATIENCE)
+def _client(url: str, *, answer_within: float | None = None) -> RedisClient:
+    return connect_redis(url, patience=CONTROL_PATIENCE, answer_within=answer_within)
 
 
 def _fail(exc: BaseException) -> int:
@@ -96,6 +100,9 @@ def _redis_failure(url: str, exc: BaseException) -> RedisConnectError | None:
     those): an ACL user refused a command, or Redis gone meanwhile."""
     if is_auth_error(exc):
         return refusal(url, exc)
+    if is_timeout(exc):
+        why = error_text(exc, url)
+        return RedisUnavailable(f"Redis at {redact(url)} stopped answering: {why}")
     if is_transient(exc):
         return RedisUnavailable(f"lost Redis at {redact(url)}: {error_text(exc, url)}")
     return None
@@ -447,11 +454,13 @@ def _graph_stats(client: RedisClient, crawl_id: str) -> dict[str, Any] | None:
     return data if isinstance(data, dict) else None
 
 
-def _with_client(url: str, command: Callable[[RedisClient], int]) -> int:
+def _with_client(
+    url: str, command: Callable[[RedisClient], int], *, answer_within: float | None = None
+) -> int:
     """Connect (once: CONTROL_PATIENCE), run `command`, close; Redis and registry errors as
-    one error line and their exit status."""
+    one error line and their exit status. `answer_within`: connect_redis's."""
     try:
-        client = _client(url)
+        client = _client(url, answer_within=answer_within)
     except RedisConnectError as exc:
         return _fail(exc)
     try:
@@ -476,7 +485,7 @@ def status_main(url: str, crawl_id: str | None, *, as_json: bool = False) -> int
         print(json.dumps(data, indent=2) if as_json else format_status(data))
         return Exit.OK
 
-    return _with_client(url, status)
+    return _with_client(url, status, answer_within=CONTROL_READ_TIMEOUT)
 
 
 def _ago(seconds: float) -> str:
@@ -502,7 +511,8 @@ def format_status(data: dict[str, Any]) -> str:
     ]
     if fr is not None:
         limit = c["max_pages"]
-        budget = f"  max pages {limit:,} (published {fr['published']:,})" if limit else ""
+        used = f"{fr['published']:,} done or being fetched"  # what max_pages counts
+        budget = f"  max pages {limit:,} ({used})" if limit else ""
         lines.append(
             f"frontier  queued {fr['queued']:,}  leased {fr['leased']:,} "
             f"({fr['leased_hosts']:,} hosts)  done {fr['done']:,}  failed {fr['failed']:,}  "
@@ -585,7 +595,7 @@ def stop_main(url: str, crawl_id: str | None, *, wait: float | None = None) -> i
         )
         return Exit.TEMPFAIL
 
-    return _with_client(url, stop)
+    return _with_client(url, stop, answer_within=CONTROL_READ_TIMEOUT)
 
 
 # ---------------------------------------------------------------------------- scale
@@ -674,7 +684,7 @@ def workers_main(
         _report_scale(record, target, scale_workers(client, url, record, target, out))
         return Exit.OK
 
-    return _with_client(url, scale)
+    return _with_client(url, scale, answer_within=CONTROL_READ_TIMEOUT)
 
 
 def _report_scale(record: CrawlRecord, target: int, r: dict[str, Any]) -> None:

@@ -583,11 +583,10 @@ def _run_joined(
     )
     if worker.gate is not None:
         g = worker.gate.statistics()
-        _log.info(
-            f"worker {worker_id}: IP gate: {g.holds} holds, {g.waits} waited "
-            f"({g.polls} polls), "
-            f"{g.lost} slots lost (expired), {g.confirmed} confirmed before a request, "
-            f"{g.redis_errors} Redis errors waited out",
+        _log.debug(  # internals: --log-level debug
+            f"worker {worker_id}: IP gate: {g.holds} IP slots taken, {g.waits} waits for a "
+            f"busy IP ({g.polls} polls), {g.lost} slots found expired, {g.confirmed} checked "
+            f"again before a request, {g.redis_errors} Redis errors waited out",
             extra={"worker_id": worker_id, "crawl_id": record.id},
         )
     return code

@@ -96,7 +96,9 @@ class CrawlCounters:
     requests: int = 0  # every HTTP request made, robots.txt included
     bytes: int = 0
     errors: Counter[str] = field(default_factory=Counter)
-    statuses: Counter[int] = field(default_factory=Counter)
+    statuses: Counter[int] = field(default_factory=Counter)  # every response's, robots.txt too
+    # robots.txt's and sitemaps' responses apart ("robots/404"): not the pages' HTTP errors
+    robots_sitemap_statuses: Counter[str] = field(default_factory=Counter)
     dropped: Counter[str] = field(default_factory=Counter)
     # requests by the crawl log's outcome key (what `gossamer report` counts from the log):
     # a cluster worker's heartbeat carries its most common ones (docs/dashboard.md)
@@ -944,6 +946,7 @@ class Crawler:
             c.errors[f"{what}/{result.error or 'fetch/error/unknown'}"] += 1
         else:
             c.statuses[result.status] += 1
+            c.robots_sitemap_statuses[f"{what}/{result.status}"] += 1
             self.sinks.exchange(result)
         c.outcomes[what] += 1
         self.sinks.log(result, depth=-1, parent=None, outcome=f"{what}")

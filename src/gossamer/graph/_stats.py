@@ -227,9 +227,18 @@ def _num(value: object) -> str:
     return str(value)
 
 
+def plus_minus(value: float, error: float) -> str:
+    """`value ± error`, the error to two significant digits and the value to the same
+    decimals (6.939, 0.153 -> "6.94 ± 0.15"; 305692.3, 39740 -> "305,692 ± 39,740")."""
+    decimals = max(0, 1 - math.floor(math.log10(error))) if error > 0 else 0
+    return f"{value:,.{decimals}f} ± {error:,.{decimals}f}"
+
+
 def format_table(stats: Mapping[str, Any]) -> str:
-    """The statistics as a human table (figure, value, exact or estimated)."""
+    """The statistics as a human table (figure, value, exact or estimated); an estimate
+    with a standard error in `error` is shown with it (`value ± error`)."""
     exact = stats.get("exact", {})
+    errors = stats.get("error") or {}
     rows: list[tuple[str, str, str]] = []
 
     def row(label: str, key: str, value: object = None, how: str | None = None) -> None:
@@ -237,7 +246,11 @@ def format_table(stats: Mapping[str, Any]) -> str:
         if how is None:
             flag = exact.get(key)
             how = "exact" if flag is True else "estimate" if flag is False else ""
-        rows.append((label, _num(shown), how))
+        error = errors.get(f"{key}_standard_error") if value is None else None
+        if isinstance(shown, int | float) and isinstance(error, int | float):
+            rows.append((label, plus_minus(shown, error), how))
+        else:
+            rows.append((label, _num(shown), how))
 
     row("nodes", "nodes")
     row("edges", "edges")
@@ -262,9 +275,12 @@ def format_table(stats: Mapping[str, Any]) -> str:
     if stats.get("distances") == "not computed":
         rows.append(("distances", "not computed", ""))
     else:
-        for key in (*DISTANCE_KEYS, "diameter_lower_bound", "diameter_upper_bound"):
+        for key in (*DISTANCE_KEYS, "reachable_pairs"):
             if key in stats:
                 row(key.replace("_", " "), key)
+        for key in ("diameter_lower_bound", "diameter_upper_bound"):
+            if key in stats:  # they hold with certainty (docs/graph.md): not estimates
+                row(key.replace("_", " "), key, how="bound")
     width = max(len(r[0]) for r in rows)
     vwidth = max(len(r[1]) for r in rows)
     lines = [f"{a:<{width}}  {b:>{vwidth}}  {c}".rstrip() for a, b, c in rows]

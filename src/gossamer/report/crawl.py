@@ -270,7 +270,10 @@ def graph_stats_line(g: dict[str, Any]) -> str:
         if value is None:
             return "-"
         if isinstance(value, float):
-            return f"{value:.2f}" if (g.get("exact") or {}).get(key) else f"~{value:.2f}"
+            if (g.get("exact") or {}).get(key):
+                return f"{value:.2f}"
+            error = (g.get("error") or {}).get(f"{key}_standard_error")
+            return f"{value:.2f} ± {error:.2f}" if isinstance(error, float) else f"~{value:.2f}"
         return f"{value:,}"
 
     diameter = num("diameter") if g.get("diameter") is not None else (
@@ -589,7 +592,7 @@ def print_report(out: Path, *, as_json: bool = False) -> int:
         f"  elapsed      {approx}{t['duration_s']} s over {t['runs']} run(s)   "
         f"pages/s {t['pages_per_s'] if t['pages_per_s'] is not None else '-'}"
     )
-    print(f"  statuses     {_kv(t['statuses'])}")
+    print(f"  statuses     {_kv(t['statuses'])} (every response, robots.txt's too)")
     print(f"  errors       {_kv(t['errors'])}")
     print(f"  dropped      {_kv(t['dropped'])}{_of_runs(t['dropped_runs'], t['runs'])}")
     print(f"  frontier     {_kv(_dated(s.get('frontier') or {}))}")

@@ -170,7 +170,10 @@ class ProgressDisplay:
             "ts": utc_timestamp(self._wall()),
             "elapsed_s": round(elapsed, 1),
             **self.fields,
-            "pages": sample.pages,
+            # whose pages each is: this run's (this process or pool), the crawl's (every
+            # worker, earlier runs: what max_pages counts)
+            "run_pages": sample.pages,
+            "crawl_pages": done,
             "pages_per_s": round(rate, 1),
             "queued": sample.queued,
             "active_hosts": sample.active_hosts,
@@ -179,8 +182,6 @@ class ProgressDisplay:
             value = getattr(sample, key)
             if value is not None:
                 record[key] = value
-        if self.max_pages is not None or done != sample.pages:
-            record["done"] = done
         if self.max_pages is not None:
             record["max_pages"] = self.max_pages
             record["eta_s"] = None if eta is None else round(eta, 1)
@@ -578,11 +579,21 @@ def end_summary(
     errors = {k: v for k, v in failure_kinds(stats).items() if v}
     if errors:
         lines.append(f"  errors: {sum(errors.values()):,} ({_top(errors)})")
+    # robots.txt's and sitemaps' answers are their own lines, not the pages' HTTP errors
+    others = {str(k): int(v) for k, v in (stats.get("robots_sitemap_statuses") or {}).items()}
     http = {
-        str(k): int(v) for k, v in (stats.get("statuses") or {}).items() if str(k) >= "400"
+        str(k): int(v) - sum(n for key, n in others.items() if key.endswith(f"/{k}"))
+        for k, v in (stats.get("statuses") or {}).items()
+        if str(k) >= "400"
     }
+    http = {k: v for k, v in http.items() if v > 0}
     if http:
         lines.append(f"  HTTP errors: {sum(http.values()):,} ({_top(http, 3)})")
+    for what, name in (("robots", "robots.txt"), ("sitemap", "sitemaps")):
+        got = {k.split("/", 1)[1]: v for k, v in others.items() if k.startswith(f"{what}/") and v}
+        if got:
+            n = sum(got.values())
+            lines.append(f"  {name}: {n:,} response{'' if n == 1 else 's'} ({_top(got, 3)})")
     dropped = {str(k): int(v) for k, v in (stats.get("dropped") or {}).items() if v}
     if dropped:
         n = sum(dropped.values())

@@ -78,7 +78,7 @@ def merge_stats(
     for key in ("pages", "requests", "bytes"):
         merged[key] = sum(int(p.get(key, 0)) for p in parts)
     merged["pages_per_s"] = round(merged["pages"] / elapsed, 1)
-    for key in ("statuses", "errors", "dropped"):
+    for key in ("statuses", "robots_sitemap_statuses", "errors", "dropped"):
         total: dict[str, int] = {}
         for p in parts:
             for k, v in p.get(key, {}).items():
@@ -116,6 +116,7 @@ def worker_summary(
         "bytes": c.bytes,
         "pages_per_s": round(c.pages / elapsed, 1),
         "statuses": {str(k): v for k, v in sorted(c.statuses.items())},
+        "robots_sitemap_statuses": dict(sorted(c.robots_sitemap_statuses.items())),
         "errors": dict(sorted(c.errors.items())),
         "dropped": dict(sorted(c.dropped.items())),
         "frontier": _as_dict(stats),

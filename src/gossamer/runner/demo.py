@@ -12,7 +12,7 @@ from ..exitcodes import Exit
 from ..outdir import new_directory_problem
 from ..report.crawl import print_report
 from ..testweb import TruthRules, WebSpec, audit, compute_truth, read_logs, serve_subprocess
-from ..testweb.cli_demo import DEMO_OVERRIDES
+from ..testweb.cli_demo import DEMO_OVERRIDES, truth_line, web_line
 from .run import run_crawl
 
 _log = logging.getLogger(__name__)
@@ -40,14 +40,6 @@ def run_demo(
         resolve = web.write_resolve_file(out / "resolve.txt")
         model = web.model
         seed_url = model.page_url(0, 0)
-        print(
-            f"simulated web: {len(model.hosts)} hosts, {model.total_pages} pages, "
-            f"{len(model.ips())} loopback IPs, port {web.port}"
-        )
-        print(
-            f"gossamer crawl {seed_url} --scope all -o {out / 'crawl'}  "
-            "(delay 0: the simulated web asks for no politeness delay)"
-        )
         settings = load_settings(
             {
                 "seeds": [seed_url],
@@ -59,13 +51,20 @@ def run_demo(
                 "workers": workers,
             }
         )
+        # the rules the crawl runs with (its crawl.json): depth limit and trap filters included
+        rules = TruthRules.from_dict(settings.manifest())
+        truth = compute_truth(model, rules)
+        print(web_line(model, web.port))
+        # the crawl counts each URL it fetches as a page, redirects and dead links too
+        print(truth_line(model, truth, counted_as="the crawl's pages below"))
+        print(
+            f"gossamer crawl {seed_url} --scope all -o {out / 'crawl'}  "
+            "(delay 0: the simulated web asks for no politeness delay)"
+        )
         code = run_crawl(settings, progress=sys.stderr)
         print(file=sys.stderr)
         web.flush_log()
     print_report(out / "crawl")
-    # the rules the crawl ran with (its crawl.json): depth limit and trap filters included
-    rules = TruthRules.from_dict(settings.manifest())
-    truth = compute_truth(model, rules)
     report = audit(model, read_logs([log]).records, rules, truth=truth, log_files=(str(log),))
     print(report.format_table())
     print(f"files: {out}/ (crawl/, web.log, resolve.txt)")

@@ -11,17 +11,20 @@ import logging
 import sys
 import tempfile
 import time
+from collections import Counter
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from ..exitcodes import Exit
 from ..outdir import new_directory_problem
 from ._api import serve_subprocess
 from ._audit import audit
 from ._logread import read_logs
+from ._model import TRAP_KINDS, HostFlag, Kind, WebModel
 from ._refclient import ReferenceClient
 from ._spec import WebSpec
-from ._truth import TruthRules, compute_truth
+from ._truth import Truth, TruthRules, compute_truth
 
 _log = logging.getLogger(__name__)
 
@@ -57,6 +60,56 @@ DEMO_OVERRIDES: tuple[tuple[str, float], ...] = (
 )
 
 
+# what a URL a complete crawl fetches is, in words: most are not the web's HTML pages
+_URL_GROUPS: tuple[tuple[str, frozenset[Kind]], ...] = (
+    ("redirects", frozenset({Kind.REDIRECT, Kind.LOOP})),
+    ("dead links (404, 410)", frozenset({Kind.MISSING, Kind.GONE, Kind.NOT_FOUND})),
+    ("non-HTML files", frozenset({Kind.PDF, Kind.IMAGE, Kind.MEDIA, Kind.LYING_HTML})),
+    ("trap pages", TRAP_KINDS),
+)
+_HTML_KINDS = frozenset({Kind.PAGE, Kind.LYING_PDF, Kind.HUGE})
+
+
+def web_line(model: WebModel, port: int) -> str:
+    """The demos' first line: the simulated web's hosts, HTML pages, IPs and port."""
+    return (
+        f"simulated web: {len(model.hosts)} hosts, {model.total_pages:,} HTML pages, "
+        f"{len(model.ips())} loopback IPs, port {port}"
+    )
+
+
+def truth_line(model: WebModel, truth: Truth, *, counted_as: str = "") -> str:
+    """What a complete crawl fetches, by what the URLs are, so that the crawl's counts
+    (every URL fetched, redirects and dead links included) and the web's HTML pages do not
+    read as a contradiction. `counted_as`: what the crawl's own output calls these URLs."""
+    kinds: Counter[Kind] = Counter()
+    for url in truth.required:
+        parts = urlsplit(url)
+        host = model.host_by_name(parts.hostname or "")
+        if host is not None:
+            target = parts.path + (f"?{parts.query}" if parts.query else "")
+            kinds[model.resolve(host.id, target).kind] += 1
+    html = sum(kinds[k] for k in _HTML_KINDS)
+    rest = model.total_pages - html
+    parts_said = [
+        f"{html:,} of the {model.total_pages:,} HTML pages"
+        + (f" (the other {rest:,} forbidden by robots.txt or out of reach)" if rest > 0 else "")
+    ]
+    for words, group in _URL_GROUPS:
+        n = sum(kinds[k] for k in group)
+        if n:
+            parts_said.append(f"{n:,} {words}")
+    said = f" ({counted_as})" if counted_as else ""
+    hosts = [h for name in truth.hosts if (h := model.host_by_name(name)) is not None]
+    hops = sum(h.robots_hops for h in hosts if h.flags & HostFlag.ROBOTS_REDIRECT)
+    robots = f"{len(truth.hosts) + hops:,} robots.txt requests ({len(truth.hosts):,} hosts"
+    robots += f", {hops:,} redirect hops)" if hops else ")"
+    return (
+        f"a complete crawl from {truth.rules.seeds[0]} fetches {len(truth.required):,} "
+        f"URLs{said}: {', '.join(parts_said)}; and {robots}"
+    )
+
+
 def register(sub: Any) -> None:
     demo = sub.add_parser(
         "demo",
@@ -90,10 +143,9 @@ def run_demo(args: argparse.Namespace) -> int:
         web.write_resolve_file(out / "resolve.txt")
         model = web.model
         rules = TruthRules(seeds=(model.page_url(0, 0),), scope="all", user_agent=USER_AGENT)
-        print(
-            f"simulated web: {len(model.hosts)} hosts, {model.total_pages} pages, "
-            f"{len(model.ips())} IPs, port {web.port}; log {log}"
-        )
+        truth = compute_truth(model, rules)
+        print(f"{web_line(model, web.port)}; log {log}")
+        print(truth_line(model, truth))
         print(f"crawling from {rules.seeds[0]} with the reference client (sequential, polite)")
         start = time.monotonic()
         last = [0.0]
@@ -104,19 +156,18 @@ def run_demo(args: argparse.Namespace) -> int:
                 last[0] = now
                 n = client.stats.fetched
                 rate = n / max(now - start, 1e-9)
-                print(f"\r  {n} pages, {rate:,.0f} pages/s  {url[:60]:<60}", end="", flush=True)
+                print(f"\r  {n} URLs, {rate:,.0f} URLs/s  {url[:60]:<60}", end="", flush=True)
 
         client = ReferenceClient(web.address_of, user_agent=USER_AGENT, on_page=progress)
         stats = client.crawl(list(rules.seeds))
         if tty:
             print()
         print(
-            f"  fetched {stats.fetched} pages ({stats.robots_fetched} robots.txt requests) in "
-            f"{stats.seconds:.1f} s"
+            f"  fetched {stats.fetched:,} URLs (and {stats.robots_fetched:,} robots.txt "
+            f"requests) in {stats.seconds:.1f} s"
         )
         web.flush_log()
     logs = read_logs([log])
-    truth = compute_truth(model, rules)
     report = audit(
         model, logs.records, rules, truth=truth, user_agent=USER_AGENT, log_files=(str(log),)
     )
