@@ -4,9 +4,10 @@ No clock is read here: callers pass `now`, so every rule is testable without sle
 
 The rules (KSpider's bucket then TIMEWAIT, plus back-off):
 
-- A host rests `delay` after a batch: the largest of the configured delay, its robots.txt
-  Crawl-delay (capped by `max_crawl_delay`) and its adaptive delay (`adaptive_factor` × the mean
-  fetch time of its last batch, capped by `max_crawl_delay`).
+- A host rests `delay` after a batch (`host_delay`, the one copy of this rule in Python; its
+  Lua twin is `host_delay` in redis/lua/shard.lua): the largest of the configured delay, its
+  robots.txt Crawl-delay (capped by `max_crawl_delay`) and its adaptive delay
+  (`adaptive_factor` × the mean fetch time of its last batch, capped by `max_crawl_delay`).
 - 429 or 503 in a batch: the host backs off for Retry-After (capped by `max_retry_after`) when
   given, else for an exponential back-off (`backoff_base`, doubled per throttled batch, capped by
   `backoff_max`).
@@ -25,7 +26,14 @@ from dataclasses import dataclass, replace
 
 from ._protocol import Outcome
 
-__all__ = ["HostTiming", "PolitenessPolicy", "after_batch", "after_reclaim", "delay_of"]
+__all__ = [
+    "HostTiming",
+    "PolitenessPolicy",
+    "after_batch",
+    "after_reclaim",
+    "delay_of",
+    "host_delay",
+]
 
 THROTTLE_STATUSES = frozenset({429, 503})
 
@@ -74,12 +82,26 @@ class HostTiming:
     dead: bool = False
 
 
+def host_delay(
+    default_delay: float,
+    crawl_delay: float | None,
+    max_crawl_delay: float,
+    adaptive_delay: float = 0.0,
+) -> float:
+    """The rest between two batches (and two requests) of a host, back-off aside: the largest
+    of the crawl's configured delay, the host's robots.txt Crawl-delay (None: none) and its
+    adaptive delay, the last two capped by `max_crawl_delay`."""
+    delay = default_delay
+    if crawl_delay is not None:
+        delay = max(delay, min(crawl_delay, max_crawl_delay))
+    return max(delay, min(adaptive_delay, max_crawl_delay))
+
+
 def delay_of(timing: HostTiming, policy: PolitenessPolicy) -> float:
-    """The rest between two batches of this host, back-off aside."""
-    delay = policy.default_delay
-    if timing.crawl_delay is not None:
-        delay = max(delay, min(timing.crawl_delay, policy.max_crawl_delay))
-    return max(delay, min(timing.adaptive_delay, policy.max_crawl_delay))
+    """The rest between two batches of this host, back-off aside (`host_delay`)."""
+    return host_delay(
+        policy.default_delay, timing.crawl_delay, policy.max_crawl_delay, timing.adaptive_delay
+    )
 
 
 def _next_backoff(current: float, policy: PolitenessPolicy) -> float:
@@ -135,10 +157,7 @@ def after_batch(
         wait = 0.0
 
     dead = timing.dead or (policy.max_host_errors is not None and errors >= policy.max_host_errors)
-    delay = policy.default_delay
-    if timing.crawl_delay is not None:
-        delay = max(delay, min(timing.crawl_delay, policy.max_crawl_delay))
-    delay = max(delay, adaptive)  # adaptive is capped above: this is delay_of(new timing)
+    delay = host_delay(policy.default_delay, timing.crawl_delay, policy.max_crawl_delay, adaptive)
     next_at = now + max(delay, wait)
     if requested is not None and requested > next_at:
         next_at = requested

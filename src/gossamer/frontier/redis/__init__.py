@@ -2,12 +2,15 @@
 
 `RedisFrontier` (`_frontier`) runs the Lua scripts of lua/*.lua (`_scripts` loads them)
 over the key layout that `_keys` describes and encodes; `connect` / `disconnect`
-(`_connect`) make and close its client. docs/cluster.md has the full story.
+(`_connect`) make and close its client; `read_hosts` (`_reads`) reads a crawl's hosts, as
+`RedisFrontier.top_hosts` does, for a display that holds a client and the crawl's id but no
+frontier. docs/cluster.md has the full story.
 """
 
 from ._connect import RedisClient, connect, disconnect
 from ._frontier import DeadOwners, Partition, RedisFrontier, Share
 from ._keys import token_owner
+from ._reads import read_hosts
 
 __all__ = [
     "DeadOwners",
@@ -17,5 +20,6 @@ __all__ = [
     "Share",
     "connect",
     "disconnect",
+    "read_hosts",
     "token_owner",
 ]

@@ -1,4 +1,4 @@
-"""`RedisFrontier`: the `Frontier` contract on Redis, one server or Redis
+"""`RedisFrontier`: the `Frontier` contract (and `HostsView`) on Redis, one server or Redis
 Cluster, over the key layout of `_keys` and the Lua scripts of `_scripts`.
 
 The module stays whole, over a thousand lines: it is one class whose calls share its lock,
@@ -12,7 +12,7 @@ import math
 import secrets
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Final, NamedTuple, TypeVar, Unpack, cast
 
@@ -22,6 +22,7 @@ import redis.exceptions
 
 from ...partition import SHARDS, shard_of
 from ...urls import URLError, host_key
+from .._hosts import top
 from .._options import FrontierKnobs, FrontierOptions
 from .._politeness import HostTiming, after_batch
 from .._protocol import (
@@ -30,6 +31,7 @@ from .._protocol import (
     FrontierStats,
     FrontierStorageError,
     HostBatch,
+    HostView,
     LeasedURL,
     Outcome,
     Outlinks,
@@ -53,6 +55,7 @@ from ._keys import (
     index_prefix,
     shard_prefix,
 )
+from ._reads import host_names, read_hosts
 from ._scripts import script_sources
 
 __all__ = ["DeadOwners", "Partition", "RedisFrontier", "Share"]
@@ -1054,6 +1057,19 @@ class RedisFrontier:
                 self._pending.activate.append(shard)
                 self._global(self._clock())
             self._shard_many([("misc", shard, ["delay", host, value, _num(self._clock())])])
+
+    def top_hosts(self, limit: int, among: Iterable[str] | None = None) -> list[HostView]:
+        """See `HostsView.top_hosts` (`read_hosts`; without `among`, the hosts a SCAN of the
+        server's keys finds)."""
+        with self._lock:
+            self._check_open()
+            wanted = None if among is None else list(among)
+
+            def run() -> list[HostView]:
+                names = host_names(self.client, self.crawl) if wanted is None else wanted
+                return read_hosts(self.client, self.crawl, names, self.options)
+
+            return top(self._call(run), limit)
 
     def statistics(self) -> FrontierStats:
         """See `Frontier.statistics` (sums every shard the crawl used: one round trip)."""

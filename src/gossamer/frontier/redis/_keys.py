@@ -127,6 +127,10 @@ def _num(x: float) -> str:
     return repr(float(x))
 
 
+#: the timing fields of a host's state (`h:<host>`), in `_timing`'s order
+TIMING_FIELDS: Final = ("nx", "cd", "ad", "bo", "er", "dd")
+
+
 def _timing(raw: Sequence[Any]) -> HostTiming:
     nx, cd, ad, bo, er, dd = raw
     return HostTiming(
