@@ -177,16 +177,13 @@ class FrontierSettings(_Group):
         declared in `FrontierKnobs`; this maps the settings' names onto them."""
         from .frontier._options import DEFAULT_BACKLOG_LEAD
 
-        politeness = crawl.politeness
         return {
             "lease_ttl": self.lease_ttl,
             "max_pages": crawl.max_pages,
             "max_depth": crawl.max_depth,
             "host_budget": self.host_budget,
             "max_attempts": self.max_attempts,
-            "default_delay": politeness.delay,
-            "max_crawl_delay": politeness.max_crawl_delay,
-            "adaptive_factor": politeness.adaptive_delay,
+            **crawl.politeness.knobs(),
             "backlog_lead": DEFAULT_BACKLOG_LEAD if self.lease_order == "largest-first" else 0.0,
         }
 
@@ -300,6 +297,14 @@ class PolitenessSettings(_Group):
     robots_ttl: float = Field(
         86400.0, gt=0, le=86400, description="seconds a robots.txt is kept (RFC 9309: ≤ a day)"
     )
+
+    def knobs(self) -> FrontierKnobs:
+        """The frontier's politeness knobs (its `PolitenessPolicy`) from these settings."""
+        return {
+            "default_delay": self.delay,
+            "max_crawl_delay": self.max_crawl_delay,
+            "adaptive_factor": self.adaptive_delay,
+        }
 
 
 class LinksSettings(_Group):

@@ -24,7 +24,7 @@ from gossamer.dashboard import EmbeddedSource, make_app
 from gossamer.dashboard._history import History
 from gossamer.dashboard._hosts import sqlite_top_hosts
 from gossamer.dashboard._logtail import BATCH_MAX, LogRing, fetch_level, fetch_record
-from gossamer.frontier import Discovered, Outcome, Verdict
+from gossamer.frontier import Discovered, FrontierOptions, Outcome, Verdict
 from gossamer.frontier.sqlite import SqliteFrontier
 from gossamer.urls import fingerprint
 
@@ -253,7 +253,9 @@ def test_top_hosts_are_what_the_sqlite_frontier_holds(tmp_path: Path) -> None:
     assert "h0.test" not in by_host  # 20 shown: the smallest left out
     assert sqlite_top_hosts(tmp_path / "none.sqlite") is None
     # the crawl's --delay counts: a host's gap is at least it
-    paced = sqlite_top_hosts(tmp_path / "frontier.sqlite", base_delay=0.2)
+    paced = sqlite_top_hosts(
+        tmp_path / "frontier.sqlite", options=FrontierOptions.of(default_delay=0.2)
+    )
     assert paced is not None and {t["delay_s"] for t in paced} == {0.2}
 
 
@@ -343,13 +345,39 @@ def test_cluster_top_hosts_read_the_hosts_shards(redis_url: str) -> None:
         batches = {b.host: b for b in f.lease(4, 2, now=time.time())}
         b = batches["a.test"]
         f.complete(b.token, [Outcome(u.url, u.fp, Verdict.DONE, status=200) for u in b.urls])
-        top = cluster_top_hosts(client, "c2", list(sizes), now=time.time())
+        top = cluster_top_hosts(
+            client, "c2", list(sizes), now=time.time(), options=FrontierOptions(host_budget=100)
+        )
     finally:
         f.delete()
         client.close()
     assert [(t["host"], t["queued"], t["fetched"]) for t in top] == [
         ("b.test", 7, 0), ("d.test", 5, 0), ("a.test", 3, 2), ("c.test", 0, 0)
     ]
+
+
+def test_cluster_top_hosts_show_the_crawl_delay_capped(redis_url: str) -> None:
+    import redis
+
+    from gossamer.dashboard._hosts import cluster_top_hosts, crawl_options
+    from gossamer.frontier.redis import RedisFrontier
+
+    # the crawl's settings as the registry stores them (flat names)
+    options = crawl_options({"delay": 0.5, "max_crawl_delay": 30.0, "host_budget": None})
+    assert (options.politeness.default_delay, options.host_budget) == (0.5, None)
+    client = redis.Redis.from_url(redis_url)
+    f = RedisFrontier(client, "c3", default_delay=0.5, max_crawl_delay=30.0)
+    try:
+        url = "http://slow.test/"
+        f.put_discovered([Discovered(url=url, host="slow.test", depth=0, fp=fingerprint(url))])
+        f.set_host_delay("slow.test", 3600.0)  # robots.txt's Crawl-delay: 3600
+        f.set_host_delay("quick.test", 0.1)  # below the crawl's delay
+        top = cluster_top_hosts(client, "c3", ["slow.test", "quick.test"], time.time(),
+                                options=options)  # fmt: skip
+    finally:
+        f.delete()
+        client.close()
+    assert [(t["host"], t["delay_s"]) for t in top] == [("slow.test", 30.0), ("quick.test", 0.5)]
 
 
 def test_a_heartbeat_carries_bytes_statuses_and_outcomes(redis_url: str) -> None:

@@ -32,7 +32,7 @@ def leases(redis_url: str, crawl_id: str) -> dict[str, tuple[str, frozenset[str]
     """Every lease of the crawl's frontier in Redis (one server or a Redis Cluster): token ->
     (host, its leased URLs).
 
-    Read from the frontier's keys (docstring of gossamer.frontier.redis): per shard, `t`
+    Read from the frontier's keys (docstring of gossamer.frontier.redis._keys): per shard, `t`
     maps lease tokens to hosts; a leased host's `h:<host>` hash holds its token (`tk`) and
     its leased URLs (`lf`: entries `score \\1 member` joined by `\\2`, a member being
     `fp \\0 attempts \\0 depth \\0 parent \\0 url`)."""

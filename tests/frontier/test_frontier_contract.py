@@ -26,6 +26,8 @@ from gossamer.frontier import (
     Frontier,
     FrontierError,
     HostBatch,
+    HostsView,
+    HostView,
     Outcome,
     Outlinks,
     StaleLeaseError,
@@ -565,6 +567,85 @@ def test_statistics_snapshot(make: Make, clock: FakeClock) -> None:
     f.lease(2, 2)
     s = f.statistics()
     assert (s.ready_hosts, s.leased_hosts, s.next_ready_at) == (0, 2, None)
+
+
+# ------------------------------------------------------------ hosts, as a display reads them
+
+
+def hosts_of(f: Frontier, limit: int = 100, among: list[str] | None = None) -> list[HostView]:
+    assert isinstance(f, HostsView)
+    return f.top_hosts(limit, among)
+
+
+def test_top_hosts_count_and_order_the_hosts(make: Make, clock: FakeClock) -> None:
+    f = make(default_delay=1.0, host_budget=100)
+    f.put_discovered(items(A, 5) + items(B, 3) + items(C, 1))
+    a = only(f.lease(1, 2))  # new hosts go by name
+    f.complete(a.token, [done(u) for u in a.urls])
+    b = only(f.lease(1, 2))  # A rests: B
+    assert (a.host, b.host) == (A, B)
+    top = hosts_of(f)
+    assert [v.host for v in top] == [A, B, C]  # A and B have 3 URLs left: A fetched more
+    va, vb, vc = top
+    assert va == HostView(A, queued=3, leased=0, fetched=2, errors=0, dead=False,
+                          next_fetch_at=clock.t + 1.0, crawl_delay=None, delay=1.0,
+                          backoff=0.0)  # fmt: skip
+    assert (vb.queued, vb.leased, vb.fetched, vb.next_fetch_at) == (1, 2, 0, clock.t)
+    assert (vc.queued, vc.leased, vc.fetched) == (1, 0, 0)
+    assert [v.state(clock.t) for v in top] == ["waiting", "leased", "ready"]
+    assert va.state(clock.t + 1.0) == "ready"
+    assert hosts_of(f, 2) == top[:2] and hosts_of(f, 0) == []
+    assert hosts_of(f, 10, [C, "unknown.example", A, C]) == [va, vc]
+    f.complete(b.token, [done(u) for u in b.urls])
+    clock.advance(1.0)
+    c = only(f.lease(1, 1))  # C, ready the longest
+    f.complete(c.token, [done(c.urls[0])])
+    (vc,) = hosts_of(f, 10, [C])
+    assert (c.host, vc.queued, vc.leased, vc.fetched, vc.state(clock.t)) == (C, 0, 0, 1, "done")
+
+
+def test_top_hosts_fetched_is_counted_or_none(make: Make, backend: Any) -> None:
+    f = make()  # no host budget: Redis does not count a host's URLs
+    f.put_discovered(items(A, 3))
+    a = only(f.lease(1, 2))
+    f.complete(a.token, [done(u) for u in a.urls])
+    (va,) = hosts_of(f)
+    assert (va.queued, va.leased) == (1, 0)
+    assert va.fetched == (None if backend.name.startswith("redis") else 2)
+
+
+def test_top_hosts_show_the_crawl_delay_capped(make: Make, clock: FakeClock) -> None:
+    f = make(default_delay=1.0, max_crawl_delay=30.0, lease_ttl=60.0)
+    f.put_discovered(items(A, 3))
+    f.set_host_delay(A, 3600.0)
+    f.set_host_delay(B, 0.5)  # below the crawl's delay; a host with no URLs yet
+    va, vb = hosts_of(f)
+    assert (va.host, va.crawl_delay, va.delay, va.rest) == (A, 3600.0, 30.0, 30.0)
+    assert (vb.host, vb.crawl_delay, vb.delay, vb.queued) == (B, 0.5, 1.0, 0)
+    assert vb.state(clock.t) == "done"
+    _cycle(f)  # the rest after a batch: the capped Crawl-delay
+    assert hosts_of(f, 1)[0].next_fetch_at == clock.t + 30.0
+    clock.advance(30.0)
+    only(f.lease(1, 1))
+    clock.advance(61.0)  # the lease expires: reclaimed, the host rests its capped delay
+    assert f.reclaim_expired() == 1
+    va = hosts_of(f, 1)[0]
+    assert (va.next_fetch_at, va.queued, va.leased) == (clock.t + 30.0, 2, 0)
+
+
+def test_top_hosts_show_back_off_errors_and_death(make: Make, clock: FakeClock) -> None:
+    f = make(default_delay=0.5, backoff_base=2.0, max_host_errors=2, max_attempts=10)
+    f.put_discovered(items(A, 4))
+    b = only(f.lease(1, 1))
+    f.complete(b.token, [retry(b.urls[0])])
+    va = hosts_of(f)[0]
+    assert (va.errors, va.backoff, va.delay, va.rest, va.dead) == (1, 2.0, 0.5, 2.0, False)
+    assert va.next_fetch_at == clock.t + 2.0 and va.state(clock.t) == "waiting"
+    clock.advance(2.0)
+    b = only(f.lease(1, 1))
+    f.complete(b.token, [retry(b.urls[0])])  # a second error in a row: dead
+    va = hosts_of(f)[0]
+    assert (va.errors, va.dead, va.queued, va.leased, va.state(clock.t)) == (2, True, 0, 0, "dead")
 
 
 # ---------------------------------------------------------------------- lifecycle, threads

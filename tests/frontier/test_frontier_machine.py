@@ -2,9 +2,10 @@
 
 Every step is applied to the backend under test and to `MemoryFrontier` (the model), and their
 answers must agree exactly: lease choices (hosts by next-fetch time then name, URLs by priority
-then FIFO), expiries, counts, politeness timing. Independently of the model the machine checks
-what must never happen: a URL or a host in two live leases, a stale token accepted, a change
-made by a refused call, a URL lost (draining at the end accounts for every discovered URL).
+then FIFO), expiries, counts, politeness timing, the hosts as a display reads them.
+Independently of the model the machine checks what must never happen: a URL or a host in two
+live leases, a stale token accepted, a change made by a refused call, a URL lost (draining at
+the end accounts for every discovered URL).
 SQLite runs add reopening the file and a second connection sharing it (another "process").
 """
 
@@ -14,6 +15,7 @@ import atexit
 import shutil
 import tempfile
 import uuid
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, ClassVar, cast
 
@@ -34,6 +36,7 @@ from gossamer.frontier import (
     Frontier,
     FrontierStats,
     HostBatch,
+    HostsView,
     MemoryFrontier,
     Outcome,
     Outlinks,
@@ -308,6 +311,17 @@ class FrontierMachine(RuleBasedStateMachine):
         want = as_tuple(self.model.statistics(), skip)
         for f in self.suts:
             assert as_tuple(f.statistics(), skip) == want
+
+    @invariant()
+    def hosts_agree_with_the_model(self) -> None:
+        want = {v.host: v for v in self.model.top_hosts(100)}
+        uncounted = {h: replace(v, fetched=None) for h, v in want.items()}
+        for f in self.suts:
+            assert isinstance(f, HostsView)
+            got = {v.host: v for v in f.top_hosts(100)}
+            # Redis counts a host's URLs only under a host budget
+            counts = not isinstance(f, RedisFrontier) or f.options.host_budget is not None
+            assert got == (want if counts else uncounted)
 
     @invariant()
     def leases_are_exclusive(self) -> None:

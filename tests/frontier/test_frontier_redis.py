@@ -16,7 +16,7 @@ import pytest
 import xxhash
 from _frontier_helpers import FakeClock
 
-import gossamer.frontier.redis as redis_frontier
+import gossamer.frontier.redis._frontier as redis_frontier
 from gossamer.frontier import Discovered, FrontierError, Outcome, StaleLeaseError, Verdict
 from gossamer.frontier.redis import RedisFrontier, connect, disconnect
 from gossamer.testweb.redisd import RedisServer
@@ -84,7 +84,7 @@ def test_a_split_moves_exactly_the_fingerprints_whose_next_bit_is_set(redis_url:
     # code at every level a shard reaches (0-14) against the bit it stands for
     from importlib import resources
 
-    from gossamer.frontier.redis import _seen_member
+    from gossamer.frontier.redis._keys import _seen_member
 
     src = (resources.files("gossamer.frontier.redis") / "lua" / "put.lua").read_text()
     start = src.index("local function dec_ge")

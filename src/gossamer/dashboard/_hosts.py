@@ -1,25 +1,31 @@
 """The dashboard's top hosts (`top_hosts` in /api/status): the hosts with the most URLs
-queued, then the most fetched (docs/dashboard.md, "Top hosts").
+queued, then the most fetched (docs/dashboard.md, "Top hosts"), made of the frontier's own
+reads of its hosts (`HostView`s), never of its tables or keys: `delay_s` is the host's rest as
+the frontier applies it (its Crawl-delay capped by `max_crawl_delay`, or its back-off).
 
-An embedded crawl: one read-only query on the SQLite frontier's `hosts` table, a scan (no
-index orders hosts by queue length, and the frontier's hot path should not pay for one), so
-the source reads it at most every TOP_HOSTS_EVERY_S. A cluster crawl: never a scan of Redis;
-the candidates are the hosts the live workers are crawling now (their heartbeats), each read
-from its shard's keys in two pipelined round trips."""
+An embedded crawl: `frontier.sqlite.read_top_hosts`, a scan, so read at most every
+TOP_HOSTS_EVERY_S. A cluster crawl: never a scan of Redis; the candidates are the hosts the
+live workers are crawling now (their heartbeats), read by `frontier.redis.read_hosts`."""
 
 from __future__ import annotations
 
-import sqlite3
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any, Final, cast
+from typing import Any, Final, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from ..config import FrontierSettings, PolitenessSettings
+from ..frontier import FrontierOptions, HostView
+from ..frontier.sqlite import read_top_hosts
 
 __all__ = [
     "CLUSTER_CANDIDATES",
     "TOP_HOSTS",
     "TOP_HOSTS_EVERY_S",
     "cluster_top_hosts",
+    "crawl_options",
     "sqlite_top_hosts",
 ]
 
@@ -32,63 +38,50 @@ TOP_HOSTS: Final = 20
 TOP_HOSTS_EVERY_S: Final = 2.0
 #: hosts of a cluster crawl looked at at most (the live workers' current hosts)
 CLUSTER_CANDIDATES: Final = 100
-
-_TOP_SQL = (
-    "SELECT name, pending, total, errors, dead, lease_token IS NOT NULL, next_fetch_at,"
-    " crawl_delay, adaptive_delay, backoff FROM hosts"
-    " ORDER BY pending DESC, total - pending DESC, name LIMIT ?"
-)
+#: the frontier's options when the crawl's settings are not known
+_DEFAULT_OPTIONS: Final = FrontierOptions()
+_G = TypeVar("_G", bound=BaseModel)
 
 
-def _state(dead: bool, leased: bool, queued: int, next_fetch_at: float | None, now: float) -> str:
-    if dead:
-        return "dead"
-    if leased:
-        return "leased"
-    if queued <= 0:
-        return "done"
-    if next_fetch_at is not None and next_fetch_at > now:
-        return "waiting"
-    return "ready"
+def _group(model: type[_G], settings: Mapping[str, Any]) -> _G:
+    """The settings group `model` from flat stored settings (its defaults when not valid)."""
+    given = {k: v for k, v in settings.items() if k in model.model_fields}
+    try:
+        return model.model_validate(given)
+    except ValidationError:
+        return model.model_validate({})
 
 
-def _delay(*delays: Any) -> float:
-    """The host's gap between two requests: the largest of the crawl's --delay (the
-    caller's first value) and the host's Crawl-delay, adaptive delay and back-off
-    (frontier/_politeness.py)."""
-    values = [float(d) for d in delays if d is not None and d != ""]
-    return round(max(values, default=0.0), 3)
+def crawl_options(settings: Mapping[str, Any]) -> FrontierOptions:
+    """The frontier options of a crawl that its hosts' read needs (politeness, host budget),
+    from its stored settings (crawl.json, or the cluster registry's record: flat names)."""
+    knobs = _group(PolitenessSettings, settings).knobs()
+    knobs["host_budget"] = _group(FrontierSettings, settings).host_budget
+    return FrontierOptions.of(**knobs)
+
+
+def _row(view: HostView, queued: int, now: float) -> dict[str, Any]:
+    return {
+        "host": view.host,
+        "queued": queued,
+        "fetched": view.fetched,
+        "errors": view.errors,
+        "delay_s": round(view.rest, 3),
+        "state": view.state(now),
+    }
 
 
 def sqlite_top_hosts(
-    path: Path, limit: int = TOP_HOSTS, *, base_delay: float = 0.0
+    path: Path, limit: int = TOP_HOSTS, *, options: FrontierOptions = _DEFAULT_OPTIONS
 ) -> list[dict[str, Any]] | None:
-    """The embedded frontier's top hosts (None: no frontier yet). `queued` counts the URLs
-    leased too (the frontier's `pending` until their batch completes); `fetched` is accepted
-    minus queued (done or failed); `errors` the host's consecutive fetch errors."""
-    if not path.is_file():
+    """The embedded frontier's top hosts (None: no frontier yet; sqlite3.Error: it cannot be
+    read). `queued` counts the URLs leased too (a host's until their batch completes);
+    `fetched` its URLs done or failed; `errors` its consecutive fetch errors."""
+    views = read_top_hosts(path, limit, options)
+    if views is None:
         return None
-    db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=1.0)
-    try:
-        rows = db.execute(_TOP_SQL, (limit,)).fetchall()
-    finally:
-        db.close()
     now = time.time()
-    return [
-        {
-            "host": name,
-            "queued": int(pending),
-            "fetched": max(0, int(total) - int(pending)),
-            "errors": int(errors),
-            "delay_s": _delay(base_delay, cd, ad, bo),
-            "state": _state(bool(dead), bool(leased), int(pending), nx, now),
-        }
-        for name, pending, total, errors, dead, leased, nx, cd, ad, bo in rows
-    ]
-
-
-def _text(v: Any) -> str:
-    return v.decode() if isinstance(v, bytes) else str(v)
+    return [_row(v, v.queued + v.leased, now) for v in views]
 
 
 def cluster_top_hosts(
@@ -98,55 +91,15 @@ def cluster_top_hosts(
     now: float,
     limit: int = TOP_HOSTS,
     *,
-    base_delay: float = 0.0,
+    options: FrontierOptions = _DEFAULT_OPTIONS,
 ) -> list[dict[str, Any]]:
     """The top hosts among `hosts` (the live workers' current ones) of the cluster crawl
-    `crawl`, read from their shards: HMGET of the host's state and ZRANGE of its queued
-    priorities, then LLEN of each priority's list (two pipelined round trips). `queued`
-    counts the URLs in its lists (its leased ones are out of them); `fetched` is accepted
-    minus queued and leased where the shard counts a host's URLs accepted (`tt`: only under
-    a host budget, `host_budget`), else null: nothing else in Redis counts them."""
-    from ..partition import shard_of
+    `crawl`. `queued` counts the URLs in its queue (its leased ones are out of it);
+    `fetched` is known where the shards count a host's URLs (under a host budget,
+    `options.host_budget`), else null."""
+    from ..frontier.redis import read_hosts
 
     names = list(dict.fromkeys(hosts))[:CLUSTER_CANDIDATES]
-    if not names:
-        return []
-    prefixes = [f"gs:{crawl}:{{{shard_of(h)}}}:" for h in names]
-    pipe = client.pipeline(transaction=False)
-    for h, p in zip(names, prefixes, strict=True):
-        pipe.hmget(f"{p}h:{h}", "tt", "er", "dd", "tk", "nx", "cd", "ad", "bo", "lf")
-        pipe.zrange(f"{p}p:{h}", 0, -1)
-    replies = cast(list[Any], pipe.execute())
-    pipe = client.pipeline(transaction=False)
-    lens: list[int] = []
-    for k, (h, p) in enumerate(zip(names, prefixes, strict=True)):
-        prios = replies[2 * k + 1] or []
-        lens.append(len(prios))
-        for pr in prios:
-            pipe.llen(f"{p}q:{_text(pr)}:{h}")
-    counts = cast(list[Any], pipe.execute()) if sum(lens) else []
-    out: list[dict[str, Any]] = []
-    at = 0
-    for k, h in enumerate(names):
-        tt, er, dd, tk, nx, cd, ad, bo, lf = (
-            _text(v) if v is not None else None for v in replies[2 * k]
-        )
-        queued = sum(int(n) for n in counts[at : at + lens[k]])
-        at += lens[k]
-        leased_urls = len(lf.split("\x02")) if lf else 0
-        accepted = int(float(tt)) if tt else 0  # kept only under a host budget
-        out.append(
-            {
-                "host": h,
-                "queued": queued,
-                "fetched": max(0, accepted - queued - leased_urls) if accepted else None,
-                "errors": int(float(er or 0)),
-                "delay_s": _delay(base_delay, cd, ad, bo),
-                "state": _state(
-                    dd not in (None, "0", ""), bool(tk), queued + leased_urls,
-                    float(nx) if nx else None, now,
-                ),
-            }
-        )  # fmt: skip
-    out.sort(key=lambda r: (-r["queued"], -(r["fetched"] or 0), r["host"]))
-    return out[:limit]
+    rows = [_row(v, v.queued, now) for v in read_hosts(client, crawl, names, options)]
+    rows.sort(key=lambda r: (-r["queued"], -(r["fetched"] or 0), r["host"]))
+    return rows[:limit]

@@ -4,7 +4,8 @@ crawl in Redis (`ClusterSource`). Both answer `snapshot()` with the same JSON-ab
 reads) and are called off the event loop.
 
 The embedded source reads only what the crawl writes anyway — crawl.json, runs.jsonl, the
-`lock` file's pid, the crawl log, the frontier's counters row, stats.json and the live
+`lock` file's pid, the crawl log, the frontier's counters and top hosts (through
+the frontier's own reads), stats.json and the live
 graph's graph/stats.json — so watching costs the crawl nothing but the reads. The crawl log
 is tailed: each snapshot reads only the lines appended since the last one (counted by
 `report.crawl.count_log_record`, as `gossamer report` counts them), so a snapshot's cost
@@ -25,11 +26,12 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from ..engine.heartbeat import read_beats
+from ..frontier.sqlite import read_counts
 from ..logs import DIAGNOSTICS_FILE
 from ..report.crawl import count_log_record, live_graph_stats, stats_end_reason
 from ..runner.pool import MAX_POOL_WORKERS, gossamer_alive, read_control
 from ..sinks import read_run_records
-from ._hosts import TOP_HOSTS_EVERY_S, cluster_top_hosts, sqlite_top_hosts
+from ._hosts import TOP_HOSTS_EVERY_S, cluster_top_hosts, crawl_options, sqlite_top_hosts
 from ._logtail import (
     LogRing,
     RingEntry,
@@ -186,24 +188,6 @@ class _DiagnosticsTail:
                 self.ring.add(diagnostic_record(rec))
 
 
-def _frontier_counts(path: Path) -> dict[str, Any] | None:
-    """The embedded frontier's counters row (frontier/sqlite.py keeps it exact), read through
-    a read-only connection: one row, no scan. None when there is no frontier yet."""
-    if not path.is_file():
-        return None
-    db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=1.0)
-    try:
-        row = db.execute(
-            "SELECT queued, leased, done, failed, retries, hosts, dead_hosts FROM counters"
-        ).fetchone()
-    finally:
-        db.close()
-    if row is None:
-        return None
-    keys = ("queued", "leased", "done", "failed", "retries", "hosts", "dead_hosts")
-    return dict(zip(keys, (int(v or 0) for v in row), strict=True))
-
-
 class EmbeddedSource:
     """A crawl directory (`gossamer crawl -o DIR`), running or not."""
 
@@ -291,7 +275,7 @@ class EmbeddedSource:
         tail = self._tail
         frontier, frontier_error = None, None
         try:
-            frontier = _frontier_counts(out / "frontier.sqlite")
+            frontier = read_counts(out / "frontier.sqlite")
         except sqlite3.Error as exc:
             frontier_error = str(exc)
         started = float(starts[-1]["time"]) if starts else None
@@ -304,7 +288,7 @@ class EmbeddedSource:
             self._hosts_read = time.monotonic()
             try:
                 self._top_hosts = sqlite_top_hosts(
-                    out / "frontier.sqlite", base_delay=_number(self._settings.get("delay"))
+                    out / "frontier.sqlite", options=crawl_options(self._settings)
                 )
             except sqlite3.Error:
                 self._top_hosts = None  # (frontier_error says why, from the counters read)
@@ -630,7 +614,7 @@ class ClusterSource:
             ]  # fmt: skip
             top_hosts = cluster_top_hosts(
                 self._client, record.id, live_hosts, float(data["server_time"]),
-                base_delay=_number(record.settings.get("delay")),
+                options=crawl_options(record.settings),
             )  # fmt: skip
         c, tot, fr = data["crawl"], data["totals"], data["frontier"]
         # the workers' heartbeats carry bytes and their most common statuses and outcomes

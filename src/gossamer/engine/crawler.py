@@ -47,6 +47,7 @@ from ..frontier import (
     ShareCappedFrontier,
     StaleLeaseError,
     Verdict,
+    host_delay,
 )
 from ..parse import ParseOptions, is_html, parse_html, parse_sitemap
 from ..robots import RobotsPolicy, robots_url
@@ -854,10 +855,10 @@ class Crawler:
         return ip or host
 
     def _delay(self, policy: RobotsPolicy | None) -> float:
-        delay = self.settings.politeness.delay
-        if policy is not None and policy.crawl_delay:
-            delay = max(delay, min(policy.crawl_delay, self.settings.politeness.max_crawl_delay))
-        return delay
+        """The gap between two requests of a host (the frontier's `host_delay`)."""
+        crawl_delay = None if policy is None else policy.crawl_delay
+        pol = self.settings.politeness
+        return host_delay(pol.delay, crawl_delay, pol.max_crawl_delay)
 
     async def _robots_policy(
         self, host: str, batch: HostBatch

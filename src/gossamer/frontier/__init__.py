@@ -1,13 +1,21 @@
 """The frontier: queues, dedupe, leases and host politeness of a crawl.
 
-`Frontier` is the contract (see `_protocol`); `SqliteFrontier` the embedded backend;
-`MemoryFrontier` the in-memory reference; `PolitenessPolicy`/`HostTiming` with `after_batch`
-the pure politeness rules. Documentation: docs/crawler/frontier.md.
+`Frontier` is the contract (see `_protocol`; `HostsView` the hosts' read a display makes);
+`SqliteFrontier` the embedded backend; `MemoryFrontier` the in-memory reference;
+`PolitenessPolicy`/`HostTiming` with `after_batch` and `host_delay` the pure politeness
+rules. Documentation: docs/crawler/frontier.md.
 """
 
 from ._memory import MemoryFrontier
 from ._options import FrontierOptions
-from ._politeness import HostTiming, PolitenessPolicy, after_batch, after_reclaim, delay_of
+from ._politeness import (
+    HostTiming,
+    PolitenessPolicy,
+    after_batch,
+    after_reclaim,
+    delay_of,
+    host_delay,
+)
 from ._protocol import (
     Discovered,
     Frontier,
@@ -15,6 +23,8 @@ from ._protocol import (
     FrontierStats,
     FrontierStorageError,
     HostBatch,
+    HostsView,
+    HostView,
     LeasedURL,
     OffLoopFrontier,
     Outcome,
@@ -34,6 +44,8 @@ __all__ = [
     "FrontierStorageError",
     "HostBatch",
     "HostTiming",
+    "HostView",
+    "HostsView",
     "LeasedURL",
     "MemoryFrontier",
     "OffLoopFrontier",
@@ -47,4 +59,5 @@ __all__ = [
     "after_batch",
     "after_reclaim",
     "delay_of",
+    "host_delay",
 ]

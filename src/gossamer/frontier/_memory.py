@@ -13,10 +13,11 @@ import secrets
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Unpack
 
+from ._hosts import host_view, top
 from ._options import FrontierKnobs, FrontierOptions
 from ._politeness import HostTiming, after_batch, after_reclaim
 from ._protocol import (
@@ -24,6 +25,7 @@ from ._protocol import (
     FrontierError,
     FrontierStats,
     HostBatch,
+    HostView,
     LeasedURL,
     Outcome,
     Outlinks,
@@ -348,6 +350,22 @@ class MemoryFrontier:
                 parked=len(self._parked),
                 depth_lowered=self._lowered,
             )
+
+    def top_hosts(self, limit: int, among: Iterable[str] | None = None) -> list[HostView]:
+        """See `HostsView.top_hosts`."""
+        with self._lock:
+            self._check_open()
+            if among is None:
+                hosts = list(self._hosts.values())
+            else:
+                hosts = [self._hosts[n] for n in dict.fromkeys(among) if n in self._hosts]
+            policy = self.options.politeness
+            views = []
+            for h in hosts:
+                queued, leased = len(h.queue), len(h.leased)
+                fetched = h.total - queued - leased
+                views.append(host_view(h.name, queued, leased, fetched, h.timing, policy))
+            return top(views, limit)
 
     def close(self) -> None:
         """Mark closed (idempotent); later calls raise FrontierError."""

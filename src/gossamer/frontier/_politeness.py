@@ -1,10 +1,12 @@
 """When may a host be fetched again: pure functions of (host timing, outcomes, now, policy).
 
 No clock is read here: callers pass `now`, so every rule is testable without sleeping. A host
-rests the largest of the configured delay, its robots.txt Crawl-delay and its adaptive delay
-after a batch (KSpider's bucket, then TIMEWAIT); 429 or 503, or a batch of network errors with
-no response at all, backs it off (Retry-After, else exponentially); enough consecutive network
-errors make it dead. Each rule and its caps: docs/crawler/frontier.md, "Politeness"."""
+rests `host_delay` after a batch (the one Python copy of the rule; its Lua twin is `host_delay`
+in redis/lua/shard.lua): the largest of the configured delay, its robots.txt Crawl-delay and
+its adaptive delay, both capped by `max_crawl_delay` (KSpider's bucket, then TIMEWAIT); 429 or
+503, or a batch of network errors with no response at all, backs it off (Retry-After, else
+exponentially); enough consecutive network errors make it dead. Each rule and its caps:
+docs/crawler/frontier.md, "Politeness"."""
 
 from __future__ import annotations
 
@@ -14,7 +16,14 @@ from dataclasses import dataclass, replace
 
 from ._protocol import Outcome
 
-__all__ = ["HostTiming", "PolitenessPolicy", "after_batch", "after_reclaim", "delay_of"]
+__all__ = [
+    "HostTiming",
+    "PolitenessPolicy",
+    "after_batch",
+    "after_reclaim",
+    "delay_of",
+    "host_delay",
+]
 
 THROTTLE_STATUSES = frozenset({429, 503})
 
@@ -63,12 +72,26 @@ class HostTiming:
     dead: bool = False
 
 
+def host_delay(
+    default_delay: float,
+    crawl_delay: float | None,
+    max_crawl_delay: float,
+    adaptive_delay: float = 0.0,
+) -> float:
+    """The rest between two batches (and two requests) of a host, back-off aside: the largest
+    of the crawl's configured delay, the host's robots.txt Crawl-delay (None: none) and its
+    adaptive delay, the last two capped by `max_crawl_delay`."""
+    delay = default_delay
+    if crawl_delay is not None:
+        delay = max(delay, min(crawl_delay, max_crawl_delay))
+    return max(delay, min(adaptive_delay, max_crawl_delay))
+
+
 def delay_of(timing: HostTiming, policy: PolitenessPolicy) -> float:
-    """The rest between two batches of this host, back-off aside."""
-    delay = policy.default_delay
-    if timing.crawl_delay is not None:
-        delay = max(delay, min(timing.crawl_delay, policy.max_crawl_delay))
-    return max(delay, min(timing.adaptive_delay, policy.max_crawl_delay))
+    """The rest between two batches of this host, back-off aside (`host_delay`)."""
+    return host_delay(
+        policy.default_delay, timing.crawl_delay, policy.max_crawl_delay, timing.adaptive_delay
+    )
 
 
 def _next_backoff(current: float, policy: PolitenessPolicy) -> float:
@@ -124,10 +147,7 @@ def after_batch(
         wait = 0.0
 
     dead = timing.dead or (policy.max_host_errors is not None and errors >= policy.max_host_errors)
-    delay = policy.default_delay
-    if timing.crawl_delay is not None:
-        delay = max(delay, min(timing.crawl_delay, policy.max_crawl_delay))
-    delay = max(delay, adaptive)  # adaptive is capped above: this is delay_of(new timing)
+    delay = host_delay(policy.default_delay, timing.crawl_delay, policy.max_crawl_delay, adaptive)
     next_at = now + max(delay, wait)
     if requested is not None and requested > next_at:
         next_at = requested

@@ -1,4 +1,5 @@
-"""The frontier contract: the records and the eight calls the engine makes, nothing more.
+"""The frontier contract: the records and the eight calls the engine makes (`Frontier`), and
+the one read a display makes of the hosts (`HostsView`).
 
 Every backend (SQLite embedded, Redis in a cluster) implements `Frontier` and passes the same
 contract tests (tests/frontier/). It promises: dedupe forever (a URL is queued at most once per
@@ -6,7 +7,8 @@ crawl); one holder per host (`lease` hands out ready hosts, each with a fresh to
 expiry); fencing (`complete`/`extend` with a stale token raise `StaleLeaseError` and change
 nothing); at least once (URLs of unfinished or reclaimed leases go back); final DONE and FAILED
 verdicts; depth as the shortest path when `max_depth` is set; and published (done + leased)
-never above `max_pages`. Each rule in full: docs/crawler/frontier.md, "Semantics".
+never above `max_pages`. `top_hosts` gives a display `HostView`s: counts, timing and the delay
+the frontier applies. Each rule in full: docs/crawler/frontier.md, "Semantics".
 
 Errors (one tree)::
 
@@ -17,7 +19,7 @@ Errors (one tree)::
 from __future__ import annotations
 
 import enum
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from concurrent.futures import Executor
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
@@ -29,6 +31,8 @@ __all__ = [
     "FrontierStats",
     "FrontierStorageError",
     "HostBatch",
+    "HostView",
+    "HostsView",
     "LeasedURL",
     "OffLoopFrontier",
     "Outcome",
@@ -289,3 +293,61 @@ class ShareCappedFrontier(Protocol):
     loop's thread while the frontier's own calls run on its I/O thread."""
 
     def hosts_over_share(self) -> int: ...
+
+
+@dataclass(frozen=True, slots=True)
+class HostView:
+    """One host as the frontier holds it (`HostsView.top_hosts`).
+
+    `queued`: its URLs waiting in its queue; `leased`: its URLs out in its lease (0: not
+    leased); `fetched`: its URLs settled, done or failed (None where the backend does not
+    count a host's URLs: Redis without a host budget); `errors`: consecutive network errors;
+    `crawl_delay`: its robots.txt Crawl-delay as given (None: none); `delay`: its rest
+    between two batches as the frontier applies it (`_politeness.delay_of`: that Crawl-delay
+    capped by `max_crawl_delay`); `backoff`: its back-off now (0: none).
+    """
+
+    host: str
+    queued: int
+    leased: int
+    fetched: int | None
+    errors: int
+    dead: bool
+    next_fetch_at: float
+    crawl_delay: float | None
+    delay: float
+    backoff: float
+
+    @property
+    def rest(self) -> float:
+        """Its rest after a batch as things stand: its delay, or its back-off when longer."""
+        return max(self.delay, self.backoff)
+
+    def state(self, now: float) -> str:
+        """`dead`; `leased` (a worker holds it); `done` (nothing queued); `waiting` (resting
+        until `next_fetch_at`); or `ready`."""
+        if self.dead:
+            return "dead"
+        if self.leased:
+            return "leased"
+        if self.queued <= 0:
+            return "done"
+        return "waiting" if self.next_fetch_at > now else "ready"
+
+
+@runtime_checkable
+class HostsView(Protocol):
+    """The frontier's hosts as a display reads them (the dashboard's top hosts).
+
+    Apart from `Frontier`: the engine never reads it, and `Frontier` stays the calls a
+    worker makes. SQLite, Redis and the in-memory reference implement both (the contract
+    tests hold them to it). A display that holds no frontier (the dashboard watches a crawl
+    that another process runs) reads through its backend's module function instead
+    (`sqlite.read_top_hosts`, `redis.read_hosts`), never its tables or keys.
+    """
+
+    def top_hosts(self, limit: int, among: Iterable[str] | None = None) -> list[HostView]:
+        """At most `limit` hosts: most URLs not settled (queued + leased) first, then most
+        fetched (None as 0), then by name. `among`: only these (unknown ones left out);
+        without it every host is looked at (Redis: a SCAN of the crawl's keys)."""
+        ...

@@ -6,7 +6,8 @@ layout touches as few pages as it can per call: URL rows appended once, a lease 
 its host's row, dedupe in an in-memory fingerprint set brought up to date inside every write
 transaction (exact across processes, no disk access for a duplicate). A file of an older
 schema opens as it is. The schema, the layout's reasons and the figures:
-docs/crawler/frontier.md, "`SqliteFrontier`".
+docs/crawler/frontier.md, "`SqliteFrontier`". A display watching a crawl run by another
+process reads the file through a read-only connection (`read_counts`, `read_top_hosts`).
 
 The module stays whole because the schema, the statements that use it and the seen-set are one
 storage design: each call's transaction relies on the layout's invariants (the lease blob, the
@@ -27,22 +28,24 @@ import threading
 import time
 from array import array
 from collections import deque
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from os import PathLike
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Unpack, cast
+from typing import Any, TypeVar, Unpack, cast
 
+from ._hosts import host_view, top
 from ._options import FrontierKnobs, FrontierOptions
-from ._politeness import HostTiming, after_batch, after_reclaim
+from ._politeness import HostTiming, PolitenessPolicy, after_batch, after_reclaim
 from ._protocol import (
     Discovered,
     FrontierError,
     FrontierStats,
     FrontierStorageError,
     HostBatch,
+    HostView,
     LeasedURL,
     Outcome,
     Outlinks,
@@ -50,7 +53,7 @@ from ._protocol import (
 )
 from ._settle import settle
 
-__all__ = ["SqliteFrontier"]
+__all__ = ["SqliteFrontier", "read_counts", "read_top_hosts"]
 
 SCHEMA_VERSION = 2
 _SIGN = 1 << 63
@@ -151,6 +154,15 @@ _EXPIRED = (
     f"SELECT id, length(lease), {_TIMING} FROM hosts INDEXED BY hosts_expiry"
     " WHERE lease_token IS NOT NULL AND lease_expires <= ?"
 )
+_HOST_VIEW = f"name, pending, total, length(lease), {_TIMING}"
+#: every host, in `_hosts.top`'s order (`pending` counts the leased URLs too): a scan, as no
+#: index orders hosts by queue length (the hot path would pay for one)
+_TOP_HOSTS = (
+    f"SELECT {_HOST_VIEW} FROM hosts ORDER BY pending DESC, total - pending DESC, name LIMIT ?"
+)
+_COUNTS = ("queued", "leased", "done", "failed", "retries", "hosts", "dead_hosts")
+_COUNTS_ROW = f"SELECT {', '.join(_COUNTS)} FROM counters"
+_T = TypeVar("_T")
 
 
 def _at_depth(it: Discovered, depth: int) -> Discovered:
@@ -177,6 +189,63 @@ def _timing(row: tuple[Any, ...]) -> HostTiming:
         errors=int(errors),
         dead=bool(dead),
     )
+
+
+def _host_view(row: tuple[Any, ...], policy: PolitenessPolicy) -> HostView:
+    name, pending, total, lease_bytes = row[:4]
+    leased = int(lease_bytes or 0) // _LEASE_BYTES
+    fetched = max(0, int(total) - int(pending))
+    return host_view(name, int(pending) - leased, leased, fetched, _timing(row[4:]), policy)
+
+
+def _top_hosts(
+    db: sqlite3.Connection, limit: int, among: Iterable[str] | None, policy: PolitenessPolicy
+) -> list[HostView]:
+    """`HostsView.top_hosts` read on `db`."""
+    if among is None:
+        rows = db.execute(_TOP_HOSTS, (max(0, limit),)).fetchall()
+        return [_host_view(row, policy) for row in rows]
+    names = list(dict.fromkeys(among))
+    rows = []
+    for lo in range(0, len(names), _CHUNK):
+        chunk = names[lo : lo + _CHUNK]
+        marks = ",".join("?" * len(chunk))
+        query = f"SELECT {_HOST_VIEW} FROM hosts WHERE name IN ({marks})"
+        rows += db.execute(query, chunk).fetchall()
+    return top((_host_view(row, policy) for row in rows), limit)
+
+
+def _read_file(path: str | PathLike[str], read: Callable[[sqlite3.Connection], _T]) -> _T | None:
+    """`read(db)` on a read-only connection to the frontier file `path`, opened without the
+    frontier (a display watching a crawl that another process runs). None when there is no
+    file yet; sqlite3.Error when it cannot be read."""
+    path = Path(path)
+    if not path.is_file():
+        return None
+    db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=1.0)
+    try:
+        return read(db)
+    finally:
+        db.close()
+
+
+def read_counts(path: str | PathLike[str]) -> dict[str, int] | None:
+    """The counters of the frontier file `path` (`_read_file`), named as `FrontierStats`
+    names them (queued, leased, done, failed, retries, hosts, dead_hosts): one row, no scan;
+    None without a file or a row."""
+    row = _read_file(path, lambda db: db.execute(_COUNTS_ROW).fetchone())
+    if row is None:
+        return None
+    return dict(zip(_COUNTS, (int(v or 0) for v in row), strict=True))
+
+
+def read_top_hosts(
+    path: str | PathLike[str], limit: int, options: FrontierOptions
+) -> list[HostView] | None:
+    """`SqliteFrontier.top_hosts(limit)` of the frontier file `path` (`_read_file`) under
+    `options` (the crawl's: the file does not hold them): a scan of the hosts table (its
+    cost: bench/bench_dashboard.py)."""
+    return _read_file(path, lambda db: _top_hosts(db, limit, None, options.politeness))
 
 
 def sqlite_storage_error(
@@ -991,6 +1060,13 @@ class SqliteFrontier:
                 parked=parked,
                 depth_lowered=lowered,
             )
+
+    def top_hosts(self, limit: int, among: Iterable[str] | None = None) -> list[HostView]:
+        """See `HostsView.top_hosts` (without `among`: a scan of the hosts table)."""
+        with self._lock:
+            self._check_open()
+            with self._read() as db:
+                return _top_hosts(db, limit, among, self.options.politeness)
 
     def close(self) -> None:
         """Flush the pending counters and close the connection (idempotent)."""

@@ -40,8 +40,9 @@ C.done = C.done + nd
 C.failed = C.failed + nf
 C.queued = C.queued + nr + nu
 C.retries = C.retries + nr
+-- ARGV[4] holds the configured and adaptive delays: the Crawl-delay (capped) is added here
 local nx = tonumber(ARGV[4])
-if st[3] and st[3] ~= '' then nx = math.max(nx, now + math.min(tonumber(st[3]), tonumber(ARGV[11]))) end
+if st[3] and st[3] ~= '' then nx = math.max(nx, now + host_delay(0, st[3], 0, tonumber(ARGV[11]))) end
 local dead = ARGV[8] == '1'
 if dead then
   if st[2] ~= '1' then C.dead = C.dead + 1 end

@@ -21,9 +21,7 @@ local function give_back(tok, h)
   requeue(h, back)
   release(h, tok)
   n = n + #order
-  local delay = default_delay
-  if t[2] and t[2] ~= '' then delay = math.max(delay, math.min(tonumber(t[2]), max_cd)) end
-  delay = math.max(delay, math.min(tonumber(t[3]), max_cd))
+  local delay = host_delay(default_delay, t[2], t[3], max_cd)
   -- not before a delay from now: the holder's last request may have just ended
   local nx = fmt(math.max(tonumber(t[1]), rest_from + delay))
   redis.call('HSET', hk, 'nx', nx, 'od', nx)

@@ -24,6 +24,16 @@ local function pkey(h) return P .. 'p:' .. h end   -- host's queued priorities (
 local function lkey(pr, h) return P .. 'q:' .. pr .. ':' .. h end   -- host's queue at pr (list)
 local function fmt(x) return string.format('%.17g', x) end
 
+-- the rest between two batches of a host, back-off aside: the largest of the configured
+-- delay, its robots.txt Crawl-delay (cd: nil or '' when it gave none) and its adaptive delay
+-- (ad), the last two capped by max_cd. The twin of host_delay in frontier/_politeness.py
+-- (tests/frontier/test_frontier_redis_delay.py holds the two equal)
+local function host_delay(default_delay, cd, ad, max_cd)
+  local delay = default_delay
+  if cd and cd ~= '' then delay = math.max(delay, math.min(tonumber(cd), max_cd)) end
+  return math.max(delay, math.min(tonumber(ad), max_cd))
+end
+
 -- counters, with the exact seen-set's linear-hashing state (sl level, sp split pointer, seen),
 -- packed in CK after `hs` as little-endian doubles (exact for integers below 2^53); CR: the
 -- packed string as read (or last written), to write only a changed one
