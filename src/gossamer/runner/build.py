@@ -13,7 +13,7 @@ running crawl out, for the embedded crawl, a pool's worker and a cluster worker 
                    sinks         Recorder, which builds the registered sinks
                    Crawler       the worker loop, given all of the above
 
-`engine.run` (the embedded crawl and its pool) and `cluster.worker` call these and build
+`runner.worker` (the embedded crawl and its pool) and `cluster.worker` call these and build
 nothing themselves; which frontier backend and fetcher a mode uses is its `Backends`."""
 
 from __future__ import annotations
