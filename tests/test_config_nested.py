@@ -17,14 +17,16 @@ from gossamer.config import (
     load_settings,
     parse_set_options,
 )
+from gossamer.runner.manifest import load_manifest
 from gossamer.runner.resume import DEFINITION, RUN_TIME
-from gossamer.runner.run import load_manifest
 
 DATA = Path(__file__).parent / "data"
 OLD_MANIFEST = DATA / "crawl_flat_main_4006114.json"  # written by the flat settings' code
 SEED = "http://a.example/"
 #: settings added after OLD_MANIFEST was written (main 4006114)
-NEWER = frozenset({"live_graph"})
+NEWER = frozenset(
+    {"live_graph", "partition", "site_sizes", "phase_period", "phases", "epsilon", "heartbeat_ttl"}
+)
 
 
 @pytest.fixture(autouse=True)

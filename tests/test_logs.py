@@ -11,7 +11,7 @@ import logging
 import re
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 import pytest
@@ -146,7 +146,12 @@ def test_check_takes_the_flag_then_the_environment_then_the_default() -> None:
 
 
 def test_a_subprocess_gets_the_choice_in_its_environment() -> None:
-    from gossamer.cluster.control import worker_env
+    from gossamer.cluster.control import worker_command
+
+    def worker_env(url: str) -> Mapping[str, str]:
+        env = worker_command(url, "c1", Path("out")).env
+        assert env is not None
+        return env
 
     assert logs.child_env() == {}
     logs.configure("json", "warning")

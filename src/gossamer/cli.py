@@ -100,22 +100,14 @@ _METAVARS = {
     "warc_max_bytes": "BYTES",
     "low_speed_limit": "BYTES",
     "adaptive_delay": "N",
-}
-# flags that mean something only with --redis (dest: flag); given without it they are an error
-_CLUSTER_ONLY = {
-    "partition": "--partition",
-    "site_sizes": "--site-sizes",
-    "phase_period": "--phase-period",
-    "phases": "--phases",
-    "epsilon": "--epsilon",
-    "heartbeat_ttl": "--heartbeat-ttl",
-    "detach": "--detach",
-    "seen_set": "--seen-set",
+    "site_sizes": "SOURCE",
+    "phase_period": "T",
+    "phases": "P",
+    "epsilon": "E",
 }
 
 
 def _add_crawl(sub: Any) -> None:
-    # the registered partition strategies are `--partition`'s choices (~6 ms to import)
     from .partition import strategy_names
 
     p = sub.add_parser(
@@ -154,35 +146,15 @@ def _add_crawl(sub: Any) -> None:
     _log_flags(g)
     c = groups["cluster mode"]
     c.add_argument("--redis", metavar="URL", help="redis://host:port/db: create a cluster crawl")
-    c.add_argument(
-        "--partition",
-        choices=strategy_names(),
-        help="which hosts each worker may lease (default dynamic)",
-    )
-    c.add_argument(
-        "--site-sizes",
-        type=Path,
-        metavar="SOURCE",
-        help="sized: a previous crawl's directory or a file of HOST PAGES lines; sites are "
-        "placed on workers largest first",
-    )
-    c.add_argument("--phase-period", type=float, metavar="T", help="phase: seconds a phase lasts")
-    c.add_argument("--phases", type=int, metavar="P", help="phase: phases (default: workers)")
-    c.add_argument("--epsilon", type=float, metavar="E", help="consistent: load bound (0.25)")
-    c.add_argument(
-        "--heartbeat-ttl",
-        type=float,
-        metavar="S",
-        help="a worker silent this long is dead, its IP slots free (default 5)",
-    )
+    _add_fetch_option_flags(groups["fetching"])
+    # the registered partition strategies are `--partition`'s choices (~6 ms to import)
+    _setting_flags(p, groups, choices={"partition": strategy_names()})
     c.add_argument(
         "--detach",
         action="store_true",
         default=None,
         help="start the local workers in the background and return at once",
     )
-    _add_fetch_option_flags(groups["fetching"])
-    _setting_flags(p, groups)
     groups["politeness"].add_argument(
         "--ignore-robots",
         dest="obey_robots",
@@ -193,10 +165,13 @@ def _add_crawl(sub: Any) -> None:
     p.set_defaults(func=_run_crawl)
 
 
-def _setting_flags(p: argparse.ArgumentParser, groups: dict[str, Any]) -> None:
+def _setting_flags(
+    p: argparse.ArgumentParser, groups: dict[str, Any], *, choices: dict[str, Sequence[str]]
+) -> None:
     """A flag for every setting (`CrawlSettings.knob_fields`) without a hand-written one, made
     from the field's type, description and default, so no setting is left reachable only by
-    TOML or environment (a new field gets its flag without touching this file)."""
+    TOML or environment (a new field gets its flag without touching this file). `choices`:
+    the values of a text setting known only at run time (a registry's names)."""
     from .config import CrawlSettings
 
     taken = {a.dest for a in p._actions} | {"seeds", "output"}
@@ -207,7 +182,19 @@ def _setting_flags(p: argparse.ArgumentParser, groups: dict[str, Any]) -> None:
         if title not in groups:
             groups[title] = p.add_argument_group(title)
         flags = _FLAG_NAMES.get(name, ("--" + name.replace("_", "-"),))
-        groups[title].add_argument(*flags, dest=name, **_flag_kind(name, field))
+        kind = _flag_kind(name, field)
+        if name in choices:
+            kind["choices"] = tuple(choices[name])
+        groups[title].add_argument(*flags, dest=name, **kind)
+
+
+def _cluster_flags() -> dict[str, str]:
+    """The flags that mean something only with --redis (dest: flag): the cluster group's
+    settings and --detach. Given without --redis they are an error."""
+    from .config import ClusterSettings
+
+    names = [*ClusterSettings.model_fields, "detach"]
+    return {name: "--" + name.replace("_", "-") for name in names}
 
 
 def _flag_kind(name: str, field: Any) -> dict[str, Any]:
@@ -341,7 +328,7 @@ def _run_crawl(args: argparse.Namespace) -> int:
             )
         args.output = args.output or Path("gossamer-worker")
     else:
-        given = [flag for dest, flag in _CLUSTER_ONLY.items() if getattr(args, dest) is not None]
+        given = [flag for dest, flag in _cluster_flags().items() if getattr(args, dest) is not None]
         if given:
             return _usage_error(
                 f"{given[0]} is for cluster crawls: add --redis URL, or leave {given[0]} out"
@@ -353,37 +340,22 @@ def _run_crawl(args: argparse.Namespace) -> int:
             )
     try:
         settings = crawl_settings(args)
-        if settings.cluster.seen_set != "exact" and not args.redis:
-            raise SettingsError("seen_set: a Bloom seen-set is for cluster crawls (--redis)")
-        partition = args.partition or "dynamic"
-        if (partition == "sized") != (args.site_sizes is not None):
-            raise SettingsError("--partition sized and --site-sizes SOURCE go together")
         if args.redis:
             if (proxy_status := _check_proxy(settings)) is not None:
                 return proxy_status
             from .cluster.control import run_cluster_crawl
 
-            weights = None
-            if args.site_sizes is not None:
-                from .cluster.sizes import SiteSizesError, read_site_sizes, shard_weights
-
-                try:
-                    weights = shard_weights(read_site_sizes(args.site_sizes))
-                except SiteSizesError as exc:
-                    raise SettingsError(str(exc)) from None
             return run_cluster_crawl(
                 args.redis,
                 settings,
-                partition=partition,
-                epsilon=args.epsilon,
-                period=args.phase_period,
-                phases=args.phases,
-                weights=weights,
-                heartbeat_ttl=5.0 if args.heartbeat_ttl is None else args.heartbeat_ttl,
                 workers=args.workers,
                 detach=bool(args.detach),
                 progress=_progress(args),
             )
+        if changed := settings.cluster.changed():  # from GOSSAMER_*, -s or --config
+            name = changed[0]
+            value = settings.knob(name)
+            raise SettingsError(f"{name}: {value} is for cluster crawls (--redis)")
         return run_crawl(settings, resume=args.resume is not None, progress=_progress(args))
     except (SettingsError, CrawlError) as exc:
         return _usage_error(str(exc))
@@ -405,7 +377,7 @@ def _add_worker(sub: Any) -> None:
 
 
 def _run_worker(args: argparse.Namespace) -> int:
-    from .runner.run import run_worker
+    from .runner.worker import run_worker
 
     return run_worker(args.dir, args.part)
 

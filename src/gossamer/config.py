@@ -21,7 +21,7 @@ import tomllib
 from collections.abc import Mapping
 from functools import cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Final, Literal
 
 from pydantic import (
     BaseModel,
@@ -376,13 +376,42 @@ class SinksSettings(_Group):
 
 
 class ClusterSettings(_Group):
-    """Cluster mode's settings of the crawl (docs/cluster.md)."""
+    """Cluster mode's settings of the crawl (docs/cluster.md): `gossamer crawl --redis`
+    creates the crawl with them and stores them with it in Redis, where every worker reads
+    them; an embedded crawl keeps their defaults (`changed()` names those it does not). The
+    partition strategy's name and options are checked where the strategy is built
+    (`partition.strategy_named`, as the crawl is created): a strategy may be registered
+    after the settings' module is imported."""
 
     section = "cluster mode"
 
+    partition: str = Field("dynamic", description="which hosts each worker may lease")
+    site_sizes: Path | None = Field(
+        None,
+        description="sized: a previous crawl's directory or a file of HOST PAGES lines; sites "
+        "are placed on workers largest first",
+    )
+    phase_period: float | None = Field(None, description="phase: seconds a phase lasts")
+    phases: int | None = Field(None, description="phase: phases (default: workers)")
+    epsilon: float | None = Field(None, description="consistent: load bound (0.25)")
+    heartbeat_ttl: float = Field(
+        5.0, gt=0.5, description="a worker silent this long is dead, its IP slots free"
+    )
     seen_set: Literal["exact", "bloom"] = Field(
         "exact", description="cluster mode: the Redis frontier's seen-set (docs/cluster.md)"
     )
+
+    def changed(self) -> list[str]:
+        """The settings whose value is not their default, in declaration order."""
+        return [
+            name for name in type(self).model_fields
+            if getattr(self, name) != getattr(CLUSTER_DEFAULTS, name)
+        ]  # fmt: skip
+
+
+#: the cluster group's defaults (frozen, so shared): the one place code reads one of them,
+#: e.g. `CLUSTER_DEFAULTS.heartbeat_ttl`
+CLUSTER_DEFAULTS: Final = ClusterSettings.model_validate({})
 
 
 #: The settings a re-crawl (`--recrawl OLD_DIR`) takes from OLD_DIR's crawl.json when they
@@ -483,7 +512,7 @@ class CrawlSettings(BaseSettings):
     links: LinksSettings = LinksSettings.model_validate({})
     traps: TrapsSettings = TrapsSettings.model_validate({})
     sinks: SinksSettings = SinksSettings.model_validate({})
-    cluster: ClusterSettings = ClusterSettings.model_validate({})
+    cluster: ClusterSettings = CLUSTER_DEFAULTS
 
     def __init__(self, **values: Any) -> None:
         # flat names and `group.name` keys into their groups before pydantic-settings merges

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import ipaddress
 import re
+import urllib.parse
 from functools import lru_cache
 from typing import Final, Protocol
 
@@ -395,3 +396,41 @@ def split_userinfo(url: str) -> tuple[str, str, str | None, str] | None:
         return None
     user, colon, password = userinfo.partition(":")
     return scheme + sep, user, password if colon else None, after
+
+
+def url_password(url: str) -> str | None:
+    """The password a URL carries (in its userinfo, or a `password=` query parameter as a
+    Redis URL may), as redis-py reads it (unquoted); None when it has none."""
+    try:
+        parts = urllib.parse.urlsplit(url)
+        password = parts.password
+    except ValueError:  # a malformed URL: whatever follows "user:" in its userinfo
+        password = written_password(url)
+    if password:
+        return urllib.parse.unquote(password)
+    for name, value in urllib.parse.parse_qsl(url.partition("?")[2]):
+        if name == "password" and value:
+            return value
+    return None
+
+
+def written_password(url: str) -> str | None:
+    """The password of the userinfo of `url` as written (quoted, or not), None without one."""
+    parts = split_userinfo(url) if "://" in url else None
+    return (parts[2] or None) if parts is not None else None
+
+
+def without_password(url: str) -> str:
+    """`url` with its password taken out (the userinfo's and a `password=` query
+    parameter's), for a command line: the password then goes in $REDISCLI_AUTH, which
+    `ps` does not show (cluster.connect.connect_redis reads it; runner/spawn.py puts it
+    there)."""
+    parts = split_userinfo(url)
+    if parts is not None and parts[2] is not None:
+        scheme, user, _, after = parts
+        url = f"{scheme}{user}@{after}" if user else f"{scheme}{after}"
+    head, qmark, query = url.partition("?")
+    if qmark:
+        kept = [pair for pair in query.split("&") if pair.partition("=")[0] != "password"]
+        url = f"{head}?{'&'.join(kept)}" if kept else head
+    return url

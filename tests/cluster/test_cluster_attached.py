@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from gossamer.cluster import control
+from gossamer.runner.spawn import Command
 
 # Reports whether it started with SIGTERM blocked, then counts the SIGTERMs it gets until
 # half a second after the first (a second one would arrive meanwhile).
@@ -40,13 +41,13 @@ def test_a_stop_during_the_spawn_reaches_every_worker_once(
 ) -> None:
     spawned: list[Path] = []
 
-    def fake_command(url: str, crawl_id: str, out: Path, **_: Any) -> list[str]:
+    def fake_command(url: str, crawl_id: str, out: Path, **_: Any) -> Command:
         if len(spawned) == 1:  # the first worker runs, the second is not spawned yet
             os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C, then a SIGTERM: both held
             os.kill(os.getpid(), signal.SIGTERM)  # (before: KeyboardInterrupt here)
         report = out / f"worker-{len(spawned)}.json"
         spawned.append(report)
-        return [sys.executable, "-c", FAKE_WORKER, str(report)]
+        return Command((sys.executable, "-c", FAKE_WORKER, str(report)))
 
     monkeypatch.setattr(control, "worker_command", fake_command)
     before = [signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)]

@@ -18,14 +18,13 @@ from gossamer.cluster._redis import (
     is_transient,
     redact,
     scrub,
-    url_password,
     url_username,
-    without_password,
 )
 from gossamer.cluster.connect import connect_redis
 from gossamer.exitcodes import Exit
 from gossamer.frontier import FrontierStorageError
 from gossamer.testweb.redisd import RedisServer
+from gossamer.urls import url_password, without_password
 from redis_fixtures import PASSWORD_SERVER_USERS
 
 

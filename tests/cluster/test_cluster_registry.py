@@ -46,8 +46,9 @@ def test_create_seeds_the_frontier_and_stores_worker_settings(
 ) -> None:
     resolve = tmp_path / "resolve.txt"
     resolve.write_text("www.h0.example:80:127.1.0.1:8080\n")
-    s = settings(tmp_path, resolve_file=resolve, delay=0.25, user_agent="ua/1", scope="all")
-    crawl_id = create_crawl(client, s.seeds, s, "consistent", epsilon=0.5, heartbeat_ttl=3.0)
+    s = settings(tmp_path, resolve_file=resolve, delay=0.25, user_agent="ua/1", scope="all",
+                 partition="consistent", epsilon=0.5, heartbeat_ttl=3.0)  # fmt: skip
+    crawl_id = create_crawl(client, s.seeds, s)
     rec = load_crawl(client, crawl_id)
     assert rec.state == "running" and rec.seeds == (SEED,)
     assert rec.heartbeat_ttl == 3.0
@@ -89,10 +90,12 @@ def test_frontier_factory_and_refusals(client: RedisClient, tmp_path: Path) -> N
         create_crawl(client, s.seeds, s, crawl_id="mine", frontier_factory=factory)
     with pytest.raises(RegistryError, match="invalid crawl id"):
         create_crawl(client, s.seeds, s, crawl_id="a:b", frontier_factory=factory)
+    nope = settings(tmp_path, partition="nope")
+    modulo = settings(tmp_path, partition="modulo", phases=3)
     with pytest.raises(PartitionError, match="unknown partition"):
-        create_crawl(client, s.seeds, s, "nope", frontier_factory=factory)
+        create_crawl(client, s.seeds, nope, frontier_factory=factory)
     with pytest.raises(PartitionError, match="takes no"):
-        create_crawl(client, s.seeds, s, "modulo", phases=3, frontier_factory=factory)
+        create_crawl(client, s.seeds, modulo, frontier_factory=factory)
     with pytest.raises(RegistryError, match="seed"):
         create_crawl(client, [], s, frontier_factory=factory)
     assert [c.id for c in list_crawls(client)] == ["mine"]
@@ -154,35 +157,32 @@ def test_states_stop_with_live_workers_and_finish(client: RedisClient, tmp_path:
 
 
 def test_phase_options_round_trip(client: RedisClient, tmp_path: Path) -> None:
-    s = settings(tmp_path)
+    s = settings(tmp_path, partition="phase", phase_period=2.5, phases=4)
     crawl_id = create_crawl(
-        client, s.seeds, s, "phase", period=2.5, phases=4,
-        frontier_factory=lambda c, i, st: MemoryFrontier(),
+        client, s.seeds, s, frontier_factory=lambda c, i, st: MemoryFrontier(),
     )  # fmt: skip
     strategy = load_crawl(client, crawl_id).strategy()
     assert strategy == Phase(period=2.5, phases=4)
 
 
 def test_sized_weights_round_trip(client: RedisClient, tmp_path: Path) -> None:
-    s = settings(tmp_path)
+    s = settings(tmp_path, partition="sized")
     crawl_id = create_crawl(
-        client, s.seeds, s, "sized", weights=[(17, 300.0), (4, 12.5)],
+        client, s.seeds, s, weights=[(17, 300.0), (4, 12.5)],
         frontier_factory=lambda c, i, st: MemoryFrontier(),
     )  # fmt: skip
     record = load_crawl(client, crawl_id)
     assert record.strategy() == Sized(weights=((17, 300.0), (4, 12.5)))
     assert record.partition == {"name": "sized", "weights": [[17, 300.0], [4, 12.5]]}
     with pytest.raises(PartitionError, match="needs weights"):
-        create_crawl(
-            client, s.seeds, s, "sized", frontier_factory=lambda c, i, st: MemoryFrontier()
-        )
+        create_crawl(client, s.seeds, s, frontier_factory=lambda c, i, st: MemoryFrontier())
 
 
 def test_a_bloom_seen_set_is_the_crawls_for_every_worker(
     client: RedisClient, tmp_path: Path
 ) -> None:
     s = settings(tmp_path, seen_set="bloom")
-    crawl_id = create_crawl(client, s.seeds, s, "dynamic")
+    crawl_id = create_crawl(client, s.seeds, s)
     rec = load_crawl(client, crawl_id)
     assert rec.settings["seen_set"] == "bloom"
     frontier = open_frontier(client, crawl_id, rec.worker_settings(tmp_path / "w1"))
@@ -200,7 +200,7 @@ def test_the_lease_order_is_the_crawls_for_every_worker(
     """`--lease-order` is stored with the crawl: every worker's frontier leases that way
     (the embedded crawl's frontier takes the same knob, tests/test_config.py)."""
     s = settings(tmp_path, lease_order=order)
-    crawl_id = create_crawl(client, s.seeds, s, "dynamic")
+    crawl_id = create_crawl(client, s.seeds, s)
     rec = load_crawl(client, crawl_id)
     frontier = open_frontier(client, crawl_id, rec.worker_settings(tmp_path / "w1"))
     try:

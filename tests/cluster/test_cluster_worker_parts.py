@@ -16,11 +16,12 @@ import pytest
 import redis.exceptions
 
 from gossamer.cluster._redis import Keys, boot_clock
+from gossamer.cluster.heartbeat import Heartbeat
 from gossamer.cluster.ipgate import RedisIpGate
+from gossamer.cluster.joined import JoinedWorker, exhausted
 from gossamer.cluster.members import Beat, Membership, PartitionView, WorkerStatus
 from gossamer.cluster.registry import create_crawl, load_crawl
 from gossamer.cluster.stores import ClusterFrontier, RedisIo
-from gossamer.cluster.worker import Heartbeat, _Worker, exhausted
 from gossamer.config import CrawlSettings
 from gossamer.engine.crawler import Crawler
 from gossamer.fetch import FetchRequest
@@ -132,14 +133,14 @@ def test_heartbeats_go_on_while_the_caller_is_blocked_and_through_a_restart(
 def test_the_heartbeats_status_reads_the_crawlers_snapshot_not_its_counters(
     redis_url: str, tmp_path: Path
 ) -> None:
-    """`_Worker.status` (the heartbeat thread's) reads `Crawler.snapshot`, which the event
+    """`JoinedWorker.status` (the heartbeat thread's) reads `Crawler.snapshot`, which the event
     loop publishes; the live counters, mutated by the loop, are not read across threads."""
     client = connect(redis_url)
     try:
         settings = CrawlSettings(seeds=["http://a.example/"], output=tmp_path, delay=0)
         crawl_id = create_crawl(client, settings.seeds, settings)
         record = load_crawl(client, crawl_id)
-        worker = _Worker(
+        worker = JoinedWorker(
             redis_url, client, record, "w1", settings, capacity=1.0, machine="m"
         )
         # (no crawl runs: the fetcher and sinks are never called)
@@ -210,7 +211,7 @@ def test_a_worker_back_from_the_dead_gives_its_old_leases_back_before_any_reques
     settings = CrawlSettings(seeds=["http://a.example/"], output=tmp_path, delay=0)
     crawl_id = create_crawl(client, settings.seeds, settings)
     record = load_crawl(client, crawl_id)
-    worker = _Worker(redis_url, client, record, "w1", settings, capacity=1.0, machine="m")
+    worker = JoinedWorker(redis_url, client, record, "w1", settings, capacity=1.0, machine="m")
     frontier = ClusterFrontier(RedisFrontier(client, crawl_id, owner="w1"), worker.view)
     gate = RedisIpGate(client, crawl_id, 1, owner="w1", ttl=record.heartbeat_ttl)
     worker.frontier, worker.gate = frontier, gate

@@ -20,11 +20,11 @@ from typing import Any
 import pytest
 from starlette.testclient import TestClient
 
-from gossamer.cluster._redis import url_password
 from gossamer.dashboard import ClusterSource, EmbeddedSource, make_app
 from gossamer.dashboard._control import _error_line, start_log
 from gossamer.engine.heartbeat import write_beat
 from gossamer.testweb import WebSpec, serve_in_thread
+from gossamer.urls import url_password
 
 LOCAL = "http://127.0.0.1:8700"
 

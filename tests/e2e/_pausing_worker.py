@@ -5,7 +5,7 @@ milliseconds long. Nothing else changes: the real worker runs, against the real 
 
   join    right after the worker got its id (`Membership.new_id`), before its event loop
           starts: its first beat and the opening of its frontier meet a paused Redis
-  leave   as the crawl ends (`_Worker._leave`, before marking the crawl finished): leaving,
+  leave   as the crawl ends (`JoinedWorker._leave`, before marking the crawl finished): leaving,
           the final statistics and closing the frontier meet a paused Redis
 
 Usage: python _pausing_worker.py WORKER-ARGS…  (the arguments of `gossamer worker`)."""
@@ -18,7 +18,7 @@ import sys
 from typing import Any
 
 from gossamer.cli import main
-from gossamer.cluster import members, worker
+from gossamer.cluster import joined, members
 
 REDIS_PID = int(os.environ["GOSSAMER_TEST_REDIS_PID"])
 AT = os.environ["GOSSAMER_TEST_PAUSE_AT"]
@@ -38,13 +38,13 @@ if AT == "join":
 
     members.Membership.new_id = _new_id_then_pause  # type: ignore[method-assign]
 elif AT == "leave":
-    leave = worker._Worker._leave
+    leave = joined.JoinedWorker._leave
 
     def _pause_then_leave(self: Any) -> None:
         _pause()
         leave(self)
 
-    worker._Worker._leave = _pause_then_leave  # type: ignore[method-assign]
+    joined.JoinedWorker._leave = _pause_then_leave  # type: ignore[method-assign]
 else:
     raise SystemExit(f"GOSSAMER_TEST_PAUSE_AT: join or leave, not {AT!r}")
 

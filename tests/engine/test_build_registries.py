@@ -201,7 +201,7 @@ def test_a_cluster_worker_s_stores_on_a_real_redis(tmp_path: Path, redis_url: st
     try:
         (tmp_path / "resolve.txt").write_text("www.h0.example:80:127.1.0.1:8080\n")
         settings = crawl_settings(tmp_path, tmp_path / "out", "http://www.h0.example/")
-        crawl_id = create_crawl(client, settings.seeds, settings, "dynamic")
+        crawl_id = create_crawl(client, settings.seeds, settings)
         record = load_crawl(client, crawl_id)
         view = PartitionView(record.strategy(), "w1")
         ws = record.worker_settings(tmp_path / "w1")

@@ -14,7 +14,7 @@ from typing import Any
 
 from test_crawler_unit import FakeFetcher, FakeSinks, RobotsChainFetcher, _crawl, _site
 
-from gossamer.cluster.worker import LoopLag
+from gossamer.cluster.looplag import LoopLag
 from gossamer.config import CrawlSettings
 from gossamer.engine.crawler import Crawler
 from gossamer.frontier import MemoryFrontier, OffLoopFrontier

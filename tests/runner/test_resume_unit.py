@@ -16,8 +16,8 @@ from gossamer.frontier import FrontierStats
 from gossamer.outdir import new_directory_problem
 from gossamer.report.crawl import ENDED, end_reason, stats_end_reason
 from gossamer.report.summary import merge_stats
+from gossamer.runner.manifest import write_manifest
 from gossamer.runner.resume import DEFINITION, RUN_TIME, ResumeRefused, flag_of, plan_resume
-from gossamer.runner.run import write_manifest
 from gossamer.sinks import append_run_record, write_stats
 
 

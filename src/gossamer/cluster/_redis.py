@@ -22,7 +22,7 @@ import redis.exceptions
 
 from ..exitcodes import Exit
 from ..frontier import FrontierStorageError
-from ..urls import split_userinfo
+from ..urls import split_userinfo, url_password, written_password
 
 RedisClient = redis.Redis | redis.cluster.RedisCluster
 
@@ -86,27 +86,6 @@ def is_timeout(exc: BaseException) -> bool:
 # ---------------------------------------------------------------------------- secrets
 
 
-def url_password(url: str) -> str | None:
-    """The password a Redis URL carries (in its userinfo or a `password=` query
-    parameter), as redis-py reads it (unquoted); None when it has none."""
-    try:
-        parts = urllib.parse.urlsplit(url)
-        password = parts.password
-    except ValueError:  # a malformed URL: whatever follows "user:" in its userinfo
-        password = _raw_password(url)
-    if password:
-        return urllib.parse.unquote(password)
-    for name, value in urllib.parse.parse_qsl(url.partition("?")[2]):
-        if name == "password" and value:
-            return value
-    return None
-
-
-def _raw_password(url: str) -> str | None:
-    parts = split_userinfo(url) if "://" in url else None
-    return (parts[2] or None) if parts is not None else None
-
-
 def url_username(url: str) -> str | None:
     """The user name of a Redis URL (an ACL user), None for the default user."""
     try:
@@ -114,21 +93,6 @@ def url_username(url: str) -> str | None:
     except ValueError:
         return None
     return urllib.parse.unquote(name) if name else None
-
-
-def without_password(url: str) -> str:
-    """`url` with its password taken out (the userinfo's and a `password=` query
-    parameter's), for a command line: the password then goes in $REDISCLI_AUTH, which
-    `ps` does not show (cluster.connect.connect_redis reads it)."""
-    parts = split_userinfo(url)
-    if parts is not None and parts[2] is not None:
-        scheme, user, _, after = parts
-        url = f"{scheme}{user}@{after}" if user else f"{scheme}{after}"
-    head, qmark, query = url.partition("?")
-    if qmark:
-        kept = [pair for pair in query.split("&") if pair.partition("=")[0] != "password"]
-        url = f"{head}?{'&'.join(kept)}" if kept else head
-    return url
 
 
 def redact(url: str) -> str:
@@ -156,7 +120,7 @@ def scrub(message: str, url: str, *, pieces: bool = False) -> str:
     ***: for texts from elsewhere (an exception's) that may quote the URL. With `pieces`,
     also the pieces an unquoted password is cut into by URL delimiters, which a parser's
     error may quote ("Port could not be cast to integer value as 'pw'")."""
-    secrets = {s for s in (url_password(url), _raw_password(url)) if s}
+    secrets = {s for s in (url_password(url), written_password(url)) if s}
     if pieces:
         for secret in list(secrets):
             secrets.update(p for p in re.split(r"[/#?@:&=]", secret) if len(p) >= 3)

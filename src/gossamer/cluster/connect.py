@@ -1,5 +1,7 @@
 """Connecting to a crawl's Redis: waiting for it, refusing bad URLs and credentials
-with one clear error, the password taken from $REDISCLI_AUTH when the URL has none."""
+with one clear error, the password taken from $REDISCLI_AUTH when the URL has none; and a
+command's session with it (`with_client`: one attempt, its errors said as one line and
+their exit status)."""
 
 from __future__ import annotations
 
@@ -8,6 +10,8 @@ import os
 import time
 from collections.abc import Callable
 
+from ..exitcodes import Exit
+from ..urls import url_password
 from ._redis import (
     RedisBadURL,
     RedisClient,
@@ -19,17 +23,28 @@ from ._redis import (
     is_transient,
     redact,
     refusal,
-    url_password,
 )
+from .registry import RegistryError
 
 _log = logging.getLogger(__name__)
 
-__all__ = ["CONNECT_PATIENCE", "CONNECT_TIMEOUT", "connect_redis"]
+__all__ = [
+    "CONNECT_PATIENCE",
+    "CONNECT_TIMEOUT",
+    "CONTROL_PATIENCE",
+    "connect_redis",
+    "report_failure",
+    "with_client",
+]
 
 CONNECT_PATIENCE = 30.0  # seconds a starting worker waits for Redis before giving up
 #: seconds to open a TCP connection to Redis (redis-py waits forever by default: a host that
 #: drops packets would hang a command; a loopback or LAN connect takes under a millisecond)
 CONNECT_TIMEOUT = 5.0
+#: seconds a command a person or script waits for (`crawl --redis`, `status`, `stop`,
+#: `workers`, `graph follow`) waits for an unreachable Redis: none (one attempt; opening the
+#: connection is bounded by CONNECT_TIMEOUT)
+CONTROL_PATIENCE = 0.0
 
 def connect_redis(
     url: str,
@@ -107,3 +122,47 @@ def connect_redis(
             _log.info(f"Redis at {safe} answers", extra={"redis": safe})
         return client
 
+
+def report_failure(exc: BaseException) -> int:
+    """Say `exc` as the command's error; its exit status (RedisConnectError's own, else
+    Exit.USAGE: no such crawl, a crawl in the wrong state, a bad argument)."""
+    _log.error(f"{exc}")
+    return exc.exit if isinstance(exc, RedisConnectError) else Exit.USAGE
+
+
+def _redis_failure(url: str, exc: BaseException) -> RedisConnectError | None:
+    """The error to report for a Redis error met after connecting (None: not one of
+    those): an ACL user refused a command, or Redis gone meanwhile."""
+    if is_auth_error(exc):
+        return refusal(url, exc)
+    if is_timeout(exc):
+        why = error_text(exc, url)
+        return RedisUnavailable(f"Redis at {redact(url)} stopped answering: {why}")
+    if is_transient(exc):
+        return RedisUnavailable(f"lost Redis at {redact(url)}: {error_text(exc, url)}")
+    return None
+
+
+def with_client(
+    url: str, command: Callable[[RedisClient], int], *, answer_within: float | None = None
+) -> int:
+    """A command's session with Redis: connect once (CONTROL_PATIENCE), run `command` with
+    the client, close it; the command's exit status. Connecting errors, Redis errors met
+    meanwhile (an ACL user refused a command, Redis gone or silent) and registry errors (no
+    such crawl, …) are said as one error line and give their exit status; others are raised.
+    `answer_within`: connect_redis's (a one-shot command's bound on each answer)."""
+    try:
+        client = connect_redis(url, patience=CONTROL_PATIENCE, answer_within=answer_within)
+    except RedisConnectError as exc:
+        return report_failure(exc)
+    try:
+        return command(client)
+    except RegistryError as exc:
+        return report_failure(exc)
+    except Exception as exc:
+        failure = _redis_failure(url, exc)
+        if failure is None:
+            raise
+        return report_failure(failure)
+    finally:
+        client.close()

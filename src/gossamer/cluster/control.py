@@ -21,36 +21,31 @@ import os
 import signal
 import socket
 import subprocess
-import sys
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import IO, Any, Final, cast
 
-from ..config import CrawlSettings
+from ..config import CLUSTER_DEFAULTS, ClusterSettings, CrawlSettings
 from ..exitcodes import Exit
 from ..frontier import FrontierStats
-from ..logs import child_env
 from ..outdir import new_directory_problem
 from ..partition import PartitionError
 from ..report.progress import ProgressDisplay, WorkersProgress
+from ..runner.spawn import Command, gossamer_command, start
 from ..runner.stopping import STOP_GRACE_S, STOP_SIGNALS, ask_to_stop, hold_stop_signals
 from ._redis import (
     Keys,
     RedisClient,
-    RedisConnectError,
-    RedisUnavailable,
-    error_text,
-    is_auth_error,
-    is_timeout,
-    is_transient,
     redact,
-    refusal,
     server_time,
     text,
 )
-from .connect import connect_redis
+from .connect import (
+    report_failure,
+    with_client,
+)
 from .members import Membership, WorkerStatus
 from .registry import (
     CrawlRecord,
@@ -76,52 +71,16 @@ __all__ = [
 ]
 
 
-#: seconds `crawl --redis`, `status`, `stop` and `workers` wait for an unreachable Redis: none
-#: (one attempt; opening the connection is bounded by connect.CONNECT_TIMEOUT)
-CONTROL_PATIENCE = 0.0
 #: seconds `status`, `stop` and `workers --scale` wait for each answer of Redis (each command
 #: sent once): a Redis that accepts connections and never answers ends them with an error
 CONTROL_READ_TIMEOUT = 10.0
 
 
-def _client(url: str, *, answer_within: float | None = None) -> RedisClient:
-    return connect_redis(url, patience=CONTROL_PATIENCE, answer_within=answer_within)
-
-
-def _fail(exc: BaseException) -> int:
-    """Print `exc` as the command's error; its exit status (RedisConnectError's own, else
-    Exit.USAGE: no such crawl, a crawl in the wrong state, a bad argument)."""
-    _log.error(f"{exc}")
-    return exc.exit if isinstance(exc, RedisConnectError) else Exit.USAGE
-
-
-def _redis_failure(url: str, exc: BaseException) -> RedisConnectError | None:
-    """The error to report for a Redis error met after connecting (None: not one of
-    those): an ACL user refused a command, or Redis gone meanwhile."""
-    if is_auth_error(exc):
-        return refusal(url, exc)
-    if is_timeout(exc):
-        why = error_text(exc, url)
-        return RedisUnavailable(f"Redis at {redact(url)} stopped answering: {why}")
-    if is_transient(exc):
-        return RedisUnavailable(f"lost Redis at {redact(url)}: {error_text(exc, url)}")
-    return None
-
-
-def worker_command(
-    url: str, crawl_id: str, out: Path, *, quiet: bool = True, extra: Sequence[str] = ()
-) -> list[str]:
-    """The command of a local worker; its Redis URL goes in `worker_env(url)`."""
-    cmd = [sys.executable, "-m", "gossamer", "worker", "--crawl", crawl_id]
-    cmd += ["-o", str(out), *extra]
-    return [*cmd, "-q"] if quiet else cmd
-
-
-def worker_env(url: str) -> dict[str, str]:
-    """The environment of a local worker: ours, with GOSSAMER_REDIS = `url` (the worker's
-    --redis default: a password there is not on any command line) and this command's log
-    format and level (GOSSAMER_LOG_FORMAT/LEVEL), so its lines look like ours."""
-    return {**os.environ, "GOSSAMER_REDIS": url, **child_env()}
+def worker_command(url: str, crawl_id: str, out: Path) -> Command:
+    """The command of a local worker (quiet, its outputs under `out`): `url` in its
+    environment, never on its command line (runner/spawn.py), and this command's log format
+    and level."""
+    return gossamer_command("worker", "--crawl", crawl_id, "-o", str(out), "-q", redis=url)
 
 
 # ---------------------------------------------------------------------------- crawl --redis
@@ -131,42 +90,31 @@ def run_cluster_crawl(
     url: str,
     settings: CrawlSettings,
     *,
-    partition: str = "dynamic",
-    epsilon: float | None = None,
-    period: float | None = None,
-    phases: int | None = None,
-    weights: Sequence[tuple[int, float]] | None = None,
-    heartbeat_ttl: float = 5.0,
     workers: int | None = None,
     detach: bool = False,
     progress: IO[str] | None = None,
 ) -> int:
-    """Create the crawl in Redis (its id on stdout), then start `workers` local workers
+    """Create the crawl in Redis (its id on stdout) with its cluster settings
+    (`settings.cluster`: partition, heartbeat TTL, …), then start `workers` local workers
     (None: one per core; 0: none) and wait for them, or leave them running (`detach`)."""
     try:
-        client = _client(url)
-    except RedisConnectError as exc:
-        return _fail(exc)
-    try:
-        if ((os.cpu_count() or 1) if workers is None else workers) > 0:
+        weights = shard_weights_of(settings.cluster)
+    except ValueError as exc:  # before Redis: a bad SOURCE is the command line's error
+        return report_failure(exc)
+    n = (os.cpu_count() or 1) if workers is None else workers
+
+    def create(client: RedisClient) -> int:
+        if n > 0:
             # the local workers write DIR/w1/, DIR/w2/, …: in a directory that holds files
             # (another crawl's w1/, …) they would overwrite them; refused before the crawl
             problem = new_directory_problem(settings.output)
             if problem is not None:
-                return _fail(ValueError(problem))
-        crawl_id = create_crawl(
-            client,
-            settings.seeds,
-            settings,
-            partition,
-            epsilon=epsilon,
-            period=period,
-            phases=phases,
-            weights=weights,
-            heartbeat_ttl=heartbeat_ttl,
-        )
+                return report_failure(ValueError(problem))
+        try:
+            crawl_id = create_crawl(client, settings.seeds, settings, weights=weights)
+        except PartitionError as exc:
+            return report_failure(exc)
         print(crawl_id, flush=True)
-        n = (os.cpu_count() or 1) if workers is None else workers
         if n <= 0:
             _log.info(
                 f"crawl {crawl_id} created; join it with "
@@ -185,15 +133,21 @@ def run_cluster_crawl(
             return 0
         record = load_crawl(client, crawl_id)
         return _run_attached(client, url, record, out, n, progress)
-    except (RegistryError, PartitionError) as exc:
-        return _fail(exc)
-    except Exception as exc:
-        failure = _redis_failure(url, exc)
-        if failure is None:
-            raise
-        return _fail(failure)
-    finally:
-        client.close()
+
+    return with_client(url, create)
+
+
+def shard_weights_of(cluster: ClusterSettings) -> Sequence[tuple[int, float]] | None:
+    """The `sized` strategy's shard weights, from the site sizes of `cluster.site_sizes`
+    (None for another strategy). ValueError when the two are not given together, or the
+    sizes cannot be read (the message names the file and line)."""
+    if (cluster.partition == "sized") != (cluster.site_sizes is not None):
+        raise ValueError("--partition sized and --site-sizes SOURCE go together")
+    if cluster.site_sizes is None:
+        return None
+    from .sizes import read_site_sizes, shard_weights
+
+    return shard_weights(read_site_sizes(cluster.site_sizes))
 
 
 def _run_attached(
@@ -234,10 +188,8 @@ def _run_attached(
             try:
                 try:
                     for _ in range(n):
-                        cmd = worker_command(url, record.id, out)
-                        procs.append(
-                            subprocess.Popen(cmd, stdin=subprocess.DEVNULL, env=worker_env(url))
-                        )
+                        proc = start(worker_command(url, record.id, out))
+                        procs.append(proc)  # at once: a failure below stops it too
                 except BaseException:
                     ask_to_stop(procs, asked, _attached_alive)  # no worker left crawling unattended
                     raise
@@ -264,16 +216,11 @@ def start_graph_follower(url: str, record: CrawlRecord, out: Path) -> subprocess
     `out/graph/<crawl id>/`, its summary line in `out/graph/follow.log`."""
     state = out / "graph"
     state.mkdir(parents=True, exist_ok=True)
-    cmd = [sys.executable, "-m", "gossamer", "graph", "follow", "--crawl", record.id]
-    with (state / "follow.log").open("ab") as log:
-        return subprocess.Popen(
-            [*cmd, "--state", str(state)],
-            stdin=subprocess.DEVNULL,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,  # a terminal's ^C is for the workers; it is told below
-            env=worker_env(url),
-        )
+    command = gossamer_command(
+        "graph", "follow", "--crawl", record.id, "--state", str(state), redis=url
+    )
+    # in its own session: a terminal's ^C is for the workers; it is told (_end_follower)
+    return start(command, log=state / "follow.log", new_session=True)
 
 
 def _end_follower(follower: subprocess.Popen[bytes], out: Path) -> None:
@@ -352,15 +299,7 @@ def spawn_detached(
     key = Keys(crawl_id).spawned(machine)
     for k in range(n):
         tmp = logs / f"worker-starting-{os.getpid()}-{k}.log"
-        with tmp.open("ab") as log:
-            proc = subprocess.Popen(
-                worker_command(url, crawl_id, out.absolute()),
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-                env=worker_env(url),
-            )
+        proc = start(worker_command(url, crawl_id, out.absolute()), log=tmp, new_session=True)
         tmp.rename(logs / f"worker-{proc.pid}.log")
         # waited for in a thread: no zombie when this process lives on (the dashboard), and
         # none of Popen's "still running" warnings when it drops the object
@@ -454,28 +393,6 @@ def _graph_stats(client: RedisClient, crawl_id: str) -> dict[str, Any] | None:
     return data if isinstance(data, dict) else None
 
 
-def _with_client(
-    url: str, command: Callable[[RedisClient], int], *, answer_within: float | None = None
-) -> int:
-    """Connect (once: CONTROL_PATIENCE), run `command`, close; Redis and registry errors as
-    one error line and their exit status. `answer_within`: connect_redis's."""
-    try:
-        client = _client(url, answer_within=answer_within)
-    except RedisConnectError as exc:
-        return _fail(exc)
-    try:
-        return command(client)
-    except RegistryError as exc:
-        return _fail(exc)
-    except Exception as exc:
-        failure = _redis_failure(url, exc)
-        if failure is None:
-            raise
-        return _fail(failure)
-    finally:
-        client.close()
-
-
 def status_main(url: str, crawl_id: str | None, *, as_json: bool = False) -> int:
     def status(client: RedisClient) -> int:
         record = load_crawl(client, crawl_id)
@@ -485,7 +402,7 @@ def status_main(url: str, crawl_id: str | None, *, as_json: bool = False) -> int
         print(json.dumps(data, indent=2) if as_json else format_status(data))
         return Exit.OK
 
-    return _with_client(url, status, answer_within=CONTROL_READ_TIMEOUT)
+    return with_client(url, status, answer_within=CONTROL_READ_TIMEOUT)
 
 
 def _ago(seconds: float) -> str:
@@ -501,7 +418,7 @@ def format_status(data: dict[str, Any]) -> str:
     c, fr, tot = data["crawl"], data["frontier"], data["totals"]
     now = data["server_time"]
     part = dict(c["partition"])
-    name = part.pop("name", "dynamic")
+    name = part.pop("name", CLUSTER_DEFAULTS.partition)
     if "weights" in part:  # sized: (shard, size) pairs, too many to show
         part["weights"] = f"<{len(part['weights'])} shards>"
     opts = " ".join(f"{k}={v}" for k, v in part.items())
@@ -595,7 +512,7 @@ def stop_main(url: str, crawl_id: str | None, *, wait: float | None = None) -> i
         )
         return Exit.TEMPFAIL
 
-    return _with_client(url, stop, answer_within=CONTROL_READ_TIMEOUT)
+    return with_client(url, stop, answer_within=CONTROL_READ_TIMEOUT)
 
 
 # ---------------------------------------------------------------------------- scale
@@ -675,16 +592,16 @@ def workers_main(
     url: str, crawl_id: str | None, target: int, *, out: Path = Path("gossamer-worker")
 ) -> int:
     if target < 0:
-        return _fail(ValueError(f"--scale must be >= 0, not {target}"))
+        return report_failure(ValueError(f"--scale must be >= 0, not {target}"))
 
     def scale(client: RedisClient) -> int:
         record = load_crawl(client, crawl_id)
         if record.state != "running":
-            return _fail(RegistryError(f"crawl {record.id} is {record.state}"))
+            return report_failure(RegistryError(f"crawl {record.id} is {record.state}"))
         _report_scale(record, target, scale_workers(client, url, record, target, out))
         return Exit.OK
 
-    return _with_client(url, scale, answer_within=CONTROL_READ_TIMEOUT)
+    return with_client(url, scale, answer_within=CONTROL_READ_TIMEOUT)
 
 
 def _report_scale(record: CrawlRecord, target: int, r: dict[str, Any]) -> None:

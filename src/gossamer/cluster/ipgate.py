@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Protocol, cast, runtime_checkable
 
+from ..config import CLUSTER_DEFAULTS
 from ..engine.ipgate import LocalIpGate
 from ..fetch import Fetching, FetchRequest, FetchResult, FetchStats, StartingFetcher
 from ._redis import TRANSIENT, Keys, RedisClient, is_auth_error
@@ -125,7 +126,7 @@ class RedisIpGate:
         limit: int,
         *,
         owner: str = "",
-        ttl: float = 5.0,
+        ttl: float = CLUSTER_DEFAULTS.heartbeat_ttl,
         poll: float = 0.005,
         max_poll: float = 0.02,
         refresh: float = 0.25,
@@ -164,7 +165,7 @@ class RedisIpGate:
         self._task: asyncio.Task[None] | None = None
         self._holds = self._waits = self._polls = self._lost = self._confirmed = self._errors = 0
         #: until when (this machine's boot clock) the worker surely counts alive and its
-        #: leases its own; a request after it awaits `lease_check` first (cluster.worker)
+        #: leases its own; a request after it awaits `lease_check` first (cluster.joined)
         self.alive_until = math.inf
         self.lease_check: Callable[[FetchRequest], Awaitable[None]] | None = None
 

@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Final, cast
 
+from ..config import CLUSTER_DEFAULTS
 from ..partition import Member, PartitionError, Strategy, capacity_lease_size
 from ._redis import Keys, RedisClient, boot_clock, server_time, text
 
@@ -175,7 +176,9 @@ class Membership:
     `ttl` is the heartbeat record's time to live in seconds: a worker silent that long is
     dead. Not thread-safe: give each thread its own (the client may be shared)."""
 
-    def __init__(self, client: RedisClient, crawl: str, *, ttl: float = 5.0) -> None:
+    def __init__(
+        self, client: RedisClient, crawl: str, *, ttl: float = CLUSTER_DEFAULTS.heartbeat_ttl
+    ) -> None:
         if not ttl > 0:
             raise ValueError(f"ttl must be > 0, not {ttl}")
         self.client = client

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final, cast
 
-from ..config import CrawlSettings
+from ..config import CLUSTER_DEFAULTS, CrawlSettings
 from ..frontier import Frontier
 from ..frontier._registry import FrontierPlace
 from ..frontier._registry import open_frontier as open_named_frontier
@@ -42,8 +42,12 @@ __all__ = [
 
 STATES: Final = ("running", "stopping", "stopped", "finished")
 #: settings that belong to one machine or one run, never stored with a cluster crawl
-LOCAL_FIELDS: Final = frozenset({"output", "workers", "resolve_file", "recrawl"})
-DEFAULT_HEARTBEAT_TTL: Final = 5.0
+LOCAL_FIELDS: Final = frozenset({"output", "workers", "resolve_file", "recrawl", "site_sizes"})
+#: a strategy option's setting (STRATEGY_OPTIONS but the weights, which SOURCE gives)
+_OPTION_SETTINGS: Final = {"epsilon": "epsilon", "period": "phase_period", "phases": "phases"}
+#: settings the record keeps in fields of its own (`partition`, `heartbeat_ttl`), not among
+#: its stored settings; a worker's settings get them back from there (`worker_settings`)
+RECORD_FIELDS: Final = frozenset({"partition", "heartbeat_ttl", *_OPTION_SETTINGS.values()})
 
 
 class RegistryError(ValueError):
@@ -61,7 +65,7 @@ class CrawlRecord:
     settings: dict[str, Any]  # the stored worker settings (JSON of CrawlSettings fields)
     partition: dict[str, Any]  # {"name": …, "epsilon"/"period"/"phases"/"weights": … if given}
     created: float  # Redis server time
-    heartbeat_ttl: float = DEFAULT_HEARTBEAT_TTL
+    heartbeat_ttl: float
     resolve_text: str = ""  # the --resolve-file given at creation, copied in
     ended: float | None = None
 
@@ -69,12 +73,16 @@ class CrawlRecord:
     def keys(self) -> Keys:
         return Keys(self.id)
 
+    @property
+    def partition_name(self) -> str:
+        """The crawl's partition strategy's name."""
+        return str(self.partition.get("name", CLUSTER_DEFAULTS.partition))
+
     def strategy(self) -> Strategy:
         """The partition strategy every worker of the crawl uses."""
         p = self.partition
-        return strategy_named(
-            str(p.get("name", "dynamic")), **{k: p[k] for k in STRATEGY_OPTIONS if k in p}
-        )
+        options = {k: p[k] for k in STRATEGY_OPTIONS if k in p}
+        return strategy_named(self.partition_name, **options)
 
     def worker_settings(
         self,
@@ -83,9 +91,16 @@ class CrawlRecord:
         resolve_file: Path | None = None,
         concurrency: int | None = None,
     ) -> CrawlSettings:
-        """The settings a worker crawls with: the stored ones, its own output directory, the
-        resolve file it wrote `resolve_text` to, and its own concurrency if given."""
+        """The settings a worker crawls with: the stored ones and the record's own
+        (`RECORD_FIELDS`), its own output directory, the resolve file it wrote
+        `resolve_text` to, and its own concurrency if given."""
         values = dict(self.settings)
+        p = self.partition
+        values.update(
+            {setting: p.get(option) for option, setting in _OPTION_SETTINGS.items()},
+            partition=self.partition_name,
+            heartbeat_ttl=self.heartbeat_ttl,
+        )
         values.update(output=output, resolve_file=resolve_file, workers=1, recrawl=None)
         if concurrency is not None:
             values["concurrency"] = concurrency
@@ -104,15 +119,17 @@ class CrawlRecord:
             "created": self.created,
             "ended": self.ended,
             "seeds": list(self.seeds),
-            "partition": self.partition.get("name", "dynamic"),
+            "partition": self.partition_name,
             "max_pages": self.settings.get("max_pages"),
         }
 
 
 def stored_settings(settings: CrawlSettings) -> dict[str, Any]:
     """The settings workers need (scope, limits, politeness, user agent, resolve rules…),
-    as JSON-able values: everything but the machine-local fields."""
-    return {k: v for k, v in settings.manifest().items() if k not in LOCAL_FIELDS}
+    as JSON-able values: everything but the machine-local fields and those the record
+    keeps apart (`RECORD_FIELDS`)."""
+    kept_apart = LOCAL_FIELDS | RECORD_FIELDS
+    return {k: v for k, v in settings.manifest().items() if k not in kept_apart}
 
 
 def open_frontier(
@@ -148,36 +165,28 @@ def create_crawl(
     client: RedisClient,
     seeds: Sequence[str],
     settings: CrawlSettings,
-    partition: str = "dynamic",
     *,
-    epsilon: float | None = None,
-    period: float | None = None,
-    phases: int | None = None,
     weights: Sequence[tuple[int, float]] | None = None,
-    heartbeat_ttl: float = DEFAULT_HEARTBEAT_TTL,
     crawl_id: str | None = None,
     frontier_factory: FrontierFactory | None = None,
 ) -> str:
-    """Store a new crawl, seed its frontier with `seeds` and mark it running; its id.
+    """Store a new crawl, seed its frontier with `seeds` and mark it running; its id. Its
+    partition strategy and heartbeat TTL are the settings' (`settings.cluster`).
 
     `weights` ((shard, size) pairs) are the `sized` strategy's known shard sizes.
 
     Raises RegistryError (a reused id, no seeds, `--recrawl`) and PartitionError (a
     strategy or options that do not exist)."""
-    # refuses unknown names and misplaced options
-    strategy_named(partition, epsilon=epsilon, period=period, phases=phases, weights=weights)
+    cluster = settings.cluster
     opts: dict[str, Any] = {
-        "epsilon": epsilon,
-        "period": period,
-        "phases": phases,
-        "weights": None if weights is None else [[int(s), float(w)] for s, w in weights],
+        option: getattr(cluster, setting) for option, setting in _OPTION_SETTINGS.items()
     }
+    opts["weights"] = None if weights is None else [[int(s), float(w)] for s, w in weights]
+    strategy_named(cluster.partition, **opts)  # refuses unknown names and misplaced options
     if settings.recrawl is not None:
         raise RegistryError("--recrawl is not available in cluster mode yet")
     if not seeds:
         raise RegistryError("give at least one seed URL")
-    if not heartbeat_ttl > 0.5:
-        raise RegistryError(f"the heartbeat TTL must be > 0.5 s, not {heartbeat_ttl}")
     resolve_text = ""
     if settings.fetch.resolve_file is not None:
         try:
@@ -198,9 +207,9 @@ def create_crawl(
         state="running",
         seeds=tuple(seeds),
         settings=stored_settings(settings),
-        partition={"name": partition, **{k: v for k, v in opts.items() if v is not None}},
+        partition={"name": cluster.partition, **{k: v for k, v in opts.items() if v is not None}},
         created=now,
-        heartbeat_ttl=heartbeat_ttl,
+        heartbeat_ttl=cluster.heartbeat_ttl,
         resolve_text=resolve_text,
     )
     try:
@@ -242,7 +251,7 @@ def _record(raw: dict[Any, Any]) -> CrawlRecord:
         settings=json.loads(f["settings"]),
         partition=json.loads(f["partition"]),
         created=float(f["created"]),
-        heartbeat_ttl=float(f.get("heartbeat_ttl", DEFAULT_HEARTBEAT_TTL)),
+        heartbeat_ttl=float(f.get("heartbeat_ttl", CLUSTER_DEFAULTS.heartbeat_ttl)),
         resolve_text=f.get("resolve_text", ""),
         ended=float(f["ended"]) if f.get("ended") else None,
     )

@@ -291,7 +291,7 @@ def follow_main(
 ) -> int:
     """`gossamer graph follow`: consume the crawl's page events until it ends; print what
     was consumed (one JSON object with --json)."""
-    from .control import _with_client
+    from .connect import with_client
     from .registry import load_crawl
 
     def run(client: RedisClient) -> int:
@@ -341,4 +341,4 @@ def follow_main(
             print(" ".join(f"{k} {v}" for k, v in data.items()))
         return Exit.OK
 
-    return _with_client(url, run)
+    return with_client(url, run)

@@ -11,15 +11,14 @@ answer."""
 from __future__ import annotations
 
 import math
-import os
 import re
 import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
 from typing import Any
 
+from ..runner import spawn
 from ..runner.pool import MAX_POOL_WORKERS, ScaleError, request_scale
 from ._sources import ClusterSource, EmbeddedSource, SourceError, StatusSource
 
@@ -48,8 +47,11 @@ def start_log(directory: Path) -> Path:
     return directory.parent / f"{directory.name}.dashboard.log"
 
 
-def _gossamer(*args: str) -> list[str]:
-    return [sys.executable, "-m", "gossamer", *args]
+def _gossamer(*args: str, redis: str | None = None) -> spawn.Command:
+    """A `gossamer` command line as the command line runs it (its error lines human, for
+    `_error_line`); with `redis`, `--redis` and the URL without its password, the password
+    in $REDISCLI_AUTH (runner/spawn.py)."""
+    return spawn.gossamer_command(*args, redis=redis, redis_flag=True, logs=False)
 
 
 def _count(body: dict[str, Any], key: str, low: int, high: int) -> int | None:
@@ -122,17 +124,14 @@ def _reap(proc: subprocess.Popen[bytes]) -> None:
     threading.Thread(target=proc.wait, name=f"reap-{proc.pid}", daemon=True).start()
 
 
-def _run_detached(argv: list[str], log: Path) -> tuple[subprocess.Popen[bytes], int]:
-    """Start `argv` in its own session, its output appended to `log`; the process and the
+def _run_detached(command: spawn.Command, log: Path) -> tuple[subprocess.Popen[bytes], int]:
+    """Start `command` in its own session, its output appended to `log`; the process and the
     log's offset where its lines begin."""
     try:
         log.parent.mkdir(parents=True, exist_ok=True)
         with log.open("ab") as f:
             offset = f.tell()
-            proc = subprocess.Popen(
-                argv, stdin=subprocess.DEVNULL, stdout=f, stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )  # fmt: skip
+            proc = spawn.start(command, log=f, new_session=True)
     except OSError as exc:
         raise ControlError(409, f"cannot start the crawl (log {log}): {exc}") from exc
     return proc, offset
@@ -147,11 +146,11 @@ def _log_since(log: Path, offset: int) -> str:
         return ""
 
 
-def _wait_started(source: EmbeddedSource, argv: list[str], what: str) -> str:
+def _wait_started(source: EmbeddedSource, command: spawn.Command, what: str) -> str:
     """Run a `gossamer crawl` command for the embedded crawl and wait until it holds the
     directory's lock (started) or exits (its error line: 400)."""
     log = start_log(source.directory)
-    proc, offset = _run_detached(argv, log)
+    proc, offset = _run_detached(command, log)
     deadline = time.monotonic() + START_WAIT_S
     while True:
         code = proc.poll()
@@ -185,9 +184,9 @@ def start_crawl(source: StatusSource, body: dict[str, Any]) -> str:
             )  # fmt: skip
         raise ControlError(409, f"crawl {status['crawl']['id']} is {state}: stop it first")
     if isinstance(source, EmbeddedSource):
-        argv = _gossamer("crawl", "-o", str(source.directory.absolute()),
-                         "--workers", str(workers), *flags, "-q", "--", *seeds)  # fmt: skip
-        return _wait_started(source, argv, "started")
+        command = _gossamer("crawl", "-o", str(source.directory.absolute()),
+                            "--workers", str(workers), *flags, "-q", "--", *seeds)  # fmt: skip
+        return _wait_started(source, command, "started")
     if isinstance(source, ClusterSource):
         return _start_cluster(source, seeds, workers, flags)
     raise ControlError(409, "this dashboard cannot start a crawl")
@@ -196,36 +195,30 @@ def start_crawl(source: StatusSource, body: dict[str, Any]) -> str:
 def _start_cluster(source: ClusterSource, seeds: list[str], workers: int, flags: list[str]) -> str:
     """`gossamer crawl --redis URL --workers N --detach`: the crawl is created, its local
     workers spawned in their own sessions, and the command exits printing the crawl's id."""
-    from ..cluster._redis import url_password, without_password
-
     # a new directory per start (`crawl --redis` refuses one that holds files), under
     # `crawl --redis`'s and `workers`'s default -o, in the dashboard's working directory
     out = Path("gossamer-worker").absolute() / f"crawl-{time.strftime('%Y%m%d-%H%M%S')}"
     log = start_log(out)
     # the password (if any) in the environment, where `ps` does not show it; the command
     # and the workers it spawns read it there (cluster.connect.connect_redis)
-    url = source.redis_url()
-    env = dict(os.environ)
-    if (password := url_password(url)) is not None:
-        url = without_password(url)
-        env["REDISCLI_AUTH"] = password
-    argv = _gossamer("crawl", "--redis", url, "--workers", str(workers),
-                     "--detach", "-o", str(out), *flags, "-q", "--", *seeds)  # fmt: skip
+    command = _gossamer("crawl", "--workers", str(workers), "--detach", "-o", str(out),
+                        *flags, "-q", "--", *seeds, redis=source.redis_url())  # fmt: skip
     try:
         log.parent.mkdir(parents=True, exist_ok=True)
         with log.open("ab") as f:
             offset = f.tell()
-            done = subprocess.run(
-                argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=f,
-                timeout=START_WAIT_S, check=False, start_new_session=True, env=env,
-            )  # fmt: skip
-    except subprocess.TimeoutExpired:
-        raise ControlError(409, f"`gossamer crawl --redis` did not answer in {START_WAIT_S:g} s; "
-                           f"see {log}") from None  # fmt: skip
+            proc = spawn.start(command, log=f, stdout=subprocess.PIPE, new_session=True)
+            try:
+                printed, _ = proc.communicate(timeout=START_WAIT_S)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+                raise ControlError(409, f"`gossamer crawl --redis` did not answer in "
+                                   f"{START_WAIT_S:g} s; see {log}") from None  # fmt: skip
     except OSError as exc:
         raise ControlError(409, f"cannot start the crawl (log {log}): {exc}") from exc
-    crawl_id = done.stdout.decode("utf-8", "replace").strip()
-    if done.returncode != 0 or not crawl_id:
+    crawl_id = printed.decode("utf-8", "replace").strip()
+    if proc.returncode != 0 or not crawl_id:
         raise ControlError(400, _error_line(_log_since(log, offset)))
     source.follow(crawl_id)
     source.workers_out = out
@@ -267,10 +260,9 @@ def resume_crawl(source: StatusSource, body: dict[str, Any]) -> str:
         state, reason = status["crawl"]["state"], status["crawl"]["end_reason"]
         why = f"{state} ({reason})" if reason else state
         raise ControlError(409, f"the crawl in {source.directory} is {why}: nothing to resume")
-    argv = _gossamer("crawl", "--resume", str(source.directory.absolute()), "-q")
-    if workers is not None:
-        argv += ["--workers", str(workers)]
-    return _wait_started(source, argv, "resumed")
+    more = () if workers is None else ("--workers", str(workers))
+    command = _gossamer("crawl", "--resume", str(source.directory.absolute()), "-q", *more)
+    return _wait_started(source, command, "resumed")
 
 
 def scale_crawl(source: StatusSource, body: dict[str, Any]) -> str:

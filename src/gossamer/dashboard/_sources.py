@@ -463,8 +463,7 @@ class ClusterSource:
 
     def __init__(self, url: str, crawl_id: str | None) -> None:
         from ..cluster._redis import RedisConnectError, redact
-        from ..cluster.connect import connect_redis
-        from ..cluster.control import CONTROL_PATIENCE
+        from ..cluster.connect import CONTROL_PATIENCE, connect_redis
         from ..cluster.registry import RegistryError, list_crawls, load_crawl
 
         self._url = url  # (for the crawls and workers the dashboard starts; never shown)

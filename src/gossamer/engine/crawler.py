@@ -993,7 +993,7 @@ class Crawler:
         recomputation.
 
         With a max_depth and a frontier that relaxes depths for it (its options say so;
-        `engine.run` and the cluster worker configure it from the same settings) the
+        `runner.worker` and the cluster worker configure it from the same settings) the
         frontier keeps depths the shortest path (docs/crawler/frontier.md): links beyond
         max_depth go to it too (parked there, not dropped here), and every link's edge must
         reach it, since the page may be lowered later. A link goes as a `Discovered` (with

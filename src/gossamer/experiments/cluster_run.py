@@ -17,7 +17,6 @@ import math
 import shutil
 import signal
 import subprocess
-import sys
 import tempfile
 import time
 from collections import Counter, defaultdict
@@ -27,6 +26,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal
 
+from ..config import CLUSTER_DEFAULTS
+from ..runner.spawn import gossamer_command, start
 from ..testweb import (
     AuditReport,
     LogRecord,
@@ -71,7 +72,7 @@ class ClusterCrawlSpec:
 
     web: WebSpec
     workers: int = 3
-    partition: str = "dynamic"
+    partition: str = CLUSTER_DEFAULTS.partition
     epsilon: float | None = None
     period: float | None = None
     phases: int | None = None
@@ -83,7 +84,7 @@ class ClusterCrawlSpec:
     per_ip: int = 1
     delay: float = 0.0
     lease_ttl: float = 8.0
-    heartbeat_ttl: float = 5.0
+    heartbeat_ttl: float = CLUSTER_DEFAULTS.heartbeat_ttl
     lease_order: str = "largest-first"
     kill: KillPlan | None = None
     timeout: float = 300.0
@@ -304,12 +305,17 @@ def _die_with_parent() -> Any:
     return _die_with_parent_fn()
 
 
-def _worker_command(
-    spec: ClusterCrawlSpec, url: str, crawl_id: str, out: Path, capacity: float
-) -> list[str]:
-    args = ["worker", "--redis", url, "--crawl", crawl_id, "-o", str(out), "-q"]
-    args += ["--capacity", repr(capacity)]
-    return [sys.executable, "-m", "gossamer", *args]
+def _start_worker(
+    url: str, crawl_id: str, out: Path, capacity: float, log: Path
+) -> subprocess.Popen[bytes]:
+    """A `gossamer worker` of the crawl, its Redis URL in its environment (never on its
+    command line: runner/spawn.py), its output in `log`; it dies with the thread that
+    started it."""
+    command = gossamer_command(
+        "worker", "--crawl", crawl_id, "-o", str(out), "-q", "--capacity", repr(capacity),
+        redis=url,
+    )  # fmt: skip
+    return start(command, log=log, preexec_fn=_die_with_parent())
 
 
 def _tails(out: Path, limit: int = 1500) -> str:
@@ -378,35 +384,21 @@ def run_cluster_crawl(spec: ClusterCrawlSpec, *, keep: Path | None = None) -> Cl
                         "connect_timeout": 5.0,
                         "first_byte_timeout": 10.0,
                         "total_timeout": 20.0,
+                        "partition": spec.partition,
+                        "epsilon": spec.epsilon,
+                        "phase_period": spec.period,
+                        "phases": spec.phases,
+                        "heartbeat_ttl": spec.heartbeat_ttl,
                     }
                 )
                 client = redis.Redis.from_url(server.url)
                 try:
-                    crawl_id = create_crawl(
-                        client,
-                        list(seeds),
-                        settings,
-                        spec.partition,
-                        epsilon=spec.epsilon,
-                        period=spec.period,
-                        phases=spec.phases,
-                        weights=spec.weights,
-                        heartbeat_ttl=spec.heartbeat_ttl,
-                    )
+                    crawl_id = create_crawl(client, list(seeds), settings, weights=spec.weights)
                     started = time.time()
                     capacities = spec.capacities or (1.0,) * spec.workers
                     for k, cap in enumerate(capacities):
-                        cmd = _worker_command(spec, server.url, crawl_id, out, cap)
-                        with (out / f"worker-{k}.log").open("wb") as wlog:
-                            procs.append(
-                                subprocess.Popen(
-                                    cmd,
-                                    stdin=subprocess.DEVNULL,
-                                    stdout=wlog,
-                                    stderr=subprocess.STDOUT,
-                                    preexec_fn=_die_with_parent(),
-                                )
-                            )
+                        log_path = out / f"worker-{k}.log"
+                        procs.append(_start_worker(server.url, crawl_id, out, cap, log_path))
                     killed_at = _wait(spec, procs, client, crawl_id, len(truth.required), out)
                     ended = time.time()
                     record = load_crawl(client, crawl_id)

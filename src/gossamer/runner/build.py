@@ -7,8 +7,8 @@ an IP gate (`LocalIpGate`, a pool worker's `PoolIpGate`, or `FileIpGate` for a w
 hand); a cluster worker's stores come from cluster/stores.py instead. `worker` makes the rest
 of one worker: the `Resolver`, the fetcher by name from the fetcher registry (behind the IP
 gate's guard in a cluster), the `Recorder` over the registered sinks, and the `Crawler`. Which
-backends a mode uses is its `Backends`; runner/run.py and cluster/worker.py build nothing
-themselves."""
+backends a mode uses is its `Backends`; runner/worker.py and cluster/worker.py build
+nothing themselves."""
 
 from __future__ import annotations
 

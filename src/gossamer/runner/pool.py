@@ -39,6 +39,7 @@ from ..sinks import recover, write_stats
 from . import build
 from .graphfeed import GraphFeed
 from .stopping import STOP_GRACE_S, STOP_SIGNALS, ask_to_stop
+from .worker import run_worker
 
 _log = logging.getLogger(__name__)
 
@@ -354,8 +355,6 @@ def _worker_main(
     signal.signal(signal.SIGINT, signal.default_int_handler)  # the parent's handlers are
     signal.signal(signal.SIGTERM, signal.SIG_DFL)  # not ours
     signal.signal(SCALE_SIGNAL, signal.SIG_IGN)
-    from .run import run_worker  # (run imports this module)
-
     sys.exit(run_worker(out, part, backends, ip_gate_socket=gate_socket))
 
 

@@ -21,7 +21,7 @@ from ..config import CrawlSettings, SettingsError
 from ..crawldir import CrawlError
 from ..report.crawl import RUNS_FILE, human_date, stats_end_reason
 from ..sinks import read_run_records, read_stats
-from .run import load_manifest
+from .manifest import load_manifest
 
 #: Settings a resume takes from its command line: how the crawl runs (processes, speed,
 #: politeness, time-outs, how hosts are reached), not which URLs it fetches. Stored in
@@ -56,7 +56,8 @@ RUN_TIME = frozenset(
 )
 
 #: Settings that define the crawl: what it fetches, how it identifies itself (robots.txt
-#: rules are matched against the user agent) and what it writes. A resume refuses a new value.
+#: rules are matched against the user agent) and what it writes; and the cluster group's,
+#: which an embedded crawl keeps at their defaults. A resume refuses a new value.
 DEFINITION = frozenset(
     {
         "seeds",
@@ -80,6 +81,12 @@ DEFINITION = frozenset(
         "max_queries_per_path",
         "max_query_shapes",
         "seen_set",
+        "partition",
+        "site_sizes",
+        "phase_period",
+        "phases",
+        "epsilon",
+        "heartbeat_ttl",
         "warc",
         "recrawl",
         "seeds_file",
