@@ -144,7 +144,9 @@ def test_a_recrawl_carries_what_defines_a_crawl_and_how_its_hosts_were_reached()
     from gossamer.config import RECRAWL_CARRIED
     from gossamer.runner.resume import DEFINITION
 
-    own = {"seeds", "seeds_file", "output", "recrawl", "seen_set"}  # (seen_set: cluster only)
+    # the cluster's settings are a cluster crawl's only: an embedded re-crawl has its defaults
+    cluster = {"seen_set", "partition", "site_sizes", "phase_period", "phases", "epsilon"}
+    own = {"seeds", "seeds_file", "output", "recrawl", "heartbeat_ttl"} | cluster
     reach = {"allow_private", "resolve", "resolve_file", "proxy"}
     assert (DEFINITION - own) | reach == RECRAWL_CARRIED
 
