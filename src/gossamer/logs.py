@@ -13,7 +13,7 @@ an application that embeds it decides where its records go. Only the command (cl
 What stays `print` is a command's output, not a diagnostic: `gossamer report`, `status`, the
 `--json` outputs, and the live progress display and end summary (report/progress.py).
 
-A crawl also appends its diagnostics to `DIR/gossamer.log.jsonl` (`DIAGNOSTICS_FILE`, the
+A crawl also appends its diagnostics to `DIR/gossamer.log.jsonl` (`CrawlDir.diagnostics`, the
 `json` format plus `time`, Unix seconds, and `worker`, the process's worker id), whatever
 stderr shows: `diagnostics_file` installs that handler for the crawl's life (runner/run.py,
 cluster/worker.py). The dashboard's log tail reads it (docs/dashboard.md, "Log tail").
@@ -36,13 +36,13 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import TextIO
 
+from .crawldir import CrawlDir
+
 FORMATS = ("human", "json")
 LEVELS = ("debug", "info", "warning", "error")
 FORMAT_ENV = "GOSSAMER_LOG_FORMAT"
 LEVEL_ENV = "GOSSAMER_LOG_LEVEL"
 ROOT = "gossamer"
-#: the crawl's diagnostics, one JSON object a line, in its output directory
-DIAGNOSTICS_FILE = "gossamer.log.jsonl"
 
 # a record's own attributes: whatever else it carries came in `extra=`
 _RECORD_FIELDS = frozenset(vars(logging.LogRecord("", 0, "", 0, "", None, None))) | {
@@ -183,11 +183,11 @@ class DiagnosticsFormatter(JsonFormatter):
 @contextlib.contextmanager
 def diagnostics_file(directory: Path, worker: str | None = None) -> Iterator[Path]:
     """While inside: the `gossamer` loggers' records (those the logger's level lets through)
-    are also appended to `directory/DIAGNOSTICS_FILE`, one JSON object a line. Appended
-    (O_APPEND): the processes of a pool, which inherit the handler when forked, add whole
-    lines to the one file. A write that fails (disk full) is reported once by logging's
+    are also appended to the crawl directory's diagnostics file, one JSON object a line.
+    Appended (O_APPEND): the processes of a pool, which inherit the handler when forked, add
+    whole lines to the one file. A write that fails (disk full) is reported once by logging's
     handleError on stderr and does not stop the crawl."""
-    path = directory / DIAGNOSTICS_FILE
+    path = CrawlDir(directory).diagnostics
     handler = logging.FileHandler(path, mode="a", encoding="utf-8", delay=True)
     handler.setFormatter(DiagnosticsFormatter(worker))
     logger = logging.getLogger(ROOT)

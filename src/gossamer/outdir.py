@@ -3,8 +3,8 @@ cluster worker's `DIR/<worker id>/`): it must not exist yet, or be an empty dire
 
 A directory that holds other files is refused before anything is written, so a command never
 overwrites or mixes with files it did not write (`gossamer crawl -o` into a directory with a
-`stats.json` once replaced it). Imports nothing of gossamer: the simulated web's commands use
-it too.
+`stats.json` once replaced it). Imports nothing of gossamer but crawldir.py: the simulated
+web's commands use it too.
 
 Also the rule for the directory a re-crawl reads (`crawl --recrawl OLD_DIR`,
 `check_recrawl_dir`): the settings check it (config.py), and config.py imports nothing of the
@@ -13,10 +13,10 @@ engine.
 
 from __future__ import annotations
 
-import fcntl
 import json
-import os
 from pathlib import Path
+
+from .crawldir import CRAWL_LOG, MANIFEST, STATS, CrawlDir
 
 
 def new_directory_problem(
@@ -51,17 +51,18 @@ def check_recrawl_dir(old: Path, new: Path | None = None) -> str | None:
     crawler running in it) and differ from `new`."""
     if not old.is_dir():
         return f"{old} is not a directory"
-    for name in ("crawl.json", "crawl.log.jsonl"):
-        if not (old / name).is_file():
+    crawl = CrawlDir(old)
+    for name, path in ((MANIFEST, crawl.manifest), (CRAWL_LOG, crawl.crawl_log)):
+        if not path.is_file():
             return f"{old} is not a gossamer crawl directory (no {name})"
-    if not (old / "stats.json").is_file():
+    if not crawl.stats.is_file():
         return (
-            f"{old} holds an unfinished crawl (no stats.json): finish it with "
+            f"{old} holds an unfinished crawl (no {STATS}): finish it with "
             f"`gossamer crawl --resume {old}` first"
         )
     if new is not None and _same_place(old, new):
         return "the new crawl directory (-o) must differ from the one re-crawled"
-    if _locked(old / "lock"):
+    if crawl.locked():
         return f"a crawler is running in {old}: wait for it to finish or stop it"
     return None
 
@@ -69,7 +70,7 @@ def check_recrawl_dir(old: Path, new: Path | None = None) -> str | None:
 def old_seeds(old: Path) -> list[str]:
     """The seeds recorded in OLD_DIR's crawl.json (empty when unreadable)."""
     try:
-        seeds = json.loads((old / "crawl.json").read_text()).get("seeds", [])
+        seeds = json.loads(CrawlDir(old).manifest.read_text()).get("seeds", [])
     except (OSError, ValueError, AttributeError):
         return []
     return [s for s in seeds if isinstance(s, str)] if isinstance(seeds, list) else []
@@ -80,18 +81,3 @@ def _same_place(a: Path, b: Path) -> bool:
         return a.resolve() == b.resolve()
     except OSError:
         return False
-
-
-def _locked(path: Path) -> bool:
-    """True when a crawler holds the directory's lock (an exclusive flock)."""
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
-        return False
-    try:
-        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-    except OSError:
-        return True
-    finally:
-        os.close(fd)  # closing drops the shared lock taken, if any
-    return False

@@ -1,21 +1,8 @@
 """An embedded crawl run from its settings to its statistics: the crawl directory (created,
 locked, its crawl.json), one worker (`run_engine`, from the parts runner/build.py makes) or
 the fork pool of --workers N (runner/pool.py), the end summary and the CDX index. Stops:
-runner/stopping.py; statistics: report/summary.py; progress: report/progress.py.
-
-Crawl directory layout (docs/crawler/outputs.md):
-    crawl.json          the settings (also the `testweb audit --crawl` contract)
-    frontier.sqlite     queues, dedupe, leases, host state (WAL)
-    robots.sqlite       robots.txt answers, shared by the workers (WAL)
-    warc/               WARC 1.1 files, per-record gzip, rotated by size
-    warc/index.cdxj     their CDXJ index (pywb), written as each run ends (warc/cdx/: per file)
-    crawl.log.jsonl     one line per fetch
-    graph/              nodes.tsv + edges.tsv (a pool: nodes-w0.tsv + edges-w0.tsv, …)
-    stats.json          final statistics (of the last run)
-    runs.jsonl          a line as each run starts and ends (`gossamer report` sums the runs)
-    lock                held while a crawler runs in the directory
-    workers/            each crawling process's heartbeat (engine/heartbeat.py)
-    control.json        a running pool's worker count (`gossamer workers --scale N DIR`)
+runner/stopping.py; statistics: report/summary.py; progress: report/progress.py. The crawl
+directory's layout: crawldir.py (docs/crawler/outputs.md).
 """
 
 from __future__ import annotations
@@ -38,7 +25,7 @@ from typing import IO, Any
 
 from .. import logs
 from ..config import CrawlSettings, SettingsError
-from ..crawldir import MANIFEST, CrawlError
+from ..crawldir import MANIFEST, CrawlDir, CrawlError
 from ..crawldir import dir_lock as _dir_lock
 from ..engine.crawler import Crawler, seed_frontier
 from ..engine.heartbeat import Heartbeat, clear_beats
@@ -67,7 +54,7 @@ _log = logging.getLogger(__name__)
 
 def load_manifest(out: Path) -> CrawlSettings:
     """The settings stored in a crawl directory (CrawlError / SettingsError when unusable)."""
-    manifest = out / MANIFEST
+    manifest = CrawlDir(out).manifest
     if not manifest.is_file():
         raise CrawlError(f"{out} is not a crawl directory (no {MANIFEST}) — cannot resume")
     try:
@@ -88,7 +75,7 @@ def prepare_directory(settings: CrawlSettings, *, resume: bool) -> CrawlSettings
     crawl.json; on resume, the stored settings (see `engine.resume` for those a resume takes
     from its command line)."""
     out = settings.output
-    manifest = out / MANIFEST
+    manifest = CrawlDir(out).manifest
     if resume:
         return load_manifest(out)
     if not settings.seeds:
@@ -111,8 +98,8 @@ def prepare_directory(settings: CrawlSettings, *, resume: bool) -> CrawlSettings
 def write_manifest(settings: CrawlSettings) -> None:
     """Write `settings` as the crawl's crawl.json, atomically (a reader sees the old file or
     the new one)."""
-    manifest = settings.output / MANIFEST
-    tmp = manifest.with_name(MANIFEST + ".tmp")
+    manifest = CrawlDir(settings.output).manifest
+    tmp = manifest.with_name(manifest.name + ".tmp")
     tmp.write_text(json.dumps(settings.manifest(), indent=2) + "\n")
     tmp.replace(manifest)
 
@@ -217,11 +204,12 @@ def write_cdx_index(out: Path, code: int) -> int:
     it covers every WARC of the crawl, all runs and workers, the recovered ones too). The
     exit status: `code`, or IOERR when the index cannot be written (the WARCs are whole; a
     resume or `gossamer report --cdx` writes it)."""
+    warc_dir = CrawlDir(out).warc_dir
     try:
-        write_crawl_index(out / "warc")
+        write_crawl_index(warc_dir)
     except OSError as exc:
         _log.error(
-            f"cannot write the CDX index in {out / 'warc'}: "
+            f"cannot write the CDX index in {warc_dir}: "
             f"{exc.strerror or exc}; the WARC files are whole: run "
             f"`gossamer report {out} --cdx` once that is fixed",
             extra={"path": str(out)},
@@ -235,7 +223,7 @@ def _end_summary(
 ) -> int:
     """Print the end summary (unless quiet), and the main failure when no page was fetched:
     then the exit status is Exit.NOTHING_FETCHED rather than OK."""
-    path = settings.output / "stats.json"
+    path = CrawlDir(settings.output).stats
     try:
         if path.stat().st_mtime < began - 1.0:  # (a coarse file-system clock)
             return code  # an earlier run's: this one could not write its own, and said so
@@ -412,7 +400,8 @@ async def run_engine(
                     crawler, stats, started, ended_by, failed=bool(exit_code)
                 )
                 recorder.close()
-                write_stats(out / (f"stats-{part}.json" if part else "stats.json"), summary)
+                crawl = CrawlDir(out)
+                write_stats(crawl.worker_stats(part) if part else crawl.stats, summary)
             except errors as exc:
                 if not exit_code:
                     _log.error(f"cannot write outputs: {exc}", extra={"path": str(out)})
