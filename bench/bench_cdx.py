@@ -27,9 +27,10 @@ from pathlib import Path
 from warcio.archiveiterator import ArchiveIterator
 
 from gossamer.config import load_settings
+from gossamer.crawldir import CDX_PARTS
 from gossamer.runner.run import run_crawl
 from gossamer.sinks import WarcWriter
-from gossamer.sinks.cdx import CDX_DIR, write_crawl_index
+from gossamer.sinks.cdx import write_crawl_index
 from gossamer.testweb import WebSpec, serve_in_thread
 
 Exchange = tuple[str, bytes, bytes, float]  # url, response head, body, time
@@ -105,7 +106,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         index = (warc_dir / "index.cdxj").read_text()
         library_s = float("inf")
         for _ in range(args.repeat):
-            shutil.rmtree(warc_dir / CDX_DIR)
+            shutil.rmtree(warc_dir / CDX_PARTS)
             start = time.perf_counter()
             reread = write_crawl_index(warc_dir)
             library_s = min(library_s, time.perf_counter() - start)

@@ -13,6 +13,7 @@ from typing import Any
 
 from .cli import build_parser
 from .config import _LIMITS, _LIST_SPLIT, NO_LIMIT, CrawlSettings
+from .crawldir import MANIFEST
 from .exitcodes import MEANINGS, Exit
 
 REGENERATE = "python -m gossamer._clidoc > docs/cli.md"
@@ -41,7 +42,7 @@ Every setting of `gossamer crawl` can be given four ways; the first one found wi
 
 else the default. A setting of a group (the table's group column) may also be given in it: a
 TOML table (`[politeness]` then `delay = 0`, or `[crawl.politeness]`) or a dotted key
-(`-s politeness.delay=0`); its flag, variable and `crawl.json` key stay the flat name
+(`-s politeness.delay=0`); its flag, variable and `{MANIFEST}` key stay the flat name
 (`--delay`, `GOSSAMER_DELAY`, `delay`), and code reads `settings.politeness.delay`.
 
 Values as text (`-s`, environment): numbers as written; booleans `true`,
@@ -49,7 +50,7 @@ Values as text (`-s`, environment): numbers as written; booleans `true`,
 (`["a", "b"]`) or, for `seeds` and `resolve`, items split by whitespace or commas
 (`GOSSAMER_SEEDS="http://a.example/ http://b.example/"`); for `allow` and `deny` the text is one
 regex. Seeds are the SEED arguments (or the `seeds` setting) followed by the URLs of
-`--seeds-file`; the file is read once, at start: `crawl.json` keeps the resolved list and a
+`--seeds-file`; the file is read once, at start: `{MANIFEST}` keeps the resolved list and a
 `--resume` does not read the file again.
 """
 

@@ -521,13 +521,16 @@ def _run_graph_follow(args: argparse.Namespace) -> int:
 
 
 def _add_report(sub: Any) -> None:
+    from .crawldir import CrawlDir
+
     p = sub.add_parser("report", help="summarise a crawl directory")
     p.add_argument("dir", type=Path, metavar="DIR")
     p.add_argument("--json", action="store_true", help="print the statistics as JSON")
     p.add_argument(
         "--cdx",
         action="store_true",
-        help="first (re)write DIR/warc/index.cdxj, the CDXJ index of every WARC file (for pywb)",
+        help=f"first (re)write {CrawlDir(Path('DIR')).cdx_index}, the CDXJ index of every "
+        "WARC file (for pywb)",
     )
     _log_flags(p)
     p.set_defaults(func=_run_report)

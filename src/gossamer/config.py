@@ -40,6 +40,8 @@ from pydantic_settings import (
     SettingsConfigDict,
 )
 
+from .crawldir import MANIFEST, CrawlDir
+
 if TYPE_CHECKING:
     from .frontier._options import FrontierKnobs
 
@@ -368,10 +370,10 @@ class SinksSettings(_Group):
     live_graph: bool = Field(
         False,
         description="keep the crawled web graph live and write its statistics to "
-        "DIR/graph/stats.json every few seconds and at the end, computed by a child process "
-        "within a CPU budget (GOSSAMER_LIVE_GRAPH_CPU; docs/graph.md: it costs a 2-worker pool "
-        "on 2 cores about 4 percent of its pages/s); with --redis, `gossamer graph follow` "
-        "runs beside the local workers",
+        f"{CrawlDir(Path('DIR')).live_graph_stats} every few seconds and at the end, computed "
+        "by a child process within a CPU budget (GOSSAMER_LIVE_GRAPH_CPU; docs/graph.md: it "
+        "costs a 2-worker pool on 2 cores about 4 percent of its pages/s); with --redis, "
+        "`gossamer graph follow` runs beside the local workers",
     )
 
 
@@ -470,7 +472,7 @@ class CrawlSettings(BaseSettings):
     seeds_file: Path | None = Field(
         None,
         description="more start URLs from FILE, one a line (# comments; - is stdin); read at "
-        "start into seeds (crawl.json keeps the list)",
+        f"start into seeds ({MANIFEST} keeps the list)",
         json_schema_extra=_SECTION["seeds and output"],
     )
     output: Path = Field(

@@ -1,7 +1,32 @@
-"""The crawl directory: the names of the files a crawl keeps in it, and its lock.
+"""The crawl directory: where a crawl keeps its files, and its lock. The names are spelled
+here and nowhere else: `CrawlDir(path)` gives each file's path (docs/crawler/outputs.md).
 
-Every module that reads or writes a crawl directory takes the names from here; none spells
-them itself. Imports nothing of gossamer, so every package may use it.
+    crawl.json            the settings (also the `testweb audit --crawl` contract)
+    frontier.sqlite       queues, dedupe, leases, host state (WAL)
+    robots.sqlite         robots.txt answers, shared by the workers (WAL)
+    warc/                 WARC 1.1 files, per-record gzip, rotated by size
+    warc/index.cdxj       their CDXJ index (pywb), written as each run ends
+    warc/cdx/             each WARC file's own index, merged into index.cdxj
+    crawl.log.jsonl       one line per fetch, every run appended
+    gossamer.log.jsonl    the crawl's diagnostics (logs.py)
+    graph/                nodes.tsv + edges.tsv (a pool: nodes-w0.tsv + edges-w0.tsv, …)
+    graph/stats.json      the live graph's statistics
+    graph/follow.lock     held by the live graph's process
+    stats.json            final statistics of the last run (a pool's workers: stats-w0.json, …)
+    runs.jsonl            a line as each run starts and ends (`gossamer report` sums the runs)
+    lock                  held while a crawler runs in the directory (its pid inside)
+    locks/                per-IP slots of pool workers run by hand (`gossamer crawl-worker`)
+    workers/<id>.json     each crawling process's heartbeat (engine/heartbeat.py)
+    control.json          a running pool's worker count (`gossamer workers --scale N DIR`)
+    worker.json           a cluster worker's directory only: its id, crawl and machine
+    resolve.txt           a cluster worker's directory only: the crawl's --resolve lines
+
+`ClusterDir(path)`: the -o directory of a cluster crawl's workers on one machine: a crawl
+directory per worker (`w1/`, `w2/`, …), `logs/` (workers started detached: their output),
+`graph/` (the graph consumer's state: `follow.log`, and per crawl `<id>/journal.bin` and
+`<id>/stats.json`).
+
+Imports nothing of gossamer, so every package may use it.
 """
 
 from __future__ import annotations
@@ -10,26 +35,267 @@ import fcntl
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
-__all__ = ["LOCK", "MANIFEST", "CrawlError", "dir_lock"]
+__all__ = [
+    "CDX_INDEX",
+    "CDX_PARTS",
+    "CONTROL",
+    "CRAWL_LOG",
+    "DIAGNOSTICS",
+    "FOLLOW_LOCK",
+    "FOLLOW_LOG",
+    "FRONTIER",
+    "GRAPH_DIR",
+    "GRAPH_EDGE_FILES",
+    "GRAPH_NODE_FILES",
+    "GRAPH_STATS",
+    "HEARTBEATS",
+    "IP_LOCKS",
+    "JOURNAL",
+    "LOCK",
+    "MANIFEST",
+    "RESOLVE",
+    "ROBOTS",
+    "RUNS",
+    "SPAWN_LOGS",
+    "STATS",
+    "WARC_DIR",
+    "WORKER_RECORD",
+    "ClusterDir",
+    "CrawlDir",
+    "CrawlError",
+    "dir_lock",
+    "flock_held",
+    "graph_part",
+    "stats_part",
+]
 
-#: the crawl's settings (also the `testweb audit --crawl` contract)
 MANIFEST: Final = "crawl.json"
-#: held (flock) while a crawler runs in the directory
+FRONTIER: Final = "frontier.sqlite"
+ROBOTS: Final = "robots.sqlite"
+WARC_DIR: Final = "warc"
+#: in the WARC directory: the index of every WARC file, and the directory of each one's
+CDX_INDEX: Final = "index.cdxj"
+CDX_PARTS: Final = "cdx"
+CRAWL_LOG: Final = "crawl.log.jsonl"
+_CRAWL_LOGS: Final = "crawl*.log.jsonl"
+DIAGNOSTICS: Final = "gossamer.log.jsonl"
+GRAPH_DIR: Final = "graph"
+_NODES: Final = "nodes"
+_EDGES: Final = "edges"
+_TSV: Final = ".tsv"
+#: in the graph directory: every writer part's nodes file, and edges file (globs)
+GRAPH_NODE_FILES: Final = f"{_NODES}*{_TSV}"
+GRAPH_EDGE_FILES: Final = f"{_EDGES}*{_TSV}"
+#: a live graph's statistics, in the graph directory (or a graph consumer's state)
+GRAPH_STATS: Final = "stats.json"
+FOLLOW_LOCK: Final = "follow.lock"
+STATS: Final = "stats.json"
+_STATS_PART: Final = "stats-"
+_JSON: Final = ".json"
+RUNS: Final = "runs.jsonl"
 LOCK: Final = "lock"
+IP_LOCKS: Final = "locks"
+HEARTBEATS: Final = "workers"
+CONTROL: Final = "control.json"
+WORKER_RECORD: Final = "worker.json"
+RESOLVE: Final = "resolve.txt"
+SPAWN_LOGS: Final = "logs"
+FOLLOW_LOG: Final = "follow.log"
+#: a graph consumer's journal, in its state directory (cluster/stream.py)
+JOURNAL: Final = "journal.bin"
 
 
 class CrawlError(RuntimeError):
     """A crawl could not start or continue; the message says why. Nothing is lost."""
 
 
+@dataclass(frozen=True, slots=True)
+class CrawlDir:
+    """The files of the crawl directory `path` (module docstring). Paths only: nothing is
+    read or made until a method says so."""
+
+    path: Path
+
+    @property
+    def manifest(self) -> Path:
+        return self.path / MANIFEST
+
+    @property
+    def frontier(self) -> Path:
+        return self.path / FRONTIER
+
+    @property
+    def robots(self) -> Path:
+        return self.path / ROBOTS
+
+    @property
+    def warc_dir(self) -> Path:
+        return self.path / WARC_DIR
+
+    @property
+    def cdx_index(self) -> Path:
+        return self.path / WARC_DIR / CDX_INDEX
+
+    @property
+    def crawl_log(self) -> Path:
+        return self.path / CRAWL_LOG
+
+    def crawl_logs(self) -> list[Path]:
+        """Every crawl log in the directory (`crawl*.log.jsonl`), sorted."""
+        return sorted(self.path.glob(_CRAWL_LOGS))
+
+    @property
+    def diagnostics(self) -> Path:
+        return self.path / DIAGNOSTICS
+
+    @property
+    def graph_dir(self) -> Path:
+        return self.path / GRAPH_DIR
+
+    def graph_nodes(self, part: str = "") -> Path:
+        """`graph/nodes.tsv`, or the writer `part`'s `graph/nodes-<part>.tsv`."""
+        return self.graph_dir / (_NODES + (f"-{part}" if part else "") + _TSV)
+
+    def graph_edges(self, part: str = "") -> Path:
+        """`graph/edges.tsv`, or the writer `part`'s `graph/edges-<part>.tsv`."""
+        return self.graph_dir / (_EDGES + (f"-{part}" if part else "") + _TSV)
+
+    def graph_node_files(self) -> list[Path]:
+        """Every part's nodes file (`graph/nodes*.tsv`), sorted."""
+        return sorted(self.graph_dir.glob(GRAPH_NODE_FILES))
+
+    def graph_edge_files(self) -> list[Path]:
+        """Every part's edges file (`graph/edges*.tsv`), sorted."""
+        return sorted(self.graph_dir.glob(GRAPH_EDGE_FILES))
+
+    @property
+    def live_graph_stats(self) -> Path:
+        return self.graph_dir / GRAPH_STATS
+
+    @property
+    def follow_lock(self) -> Path:
+        """Held (flock) by an embedded crawl's live-graph child for its whole life, and by the
+        fork computing the final statistics after the crawl (runner/livegraph.py)."""
+        return self.graph_dir / FOLLOW_LOCK
+
+    @property
+    def stats(self) -> Path:
+        return self.path / STATS
+
+    def worker_stats(self, part: str) -> Path:
+        """A pool worker's statistics, `stats-<part>.json`."""
+        return self.path / f"{_STATS_PART}{part}{_JSON}"
+
+    def worker_stats_files(self) -> list[Path]:
+        """Every pool worker's statistics (`stats-w*.json`), sorted by name."""
+        return sorted(self.path.glob(f"{_STATS_PART}w*{_JSON}"))
+
+    @property
+    def runs(self) -> Path:
+        return self.path / RUNS
+
+    @property
+    def lock(self) -> Path:
+        return self.path / LOCK
+
+    def locked(self) -> bool:
+        """Whether a crawler holds the directory's lock now."""
+        return flock_held(self.lock)
+
+    def lock_pid(self) -> int | None:
+        """The pid in the lock file: the process that holds it, or held it last."""
+        try:
+            return int(self.lock.read_text().split()[0])
+        except (OSError, ValueError, IndexError):
+            return None
+
+    @property
+    def ip_locks(self) -> Path:
+        """The per-IP slots' lock files of pool workers run by hand (engine/ipgate.py)."""
+        return self.path / IP_LOCKS
+
+    @property
+    def heartbeats(self) -> Path:
+        return self.path / HEARTBEATS
+
+    def heartbeat(self, worker_id: str) -> Path:
+        return self.heartbeats / f"{worker_id}{_JSON}"
+
+    @property
+    def control(self) -> Path:
+        return self.path / CONTROL
+
+    @property
+    def worker_record(self) -> Path:
+        return self.path / WORKER_RECORD
+
+    @property
+    def resolve_file(self) -> Path:
+        return self.path / RESOLVE
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterDir:
+    """The -o directory of a cluster crawl's workers on one machine (module docstring)."""
+
+    path: Path
+
+    def worker(self, worker_id: str) -> CrawlDir:
+        return CrawlDir(self.path / worker_id)
+
+    def workers(self) -> list[CrawlDir]:
+        """The workers' directories (`w*/`; a worker's holds its `worker_record`), sorted."""
+        return [CrawlDir(d) for d in sorted(self.path.glob("w*")) if d.is_dir()]
+
+    @property
+    def spawn_logs(self) -> Path:
+        return self.path / SPAWN_LOGS
+
+    @property
+    def graph_state(self) -> Path:
+        """The graph consumer's state directory (`gossamer graph follow --state`)."""
+        return self.path / GRAPH_DIR
+
+    @property
+    def follow_log(self) -> Path:
+        return self.graph_state / FOLLOW_LOG
+
+
+def graph_part(path: Path) -> str:
+    """The writer part a graph file belongs to: "" for `nodes.tsv`, "w0" for `edges-w0.tsv`."""
+    return path.name.removeprefix(_NODES).removeprefix(_EDGES).removesuffix(_TSV).lstrip("-")
+
+
+def stats_part(path: Path) -> str:
+    """The pool worker a statistics part belongs to: "w0" for `stats-w0.json`."""
+    return path.stem.removeprefix(_STATS_PART)
+
+
+def flock_held(path: Path) -> bool:
+    """Whether a process holds an exclusive flock on `path` (False when there is no such
+    file): a shared lock tried on the file opened read-only, neither created nor changed."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except OSError:
+        return True
+    finally:
+        os.close(fd)  # closing drops the shared lock taken, if any
+    return False
+
+
 @contextmanager
 def dir_lock(out: Path) -> Iterator[None]:
     """Hold the crawl directory's lock, writing this process's pid into it; CrawlError when
     another process holds it."""
-    path = out / LOCK
+    path = CrawlDir(out).lock
     fh = path.open("a+")
     try:
         fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)

@@ -3,7 +3,8 @@
 Library code logs to its module's logger (all under `gossamer`) and never configures logging:
 importing gossamer installs no handler. Only the command (cli.py) calls `configure`: `human`
 lines (`gossamer: error: MESSAGE`) or `json` objects, one a line, on stderr. A crawl also
-appends its diagnostics to `DIR/gossamer.log.jsonl` (`diagnostics_file`) for the dashboard's
+appends its diagnostics to `DIR/gossamer.log.jsonl` (`CrawlDir.diagnostics`;
+`diagnostics_file`) for the dashboard's
 log tail. A command's output (report, status, `--json`, the progress display) is `print`, not
 a diagnostic. Levels: error, the command (or part of its work) fails; warning, something is
 wrong and worked around; info, progress worth a line (docs/crawler.md, "Diagnostics")."""
@@ -20,13 +21,13 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import TextIO
 
+from .crawldir import CrawlDir
+
 FORMATS = ("human", "json")
 LEVELS = ("debug", "info", "warning", "error")
 FORMAT_ENV = "GOSSAMER_LOG_FORMAT"
 LEVEL_ENV = "GOSSAMER_LOG_LEVEL"
 ROOT = "gossamer"
-#: the crawl's diagnostics, one JSON object a line, in its output directory
-DIAGNOSTICS_FILE = "gossamer.log.jsonl"
 
 # a record's own attributes: whatever else it carries came in `extra=`
 _RECORD_FIELDS = frozenset(vars(logging.LogRecord("", 0, "", 0, "", None, None))) | {
@@ -167,11 +168,11 @@ class DiagnosticsFormatter(JsonFormatter):
 @contextlib.contextmanager
 def diagnostics_file(directory: Path, worker: str | None = None) -> Iterator[Path]:
     """While inside: the `gossamer` loggers' records (those the logger's level lets through)
-    are also appended to `directory/DIAGNOSTICS_FILE`, one JSON object a line. Appended
-    (O_APPEND): the processes of a pool, which inherit the handler when forked, add whole
-    lines to the one file. A write that fails (disk full) is reported once by logging's
+    are also appended to the crawl directory's diagnostics file, one JSON object a line.
+    Appended (O_APPEND): the processes of a pool, which inherit the handler when forked, add
+    whole lines to the one file. A write that fails (disk full) is reported once by logging's
     handleError on stderr and does not stop the crawl."""
-    path = directory / DIAGNOSTICS_FILE
+    path = CrawlDir(directory).diagnostics
     handler = logging.FileHandler(path, mode="a", encoding="utf-8", delay=True)
     handler.setFormatter(DiagnosticsFormatter(worker))
     logger = logging.getLogger(ROOT)

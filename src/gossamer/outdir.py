@@ -1,18 +1,19 @@
-"""The rule for a directory a command writes new outputs into (`crawl -o`, `demo -o`, a
-cluster worker's `DIR/<worker id>/`): it must not exist yet, or be an empty directory.
+"""The rule for a directory a command writes new outputs into (`crawl -o`, `demo -o`, a cluster
+worker's `DIR/<worker id>/`): it must not exist yet, or be an empty directory.
 
 A directory that holds other files is refused before anything is written, so a command never
 overwrites or mixes with files it did not write. Also the rule for the directory a re-crawl
 reads (`crawl --recrawl OLD_DIR`, `check_recrawl_dir`), which the settings check (config.py
-imports no engine). Imports nothing of gossamer: the simulated web's commands use it too."""
+imports no engine). Imports nothing of gossamer but crawldir.py: the simulated web's commands
+use it too."""
 
 from __future__ import annotations
 
-import fcntl
 import json
-import os
 from pathlib import Path
 from typing import Any
+
+from .crawldir import CRAWL_LOG, MANIFEST, STATS, CrawlDir
 
 
 def new_directory_problem(
@@ -47,17 +48,18 @@ def check_recrawl_dir(old: Path, new: Path | None = None) -> str | None:
     crawler running in it) and differ from `new`."""
     if not old.is_dir():
         return f"{old} is not a directory"
-    for name in ("crawl.json", "crawl.log.jsonl"):
-        if not (old / name).is_file():
+    crawl = CrawlDir(old)
+    for name, path in ((MANIFEST, crawl.manifest), (CRAWL_LOG, crawl.crawl_log)):
+        if not path.is_file():
             return f"{old} is not a gossamer crawl directory (no {name})"
-    if not (old / "stats.json").is_file():
+    if not crawl.stats.is_file():
         return (
-            f"{old} holds an unfinished crawl (no stats.json): finish it with "
+            f"{old} holds an unfinished crawl (no {STATS}): finish it with "
             f"`gossamer crawl --resume {old}` first"
         )
     if new is not None and _same_place(old, new):
         return "the new crawl directory (-o) must differ from the one re-crawled"
-    if _locked(old / "lock"):
+    if crawl.locked():
         return f"a crawler is running in {old}: wait for it to finish or stop it"
     return None
 
@@ -65,7 +67,7 @@ def check_recrawl_dir(old: Path, new: Path | None = None) -> str | None:
 def old_settings(old: Path) -> dict[str, Any]:
     """The settings recorded in OLD_DIR's crawl.json, by flat name (empty when unreadable)."""
     try:
-        stored = json.loads((old / "crawl.json").read_text())
+        stored = json.loads(CrawlDir(old).manifest.read_text())
     except (OSError, ValueError):
         return {}
     return stored if isinstance(stored, dict) else {}
@@ -82,18 +84,3 @@ def _same_place(a: Path, b: Path) -> bool:
         return a.resolve() == b.resolve()
     except OSError:
         return False
-
-
-def _locked(path: Path) -> bool:
-    """True when a crawler holds the directory's lock (an exclusive flock)."""
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
-        return False
-    try:
-        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-    except OSError:
-        return True
-    finally:
-        os.close(fd)  # closing drops the shared lock taken, if any
-    return False

@@ -15,12 +15,12 @@ import redis
 from gossamer.cluster._redis import Keys
 from gossamer.cluster.stream import (
     GROUP,
-    JOURNAL,
     StreamSink,
     ensure_group,
     follow,
     read_journal,
 )
+from gossamer.crawldir import JOURNAL
 from gossamer.engine.events import PageEvent, decode_events, encode_events
 from gossamer.engine.sink_registry import SinkContext
 from gossamer.graph import OnlineGraph

@@ -20,6 +20,7 @@ from starlette.testclient import TestClient
 from test_dashboard import LOCAL, _log_line, make_crawl_dir
 
 from gossamer import logs
+from gossamer.crawldir import DIAGNOSTICS
 from gossamer.dashboard import EmbeddedSource, make_app
 from gossamer.dashboard._history import History
 from gossamer.dashboard._hosts import sqlite_top_hosts
@@ -112,14 +113,14 @@ def test_a_crawls_diagnostics_go_to_its_file_with_the_worker(tmp_path: Path) -> 
     ]
     assert all(abs(x["time"] - time.time()) < 60 and x["ts"].endswith("Z") for x in lines)
     assert lines[0]["path"] == "x"
-    assert logs.DIAGNOSTICS_FILE == path.name == "gossamer.log.jsonl"
+    assert DIAGNOSTICS == path.name == "gossamer.log.jsonl"
 
 
 # ------------------------------------------------------------------------- the endpoints
 
 
 def _with_diagnostics(out: Path, *recs: dict[str, Any]) -> None:
-    with (out / logs.DIAGNOSTICS_FILE).open("a") as f:
+    with (out / DIAGNOSTICS).open("a") as f:
         f.writelines(json.dumps(r) + "\n" for r in recs)
 
 

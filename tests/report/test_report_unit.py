@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from gossamer.crawldir import RUNS
 from gossamer.report.crawl import (
-    RUNS_FILE,
     crawl_report,
     end_run,
     graph_counts,
@@ -99,7 +99,7 @@ def test_graph_counts_single_part_and_no_graph(tmp_path: Path) -> None:
 
 def test_runs_are_told_apart_and_summed(tmp_path: Path) -> None:
     out = crawl_dir(tmp_path)
-    runs = out / RUNS_FILE
+    runs = out / RUNS
     append_run_record(runs, {"event": "start", "run": 1, "time": T0, "resume": False})
     append_run_record(runs, {"event": "start", "run": 2, "time": T0 + 100, "resume": True})
     stats = {"finished": True, "elapsed_s": 20.0, "pages": 2, "dropped": {"scope/x": 3}}
@@ -135,7 +135,7 @@ def test_lines_before_the_history_are_an_unrecorded_run(tmp_path: Path) -> None:
     log_fetches(
         out, (T0, "http://a.example/", 200, "ok"), (T0 + 4, "http://a.example/b", 200, "ok")
     )
-    append_run_record(out / RUNS_FILE, {"event": "start", "run": 1, "time": T0 + 50})
+    append_run_record(out / RUNS, {"event": "start", "run": 1, "time": T0 + 50})
     log_fetches(out, (T0 + 51, "http://a.example/c", 200, "ok"))
     report = crawl_report(out)
     assert [r["run"] for r in report["runs"]] == [0, 1]
@@ -191,7 +191,7 @@ def test_start_and_end_run_write_the_history(tmp_path: Path) -> None:
     number, started = start_run(out, resume=True, workers=2)
     write_stats(out / "stats.json", {"pages": 5})
     end_run(out, number, started, 0)
-    records = read_run_records(out / RUNS_FILE)
+    records = read_run_records(out / RUNS)
     assert [(r["event"], r["run"]) for r in records] == [
         ("start", 1), ("end", 1), ("start", 2), ("end", 2)
     ]  # fmt: skip
@@ -201,7 +201,7 @@ def test_start_and_end_run_write_the_history(tmp_path: Path) -> None:
 
 
 def test_a_torn_history_line_is_skipped_and_the_next_starts_afresh(tmp_path: Path) -> None:
-    path = tmp_path / RUNS_FILE
+    path = tmp_path / RUNS
     append_run_record(path, {"event": "start", "run": 1, "time": T0})
     with path.open("a") as f:
         f.write('{"event": "end", "ru')  # killed while writing
@@ -221,7 +221,7 @@ def test_the_report_says_why_and_when_the_crawl_ended(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     out = crawl_dir(tmp_path)
-    runs = out / RUNS_FILE
+    runs = out / RUNS
     frontier = {"queued": 3, "leased": 0, "done": 2, "next_ready_at": T0 + 130}
     limited = {"ended": "max-pages", "elapsed_s": 9.0, "frontier": frontier}
     append_run_record(runs, {"event": "start", "run": 1, "time": T0, "resume": False})

@@ -15,11 +15,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from warcio.archiveiterator import ArchiveIterator
 
+from gossamer.crawldir import CDX_INDEX, CDX_PARTS
 from gossamer.sinks import WarcWriter, recover
 from gossamer.sinks.cdx import (
     _PLAIN_URL,
-    CDX_DIR,
-    INDEX_NAME,
     cdxj_line,
     http_status_and_mime,
     surt_key,
@@ -188,14 +187,14 @@ def test_writer_index_equals_cdxj_indexer(tmp_path: Path) -> None:
         write_mixed(w)
     warcs = sorted(tmp_path.glob("*.warc.gz"))
     assert len(warcs) > 3
-    parts = sorted((tmp_path / CDX_DIR).glob("*.cdxj"))
+    parts = sorted((tmp_path / CDX_PARTS).glob("*.cdxj"))
     assert [p.name for p in parts] == [f.name + ".cdxj" for f in warcs]
-    assert not list((tmp_path / CDX_DIR).glob("*.open"))
+    assert not list((tmp_path / CDX_PARTS).glob("*.open"))
     for warc, part in zip(warcs, parts, strict=True):
         assert part.read_text() == library_index([warc])
     report = write_crawl_index(tmp_path)
     assert report.indexed_by_library == () and report.warcs == len(warcs)
-    index = (tmp_path / INDEX_NAME).read_text()
+    index = (tmp_path / CDX_INDEX).read_text()
     assert index == library_index(warcs)
     assert report.lines == len(index.splitlines()) == 40 + 6  # one per response/revisit
     lines = index.splitlines()
@@ -208,7 +207,7 @@ def test_index_of_plain_warc_equals_cdxj_indexer(tmp_path: Path) -> None:
     with WarcWriter(tmp_path, cdx=True, gzip=False) as w:
         write_mixed(w, n=5)
     write_crawl_index(tmp_path)
-    assert (tmp_path / INDEX_NAME).read_text() == library_index(sorted(tmp_path.glob("*.warc")))
+    assert (tmp_path / CDX_INDEX).read_text() == library_index(sorted(tmp_path.glob("*.warc")))
 
 
 def test_warcs_without_a_per_file_index_are_indexed_by_the_library(tmp_path: Path) -> None:
@@ -218,7 +217,7 @@ def test_warcs_without_a_per_file_index_are_indexed_by_the_library(tmp_path: Pat
         write_mixed(w, n=3)
     with WarcWriter(tmp_path, prefix="lost", cdx=True) as w:
         write_mixed(w, n=3)
-    next((tmp_path / CDX_DIR).glob("lost-*.cdxj")).unlink()
+    next((tmp_path / CDX_PARTS).glob("lost-*.cdxj")).unlink()
     # a writer SIGKILLed: its file stays `.open`, its index lines partly written
     script = (
         "import os, signal, sys, time\n"
@@ -231,7 +230,7 @@ def test_warcs_without_a_per_file_index_are_indexed_by_the_library(tmp_path: Pat
     )
     res = subprocess.run([sys.executable, "-c", script, str(tmp_path)], timeout=60, check=False)
     assert res.returncode == -9
-    assert list((tmp_path / CDX_DIR).glob("killed-*.cdxj.open"))
+    assert list((tmp_path / CDX_PARTS).glob("killed-*.cdxj.open"))
     with next(tmp_path.glob("killed-*.open")).open("ab") as f:
         f.write(b"\x1f\x8b\x08\x00partial member")
     recover(tmp_path)
@@ -241,10 +240,10 @@ def test_warcs_without_a_per_file_index_are_indexed_by_the_library(tmp_path: Pat
         "lost",
         "plain",
     ]
-    assert not list((tmp_path / CDX_DIR).glob("*.open"))
+    assert not list((tmp_path / CDX_PARTS).glob("*.open"))
     warcs = sorted(tmp_path.glob("*.warc.gz"))
     assert len(warcs) == 3
-    index = (tmp_path / INDEX_NAME).read_text()
+    index = (tmp_path / CDX_INDEX).read_text()
     assert index == library_index(warcs)
     responses = 0
     for warc in warcs:
@@ -256,4 +255,4 @@ def test_warcs_without_a_per_file_index_are_indexed_by_the_library(tmp_path: Pat
 def test_no_warc_no_index(tmp_path: Path) -> None:
     assert write_crawl_index(tmp_path / "missing").path is None
     assert write_crawl_index(tmp_path).path is None
-    assert not (tmp_path / INDEX_NAME).exists()
+    assert not (tmp_path / CDX_INDEX).exists()

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import IO, Any, Final, cast
 
 from ..config import CLUSTER_DEFAULTS, ClusterSettings, CrawlSettings
+from ..crawldir import ClusterDir
 from ..exitcodes import Exit
 from ..frontier import FrontierStats
 from ..outdir import new_directory_problem
@@ -214,13 +215,14 @@ FOLLOWER_END_S: Final = 300.0
 def start_graph_follower(url: str, record: CrawlRecord, out: Path) -> subprocess.Popen[bytes]:
     """`gossamer graph follow` for this crawl, its state (journal, stats.json) in
     `out/graph/<crawl id>/`, its summary line in `out/graph/follow.log`."""
-    state = out / "graph"
+    cluster = ClusterDir(out)
+    state = cluster.graph_state
     state.mkdir(parents=True, exist_ok=True)
     command = gossamer_command(
         "graph", "follow", "--crawl", record.id, "--state", str(state), redis=url
     )
     # in its own session: a terminal's ^C is for the workers; it is told (_end_follower)
-    return start(command, log=state / "follow.log", new_session=True)
+    return start(command, log=cluster.follow_log, new_session=True)
 
 
 def _end_follower(follower: subprocess.Popen[bytes], out: Path) -> None:
@@ -237,7 +239,7 @@ def _end_follower(follower: subprocess.Popen[bytes], out: Path) -> None:
         code = follower.wait()
     if code != 0:
         _log.warning(
-            f"the crawl's graph consumer exited with {code} (see {out / 'graph' / 'follow.log'})"
+            f"the crawl's graph consumer exited with {code} (see {ClusterDir(out).follow_log})"
         )
 
 
@@ -293,7 +295,7 @@ def spawn_detached(
     """Start n `gossamer worker` processes in their own sessions (they outlive this
     command), record their pids in Redis under this machine's name; their pids."""
     machine = machine or socket.gethostname()
-    logs = out.absolute() / "logs"
+    logs = ClusterDir(out.absolute()).spawn_logs
     logs.mkdir(parents=True, exist_ok=True)
     pids = []
     key = Keys(crawl_id).spawned(machine)

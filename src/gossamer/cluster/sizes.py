@@ -13,11 +13,10 @@ from collections import Counter
 from collections.abc import Mapping
 from pathlib import Path
 
+from ..crawldir import CRAWL_LOG
 from ..partition import SHARDS, shard_of
 from ..sinks import read_crawl_log
 from ..urls import URLError, host_key
-
-CRAWL_LOG = "crawl.log.jsonl"
 
 
 class SiteSizesError(ValueError):

@@ -24,6 +24,7 @@ from typing import Any, Final
 
 import redis.exceptions
 
+from ..crawldir import GRAPH_STATS, JOURNAL
 from ..engine.events import GraphApplier, GraphLike, PageEvent, decode_events, encode_events
 from ..engine.sink_registry import PageSink, SinkContext
 from ..exitcodes import Exit
@@ -51,7 +52,6 @@ ENTRY_EVENTS: Final = 256
 STREAM_MAXLEN: Final = 50_000
 _FIELD: Final = b"e"
 _LENGTH: Final = struct.Struct(">I")
-JOURNAL: Final = "journal.bin"
 
 
 class StreamSink(PageSink):
@@ -304,7 +304,7 @@ def follow_main(
             client.set(keys.graph_stats, json.dumps(stats, default=str))
 
         graph = LiveGraph(
-            state / record.id / "stats.json", interval=interval_from_env(), on_write=publish
+            state / record.id / GRAPH_STATS, interval=interval_from_env(), on_write=publish
         )
         stop = threading.Event()
 

@@ -44,6 +44,7 @@ import redis.exceptions
 
 from .. import logs
 from ..config import CrawlSettings
+from ..crawldir import ClusterDir, CrawlDir
 from ..engine.crawler import Crawler
 from ..engine.sink_registry import register_sink, unregister_sink
 from ..exitcodes import Exit
@@ -157,7 +158,8 @@ def run_worker(
         return Exit.OK
     membership = Membership(client, record.id, ttl=record.heartbeat_ttl)
     worker_id = retrying(membership.new_id, what="registry")
-    wdir = out.absolute() / worker_id
+    wcrawl = ClusterDir(out.absolute()).worker(worker_id)
+    wdir = wcrawl.path
     # worker ids start at w1 in every crawl: DIR/w1/ may hold another crawl's worker's
     # outputs, which this worker would overwrite (crawl.json, stats.json) or mix with
     problem = new_directory_problem(
@@ -173,12 +175,12 @@ def run_worker(
         wdir.mkdir(parents=True, exist_ok=True)
         resolve_file = None
         if record.resolve_text:
-            resolve_file = wdir / "resolve.txt"
+            resolve_file = wcrawl.resolve_file
             resolve_file.write_text(record.resolve_text, encoding="utf-8")
         settings = record.worker_settings(wdir, resolve_file=resolve_file, concurrency=concurrency)
-        (wdir / "crawl.json").write_text(json.dumps(settings.manifest(), indent=2) + "\n")
+        wcrawl.manifest.write_text(json.dumps(settings.manifest(), indent=2) + "\n")
         machine = socket.gethostname()
-        (wdir / "worker.json").write_text(
+        wcrawl.worker_record.write_text(
             json.dumps(
                 {
                     "crawl": record.id,
@@ -237,7 +239,7 @@ def _run_joined(
         # worker ran) is one, but waiting or resuming as it is will not help
         _log.error(f"{refused}", extra={"worker_id": worker_id, "crawl_id": record.id})
         code = Exit.NOPERM
-    add_loop_lag(wdir / "stats.json", worker.loop_lag)
+    add_loop_lag(CrawlDir(wdir).stats, worker.loop_lag)
     pages = worker.crawler.counters.pages if worker.crawler is not None else 0
     why = worker.stop_reason or f"the crawl is {worker.crawl_state}"
     _log.info(

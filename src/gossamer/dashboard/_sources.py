@@ -25,9 +25,9 @@ from collections import Counter, deque
 from pathlib import Path
 from typing import Any, Protocol
 
+from ..crawldir import MANIFEST, CrawlDir
 from ..engine.heartbeat import read_beats
 from ..frontier.sqlite import read_counts
-from ..logs import DIAGNOSTICS_FILE
 from ..report.crawl import count_log_record, live_graph_stats, stats_end_reason
 from ..runner.pool import MAX_POOL_WORKERS, gossamer_alive, read_control
 from ..sinks import read_run_records
@@ -156,7 +156,7 @@ class _LogTail:
 
 
 class _DiagnosticsTail:
-    """The crawl's diagnostics file (logs.DIAGNOSTICS_FILE), read from where the last call
+    """The crawl's diagnostics file (`CrawlDir.diagnostics`), read from where the last call
     stopped, into the log ring. A handful of lines a run: no chunking needed beyond the
     ring's bound."""
 
@@ -195,7 +195,8 @@ class EmbeddedSource:
 
     def __init__(self, directory: Path) -> None:
         self.directory = directory
-        manifest = directory / "crawl.json"
+        self.crawl = crawl = CrawlDir(directory)
+        manifest = crawl.manifest
         # a directory that does not exist yet (or is empty): the crawl to be started there
         # from the page (POST /api/start); its settings are read once crawl.json appears
         self._settings: dict[str, Any] = {}
@@ -203,7 +204,7 @@ class EmbeddedSource:
             raise SourceError(f"{directory} is not a directory")
         if not manifest.is_file() and directory.is_dir() and any(directory.iterdir()):
             raise SourceError(
-                f"{directory} is not a crawl directory (no crawl.json); give the -o "
+                f"{directory} is not a crawl directory (no {MANIFEST}); give the -o "
                 "directory of a crawl (or a new one to start a crawl in), or --redis URL "
                 "for a cluster crawl"
             )
@@ -213,8 +214,8 @@ class EmbeddedSource:
             except (OSError, ValueError) as exc:
                 raise SourceError(f"cannot read {manifest}: {exc}") from exc
         self.log_ring = LogRing()
-        self._tail = _LogTail(directory / "crawl.log.jsonl", self.log_ring)
-        self._diagnostics = _DiagnosticsTail(directory / DIAGNOSTICS_FILE, self.log_ring)
+        self._tail = _LogTail(crawl.crawl_log, self.log_ring)
+        self._diagnostics = _DiagnosticsTail(crawl.diagnostics, self.log_ring)
         self._rate = _Rate()
         self._bytes_rate = _Rate()
         self._hosts_read = 0.0  # monotonic time top_hosts was last read
@@ -224,13 +225,7 @@ class EmbeddedSource:
 
     def lock_pid(self) -> int | None:
         """The pid in the directory's lock file: the process that holds it, or held it last."""
-        return self._pid()
-
-    def _pid(self) -> int | None:
-        try:
-            return int((self.directory / "lock").read_text().split()[0])
-        except (OSError, ValueError, IndexError):
-            return None
+        return self.crawl.lock_pid()
 
     def _running_pid(self, runs: list[dict[str, Any]]) -> int | None:
         """The crawling process's pid, None when no crawl runs in the directory: its last run
@@ -239,7 +234,7 @@ class EmbeddedSource:
         if last_start is None:
             return None
         ended = any(r.get("event") == "end" and r.get("run") == last_start.get("run") for r in runs)
-        pid = self._pid()
+        pid = self.crawl.lock_pid()
         if ended or pid is None or not gossamer_alive(pid):
             return None
         return pid
@@ -250,13 +245,13 @@ class EmbeddedSource:
 
     def _snapshot(self) -> dict[str, Any]:
         now = time.time()
-        out = self.directory
+        out, crawl = self.directory, self.crawl
         if not self._settings:  # a crawl started since: its settings
-            self._settings = _read_json(out / "crawl.json") or {}
-        runs = read_run_records(out / "runs.jsonl")
+            self._settings = _read_json(crawl.manifest) or {}
+        runs = read_run_records(crawl.runs)
         starts = [r for r in runs if r.get("event") == "start"]
         pid = self._running_pid(runs)
-        stats = _read_json(out / "stats.json")
+        stats = _read_json(crawl.stats)
         max_pages = self._settings.get("max_pages")
         end_reason = None
         if pid is not None:
@@ -275,7 +270,7 @@ class EmbeddedSource:
         tail = self._tail
         frontier, frontier_error = None, None
         try:
-            frontier = read_counts(out / "frontier.sqlite")
+            frontier = read_counts(crawl.frontier)
         except sqlite3.Error as exc:
             frontier_error = str(exc)
         started = float(starts[-1]["time"]) if starts else None
@@ -288,7 +283,7 @@ class EmbeddedSource:
             self._hosts_read = time.monotonic()
             try:
                 self._top_hosts = sqlite_top_hosts(
-                    out / "frontier.sqlite", options=crawl_options(self._settings)
+                    crawl.frontier, options=crawl_options(self._settings)
                 )
             except sqlite3.Error:
                 self._top_hosts = None  # (frontier_error says why, from the counters read)
@@ -299,7 +294,7 @@ class EmbeddedSource:
                 {
                     "id": "main",
                     "machine": socket.gethostname(),
-                    "pid": pid if pid is not None else self._pid(),
+                    "pid": pid if pid is not None else self.crawl.lock_pid(),
                     "state": state,
                     "pages": tail.pages,
                     "pages_per_s": rate,
@@ -340,7 +335,7 @@ class EmbeddedSource:
             "frontier_error": frontier_error,
             "workers": workers,
             "top_hosts": self._top_hosts,
-            "graph": live_graph_stats(out / "graph" / "stats.json"),
+            "graph": live_graph_stats(crawl.live_graph_stats),
             "time": now,
             "control": _embedded_control(out, state, end_reason, pid),
         }
@@ -356,7 +351,7 @@ class EmbeddedSource:
         """SIGTERM to the crawling process, as a terminal's `kill` would: a graceful stop
         (it finishes its batches, writes its statistics; `gossamer crawl --resume` goes on)."""
         with self._lock:
-            pid = self._running_pid(read_run_records(self.directory / "runs.jsonl"))
+            pid = self._running_pid(read_run_records(self.crawl.runs))
             if pid is None:
                 raise SourceError(f"no crawl is running in {self.directory}")
             try:
@@ -411,7 +406,7 @@ def _embedded_control(
         workers = 1
     return {
         "workers": workers,
-        "can_start": state == "not started" and not (out / "crawl.json").exists(),
+        "can_start": state == "not started" and not CrawlDir(out).manifest.exists(),
         "can_resume": state in ("ended", "killed") and end_reason != "complete",
         "can_stop": state == "running",
         "can_scale": state == "running" and pool,

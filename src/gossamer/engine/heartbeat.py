@@ -17,11 +17,11 @@ from collections import deque
 from pathlib import Path
 from typing import Any, Protocol
 
+from ..crawldir import CrawlDir
 from .crawler import CrawlCounters
 
 __all__ = [
     "BEAT_INTERVAL_S",
-    "HEARTBEAT_DIR",
     "BeatPages",
     "Heartbeat",
     "beat_path",
@@ -31,7 +31,6 @@ __all__ = [
     "write_beat",
 ]
 
-HEARTBEAT_DIR = "workers"
 #: seconds between two beats: the dashboard reads at most every 0.5 s, and a table a second
 #: old is fresh enough to read; a faster beat would only cost writes
 BEAT_INTERVAL_S = 1.0
@@ -40,7 +39,7 @@ RATE_WINDOW_S = 5.0
 
 
 def beat_path(out: Path, worker_id: str) -> Path:
-    return out / HEARTBEAT_DIR / f"{worker_id}.json"
+    return CrawlDir(out).heartbeat(worker_id)
 
 
 def write_beat(path: Path, record: dict[str, Any]) -> None:
@@ -53,7 +52,7 @@ def write_beat(path: Path, record: dict[str, Any]) -> None:
 def clear_beats(out: Path) -> None:
     """Remove the beats of an earlier run (a new run's workers write theirs): called with
     the directory's lock held, before any worker starts."""
-    folder = out / HEARTBEAT_DIR
+    folder = CrawlDir(out).heartbeats
     if not folder.is_dir():
         return
     for path in folder.iterdir():
@@ -72,7 +71,7 @@ def forget_beat(out: Path, worker_id: str) -> None:
 def read_beats(out: Path) -> list[dict[str, Any]]:
     """Every beat in `out/workers/`, by worker number (`main` first); a file being replaced
     or torn is skipped."""
-    folder = out / HEARTBEAT_DIR
+    folder = CrawlDir(out).heartbeats
     try:
         paths = [p for p in folder.iterdir() if p.suffix == ".json" and not p.name.startswith(".")]
     except OSError:

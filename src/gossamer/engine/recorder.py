@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..config import CrawlSettings
+from ..crawldir import CrawlDir
 from ..fetch import FetchResult
 from ..sinks import CrawlLog, GraphWriter, WarcWriter
 from ..sinks.warc import recover
@@ -115,12 +116,13 @@ class WarcSink(PageSink):
     """WARC files (--no-warc: none), each with its CDXJ index as it is written."""
 
     def __init__(self, ctx: SinkContext) -> None:
-        out, settings, part = ctx.out, ctx.settings, ctx.part
+        settings, part = ctx.settings, ctx.part
+        warc_dir = CrawlDir(ctx.out).warc_dir
         self.recrawl = ctx.recrawl
         if not part:  # a pool's parent recovers before its workers start
-            recover(out / "warc")  # a killed run leaves `.open` files: keep whole records
+            recover(warc_dir)  # a killed run leaves `.open` files: keep whole records
         self.warc = WarcWriter(
-            out / "warc",
+            warc_dir,
             prefix=f"gossamer{'-' + part if part else ''}",
             max_bytes=settings.sinks.warc_max_bytes,
             warcinfo={
@@ -162,7 +164,7 @@ class CrawlLogSink(PageSink):
 
     def __init__(self, ctx: SinkContext) -> None:
         self.recrawl = ctx.recrawl
-        self.crawl_log = CrawlLog(ctx.out / "crawl.log.jsonl", worker=ctx.part or None)
+        self.crawl_log = CrawlLog(CrawlDir(ctx.out).crawl_log, worker=ctx.part or None)
 
     def log(self, result: FetchResult, *, depth: int, parent: str | None, outcome: str) -> None:
         status = result.status

@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Final
 
+from ..crawldir import CrawlDir
 from ..frontier import Discovered, Frontier
 from ..outdir import check_recrawl_dir, old_seeds
 from ..urls import fingerprint, host_key
@@ -42,7 +43,7 @@ _SEED_CHUNK: Final = 10_000
 def _log_records(old: Path) -> Iterator[dict[str, Any]]:
     """The old crawl log's records (torn lines skipped); bytes-level filter first, as most
     of a big log is parsed for two or three fields."""
-    with open(old / "crawl.log.jsonl", "rb") as f:
+    with open(CrawlDir(old).crawl_log, "rb") as f:
         for raw in f:
             try:
                 rec = json.loads(raw)
@@ -210,7 +211,7 @@ class Recrawl:
             )
             table.append(fingerprint(url), value)
         validators = table.freeze()
-        edges = _EdgeTable.read(path / "graph", validators.keys())
+        edges = _EdgeTable.read(CrawlDir(path), validators.keys())
         return cls(path, validators, edges)
 
     def validators(self, fp: int) -> tuple[str | None, str | None, str | None]:
@@ -255,12 +256,12 @@ class _EdgeTable:
         self._urls = _SortedTable()
 
     @classmethod
-    def read(cls, gdir: Path, fps: array[int]) -> _EdgeTable:
-        """The edges of `gdir` (all parts; headers, torn lines and repeats skipped) whose
+    def read(cls, crawl: CrawlDir, fps: array[int]) -> _EdgeTable:
+        """The edges of `crawl`'s graph (all parts; headers, torn lines and repeats skipped) whose
         source is one of the URLs with fingerprints `fps` (sorted)."""
         wanted = array("Q", sorted({fp & _MASK for fp in fps}))
         srcs, dsts, kinds = array("Q"), array("Q"), bytearray()
-        for path in sorted(gdir.glob("edges*.tsv")):
+        for path in crawl.graph_edge_files():
             with open(path, "rb") as f:
                 for line in f:
                     parts = line.split(b"\t")
@@ -297,7 +298,7 @@ class _EdgeTable:
         del srcs, dsts, kinds, order, seen
         targets = array("Q", sorted(set(table._dsts)))
         urls = _SortedTable()
-        for path in sorted(gdir.glob("nodes*.tsv")):
+        for path in crawl.graph_node_files():
             with open(path, "rb") as f:
                 for line in f:
                     nid, tab, url = line.rstrip(b"\n").partition(b"\t")

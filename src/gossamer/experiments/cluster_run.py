@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from ..config import CLUSTER_DEFAULTS
+from ..crawldir import ClusterDir
 from ..runner.spawn import gossamer_command, start
 from ..testweb import (
     AuditReport,
@@ -229,8 +230,10 @@ def read_fetches(out: Path, *, strict: bool = False) -> list[Fetch]:
     from ..sinks.crawllog import read_crawl_log
 
     fetches = []
-    for path in sorted(out.glob("w*/crawl.log.jsonl")):
-        wid = path.parent.name
+    for worker in ClusterDir(out).workers():
+        path, wid = worker.crawl_log, worker.path.name
+        if not path.is_file():
+            continue
         for r in read_crawl_log(path, strict=strict):
             url = canonical_url(r["url"]) or r["url"]
             parent = r.get("parent")
@@ -491,9 +494,9 @@ def _worker_runs(
 ) -> tuple[WorkerRun, ...]:
     """The workers, their registered ids matched by pid (DIR/<id>/worker.json)."""
     ids: dict[int, str] = {}
-    for path in out.glob("w*/worker.json"):
+    for worker in ClusterDir(out).workers():
         with contextlib.suppress(ValueError, OSError, KeyError):
-            ids[int(json.loads(path.read_text())["pid"])] = path.parent.name
+            ids[int(json.loads(worker.worker_record.read_text())["pid"])] = worker.path.name
     return tuple(
         WorkerRun(
             id=ids.get(p.pid, ""),

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .._named import Named
+from ..crawldir import CrawlDir
 from ._protocol import Frontier, FrontierError
 
 if TYPE_CHECKING:
@@ -72,7 +73,7 @@ def _sqlite(settings: CrawlSettings, place: FrontierPlace) -> Frontier:
 
     if place.directory is None:
         raise FrontierError("the sqlite frontier lives in a crawl directory: none given")
-    return SqliteFrontier(place.directory / "frontier.sqlite", **settings.frontier_knobs())
+    return SqliteFrontier(CrawlDir(place.directory).frontier, **settings.frontier_knobs())
 
 
 def _redis(settings: CrawlSettings, place: FrontierPlace) -> Frontier:

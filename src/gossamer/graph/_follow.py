@@ -43,12 +43,12 @@ class CrawlFollower:
         `graph stats DIR` reads a log)."""
         grew = False
         for d in crawl_dirs(self.directory):
-            for log in sorted(d.glob("crawl*.log.jsonl")):
+            for log in d.crawl_logs():
                 data = self._new_bytes(log, whole_lines=not final)
                 if data:
                     grew = True
                     self.nodes.update(node_id(u) for u in node_urls(data.splitlines()))
-            for part in sorted((d / "graph").glob("edges*.tsv")):
+            for part in d.graph_edge_files():
                 data = self._new_bytes(part, whole_lines=True)
                 if data:
                     grew = True

@@ -23,6 +23,7 @@ import numpy as np
 import numpy.typing as npt
 import scipy.sparse as sp
 
+from ..crawldir import CRAWL_LOG, ClusterDir, CrawlDir
 from ..sinks.graph import is_node_status, node_id
 
 __all__ = ["LoadedGraph", "load_crawl_dir", "load_edgelist", "load_graph"]
@@ -210,24 +211,25 @@ def _remap(values: npt.NDArray[np.int64]) -> tuple[npt.NDArray[Any], npt.NDArray
     return inverse.astype(np.int32), distinct
 
 
-def crawl_dirs(directory: Path) -> list[Path]:
+def crawl_dirs(directory: Path) -> list[CrawlDir]:
     """The directories whose logs and graph parts make the crawl in `directory`: itself (an
     embedded crawl), or its cluster workers' `w*/` directories; [] when it is neither."""
-    if any(directory.glob("crawl*.log.jsonl")):
-        return [directory]
-    return sorted(
-        d for d in directory.glob("w*")
-        if (d / "worker.json").is_file() and any(d.glob("crawl*.log.jsonl"))
-    )  # fmt: skip
+    crawl = CrawlDir(directory)
+    if crawl.crawl_logs():
+        return [crawl]
+    return [
+        worker for worker in ClusterDir(directory).workers()
+        if worker.worker_record.is_file() and worker.crawl_logs()
+    ]  # fmt: skip
 
 
 def _crawled_urls(directory: Path) -> list[str]:
     """URLs fetched as pages with status 200–399, from every crawl log of the crawl in
     `directory` (its cluster workers' too)."""
-    logs = sorted(log for d in crawl_dirs(directory) for log in d.glob("crawl*.log.jsonl"))
+    logs = sorted(log for d in crawl_dirs(directory) for log in d.crawl_logs())
     if not logs:
         raise ValueError(
-            f"{directory}: not a crawl directory (no crawl.log.jsonl, nor cluster workers' "
+            f"{directory}: not a crawl directory (no {CRAWL_LOG}, nor cluster workers' "
             "w*/ directories holding one)"
         )
     urls: dict[str, None] = {}
@@ -290,7 +292,7 @@ def crawled_pages(directory: Path) -> list[int]:
 def edge_parts(directory: Path) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
     """(src ids, dst ids) of every graph/edges*.tsv part of the crawl in `directory`,
     concatenated (repeats kept)."""
-    paths = [p for d in crawl_dirs(directory) for p in sorted((d / "graph").glob("edges*.tsv"))]
+    paths = [p for d in crawl_dirs(directory) for p in d.graph_edge_files()]
     parts = [_edge_part(p) for p in paths]
     if not parts:
         empty = np.empty(0, dtype=np.int64)

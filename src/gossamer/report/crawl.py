@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import sys
 import time
 from array import array
@@ -23,13 +22,18 @@ from typing import Any
 
 import xxhash
 
+from ..crawldir import (
+    GRAPH_EDGE_FILES,
+    GRAPH_NODE_FILES,
+    MANIFEST,
+    CrawlDir,
+    flock_held,
+    graph_part,
+)
 from ..engine.crawler import RETRY_STATUSES
 from ..sinks import append_run_record, read_run_records, read_stats
-from ..sinks.graph import FOLLOW_LOCK
 
 _log = logging.getLogger(__name__)
-
-RUNS_FILE = "runs.jsonl"
 
 # ------------------------------------------------------------------ why a crawl ended
 
@@ -130,7 +134,7 @@ def start_run(
     """Append the start of a run to `out/runs.jsonl`: (its number, from 1; its start time).
     `changed`: the settings a resumed run took from its command line (docs/crawler.md,
     "Resuming"), recorded with their new values."""
-    path = out / RUNS_FILE
+    path = CrawlDir(out).runs
     number = 1 + sum(1 for r in read_run_records(path) if r.get("event") == "start")
     started = time.time()
     record: dict[str, Any] = {
@@ -151,14 +155,15 @@ def end_run(out: Path, number: int, started: float, exit_code: int) -> None:
     (`stats.json`, when it is newer than the run's start: a run that failed to write it
     leaves the previous run's)."""
     stats = None
-    path = out / "stats.json"
+    crawl = CrawlDir(out)
+    path = crawl.stats
     try:
         if path.stat().st_mtime >= started:
             stats = read_stats(path)
     except (OSError, ValueError):
         pass
     append_run_record(
-        out / RUNS_FILE,
+        crawl.runs,
         {"event": "end", "run": number, "time": time.time(), "exit": exit_code, "stats": stats},
     )
 
@@ -168,20 +173,21 @@ def end_run(out: Path, number: int, started: float, exit_code: int) -> None:
 
 def crawl_report(out: Path) -> dict[str, Any]:
     """Statistics of the crawl in `out` (raises ValueError when it is not a crawl dir)."""
-    manifest = out / "crawl.json"
+    crawl = CrawlDir(out)
+    manifest = crawl.manifest
     if not manifest.is_file():
-        raise ValueError(f"{out} is not a crawl directory (no crawl.json)")
+        raise ValueError(f"{out} is not a crawl directory (no {MANIFEST})")
     report: dict[str, Any] = {"directory": str(out)}
     report["settings"] = json.loads(manifest.read_text())
     if isinstance(report["settings"].get("proxy"), str):  # crawl.json keeps its password
         from ..fetch.options import redact_proxy
 
         report["settings"]["proxy"] = redact_proxy(report["settings"]["proxy"])
-    stats = out / "stats.json"
+    stats = crawl.stats
     last_stats = json.loads(stats.read_text()) if stats.is_file() else None
     report["stats"] = last_stats  # the last run's own statistics, as it wrote them
-    runs = _runs(read_run_records(out / RUNS_FILE))
-    log = _scan_log(out / "crawl.log.jsonl", runs)
+    runs = _runs(read_run_records(crawl.runs))
+    log = _scan_log(crawl.crawl_log, runs)
     per_run = log["per_run"]
     if not runs or log["before_history"]:
         # a crawl made before run histories were kept, a cluster worker's directory (written
@@ -206,10 +212,11 @@ def crawl_report(out: Path) -> dict[str, Any]:
         "outcomes": dict(log["outcomes"].most_common()),
         "statuses": dict(log["statuses"].most_common()),
     }
-    warcs = sorted((out / "warc").glob("*.warc.gz")) if (out / "warc").is_dir() else []
+    warc_dir = crawl.warc_dir
+    warcs = sorted(warc_dir.glob("*.warc.gz")) if warc_dir.is_dir() else []
     report["warc"] = {"files": len(warcs), "bytes": sum(p.stat().st_size for p in warcs)}
-    report["graph"] = graph_counts(out / "graph")
-    report["graph_stats"] = live_graph_stats(out / "graph" / "stats.json")
+    report["graph"] = graph_counts(crawl.graph_dir)
+    report["graph_stats"] = live_graph_stats(crawl.live_graph_stats)
     return report
 
 
@@ -218,26 +225,14 @@ def live_graph_finishing(out: Path) -> bool:
     last run has ended (runs.jsonl) and the live graph's process still holds
     `graph/follow.lock`. (A crawl that runs holds it too, and a killed crawl's child exits
     without writing: neither is waited for.)"""
-    runs = read_run_records(out / RUNS_FILE)
+    runs = read_run_records(CrawlDir(out).runs)
     return bool(runs) and runs[-1].get("event") == "end" and live_graph_locked(out)
 
 
 def live_graph_locked(out: Path) -> bool:
     """Whether a live graph's process (a running crawl's child, or the fork writing an ended
     crawl's final statistics) holds `out/graph/follow.lock`."""
-    import fcntl
-
-    try:
-        fd = os.open(out / "graph" / FOLLOW_LOCK, os.O_RDONLY)
-    except OSError:
-        return False
-    try:
-        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-    except OSError:
-        return True  # held
-    finally:
-        os.close(fd)  # (releases the shared lock when it was taken)
-    return False
+    return flock_held(CrawlDir(out).follow_lock)
 
 
 def wait_live_graph(out: Path, timeout: float) -> bool:
@@ -317,7 +312,7 @@ def _cluster_worker(out: Path) -> str | None:
     """The worker id of a cluster worker's directory (`worker.json`), else None. Such a
     directory is one run by construction: worker ids are never reused (docs/cluster.md)."""
     try:
-        worker = json.loads((out / "worker.json").read_text()).get("worker")
+        worker = json.loads(CrawlDir(out).worker_record.read_text()).get("worker")
     except (OSError, ValueError, AttributeError):
         return None
     return str(worker) if worker is not None else None
@@ -504,15 +499,15 @@ def graph_counts(gdir: Path) -> dict[str, Any]:
     by_kind: dict[bytes, array[int]] = {}
     parts: set[str] = set()
     if gdir.is_dir():
-        for path in sorted(gdir.glob("nodes*.tsv")):
-            parts.add(path.name.removeprefix("nodes").removesuffix(".tsv").lstrip("-"))
+        for path in sorted(gdir.glob(GRAPH_NODE_FILES)):
+            parts.add(graph_part(path))
             with path.open("rb") as f:
                 for line in f:
                     nid, tab, _url = line.partition(b"\t")
                     if tab and nid.isdigit() and line.endswith(b"\n"):
                         ids.append(int(nid))
-        for path in sorted(gdir.glob("edges*.tsv")):
-            parts.add(path.name.removeprefix("edges").removesuffix(".tsv").lstrip("-"))
+        for path in sorted(gdir.glob(GRAPH_EDGE_FILES)):
+            parts.add(graph_part(path))
             with path.open("rb") as f:
                 for line in f:
                     fields = line.split(b"\t")
@@ -661,16 +656,17 @@ def write_report_cdx(out: Path) -> int:
     from ..exitcodes import Exit
     from ..sinks.cdx import write_crawl_index
 
-    if not (out / "crawl.json").is_file():
+    crawl = CrawlDir(out)
+    if not crawl.manifest.is_file():
         _log.error(
-            f"{out} is not a crawl directory (no crawl.json); "
+            f"{out} is not a crawl directory (no {MANIFEST}); "
             "give the -o directory of a crawl",
             extra={"path": str(out)},
         )
         return Exit.USAGE
     try:
         with dir_lock(out):
-            index = write_crawl_index(out / "warc")
+            index = write_crawl_index(crawl.warc_dir)
     except CrawlError:
         _log.error(
             f"a crawler is running in {out}; it writes the CDX index when it "
@@ -680,13 +676,13 @@ def write_report_cdx(out: Path) -> int:
         return Exit.USAGE
     except OSError as exc:
         _log.error(
-            f"cannot write the CDX index in {out / 'warc'}: "
+            f"cannot write the CDX index in {crawl.warc_dir}: "
             f"{exc.strerror or exc}; free space or fix permissions and run it again",
             extra={"path": str(out)},
         )
         return Exit.IOERR
     if index.path is None:
-        print(f"cdx: no WARC file in {out / 'warc'}: no index written", file=sys.stderr)
+        print(f"cdx: no WARC file in {crawl.warc_dir}: no index written", file=sys.stderr)
     else:
         again = len(index.indexed_by_library)
         library = f", {again} indexed by cdxj-indexer" if again else ""

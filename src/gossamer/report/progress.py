@@ -21,6 +21,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
+from ..crawldir import CRAWL_LOG, STATS, CrawlDir
 from ..frontier import FrontierStats
 from ..robots import ROBOTS_DISALLOWED, ROBOTS_UNREACHABLE
 
@@ -288,7 +289,7 @@ def stop_note(
             f"{in_flight} request{'' if in_flight == 1 else 's'} in flight")  # fmt: skip
         return (
             f"stopping now ({key} again): {what} abandoned ({kept}); writing the WARC "
-            "files, the crawl log and stats.json"
+            f"files, the crawl log and {STATS}"
         )
     if in_flight is None:
         waits = "the requests in flight"
@@ -297,7 +298,7 @@ def stop_note(
     who = "the workers send" if pool else "sending"
     return (
         f"stopping ({key}): {who} no new request; waiting up to {grace_s:g} s for {waits}, "
-        "then writing the outputs (WARC, crawl log, stats.json). Ctrl-C again stops sooner "
+        f"then writing the outputs (WARC, crawl log, {STATS}). Ctrl-C again stops sooner "
         f"(the requests in flight abandoned, {kept})"
     )
 
@@ -459,7 +460,7 @@ _ROBOTS_UNREACHABLE = (
     "disallow all while it is unreachable)",
     "check that the servers are up and answer robots.txt",
 )
-_GENERIC = ("the fetches failed", "see crawl.log.jsonl for each URL's error")
+_GENERIC = ("the fetches failed", f"see {CRAWL_LOG} for each URL's error")
 
 
 @dataclass(frozen=True, slots=True)
@@ -603,12 +604,13 @@ def end_summary(
         if problem is not None:
             lines.append(f"  most requests failed: {problem.line()}")
     if outputs is None:
+        crawl = CrawlDir(out)
         outputs = [
-            ("WARC", out / "warc"),
-            ("CDX index", out / "warc" / "index.cdxj"),
-            ("crawl log", out / "crawl.log.jsonl"),
-            ("graph", out / "graph"),
-            ("statistics", out / "stats.json"),
+            ("WARC", crawl.warc_dir),
+            ("CDX index", crawl.cdx_index),
+            ("crawl log", crawl.crawl_log),
+            ("graph", crawl.graph_dir),
+            ("statistics", crawl.stats),
         ]
     shown = [f"{name} {path}{'/' if path.is_dir() else ''}" for name, path in outputs
              if path.exists()]  # fmt: skip
@@ -637,7 +639,7 @@ def print_summary(
     failed = nothing_fetched(stats) and ended(stats, max_pages) in ("complete", "max-pages")
     if failed:
         problem = diagnose(stats)
-        reason = problem.line() if problem is not None else "see crawl.log.jsonl"
+        reason = problem.line() if problem is not None else f"see {CRAWL_LOG}"
         if stream is not None:  # the summary's last line
             stream.write(f"gossamer: error: no page fetched: {reason}\n")
         else:  # quiet: the error is a diagnostic like any other

@@ -11,6 +11,7 @@ from collections.abc import Collection, Sequence
 from pathlib import Path
 from typing import Any
 
+from ..crawldir import CrawlDir, stats_part
 from ..engine.crawler import Crawler
 from .crawl import end_reason, iso_date
 
@@ -36,12 +37,12 @@ def merge_stats(
     crawl's end."""
     parts = []
     named = []
-    for path in sorted(out.glob("stats-w*.json"), key=lambda p: _part_number(p.stem)):
+    for path in sorted(CrawlDir(out).worker_stats_files(), key=lambda p: _part_number(p.stem)):
         try:
             parts.append(json.loads(path.read_text()))
         except (OSError, ValueError):
             continue
-        named.append(path.stem.removeprefix("stats-"))
+        named.append(stats_part(path))
     now = time.time()
     elapsed = max(now - started, 1e-9)
     signal_name = signal.Signals(stopped[0]).name if stopped else None

@@ -19,6 +19,7 @@ from typing import Final
 
 from .._version import __version__
 from ..config import CrawlSettings
+from ..crawldir import CrawlDir
 from ..engine.crawler import Crawler
 from ..engine.ipgate import FileIpGate, LocalIpGate, PoolIpGate
 from ..engine.recorder import Recorder
@@ -81,10 +82,10 @@ def embedded_stores(
     """The frontier, robots store and IP gate of the embedded crawl (`part` "") or of the
     pool's worker `part` (its IP gate: the pool's broker on `ip_gate_socket`; without one, a
     worker run by hand, lock files in the crawl directory)."""
-    out = settings.output
+    crawl = CrawlDir(settings.output)
     frontier = open_frontier(settings, backends)
     try:  # every process of the crawl (a pool's workers, a resumed run) reads it
-        robots_store = SqliteRobotsStore(out / "robots.sqlite")
+        robots_store = SqliteRobotsStore(crawl.robots)
     except BaseException:
         frontier.close()
         raise
@@ -93,7 +94,7 @@ def embedded_stores(
     if ip_gate_socket is not None:
         gate = PoolIpGate(ip_gate_socket, per_ip)
     elif part:
-        gate = FileIpGate(out / "locks", per_ip)
+        gate = FileIpGate(crawl.ip_locks, per_ip)
     else:
         gate = LocalIpGate(per_ip)
     return EmbeddedStores(frontier, robots_store, gate)

@@ -23,7 +23,8 @@ import time
 from pathlib import Path
 from typing import IO, Any, Final
 
-from ..sinks.graph import FOLLOW_END, FOLLOW_LOCK, REFRESH_BACKOFF, REFRESH_INTERVAL_S
+from ..crawldir import CrawlDir
+from ..sinks.graph import FOLLOW_END, REFRESH_BACKOFF, REFRESH_INTERVAL_S
 
 __all__ = ["CPU_SHARE", "END", "INTERVAL_S", "main", "run"]
 
@@ -77,8 +78,9 @@ class _Machine:
 def _hold_lock(directory: Path) -> int:
     """`graph/follow.lock` held (flock, blocking: an earlier run's final statistics are
     written first); the descriptor, which the process keeps until it exits."""
-    (directory / "graph").mkdir(parents=True, exist_ok=True)
-    fd = os.open(directory / "graph" / FOLLOW_LOCK, os.O_RDWR | os.O_CREAT, 0o644)
+    crawl = CrawlDir(directory)
+    crawl.graph_dir.mkdir(parents=True, exist_ok=True)
+    fd = os.open(crawl.follow_lock, os.O_RDWR | os.O_CREAT, 0o644)
     fcntl.flock(fd, fcntl.LOCK_EX)
     return fd
 
@@ -110,7 +112,7 @@ def _follow_module() -> Any:
 def _loop(
     directory: Path, control: IO[bytes], interval: float, detach_final: bool, cpu_share: float
 ) -> int:
-    path = directory / "graph" / "stats.json"
+    path = CrawlDir(directory).live_graph_stats
     follower: Any = None
 
     def made() -> Any:

@@ -12,14 +12,14 @@ import json
 from pathlib import Path
 
 from ..config import CrawlSettings, SettingsError
-from ..crawldir import MANIFEST, CrawlError
+from ..crawldir import MANIFEST, CrawlDir, CrawlError
 
 __all__ = ["load_manifest", "write_manifest"]
 
 
 def load_manifest(out: Path) -> CrawlSettings:
     """The settings stored in a crawl directory (CrawlError / SettingsError when unusable)."""
-    manifest = out / MANIFEST
+    manifest = CrawlDir(out).manifest
     if not manifest.is_file():
         raise CrawlError(f"{out} is not a crawl directory (no {MANIFEST}) — cannot resume")
     try:
@@ -38,7 +38,7 @@ def load_manifest(out: Path) -> CrawlSettings:
 def write_manifest(settings: CrawlSettings) -> None:
     """Write `settings` as the crawl's crawl.json, atomically (a reader sees the old file or
     the new one)."""
-    manifest = settings.output / MANIFEST
+    manifest = CrawlDir(settings.output).manifest
     tmp = manifest.with_name(MANIFEST + ".tmp")
     tmp.write_text(json.dumps(settings.manifest(), indent=2) + "\n")
     tmp.replace(manifest)

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from ..config import CrawlSettings
+from ..crawldir import MANIFEST, CrawlDir
 from ..engine.crawler import seed_frontier
 from ..engine.heartbeat import BeatPages, forget_beat
 from ..engine.ipgate import IpGateBroker
@@ -44,7 +45,6 @@ from .worker import run_worker
 _log = logging.getLogger(__name__)
 
 __all__ = [
-    "CONTROL_FILE",
     "MAX_POOL_WORKERS",
     "ScaleError",
     "clear_control",
@@ -53,8 +53,6 @@ __all__ = [
     "run_pool",
 ]
 
-#: the pool's control record: the parent's pid and the worker count asked for
-CONTROL_FILE = "control.json"
 #: the most workers a pool is scaled to: every worker is a process with its own SQLite
 #: connection to the one frontier, whose writes are serialised; past a few per core they
 #: only wait for each other (docs/crawler.md, "Worker processes")
@@ -69,30 +67,24 @@ class ScaleError(Exception):
 
 def clear_control(out: Path) -> None:
     with contextlib.suppress(FileNotFoundError):
-        (out / CONTROL_FILE).unlink()
+        CrawlDir(out).control.unlink()
 
 
 def read_control(out: Path) -> dict[str, Any] | None:
-    """The pool's control record (None: none, or unreadable)."""
+    """The pool's control record: the parent's pid and the worker count asked for (None:
+    none, or unreadable)."""
     try:
-        data = json.loads((out / CONTROL_FILE).read_text())
+        data = json.loads(CrawlDir(out).control.read_text())
     except (OSError, ValueError):
         return None
     return data if isinstance(data, dict) else None
 
 
 def _write_control(out: Path, record: dict[str, Any]) -> None:
-    path = out / CONTROL_FILE
-    tmp = path.with_name(f".{CONTROL_FILE}.{os.getpid()}.tmp")
+    path = CrawlDir(out).control
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     tmp.write_text(json.dumps(record) + "\n")
     os.replace(tmp, path)
-
-
-def _lock_pid(out: Path) -> int | None:
-    try:
-        return int((out / "lock").read_text().split()[0])
-    except (OSError, ValueError, IndexError):
-        return None
 
 
 def gossamer_alive(pid: int) -> bool:
@@ -114,9 +106,10 @@ def gossamer_alive(pid: int) -> bool:
 def running_pool(out: Path) -> tuple[int, dict[str, Any]]:
     """The pid of the pool's parent running in `out` and its control record (ScaleError:
     no crawl runs there, or it runs in one process, which cannot be scaled)."""
-    if not (out / "crawl.json").is_file():
-        raise ScaleError(f"{out} is not a crawl directory (no crawl.json)")
-    pid = _lock_pid(out)
+    crawl = CrawlDir(out)
+    if not crawl.manifest.is_file():
+        raise ScaleError(f"{out} is not a crawl directory (no {MANIFEST})")
+    pid = crawl.lock_pid()
     if pid is None or not gossamer_alive(pid):
         raise ScaleError(f"no crawl is running in {out}")
     control = read_control(out)
@@ -181,16 +174,17 @@ def _supervise(
     feed: GraphFeed | None = None,
 ) -> int:
     out = settings.output
+    crawl = CrawlDir(out)
     if resume:
         frontier.reclaim_expired(float("inf"))
     else:
         seed_frontier(frontier, settings)
         seed_recrawl(frontier, settings)  # --recrawl: every page the old crawl fetched
     done_before = frontier.statistics().done  # a resume's earlier runs, shown beside this one's
-    for old in out.glob("stats-w*.json"):
+    for old in crawl.worker_stats_files():
         old.unlink()
-    if settings.sinks.warc and (out / "warc").is_dir():
-        recover(out / "warc")  # `.open` files of a killed run: keep their whole records
+    if settings.sinks.warc and crawl.warc_dir.is_dir():
+        recover(crawl.warc_dir)  # `.open` files of a killed run: keep their whole records
     started = time.time()
     # Workers are forked, not started as new interpreters: this process has imported
     # everything a worker needs, and a fresh `gossamer crawl-worker` spent ~0.3 s of a
@@ -318,7 +312,7 @@ def _supervise(
             out, len(procs), started, stopped, frontier.statistics(), settings.max_pages, codes,
             retired=[p.name for p in procs if p.pid in retired],
         )  # fmt: skip
-        write_stats(out / "stats.json", summary)
+        write_stats(crawl.stats, summary)
     finally:
         broker.stop()
         for sig, handler in previous.items():

@@ -10,7 +10,6 @@ without a higher limit, has nothing to resume: `plan_resume` says so and nothing
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 from dataclasses import dataclass, field
@@ -18,8 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from ..config import CrawlSettings, SettingsError
-from ..crawldir import CrawlError
-from ..report.crawl import RUNS_FILE, human_date, stats_end_reason
+from ..crawldir import CrawlDir, CrawlError
+from ..report.crawl import human_date, stats_end_reason
 from ..sinks import read_run_records, read_stats
 from .manifest import load_manifest
 
@@ -216,18 +215,10 @@ def _show(value: Any) -> str:
 
 
 def _check_not_running(out: Path) -> None:
-    """CrawlError when a crawler holds the directory's lock (a shared lock taken on the
-    existing file, opened read-only: neither created nor changed)."""
-    try:
-        fh = (out / "lock").open("r")
-    except OSError:
-        return  # no lock file: no crawler ever ran here
-    with fh:
-        try:
-            fcntl.flock(fh, fcntl.LOCK_SH | fcntl.LOCK_NB)
-        except OSError:
-            raise CrawlError(f"another crawler is running in {out} (lock held)") from None
-        fcntl.flock(fh, fcntl.LOCK_UN)
+    """CrawlError when a crawler holds the directory's lock (its lock file neither created
+    nor changed)."""
+    if CrawlDir(out).locked():
+        raise CrawlError(f"another crawler is running in {out} (lock held)")
 
 
 def _last_ending(
@@ -236,7 +227,8 @@ def _last_ending(
     """How the crawl's last run ended: (reason, its statistics, when), or None when it was
     killed (no end recorded), wrote no statistics, or ended in a way a resume goes on from
     (a signal, an error)."""
-    records = read_run_records(out / RUNS_FILE)
+    crawl = CrawlDir(out)
+    records = read_run_records(crawl.runs)
     starts = [r for r in records if r.get("event") == "start"]
     stats: dict[str, Any] | None = None
     when: float | None = None
@@ -252,8 +244,8 @@ def _last_ending(
         when = float(end["time"]) if isinstance(end.get("time"), int | float) else None
     else:  # a crawl older than run histories: its stats.json is its last run's
         try:
-            stats = read_stats(out / "stats.json")
-            when = (out / "stats.json").stat().st_mtime
+            stats = read_stats(crawl.stats)
+            when = crawl.stats.stat().st_mtime
         except (OSError, ValueError):
             return None
     reason = stats_end_reason(stats, max_pages)

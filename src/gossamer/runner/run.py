@@ -2,7 +2,7 @@
 locked, its crawl.json), one worker (runner/worker.py) or the fork pool of --workers N
 (runner/pool.py), the --live-graph child, the end summary and the CDX index. Stops:
 runner/stopping.py; statistics: report/summary.py; progress: report/progress.py. The crawl
-directory's files and what each holds: docs/crawler.md and docs/crawler/outputs.md."""
+directory's layout: crawldir.py (docs/crawler/outputs.md)."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from typing import IO, Any
 
 from .. import logs
 from ..config import CrawlSettings, SettingsError
-from ..crawldir import MANIFEST, CrawlError
+from ..crawldir import CrawlDir, CrawlError
 from ..crawldir import dir_lock as _dir_lock
 from ..engine.heartbeat import clear_beats
 from ..exitcodes import Exit
@@ -42,7 +42,7 @@ def prepare_directory(settings: CrawlSettings, *, resume: bool) -> CrawlSettings
     crawl.json; on resume, the stored settings (see `engine.resume` for those a resume takes
     from its command line)."""
     out = settings.output
-    manifest = out / MANIFEST
+    manifest = CrawlDir(out).manifest
     if resume:
         return load_manifest(out)
     if not settings.seeds:
@@ -167,11 +167,12 @@ def write_cdx_index(out: Path, code: int) -> int:
     it covers every WARC of the crawl, all runs and workers, the recovered ones too). The
     exit status: `code`, or IOERR when the index cannot be written (the WARCs are whole; a
     resume or `gossamer report --cdx` writes it)."""
+    warc_dir = CrawlDir(out).warc_dir
     try:
-        write_crawl_index(out / "warc")
+        write_crawl_index(warc_dir)
     except OSError as exc:
         _log.error(
-            f"cannot write the CDX index in {out / 'warc'}: "
+            f"cannot write the CDX index in {warc_dir}: "
             f"{exc.strerror or exc}; the WARC files are whole: run "
             f"`gossamer report {out} --cdx` once that is fixed",
             extra={"path": str(out)},
@@ -185,7 +186,7 @@ def _end_summary(
 ) -> int:
     """Print the end summary (unless quiet), and the main failure when no page was fetched:
     then the exit status is Exit.NOTHING_FETCHED rather than OK."""
-    path = settings.output / "stats.json"
+    path = CrawlDir(settings.output).stats
     try:
         if path.stat().st_mtime < began - 1.0:  # (a coarse file-system clock)
             return code  # an earlier run's: this one could not write its own, and said so

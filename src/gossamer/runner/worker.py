@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from ..config import CrawlSettings
-from ..crawldir import CrawlError
+from ..crawldir import CrawlDir, CrawlError
 from ..engine.crawler import Crawler, seed_frontier
 from ..engine.heartbeat import Heartbeat
 from ..engine.recrawl import Recrawl, seed_recrawl
@@ -232,7 +232,8 @@ async def run_engine(
                     crawler, stats, started, ended_by, failed=bool(exit_code)
                 )
                 recorder.close()
-                write_stats(out / (f"stats-{part}.json" if part else "stats.json"), summary)
+                crawl = CrawlDir(out)
+                write_stats(crawl.worker_stats(part) if part else crawl.stats, summary)
             except errors as exc:
                 if not exit_code:
                     _log.error(f"cannot write outputs: {exc}", extra={"path": str(out)})

@@ -21,9 +21,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Final
 
+from ..crawldir import CDX_INDEX, CDX_PARTS
+
 __all__ = [
-    "CDX_DIR",
-    "INDEX_NAME",
     "CdxPart",
     "IndexReport",
     "cdxj_line",
@@ -31,8 +31,6 @@ __all__ = [
     "write_crawl_index",
 ]
 
-CDX_DIR: Final = "cdx"  # per-WARC indexes, under the WARC directory
-INDEX_NAME: Final = "index.cdxj"  # the merged index of every WARC, in the WARC directory
 PART_SUFFIX: Final = ".cdxj"
 OPEN_SUFFIX: Final = ".open"
 _WARC_NAME: Final = re.compile(r".+\.warc(\.gz)?$")
@@ -220,7 +218,7 @@ def write_crawl_index(warc_dir: Path) -> IndexReport:
     if not warc_dir.is_dir():
         return IndexReport(None, 0, (), 0)
     warcs = sorted(p for p in warc_dir.iterdir() if _WARC_NAME.fullmatch(p.name) and p.is_file())
-    cdx_dir = warc_dir / CDX_DIR
+    cdx_dir = warc_dir / CDX_PARTS
     if cdx_dir.is_dir():
         for stale in cdx_dir.glob("*" + PART_SUFFIX + OPEN_SUFFIX):
             stale.unlink()  # a killed writer's: its WARC was recovered (or is to be)
@@ -235,8 +233,8 @@ def write_crawl_index(warc_dir: Path) -> IndexReport:
         parts.append(part)
     if not warcs:
         return IndexReport(None, 0, (), 0)
-    index = warc_dir / INDEX_NAME
-    tmp = index.with_name(f"{INDEX_NAME}.{os.getpid()}.tmp")
+    index = warc_dir / CDX_INDEX
+    tmp = index.with_name(f"{CDX_INDEX}.{os.getpid()}.tmp")
     lines = 0
     with contextlib.ExitStack() as stack:
         # bytes, as the parts are sorted (`CdxPart.finish`): the same order, nothing decoded

@@ -19,6 +19,8 @@ from typing import Final
 
 import xxhash
 
+from ..crawldir import CrawlDir
+
 __all__ = [
     "EDGE_KINDS",
     "Graph",
@@ -44,9 +46,6 @@ def is_node_status(status: int) -> bool:
     return 200 <= status < 400
 
 
-#: `graph/follow.lock`: held (flock) by an embedded crawl's live-graph child for its whole
-#: life (graph/_follow.py), and by the process computing its final statistics after the crawl
-FOLLOW_LOCK: Final = "follow.lock"
 #: the line on the live-graph child's stdin that says the crawl has ended (its final refresh)
 FOLLOW_END: Final = b"end\n"
 #: seconds between two refreshes of a live graph's statistics, at least ...
@@ -98,11 +97,11 @@ class GraphWriter:
     """Appends the link graph to `<directory>/graph/` (see the module docstring)."""
 
     def __init__(self, directory: str | os.PathLike[str], *, part: str = "") -> None:
-        self.directory = Path(directory) / "graph"
+        crawl = CrawlDir(Path(directory))
+        self.directory = crawl.graph_dir
         self.directory.mkdir(parents=True, exist_ok=True)
-        suffix = f"-{part}" if part else ""
-        self.nodes_path = self.directory / f"nodes{suffix}.tsv"
-        self.edges_path = self.directory / f"edges{suffix}.tsv"
+        self.nodes_path = crawl.graph_nodes(part)
+        self.edges_path = crawl.graph_edges(part)
         self._nodes_fd: int | None = _open_append(self.nodes_path, _NODES_HEADER)
         self._edges_fd: int | None = _open_append(self.edges_path, _EDGES_HEADER)
         self._ids: set[int] = set(_read_node_ids(self.nodes_path))
@@ -280,16 +279,16 @@ def read_graph(directory: str | os.PathLike[str]) -> Graph:
     """Read every `nodes*.tsv` / `edges*.tsv` under `<directory>/graph/` (all parts), skipping
     headers and torn lines, deduping nodes and edges. Raises ValueError when an edge names a
     node that no nodes file lists."""
-    gdir = Path(directory) / "graph"
+    crawl = CrawlDir(Path(directory))
     nodes: dict[int, str] = {}
-    for path in sorted(gdir.glob("nodes*.tsv")):
+    for path in crawl.graph_node_files():
         with open(path, encoding="utf-8", errors="surrogateescape") as f:
             for line in f:
                 nid, tab, url = line.rstrip("\n").partition("\t")
                 if tab and nid.isdigit() and line.endswith("\n"):
                     nodes.setdefault(int(nid), url)
     edges: dict[tuple[int, int, str], None] = {}
-    for path in sorted(gdir.glob("edges*.tsv")):
+    for path in crawl.graph_edge_files():
         with open(path, encoding="ascii") as f:
             for line in f:
                 parts = line.split("\t")

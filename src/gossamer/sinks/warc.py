@@ -23,8 +23,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final, NamedTuple
 
+from ..crawldir import CDX_PARTS
 from ._isotime import iso_time
-from .cdx import CDX_DIR, CdxPart, cdxj_line, http_status_and_mime
+from .cdx import CdxPart, cdxj_line, http_status_and_mime
 
 __all__ = [
     "OPEN_SUFFIX",
@@ -314,7 +315,7 @@ class WarcWriter:
         self._fd, self._path, self._name, self._size = fd, path, name, 0
         if self._cdx:
             try:
-                self._cdx_part = CdxPart(self.directory / CDX_DIR, name)
+                self._cdx_part = CdxPart(self.directory / CDX_PARTS, name)
             except OSError:  # no per-file index: the crawl's index re-reads this file
                 self._cdx_part = None
         self._warcinfo_id = self._record_id()

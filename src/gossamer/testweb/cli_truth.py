@@ -8,14 +8,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from ..crawldir import MANIFEST, CrawlDir
 from ._audit import AuditReport, audit
 from ._logread import read_logs
 from ._model import model_for
 from ._spec import WebSpec
 from ._specargs import add_spec_arguments, spec_from_args
 from ._truth import SCOPES, Truth, TruthRules, compute_truth
-
-CRAWL_FILE = "crawl.json"
 
 
 def register(sub: Any) -> None:
@@ -49,7 +48,7 @@ def register(sub: Any) -> None:
         help="request logs (server or nginx format); FILE.<k> siblings are read too",
     )
     aud.add_argument(
-        "--crawl", type=Path, metavar="DIR", help=f"a crawl directory holding {CRAWL_FILE}"
+        "--crawl", type=Path, metavar="DIR", help=f"a crawl directory holding {MANIFEST}"
     )
     aud.add_argument(
         "--web", type=Path, metavar="SPEC", help="web spec JSON (overrides the log header)"
@@ -143,7 +142,7 @@ def rules_from_args(args: argparse.Namespace, base: dict[str, Any] | None = None
 
 def read_crawl_rules(crawl_dir: Path) -> dict[str, Any]:
     """The rules a crawler recorded in DIR/crawl.json (see docs: the crawl.json contract)."""
-    path = crawl_dir / CRAWL_FILE
+    path = CrawlDir(crawl_dir).manifest
     try:
         data = json.loads(path.read_text())
     except OSError as exc:
