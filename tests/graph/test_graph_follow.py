@@ -116,7 +116,7 @@ _NO_BUDGET = {**os.environ, "GOSSAMER_LIVE_GRAPH_CPU": "1000"}
 
 def _child(crawl: Path) -> subprocess.Popen[bytes]:
     return subprocess.Popen(
-        [sys.executable, "-m", "gossamer.graph._follow", str(crawl), "--interval", "0.05"],
+        [sys.executable, "-m", "gossamer.runner.livegraph", str(crawl), "--interval", "0.05"],
         stdin=subprocess.PIPE,
         env=_NO_BUDGET,
     )
@@ -184,7 +184,8 @@ def gated(follower, path, *, final):
         time.sleep(0.01)
     return real(follower, path, final=final)
 follow.write_once = gated
-sys.exit(follow.main([{crawl!r}, "--interval", "0.05"]))
+from gossamer.runner import livegraph
+sys.exit(livegraph.main([{crawl!r}, "--interval", "0.05"]))
 """
 
 
