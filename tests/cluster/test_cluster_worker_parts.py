@@ -16,11 +16,11 @@ import pytest
 import redis.exceptions
 
 from gossamer.cluster._redis import Keys, boot_clock
+from gossamer.cluster.crawls import create_crawl, load_crawl
 from gossamer.cluster.heartbeat import Heartbeat
 from gossamer.cluster.ipgate import RedisIpGate
 from gossamer.cluster.joined import JoinedWorker, exhausted
 from gossamer.cluster.members import Beat, Membership, PartitionView, WorkerStatus
-from gossamer.cluster.registry import create_crawl, load_crawl
 from gossamer.cluster.stores import ClusterFrontier, RedisIo
 from gossamer.config import CrawlSettings
 from gossamer.engine.crawler import Crawler

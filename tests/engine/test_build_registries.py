@@ -17,9 +17,9 @@ import _streams_fetcher
 import pytest
 
 from gossamer.cluster import stores as cluster_stores_mod
+from gossamer.cluster.crawls import create_crawl, load_crawl
 from gossamer.cluster.ipgate import RedisIpGate
 from gossamer.cluster.members import PartitionView
-from gossamer.cluster.registry import create_crawl, load_crawl
 from gossamer.cluster.stores import ClusterFrontier, ClusterRobotsStore
 from gossamer.config import CrawlSettings
 from gossamer.engine.ipgate import FileIpGate, IpGateBroker, LocalIpGate, PoolIpGate

@@ -342,7 +342,7 @@ def test_the_private_address_guard_holds_through_a_proxy() -> None:
 def test_cluster_workers_get_the_headers_and_the_proxy() -> None:
     """Cluster mode stores the settings in Redis for `gossamer worker` (on any machine): the
     headers and the proxy go with them, as --resume takes them from crawl.json."""
-    from gossamer.cluster.registry import stored_settings
+    from gossamer.cluster.crawls import stored_settings
     from gossamer.config import CrawlSettings
 
     s = load_settings({"headers": ["From: a@b.org"], "proxy": "http://u:p@proxy.corp:3128"})

@@ -1,6 +1,6 @@
 """Cluster mode: many workers on many machines around one crawl stored in Redis.
 
-- `registry`: crawls (`create_crawl`, `load_crawl`, states running → stopping → stopped,
+- `crawls`: crawls (`create_crawl`, `load_crawl`, states running → stopping → stopped,
   or finished), their settings, seeds and partition strategy;
 - `members`: worker registration (`w<N>`), heartbeats with a TTL, the live member list and
   the partition function a worker's frontier leases under (`PartitionView`);
@@ -9,5 +9,5 @@
 - `control`: `crawl --redis`, `status`, `stop`, `workers --scale`.
 
 Documentation: docs/cluster.md. Every coordination key of a crawl is `gs:<crawl>:{m}:…`
-(one hash slot, so the Lua scripts work on Redis Cluster), plus the registry `gs:crawls`.
+(one hash slot, so the Lua scripts work on Redis Cluster), plus the crawl list `gs:crawls`.
 """

@@ -1,8 +1,8 @@
 """What the cluster modules share about Redis: key names, transient errors, the server clock.
 
 Every key of the cluster's coordination lives in one hash slot per crawl,
-`gs:<crawl>:{m}:…`, so the multi-key Lua scripts of registry, membership and IP gate run on
-Redis Cluster as on one server; the crawl registry `gs:crawls` is one more key, only ever
+`gs:<crawl>:{m}:…`, so the multi-key Lua scripts of crawl records, membership and IP gate run on
+Redis Cluster as on one server; the crawl list `gs:crawls` is one more key, only ever
 used alone. (The frontier's keys are `gs:<crawl>:{<shard>}:…` and `gs:<crawl>:{g}:…`.)
 """
 
@@ -26,7 +26,7 @@ from ..urls import split_userinfo, url_password, written_password
 
 RedisClient = redis.Redis | redis.cluster.RedisCluster
 
-#: the crawl registry: crawl id -> JSON summary
+#: the crawl list: crawl id -> JSON summary
 REGISTRY: Final = "gs:crawls"
 
 #: errors that say "Redis cannot be reached right now" (a restart, a failover, the network):

@@ -24,7 +24,7 @@ from ._redis import (
     redact,
     refusal,
 )
-from .registry import RegistryError
+from .crawls import CrawlRecordError
 
 _log = logging.getLogger(__name__)
 
@@ -148,7 +148,7 @@ def with_client(
 ) -> int:
     """A command's session with Redis: connect once (CONTROL_PATIENCE), run `command` with
     the client, close it; the command's exit status. Connecting errors, Redis errors met
-    meanwhile (an ACL user refused a command, Redis gone or silent) and registry errors (no
+    meanwhile (an ACL user refused a command, Redis gone or silent) and crawl-record errors (no
     such crawl, …) are said as one error line and give their exit status; others are raised.
     `answer_within`: connect_redis's (a one-shot command's bound on each answer)."""
     try:
@@ -157,7 +157,7 @@ def with_client(
         return report_failure(exc)
     try:
         return command(client)
-    except RegistryError as exc:
+    except CrawlRecordError as exc:
         return report_failure(exc)
     except Exception as exc:
         failure = _redis_failure(url, exc)

@@ -47,16 +47,16 @@ from .connect import (
     report_failure,
     with_client,
 )
-from .members import Membership, WorkerStatus
-from .registry import (
+from .crawls import (
     CrawlRecord,
-    RegistryError,
+    CrawlRecordError,
     create_crawl,
     load_crawl,
     open_frontier,
     request_stop,
     settle_stopped,
 )
+from .members import Membership, WorkerStatus
 
 _log = logging.getLogger(__name__)
 
@@ -599,7 +599,7 @@ def workers_main(
     def scale(client: RedisClient) -> int:
         record = load_crawl(client, crawl_id)
         if record.state != "running":
-            return report_failure(RegistryError(f"crawl {record.id} is {record.state}"))
+            return report_failure(CrawlRecordError(f"crawl {record.id} is {record.state}"))
         _report_scale(record, target, scale_workers(client, url, record, target, out))
         return Exit.OK
 

@@ -27,11 +27,11 @@ from ..fetch import FetchRequest
 from ..frontier import FrontierStats, StaleLeaseError
 from ..urls import URLError, host_key
 from ._redis import RedisClient, retrying
+from .crawls import CrawlRecord, mark_finished, refresh_summary
 from .heartbeat import Heartbeat
 from .ipgate import RedisIpGate
 from .looplag import LoopLag
 from .members import STATUS_KEYS_MAX, Beat, Membership, PartitionView, WorkerStatus
-from .registry import CrawlRecord, mark_finished, refresh_summary
 from .stores import ClusterFrontier
 
 __all__ = ["JoinedWorker", "exhausted"]
@@ -237,7 +237,9 @@ class JoinedWorker:
         stats = self.frontier.fresh_statistics(deadline)
         if exhausted(stats, self.settings.max_pages):
             retrying(
-                lambda: mark_finished(self.client, self.record), what="registry", deadline=deadline
+                lambda: mark_finished(self.client, self.record),
+                what="crawl record",
+                deadline=deadline,
             )
         final = self.status("stopped")
         state = retrying(

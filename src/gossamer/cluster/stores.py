@@ -36,11 +36,11 @@ from ._redis import (
     boot_clock,
     retrying,
 )
-from .ipgate import RedisIpGate
-from .members import PartitionView
-from .registry import (
+from .crawls import (
     CrawlRecord,
 )
+from .ipgate import RedisIpGate
+from .members import PartitionView
 
 _log = logging.getLogger(__name__)
 

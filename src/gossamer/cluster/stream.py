@@ -292,7 +292,7 @@ def follow_main(
     """`gossamer graph follow`: consume the crawl's page events until it ends; print what
     was consumed (one JSON object with --json)."""
     from .connect import with_client
-    from .registry import load_crawl
+    from .crawls import load_crawl
 
     def run(client: RedisClient) -> int:
         from ..graph import LiveGraph  # (numpy, scipy: for this command only)

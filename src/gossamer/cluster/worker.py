@@ -59,12 +59,12 @@ from ._redis import (
     retrying,
 )
 from .connect import connect_redis
+from .crawls import CrawlRecord, CrawlRecordError, load_crawl
 from .fetchstream import FetchTailSink
 from .joined import JoinedWorker
 from .logstream import redis_diagnostics
 from .looplag import add_loop_lag
 from .members import Membership
-from .registry import CrawlRecord, RegistryError, load_crawl
 from .starting import StoppedStarting, start_stores, stoppable_start
 from .stores import CLUSTER, RedisIo
 from .stream import StreamSink
@@ -147,8 +147,8 @@ def run_worker(
         _log.error(f"--capacity must be > 0, not {capacity}")
         return Exit.USAGE
     try:
-        record = retrying(lambda: load_crawl(client, crawl_id), what="registry")
-    except RegistryError as exc:
+        record = retrying(lambda: load_crawl(client, crawl_id), what="crawl record")
+    except CrawlRecordError as exc:
         _log.error(f"{exc}")
         return Exit.USAGE
     if record.state != "running":
@@ -157,7 +157,7 @@ def run_worker(
         )
         return Exit.OK
     membership = Membership(client, record.id, ttl=record.heartbeat_ttl)
-    worker_id = retrying(membership.new_id, what="registry")
+    worker_id = retrying(membership.new_id, what="crawl record")
     wcrawl = ClusterDir(out.absolute()).worker(worker_id)
     wdir = wcrawl.path
     # worker ids start at w1 in every crawl: DIR/w1/ may hold another crawl's worker's
@@ -194,7 +194,7 @@ def run_worker(
             )
             + "\n"
         )
-    except (OSError, RegistryError) as exc:
+    except (OSError, CrawlRecordError) as exc:
         _log.error(
             f"cannot prepare {wdir}: {exc}", extra={"crawl_id": record.id, "path": str(wdir)}
         )

@@ -232,11 +232,11 @@ def _follow_graph(source: ClusterSource, crawl_id: str, out: Path) -> str:
     `crawl --redis` without `--detach` runs it (its state and statistics in `out/graph/`):
     it ends once the crawl has; what was done, in words."""
     from ..cluster.control import start_graph_follower
-    from ..cluster.registry import RegistryError
+    from ..cluster.crawls import CrawlRecordError
 
     try:
         record = source.crawl_record(crawl_id)
-    except RegistryError:
+    except CrawlRecordError:
         return ""
     if not record.settings.get("live_graph"):
         return ""

@@ -459,7 +459,7 @@ class ClusterSource:
     def __init__(self, url: str, crawl_id: str | None) -> None:
         from ..cluster._redis import RedisConnectError, redact
         from ..cluster.connect import CONTROL_PATIENCE, connect_redis
-        from ..cluster.registry import RegistryError, list_crawls, load_crawl
+        from ..cluster.crawls import CrawlRecordError, list_crawls, load_crawl
 
         self._url = url  # (for the crawls and workers the dashboard starts; never shown)
         self._shown_url = redact(url)
@@ -472,7 +472,7 @@ class ClusterSource:
         try:
             if crawl_id is not None or list_crawls(self._client):
                 self._crawl_id = load_crawl(self._client, crawl_id).id
-        except RegistryError as exc:
+        except CrawlRecordError as exc:
             self._client.close()
             raise SourceError(str(exc)) from exc
         except Exception as exc:
@@ -534,14 +534,14 @@ class ClusterSource:
         """`target` workers on this machine, as `gossamer workers --scale N` (the same
         function); what was done (SourceError: the crawl does not run)."""
         from ..cluster.control import scale_message, scale_workers
-        from ..cluster.registry import RegistryError, load_crawl
+        from ..cluster.crawls import CrawlRecordError, load_crawl
 
         with self._lock:
             if self._crawl_id is None:
                 raise SourceError(f"no crawl in {self._shown_url} yet: start one")
             try:
                 record = load_crawl(self._client, self._crawl_id)
-            except RegistryError as exc:
+            except CrawlRecordError as exc:
                 raise SourceError(str(exc)) from exc
             if record.state != "running":
                 raise SourceError(f"crawl {record.id} is {record.state}")
@@ -549,8 +549,8 @@ class ClusterSource:
             return scale_message(record, target, result)
 
     def crawl_record(self, crawl_id: str) -> Any:
-        """The registry's record of crawl `crawl_id` (RegistryError: none)."""
-        from ..cluster.registry import load_crawl
+        """The registry's record of crawl `crawl_id` (CrawlRecordError: none)."""
+        from ..cluster.crawls import load_crawl
 
         with self._lock:
             return load_crawl(self._client, crawl_id)
@@ -563,7 +563,7 @@ class ClusterSource:
             self._crawl_id = crawl_id
 
     def _not_started(self) -> dict[str, Any]:
-        from ..cluster.registry import list_crawls
+        from ..cluster.crawls import list_crawls
 
         crawls = list_crawls(self._client)
         if crawls:  # created since (from a command line): follow it if it is the only one
@@ -592,7 +592,7 @@ class ClusterSource:
 
     def snapshot(self) -> dict[str, Any]:
         from ..cluster.control import crawl_status
-        from ..cluster.registry import load_crawl, settle_stopped
+        from ..cluster.crawls import load_crawl, settle_stopped
 
         with self._lock:
             if self._crawl_id is None and (empty := self._not_started()):
@@ -682,7 +682,7 @@ class ClusterSource:
     def stop(self) -> str:
         """As `gossamer stop`: the crawl is set stopping; every worker finishes its batches
         and leaves."""
-        from ..cluster.registry import load_crawl, request_stop
+        from ..cluster.crawls import load_crawl, request_stop
 
         with self._lock:
             if self._crawl_id is None:

@@ -351,7 +351,7 @@ def run_cluster_crawl(spec: ClusterCrawlSpec, *, keep: Path | None = None) -> Cl
     import redis
 
     from ..cluster.control import crawl_status
-    from ..cluster.registry import create_crawl, load_crawl
+    from ..cluster.crawls import create_crawl, load_crawl
     from ..config import load_settings
     from ..testweb.redisd import RedisServer
 

@@ -9,10 +9,9 @@ from pathlib import Path
 import pytest
 
 from gossamer.cluster._redis import REGISTRY, Keys, RedisClient
-from gossamer.cluster.members import Membership, WorkerStatus
-from gossamer.cluster.registry import (
+from gossamer.cluster.crawls import (
     LOCAL_FIELDS,
-    RegistryError,
+    CrawlRecordError,
     create_crawl,
     list_crawls,
     load_crawl,
@@ -20,6 +19,7 @@ from gossamer.cluster.registry import (
     open_frontier,
     request_stop,
 )
+from gossamer.cluster.members import Membership, WorkerStatus
 from gossamer.config import CrawlSettings, load_settings
 from gossamer.frontier import Discovered, MemoryFrontier
 from gossamer.frontier.redis import connect
@@ -86,9 +86,9 @@ def test_frontier_factory_and_refusals(client: RedisClient, tmp_path: Path) -> N
     s = settings(tmp_path)
     crawl_id = create_crawl(client, s.seeds, s, crawl_id="mine", frontier_factory=factory)
     assert crawl_id == "mine" and seeded == [1]
-    with pytest.raises(RegistryError, match="exists already"):
+    with pytest.raises(CrawlRecordError, match="exists already"):
         create_crawl(client, s.seeds, s, crawl_id="mine", frontier_factory=factory)
-    with pytest.raises(RegistryError, match="invalid crawl id"):
+    with pytest.raises(CrawlRecordError, match="invalid crawl id"):
         create_crawl(client, s.seeds, s, crawl_id="a:b", frontier_factory=factory)
     nope = settings(tmp_path, partition="nope")
     modulo = settings(tmp_path, partition="modulo", phases=3)
@@ -96,7 +96,7 @@ def test_frontier_factory_and_refusals(client: RedisClient, tmp_path: Path) -> N
         create_crawl(client, s.seeds, nope, frontier_factory=factory)
     with pytest.raises(PartitionError, match="takes no"):
         create_crawl(client, s.seeds, modulo, frontier_factory=factory)
-    with pytest.raises(RegistryError, match="seed"):
+    with pytest.raises(CrawlRecordError, match="seed"):
         create_crawl(client, [], s, frontier_factory=factory)
     assert [c.id for c in list_crawls(client)] == ["mine"]
 
@@ -116,9 +116,9 @@ def test_load_chooses_the_only_or_the_only_running_crawl(
 ) -> None:
     s = settings(tmp_path)
     mk = lambda c, i, st: MemoryFrontier()  # noqa: E731
-    with pytest.raises(RegistryError, match="no crawls in this Redis"):
+    with pytest.raises(CrawlRecordError, match="no crawls in this Redis"):
         load_crawl(client)
-    with pytest.raises(RegistryError, match="no crawl nope"):
+    with pytest.raises(CrawlRecordError, match="no crawl nope"):
         load_crawl(client, "nope")
     create_crawl(client, s.seeds, s, crawl_id="a", frontier_factory=mk)
     assert load_crawl(client).id == "a"
@@ -127,13 +127,13 @@ def test_load_chooses_the_only_or_the_only_running_crawl(
     create_crawl(client, s.seeds, s, crawl_id="b", frontier_factory=mk)
     assert load_crawl(client).id == "b"  # the only running one
     create_crawl(client, s.seeds, s, crawl_id="c", frontier_factory=mk)
-    with pytest.raises(RegistryError, match=r"2 crawls are running(.|\n)*  b (.|\n)*  c "):
+    with pytest.raises(CrawlRecordError, match=r"2 crawls are running(.|\n)*  b (.|\n)*  c "):
         load_crawl(client)
     request_stop(client, load_crawl(client, "b"))  # no live worker: stopped at once
     assert load_crawl(client, "b").state == "stopped"
     assert load_crawl(client).id == "c"
     client.hsetnx(Keys("d").meta, "id", "d")  # reserved, not seeded yet
-    with pytest.raises(RegistryError, match="being created"):
+    with pytest.raises(CrawlRecordError, match="being created"):
         load_crawl(client, "d")
 
 

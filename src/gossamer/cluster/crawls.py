@@ -1,4 +1,5 @@
-"""The crawl registry: which crawls a Redis holds, their settings, seeds and state.
+"""The crawls a Redis holds, their settings, seeds and state: the crawl list `gs:crawls` and
+each crawl's record.
 
 A crawl's record is the hash `gs:<crawl>:{m}:meta` (the truth); `gs:crawls` lists every crawl
 for `status`. States::
@@ -30,7 +31,7 @@ from ._redis import REGISTRY, Keys, RedisClient, server_time, text
 __all__ = [
     "STATES",
     "CrawlRecord",
-    "RegistryError",
+    "CrawlRecordError",
     "create_crawl",
     "list_crawls",
     "load_crawl",
@@ -50,7 +51,7 @@ _OPTION_SETTINGS: Final = {"epsilon": "epsilon", "period": "phase_period", "phas
 RECORD_FIELDS: Final = frozenset({"partition", "heartbeat_ttl", *_OPTION_SETTINGS.values()})
 
 
-class RegistryError(ValueError):
+class CrawlRecordError(ValueError):
     """No such crawl, an ambiguous choice, or a crawl that cannot be created (the message
     says which and lists the crawls)."""
 
@@ -107,7 +108,7 @@ class CrawlRecord:
         try:
             return CrawlSettings(**values)
         except ValueError as exc:
-            raise RegistryError(
+            raise CrawlRecordError(
                 f"crawl {self.id}: its stored settings are unusable: {exc}"
             ) from exc
 
@@ -156,7 +157,7 @@ def _new_id(now: float) -> str:
 
 def _check_id(crawl_id: str) -> None:
     if not crawl_id or any(c in crawl_id for c in "{}:* \t\r\n") or len(crawl_id) > 100:
-        raise RegistryError(
+        raise CrawlRecordError(
             f"invalid crawl id {crawl_id!r}: no braces, colons, stars or spaces, at most 100"
         )
 
@@ -175,7 +176,7 @@ def create_crawl(
 
     `weights` ((shard, size) pairs) are the `sized` strategy's known shard sizes.
 
-    Raises RegistryError (a reused id, no seeds, `--recrawl`) and PartitionError (a
+    Raises CrawlRecordError (a reused id, no seeds, `--recrawl`) and PartitionError (a
     strategy or options that do not exist)."""
     cluster = settings.cluster
     opts: dict[str, Any] = {
@@ -184,15 +185,15 @@ def create_crawl(
     opts["weights"] = None if weights is None else [[int(s), float(w)] for s, w in weights]
     strategy_named(cluster.partition, **opts)  # refuses unknown names and misplaced options
     if settings.recrawl is not None:
-        raise RegistryError("--recrawl is not available in cluster mode yet")
+        raise CrawlRecordError("--recrawl is not available in cluster mode yet")
     if not seeds:
-        raise RegistryError("give at least one seed URL")
+        raise CrawlRecordError("give at least one seed URL")
     resolve_text = ""
     if settings.fetch.resolve_file is not None:
         try:
             resolve_text = settings.fetch.resolve_file.read_text(encoding="utf-8")
         except OSError as exc:
-            raise RegistryError(f"cannot read {settings.fetch.resolve_file}: {exc}") from exc
+            raise CrawlRecordError(f"cannot read {settings.fetch.resolve_file}: {exc}") from exc
     now = server_time(client)
     if crawl_id is None:
         crawl_id = _new_id(now)
@@ -201,7 +202,7 @@ def create_crawl(
     _check_id(crawl_id)
     keys = Keys(crawl_id)
     if client.hexists(REGISTRY, crawl_id) or not client.hsetnx(keys.meta, "id", crawl_id):
-        raise RegistryError(f"a crawl {crawl_id} exists already")
+        raise CrawlRecordError(f"a crawl {crawl_id} exists already")
     record = CrawlRecord(
         id=crawl_id,
         state="running",
@@ -266,7 +267,7 @@ def _read(client: RedisClient, crawl_id: str) -> CrawlRecord | None:
 
 
 def list_crawls(client: RedisClient) -> list[CrawlRecord]:
-    """Every crawl the registry lists, oldest first, with its current state."""
+    """Every crawl the crawl list holds, oldest first, with its current state."""
     out = []
     for crawl_id in cast(list[Any], client.hkeys(REGISTRY)):
         rec = _read(client, text(crawl_id))
@@ -284,13 +285,13 @@ def _listing(crawls: Sequence[CrawlRecord]) -> str:
 
 def load_crawl(client: RedisClient, crawl_id: str | None = None) -> CrawlRecord:
     """The crawl `crawl_id`; with None, the only crawl there is, else the only running (or
-    stopping) one. RegistryError (listing the crawls) when there is none or a choice."""
+    stopping) one. CrawlRecordError (listing the crawls) when there is none or a choice."""
     if crawl_id is not None:
         rec = _read(client, crawl_id)
         if rec is None:
             if client.exists(Keys(crawl_id).meta):
-                raise RegistryError(f"crawl {crawl_id} is being created; try again in a moment")
-            raise RegistryError(f"no crawl {crawl_id}; {_listing(list_crawls(client))}")
+                raise CrawlRecordError(f"crawl {crawl_id} is being created; try again in a moment")
+            raise CrawlRecordError(f"no crawl {crawl_id}; {_listing(list_crawls(client))}")
         return rec
     crawls = list_crawls(client)
     if len(crawls) == 1:
@@ -299,8 +300,10 @@ def load_crawl(client: RedisClient, crawl_id: str | None = None) -> CrawlRecord:
     if len(running) == 1:
         return running[0]
     if not running:
-        raise RegistryError(f"no running crawl: give --crawl ID; {_listing(crawls)}")
-    raise RegistryError(f"{len(running)} crawls are running: give --crawl ID; {_listing(crawls)}")
+        raise CrawlRecordError(f"no running crawl: give --crawl ID; {_listing(crawls)}")
+    raise CrawlRecordError(
+        f"{len(running)} crawls are running: give --crawl ID; {_listing(crawls)}"
+    )
 
 
 # ---------------------------------------------------------------------------- state changes
