@@ -12,6 +12,7 @@ here and nowhere else: `CrawlDir(path)` gives each file's path (docs/crawler/out
     graph/                nodes.tsv + edges.tsv (a pool: nodes-w0.tsv + edges-w0.tsv, …)
     graph/stats.json      the live graph's statistics
     graph/follow.lock     held by the live graph's process
+    graph/stats-on-demand.json  an ended crawl's graph statistics the dashboard computed
     stats.json            final statistics of the last run (a pool's workers: stats-w0.json, …)
     runs.jsonl            a line as each run starts and ends (`gossamer report` sums the runs)
     lock                  held while a crawler runs in the directory (its pid inside)
@@ -51,6 +52,7 @@ __all__ = [
     "GRAPH_DIR",
     "GRAPH_EDGE_FILES",
     "GRAPH_NODE_FILES",
+    "GRAPH_ON_DEMAND",
     "GRAPH_STATS",
     "HEARTBEATS",
     "IP_LOCKS",
@@ -93,6 +95,8 @@ GRAPH_EDGE_FILES: Final = f"{_EDGES}*{_TSV}"
 #: a live graph's statistics, in the graph directory (or a graph consumer's state)
 GRAPH_STATS: Final = "stats.json"
 FOLLOW_LOCK: Final = "follow.lock"
+#: an ended crawl's graph statistics computed by the dashboard, in the graph directory
+GRAPH_ON_DEMAND: Final = "stats-on-demand.json"
 STATS: Final = "stats.json"
 _STATS_PART: Final = "stats-"
 _JSON: Final = ".json"
@@ -175,6 +179,11 @@ class CrawlDir:
     @property
     def live_graph_stats(self) -> Path:
         return self.graph_dir / GRAPH_STATS
+
+    @property
+    def graph_on_demand(self) -> Path:
+        """An ended crawl's graph statistics, computed on demand (dashboard/_graphstats.py)."""
+        return self.graph_dir / GRAPH_ON_DEMAND
 
     @property
     def follow_lock(self) -> Path:

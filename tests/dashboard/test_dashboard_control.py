@@ -1,15 +1,19 @@
 """The dashboard's Setup and control requests (POST /api/start, /api/resume, /api/scale)
 through Starlette's test client: each refusal (the command line's own message for a bad
-setting, 409 for a request the crawl's state does not allow, 403 cross-site or without the
-CSRF token), the worker table and `control` read from a crawl directory's heartbeats, and
-good requests that start, stop and resume a real crawl of the simulated web and refuse to
-scale a one-process crawl. Scaling a running pool: tests/e2e/test_dashboard_control_e2e.py."""
+setting, with the form's labels, 409 for a request the crawl's state does not allow, 403
+cross-site or without the CSRF token), the form's first values (the settings model's defaults
+and the dashboard's GOSSAMER_* environment), the worker table and `control` read from a crawl
+directory's heartbeats, good requests that start, stop and resume a real crawl of the
+simulated web and refuse to scale a one-process crawl, and a crawl that fetched no page (its
+addresses private) said in the form's words and started again in its directory. Scaling a
+running pool: tests/e2e/test_dashboard_control_e2e.py."""
 
 from __future__ import annotations
 
 import contextlib
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -20,8 +24,10 @@ from typing import Any
 import pytest
 from starlette.testclient import TestClient
 
+from gossamer.config import CrawlSettings
 from gossamer.dashboard import ClusterSource, EmbeddedSource, make_app
 from gossamer.dashboard._control import _error_line, start_log
+from gossamer.dashboard._setup import FIELDS, form_words
 from gossamer.engine.heartbeat import write_beat
 from gossamer.testweb import WebSpec, serve_in_thread
 from gossamer.urls import url_password
@@ -66,30 +72,75 @@ def test_a_new_directory_is_a_crawl_not_started_and_can_be_started(tmp_path: Pat
 
 
 @pytest.mark.parametrize(
-    ("body", "cli"),
+    ("body", "cli", "words"),
     [
-        ({"seeds": ["notaurl"], "workers": 2}, ("notaurl",)),
-        ({"seeds": [], "workers": 1}, ()),
+        ({"seeds": ["notaurl"], "workers": 2}, ("notaurl",), "invalid settings: Seed URLs: "),
+        ({"seeds": [], "workers": 1}, (), "invalid settings:"),
         ({"seeds": ["http://a.test/"], "scope": "planet"}, ("http://a.test/", "--scope",
-                                                            "planet")),
+                                                            "planet"), "Scope: invalid choice"),
         ({"seeds": ["http://a.test/"], "partition": "modulo"}, ("http://a.test/", "--partition",
-                                                                "modulo")),
-        ({"seeds": ["http://a.test/"], "delay": -1}, ("http://a.test/", "--delay", "-1.0")),
-        ({"seeds": ["--proxy=http://127.0.0.1:9/"]}, ("--", "--proxy=http://127.0.0.1:9/")),
+                                                                "modulo"), "Partition is for"),
+        ({"seeds": ["http://a.test/"], "delay": -1, "max_depth": -1},
+         ("http://a.test/", "--delay", "-1.0", "--max-depth", "-1"),
+         "invalid settings: Max depth: Input should be greater than or equal to 0; Delay (s): "),
+        ({"seeds": ["--proxy=http://127.0.0.1:9/"]}, ("--", "--proxy=http://127.0.0.1:9/"),
+         "--proxy"),
     ],
-)
+)  # fmt: skip
 def test_start_refuses_what_the_command_line_refuses_with_its_message(
-    tmp_path: Path, body: dict[str, Any], cli: tuple[str, ...]
+    tmp_path: Path, body: dict[str, Any], cli: tuple[str, ...], words: str
 ) -> None:
+    """The command line's refusal, with the form's labels for its flags and settings."""
     out = tmp_path / "new"
     page = Page(EmbeddedSource(out))
     code, answer = page.post("/api/start", body)
-    expected = cli_error(*cli, "-o", str(tmp_path / "cli"))
+    expected = form_words(cli_error(*cli, "-o", str(tmp_path / "cli")))
     assert code == 400, answer
     assert answer == {"error": expected.replace(str(tmp_path / "cli"), str(out))}
+    assert words in answer["error"]
     assert "\n" not in answer["error"]
     assert not out.exists()  # nothing was started
     assert start_log(out).is_file()  # the command's output, beside the directory
+
+
+def _form_defaults(page: Page) -> dict[str, Any]:
+    """The form's first values, as the page is served them."""
+    html = page.client.get("/").text
+    m = re.search(r'<script type="application/json" id="setup-defaults">(.*?)</script>', html)
+    assert m, "no setup defaults in the page"
+    data: dict[str, Any] = json.loads(m.group(1))
+    return data
+
+
+def test_the_form_shows_the_defaults_a_crawl_gets(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name in list(os.environ):
+        if name.startswith("GOSSAMER_"):
+            monkeypatch.delenv(name)
+    model = CrawlSettings.model_validate({})  # the settings model's own defaults
+    setup = _form_defaults(Page(EmbeddedSource(tmp_path / "new")))
+    assert setup["values"] == {
+        "allow_private": model.fetch.allow_private, "scope": model.scope,
+        "delay": model.politeness.delay, "max_depth": model.max_depth,
+        "max_pages": model.max_pages, "workers": min(model.effective_workers(), 64),
+    }  # fmt: skip
+    assert setup["values"]["max_depth"] == 20 and setup["from_environment"] == []
+    assert setup["labels"] == FIELDS
+    # the dashboard's environment, which the started command inherits, is what a crawl gets
+    monkeypatch.setenv("GOSSAMER_ALLOW_PRIVATE", "true")
+    monkeypatch.setenv("GOSSAMER_MAX_DEPTH", "none")
+    setup = _form_defaults(Page(EmbeddedSource(tmp_path / "new")))
+    assert setup["values"]["allow_private"] is True and setup["values"]["max_depth"] is None
+    assert setup["from_environment"] == ["allow_private", "max_depth"]
+    # every field of the form is labelled with its name in the form's words
+    html = Page(EmbeddedSource(tmp_path / "new")).client.get("/").text
+    for name, label in FIELDS.items():
+        element = {"seeds": "seeds", "partition": "partition"}.get(name, name.replace("_", "-"))
+        if name == "seeds":
+            assert f"<legend>{label}</legend>" in html
+        else:
+            assert f'<label for="{element}"' in html and f">{label}</label>" in html, label
 
 
 @pytest.mark.parametrize(
@@ -101,6 +152,9 @@ def test_start_refuses_what_the_command_line_refuses_with_its_message(
         ({"seeds": "http://a.test/"}, "seeds: give a list of URLs"),
         ({"seeds": ["http://a.test/"], "proxy": "x"}, "unknown setting 'proxy'"),
         ({"seeds": ["http://a.test/"], "max_pages": 1.5}, "max_pages: give a whole number"),
+        ({"seeds": ["http://a.test/"], "max_depth": "lots"}, "max_depth: give a whole number, "
+                                                             "'none' or null"),
+        ({"seeds": ["http://a.test/"], "allow_private": "yes"}, "allow_private: give true, "),
         ({"seeds": ["http://a.test/"], "delay": "fast"}, "delay: give a number of seconds"),
     ],
 )
@@ -276,6 +330,54 @@ def test_start_stop_resume_a_real_crawl(tmp_path: Path, monkeypatch: pytest.Monk
                     pass
 
 
+@pytest.mark.slow
+def test_a_crawl_that_fetched_nothing_says_why_and_starts_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Started without Allow private addresses, a crawl of the simulated web (loopback
+    addresses) fetches nothing: the status says why in the form's words and lets it start
+    again; a start refused by the command line keeps the old crawl; a good one replaces it."""
+    for name in list(os.environ):
+        if name.startswith("GOSSAMER_"):
+            monkeypatch.delenv(name)
+    with serve_in_thread(WebSpec(seed=4, hosts=3, pages_mean=10, profile="clean")) as web:
+        monkeypatch.setenv("GOSSAMER_RESOLVE_FILE", str(web.write_resolve_file(tmp_path / "r")))
+        out = tmp_path / "crawl"
+        page = Page(EmbeddedSource(out))
+        body = {"seeds": [web.url(0, 0)], "workers": 1, "delay": 0, "scope": "all",
+                "max_pages": 5, "max_depth": "none"}  # fmt: skip
+        code, answer = page.post("/api/start", body)
+        # started (and soon ended), or ended before its start was seen: the same words
+        assert code in (200, 400), answer
+        s = wait_for("the end", lambda: (s := page.status())["crawl"]["state"] == "ended" and s)
+        problem = s["crawl"]["problem"]
+        assert problem["kind"] == "fetch/error/blocked-address"
+        assert problem["field"] == "allow_private"
+        assert problem["message"].startswith("No page was fetched. The seeds resolve to "
+                                             "loopback/private addresses")  # fmt: skip
+        assert problem["message"].endswith(": tick Allow private addresses and start again.")
+        assert "--allow-private" not in problem["message"]
+        if code == 400:
+            assert answer["error"] == problem["message"]
+        assert s["totals"]["pages"] == 0 and s["crawl"]["end_reason"] == "complete"
+        assert s["control"]["can_start"] and not s["control"]["can_resume"]
+        # a start the command line refuses: the crawl that fetched nothing stays
+        code, answer = page.post("/api/start", {**body, "seeds": ["notaurl"]})
+        assert code == 400 and "Seed URLs: invalid seed URL 'notaurl'" in answer["error"]
+        assert json.loads((out / "crawl.json").read_text())["seeds"] == [web.url(0, 0)]
+        assert page.status()["crawl"]["problem"] == problem
+        # with the box ticked: started again in the same directory, and crawled
+        code, answer = page.post("/api/start", {**body, "allow_private": True})
+        assert code == 200 and answer["message"].startswith("started: pid "), answer
+        s = wait_for("the new crawl's end", lambda: (s := page.status())["crawl"]["state"]
+                     == "ended" and s["totals"]["pages"] and s)  # fmt: skip
+        assert s["crawl"]["end_reason"] == "max-pages" and s["totals"]["pages"] == 5
+        assert s["crawl"]["problem"] is None and s["crawl"]["runs"] == 1
+        stored = json.loads((out / "crawl.json").read_text())
+        assert stored["allow_private"] is True and stored["max_depth"] is None
+        assert not list(tmp_path.glob(".crawl.replaced-*"))
+
+
 def test_a_cluster_dashboard_before_any_crawl(
     redis_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -293,7 +395,9 @@ def test_a_cluster_dashboard_before_any_crawl(
         assert page.post("/api/stop", {})[0] == 409
         code, answer = page.post("/api/start", {"seeds": ["notaurl"], "workers": 1})
         assert code == 400
-        assert answer["error"] == cli_error("--redis", redis_url, "notaurl", "--workers", "0")
+        assert answer["error"] == form_words(
+            cli_error("--redis", redis_url, "notaurl", "--workers", "0")
+        )
         assert page.status()["crawl"]["state"] == "not started"  # nothing was created
         (log,) = (tmp_path / "gossamer-worker").glob("crawl-*.dashboard.log")
         assert "notaurl" in log.read_text()

@@ -1,7 +1,9 @@
-"""The dashboard's data (issue 20, slice 2, "data"): the log tail (its ring, the level of a
-fetch, GET /api/log, /events/log with its bounded batches), the crawl's diagnostics file,
-top hosts from a real SQLite frontier, bytes/s and GET /api/history, and the /metrics
-additions — through Starlette's test client over crawl directories as a crawl writes them."""
+"""The dashboard's data: the log tail (its ring, the level of a fetch, GET /api/log,
+/events/log with its bounded batches), the crawl's diagnostics file, top hosts from a real
+SQLite frontier, bytes/s and GET /api/history, the /metrics additions, and a finished crawl
+of two runs shown whole (its time over both runs, its pages by worker, its history from the
+crawl log, its graph statistics computed on demand and cached) — through Starlette's test
+client over crawl directories as a crawl writes them."""
 
 from __future__ import annotations
 
@@ -9,8 +11,12 @@ import contextlib
 import json
 import logging
 import multiprocessing
+import os
+import subprocess
+import sys
 import time
-from collections.abc import Iterator
+from collections import Counter
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -21,12 +27,15 @@ from test_dashboard import LOCAL, _log_line, make_crawl_dir
 
 from gossamer import logs
 from gossamer.crawldir import DIAGNOSTICS
+from gossamer.crawldir import GRAPH_ON_DEMAND as ON_DEMAND_FILE
 from gossamer.dashboard import EmbeddedSource, make_app
-from gossamer.dashboard._history import History
+from gossamer.dashboard._history import BINS_MAX, History, RateBins, crawl_history
 from gossamer.dashboard._hosts import sqlite_top_hosts
 from gossamer.dashboard._logtail import BATCH_MAX, LogRing, fetch_level, fetch_record
 from gossamer.frontier import Discovered, FrontierOptions, Outcome, Verdict
 from gossamer.frontier.sqlite import SqliteFrontier
+from gossamer.report.crawl import crawl_report
+from gossamer.sinks import iso_time
 from gossamer.urls import fingerprint
 
 
@@ -267,9 +276,9 @@ def test_status_has_top_hosts_bytes_per_s_and_history(tmp_path: Path) -> None:
     status = client.get("/api/status").json()
     assert [h["host"] for h in status["top_hosts"]] == ["a.test", "b.test"]
     assert status["totals"]["bytes_per_s"] == 0.0  # the crawl ended
-    history = client.get("/api/history").json()
+    history = client.get("/api/history").json()  # an ended crawl's: from its crawl log
     assert set(history) == {"t", "pages", "pages_per_s", "bytes", "bytes_per_s"}
-    assert history["pages"] == [2.0] and history["bytes"] == [1500.0]
+    assert history["pages"][-1] == 2.0 and history["bytes"][-1] == 1500.0
 
 
 def test_history_keeps_one_sample_every_2_s_for_an_hour() -> None:
@@ -281,6 +290,81 @@ def test_history_keeps_one_sample_every_2_s_for_an_hour() -> None:
     assert j["pages"] == [16.0, 20.0, 24.0, 28.0, 32.0, 36.0] and j["bytes_per_s"] == [0.0] * 6
     assert History().as_json() == {"t": [], "pages": [], "pages_per_s": [], "bytes": [],
                                    "bytes_per_s": []}  # fmt: skip
+
+
+def test_rate_bins_widen_and_the_history_keeps_the_totals_with_a_gap_between_runs() -> None:
+    bins = RateBins()
+    t0 = 1_800_000_000.0
+    # run 1: 3,000 s, a page a second; run 2, an hour later: 100 s, 5 pages a second
+    for k in range(3000):
+        bins.add(iso_time(t0 + k + 0.5), True, 10)
+    for k in range(500):
+        bins.add(iso_time(t0 + 6600 + k / 5), True, 10)
+    bins.add("not a time", True, 10)  # not counted
+    assert len(bins.bins) <= BINS_MAX and bins.width == 2
+    assert sum(p for p, _ in bins.bins.values()) == 3500
+    runs = [(t0, t0 + 3000), (t0 + 6600, t0 + 6700)]
+    h = crawl_history(bins, runs, points=500)
+    assert len(h["t"]) <= 500 and h["t"] == sorted(h["t"])
+    assert h["pages"][-1] == 3500 and h["bytes"][-1] == 35_000
+    gap = h["pages_per_s"].index(None)  # one gap, between the runs (not an hour of zeros)
+    assert h["pages_per_s"].count(None) == 1 and t0 + 3000 <= h["t"][gap] < t0 + 6600
+    width = h["t"][1] - h["t"][0]
+    assert h["pages_per_s"][1] == 1.0 and max(v or 0 for v in h["pages_per_s"]) == 5.0, width
+    assert crawl_history(RateBins(), runs)["t"] == []
+
+
+@pytest.mark.slow
+def test_a_finished_crawl_of_two_runs_is_shown_whole(
+    tmp_path: Path, two_run_crawl: Callable[..., Path]
+) -> None:
+    out = two_run_crawl(tmp_path / "crawl")
+    report = crawl_report(out)
+    totals = report["totals"]
+    assert totals["runs"] == 2
+    client = TestClient(make_app(EmbeddedSource(out)), base_url=LOCAL)
+    s = client.get("/api/status").json()
+    assert s["crawl"]["state"] == "ended" and s["crawl"]["runs"] == 2
+    # the crawl's time over both runs, as `gossamer report` times it (not the last run's)
+    assert abs(s["crawl"]["elapsed_s"] - totals["duration_s"]) <= 0.06, (s["crawl"], totals)
+    assert s["crawl"]["elapsed_s"] > report["runs"][-1]["duration_s"] + 0.05
+    # the worker table: every worker's pages over both runs, adding up to the crawl's
+    log = [json.loads(line) for line in (out / "crawl.log.jsonl").read_text().splitlines()]
+    pages = Counter(r["worker"] for r in log if r.get("depth") is not None and r.get("status"))
+    requests = Counter(r["worker"] for r in log)
+    assert s["totals"]["pages"] == totals["fetches"] == sum(pages.values())
+    assert {w["id"]: w["pages"] for w in s["workers"]} == dict(pages)
+    assert {w["id"]: w["requests"] for w in s["workers"]} == dict(requests)
+    assert {w["state"] for w in s["workers"]} == {"exited"}
+    # the history: the whole crawl from its log, both runs
+    h = client.get("/api/history").json()
+    starts = [run["started"] for run in report["runs"]]
+    assert h["pages"][-1] == totals["fetches"] and h["t"] == sorted(h["t"])
+    assert starts[0] - 1 <= h["t"][0] <= starts[0] + 1 and h["t"][-1] >= starts[1]
+    assert sum(v or 0 for v in h["pages_per_s"]) == totals["fetches"]  # 1 s bins
+    # the graph statistics: computed on demand, `gossamer graph stats`'s figures
+    expected = json.loads(subprocess.run(
+        [sys.executable, "-m", "gossamer", "graph", "stats", str(out), "--json"],
+        capture_output=True, check=True, timeout=120,
+    ).stdout)  # fmt: skip
+    assert s["graph_state"] == "computing" and s["graph"] is None
+    deadline = time.monotonic() + 60
+    while (s := client.get("/api/status").json())["graph_state"] == "computing":
+        assert time.monotonic() < deadline, "the graph statistics took over 60 s"
+        time.sleep(0.1)
+    assert s["graph_state"] == "computed" and s["graph_error"] is None
+    for key in ("nodes", "edges", "scc_count", "largest_scc", "dangling", "diameter"):
+        assert s["graph"][key] == expected[key], key
+    assert s["graph"]["final"] and s["graph"]["computed"]
+    # cached in the crawl's graph/ directory: the next dashboard reads them at once …
+    assert (out / "graph" / ON_DEMAND_FILE).is_file()
+    again = EmbeddedSource(out)
+    assert again.snapshot()["graph_state"] == "computed"
+    # … until the crawl's files change (a resumed crawl's): computed again
+    edges = sorted((out / "graph").glob("edges*.tsv"))[0]
+    os.utime(edges, ns=(time.time_ns(), time.time_ns() + 10**9))
+    assert again.snapshot()["graph_state"] == "computing"
+    again.close()
 
 
 def test_metrics_has_the_new_families(tmp_path: Path) -> None:

@@ -2,8 +2,11 @@
 crawls started from its Setup form against the simulated web, the numbers and the charts seen
 moving on the page, the workers scaled from 2 to 3 and back with the slider and the table seen
 following, the crawl stopped with the button and seen ending — an embedded crawl (a crawl
-directory) and a cluster crawl (a real redis-server). Every assertion is on what the page
-shows.
+directory) and a cluster crawl (a real redis-server); a site on this machine (nginx on
+127.0.0.1) started from the Setup form, refused for its private address with a message
+saying which box to tick, then started again in the same directory; and a finished crawl of
+two runs shown whole (its time, its workers' pages, its rate over time, its graph statistics
+computed on demand). Every assertion is on what the page shows.
 
 Screenshots of these pages go to docs/dashboard/*.png, but only when asked:
 
@@ -22,14 +25,24 @@ form's delay of 0.2 s the crawl of 15,000 pages outlasts the test) and
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import re
 import signal
 import subprocess
 import sys
-from collections.abc import Iterator
+import urllib.request
+from collections import Counter
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
+from _static_site import static_site
+
+from gossamer.config import CrawlSettings
+from gossamer.dashboard._control import _error_line
+from gossamer.dashboard._setup import form_words
+from gossamer.report.crawl import crawl_report
 from gossamer.testweb import WebSpec, serve_in_thread
 from gossamer.testweb._browser import (
     Browser,
@@ -38,6 +51,7 @@ from gossamer.testweb._browser import (
     wait_for_js,
     wait_for_text,
 )
+from gossamer.testweb._nginx import run_nginx
 
 CSS = "css selector"
 
@@ -134,6 +148,18 @@ def chart_points(browser: Browser, chart: str) -> int:
     return int(value or 0)
 
 
+def set_field(browser: Browser, css: str, value: str) -> None:
+    """Type `value` into a field of the form (whose first value is the crawl's default)."""
+    field = browser.driver.find_element(CSS, css)
+    field.clear()
+    field.send_keys(value)
+
+
+def api(base: str, path: str) -> Any:
+    with urllib.request.urlopen(base + path, timeout=30) as r:
+        return json.load(r)
+
+
 def fill_setup(browser: Browser, seed: str, workers: int, partition: str | None = None) -> None:
     d = browser.driver
     wait_for(d, lambda d: d.find_element(CSS, "#crawl-state").text != "connecting…" or None)
@@ -146,7 +172,7 @@ def fill_setup(browser: Browser, seed: str, workers: int, partition: str | None 
     field.clear()
     field.send_keys(str(workers))
     d.find_element(CSS, "#scope option[value='all']").click()
-    d.find_element(CSS, "#delay").send_keys("0.2")
+    set_field(browser, "#delay", "0.2")
     if partition is not None:
         d.find_element(CSS, f"#partition option[value='{partition}']").click()
 
@@ -226,7 +252,9 @@ def test_the_setup_form_shows_gossamer_crawls_refusal(tmp_path: Path, browser: B
         capture_output=True, text=True, timeout=60, check=False, env=env,
     )  # fmt: skip
     assert cli.returncode == 2
-    message = cli.stderr.strip().splitlines()[-1].removeprefix("gossamer: error: ")
+    # the command's refusal, in the form's words: its label for the setting
+    message = form_words(_error_line(cli.stderr))
+    assert message.startswith("invalid settings: Seed URLs: invalid seed URL"), message
     out = tmp_path / "crawl"
     with dashboard([str(out)], env, tmp_path) as base:
         d = browser.driver
@@ -273,6 +301,138 @@ def test_embedded_crawl_from_setup_to_scaled_to_stopped(tmp_path: Path, browser:
                 wait_for(d, lambda d: d.find_element(CSS, "#resume").is_enabled() or None)
             finally:
                 _kill_leftovers(tmp_path)
+
+
+def no_gossamer_env() -> dict[str, str]:
+    """The test's environment without any GOSSAMER_* setting: a crawl the dashboard starts
+    gets the crawler's own defaults and what the form sends, nothing else."""
+    return {k: v for k, v in os.environ.items() if not k.startswith("GOSSAMER_")}
+
+
+def shown(browser: Browser, css: str) -> str:
+    return str(browser.driver.find_element(CSS, css).get_attribute("value"))
+
+
+def test_a_site_on_this_machine_started_from_setup(tmp_path: Path, browser: Browser) -> None:
+    """A static site on 127.0.0.1 (nginx) from the Setup tab: the form shows the settings a
+    first crawl needs with the crawler's defaults; started as it is, the crawl is refused
+    the site's private address and ends at once with no page — the Setup tab says so in one
+    full line naming the box to tick, and offers to start again; ticked, the same directory
+    is crawled whole."""
+    site = static_site(tmp_path, 30)
+    out = tmp_path / "crawl"
+    defaults = CrawlSettings.model_validate({})  # the settings model's defaults
+    with run_nginx(site.server), dashboard([str(out)], no_gossamer_env(), tmp_path) as base:
+        d = browser.driver
+        d.get(base + "/")
+        wait_for_text(d, "#crawl-state", "not started", timeout=30)
+        assert d.find_element(CSS, "#tab-setup").get_attribute("aria-selected") == "true"
+        # every setting a first crawl needs, each showing the default the crawl gets
+        assert d.find_element(CSS, "#allow-private").is_selected() is defaults.fetch.allow_private
+        assert shown(browser, "#scope") == defaults.scope
+        assert float(shown(browser, "#delay")) == defaults.politeness.delay
+        assert shown(browser, "#max-depth") == str(defaults.max_depth)  # 20, not "no limit"
+        assert defaults.max_pages is None and shown(browser, "#max-pages") == ""
+        assert shown(browser, "#workers") == str(min(defaults.effective_workers(), 64))
+        d.find_element(CSS, "#seeds").send_keys(site.base)
+        d.find_element(CSS, "#seed-add").click()
+        set_field(browser, "#delay", "0.1")
+        d.find_element(CSS, "#start").click()
+        # the crawl fetched nothing: one readable message in the Setup tab, in full
+        wait_for_text(d, "#setup-error", "Allow private addresses", timeout=60)
+        wait_for_text(d, "#crawl-state", "ended", timeout=30)
+        status = api(base, "/api/status")
+        problem = status["crawl"]["problem"]
+        error = d.find_element(CSS, "#setup-error")
+        assert error.text == problem["message"]
+        assert "tick Allow private addresses" in error.text and "--allow" not in error.text
+        assert d.execute_script("const e = arguments[0]; return e.scrollWidth <= e.clientWidth "
+                                "&& e.scrollHeight <= e.clientHeight + 1", error)  # not cut
+        assert d.find_element(CSS, "#tab-setup").get_attribute("aria-selected") == "true"
+        assert "needs-change" in str(d.find_element(CSS, "#allow-private").get_attribute("class"))
+        # … and the same directory can be started again from here
+        wait_for(d, lambda d: d.find_element(CSS, "#start").is_enabled() or None)
+        assert "nothing to start" not in d.find_element(CSS, "#setup-note").text
+        assert [e.text for e in d.find_elements(CSS, "#seed-list li span")] == [site.base]
+        shot(browser, "setup-refused.png")
+        d.find_element(CSS, "#allow-private").click()
+        d.find_element(CSS, "#start").click()
+        wait_for(d, lambda d: d.find_element(CSS, "#tab-status").get_attribute(
+            "aria-selected") == "true" or None, timeout=30)  # fmt: skip
+        wait_for_text(d, '#coordinator [data-field="end_reason"]', "complete", timeout=60)
+        wait_for_text(d, "#pages", "31", timeout=30)  # its 30 files, index.html also as /
+        assert d.find_element(CSS, "#setup-error").text == ""
+        assert d.find_element(CSS, "#crawl-problem").text == ""
+        assert d.find_element(CSS, "#connection").text == "ended"
+        wait_for(d, lambda d: number(browser, '#graph [data-field="nodes"]') == 31 or None,
+                 timeout=60)  # fmt: skip
+        d.execute_script("document.querySelector('#log').scrollIntoView()")
+        wait_for_log_line(browser, r" INFO .*200 ok http://127\.0\.0\.1")
+        shot(browser, "local-site.png")
+    settings = json.loads((out / "crawl.json").read_text())
+    assert settings["allow_private"] is True and settings["delay"] == 0.1
+    requested = Counter(line.split()[1] for line in site.access_log.read_text().splitlines()
+                        if line.startswith("GET "))  # fmt: skip
+    pages = [p for p in requested if p.endswith(".html") or p == "/"]
+    assert len(pages) == 31 and set(requested.values()) == {1}, requested
+    assert not list(tmp_path.glob(".crawl.replaced-*"))  # the refused crawl's files are gone
+
+
+def duration_text(s: float) -> str:
+    """dashboard.js's duration()."""
+    h, m, sec = int(s // 3600), int(s % 3600 // 60), int(s % 60)
+    return (f"{h}h " if h else "") + (f"{m}m " if h or m else "") + f"{sec}s"
+
+
+def test_a_finished_crawl_is_shown_whole(
+    tmp_path: Path, browser: Browser, two_run_crawl: Callable[..., Path]
+) -> None:
+    """A crawl of two runs that ended, opened afterwards: the crawl's time over both runs
+    (`gossamer report`'s), its pages by worker adding up to its pages, its rate over its
+    whole history, a header that says it ended, and its web graph statistics computed on
+    demand (`gossamer graph stats`'s figures)."""
+    # (longer runs for the screenshot: a rate chart of more than a few seconds)
+    out = two_run_crawl(tmp_path / "crawl", delay=0.25 if SHOTS else 0.02)
+    report = crawl_report(out)["totals"]
+    by_worker = Counter(
+        rec["worker"] for rec in map(json.loads, (out / "crawl.log.jsonl").read_text().splitlines())
+        if rec.get("depth") is not None and rec.get("status") is not None
+    )  # fmt: skip
+    assert sorted(by_worker) == ["w0", "w1"] and sum(by_worker.values()) == report["fetches"]
+    graph = json.loads(subprocess.run(gossamer("graph", "stats", str(out), "--json"),
+                                      capture_output=True, check=True, timeout=120).stdout)
+    with dashboard([str(out)], no_gossamer_env(), tmp_path) as base:
+        d = browser.driver
+        d.get(base + "/")
+        wait_for_text(d, "#crawl-state", "ended", timeout=30)
+        assert d.find_element(CSS, "#tab-status").get_attribute("aria-selected") == "true"
+        assert d.find_element(CSS, "#connection").text == "ended"  # not "live"
+        status = api(base, "/api/status")
+        assert status["crawl"]["runs"] == 2
+        assert abs(status["crawl"]["elapsed_s"] - report["duration_s"]) <= 0.06, report
+        assert d.find_element(CSS, '#coordinator [data-field="elapsed"]').text == duration_text(
+            status["crawl"]["elapsed_s"])  # fmt: skip
+        assert number(browser, "#pages") == report["fetches"]
+        rows_shown = d.find_elements(CSS, "#worker-table tbody tr")
+        table = {tr.get_attribute("data-worker"): int(tr.find_elements(CSS, "td")[5].text)
+                 for tr in rows_shown}  # fmt: skip
+        assert table == dict(by_worker)
+        # the rate chart: the whole crawl from its log, not one dot
+        history = api(base, "/api/history")
+        assert len(history["t"]) >= 3 and history["pages"][-1] == report["fetches"]
+        assert history["t"][0] <= report_start(out) + 1
+        wait_for(d, lambda d: chart_points(browser, "rate") == len(history["t"]) or None)
+        # the graph statistics, computed on demand: gossamer graph stats's figures
+        wait_for_text(d, '#graph [data-field="updated"]', "computed", timeout=60)
+        for key in ("nodes", "edges", "scc_count", "largest_scc", "dangling"):
+            assert number(browser, f'#graph [data-field="{key}"]') == graph[key], key
+        assert chart_points(browser, "in-degree") > 1
+        shot(browser, "finished.png")
+    assert (out / "graph" / "stats-on-demand.json").is_file()  # cached for the next look
+
+
+def report_start(out: Path) -> float:
+    return float(crawl_report(out)["runs"][0]["started"])
 
 
 def _kill_leftovers(root: Path) -> None:

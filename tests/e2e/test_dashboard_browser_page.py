@@ -1,7 +1,9 @@
 """The dashboard's page in a real headless Chromium, fed by a scripted status source through
 the real app (`make_app`, served by uvicorn on a free loopback port): what the page shows for
-each status key, its tabs, the Setup form's requests and the server's refusal shown verbatim,
-the worker table at 100 workers, the slider, stop, the charts and the bounded log tail.
+each status key, its tabs, the Setup form's first values (the server's defaults), requests and
+the server's refusal shown verbatim, a crawl that fetched nothing said in the Setup tab, a
+finished crawl (its history, its header, its graph statistics being computed), the worker
+table at 100 workers, the slider, stop, the charts and the bounded log tail.
 
 The log tail (/api/log, /events/log) and the history (/api/history) are the app's own, over
 the scripted source's log ring and the hub's history. The control requests (POST /api/start,
@@ -30,6 +32,7 @@ from starlette.routing import Route
 
 from gossamer.dashboard import make_app
 from gossamer.dashboard._logtail import LogRing
+from gossamer.dashboard._setup import form_defaults
 from gossamer.testweb._browser import (
     Browser,
     wait_for,
@@ -99,6 +102,15 @@ def status(**changes: Any) -> dict[str, Any]:
         else:
             s[section] = value
     return s
+
+
+#: what may be asked of a crawl not started yet (or one that fetched no page): start it
+STARTABLE = {"workers": None, "can_start": True, "can_resume": False, "can_stop": False,
+             "can_scale": False, "max_workers": 8}  # fmt: skip
+
+
+def not_started() -> dict[str, Any]:
+    return status(crawl__state="not started", crawl__pid=None, workers=[], control=STARTABLE)
 
 
 class ScriptedSource:
@@ -316,9 +328,7 @@ def test_setup_form_sends_the_seeds_and_settings_and_shows_the_refusal_verbatim(
     base: str, source: ScriptedSource, scripted: Scripted, browser: Browser
 ) -> None:
     d = browser.driver
-    control = {"workers": None, "can_start": True, "can_resume": False, "can_stop": False,
-               "can_scale": False, "max_workers": 8}  # fmt: skip
-    source.set(status(crawl__state="not started", crawl__pid=None, workers=[], control=control))
+    source.set(not_started())
     refusal = "--max-pages must be at least 1 (got 0)"
     scripted.answer("/api/start", 400, {"error": refusal})
     scripted.answer("/api/start", 200, {"ok": True, "message": "crawl started (pid 77)"})
@@ -335,18 +345,27 @@ def test_setup_form_sends_the_seeds_and_settings_and_shows_the_refusal_verbatim(
                                                      "http://c.test/"]  # fmt: skip
     d.find_element(By_CSS, "#seed-list li:nth-child(2) button").click()
     assert texts(browser, "#seed-list li span") == ["http://a.test/", "http://c.test/"]
+    # the settings show the crawl's defaults, as the server gives them (never the page's own)
+    values = form_defaults()["values"]
+    assert d.find_element(By_CSS, "#allow-private").is_selected() is values["allow_private"]
+    assert d.find_element(By_CSS, "#max-depth").get_attribute("value") == str(values["max_depth"])
+    assert d.find_element(By_CSS, "#scope").get_attribute("value") == values["scope"]
+    assert float(d.find_element(By_CSS, "#delay").get_attribute("value")) == values["delay"]
+    assert d.find_element(By_CSS, "#workers").get_attribute("value") == str(values["workers"])
     d.find_element(By_CSS, "#max-pages").send_keys("0")
-    workers = d.find_element(By_CSS, "#workers")
-    workers.clear()
-    workers.send_keys("3")
+    for field, value in (("#workers", "3"), ("#delay", "0.25"), ("#max-depth", "")):
+        box = d.find_element(By_CSS, field)
+        box.clear()
+        box.send_keys(value)
     d.find_element(By_CSS, "#scope option[value='all']").click()
-    d.find_element(By_CSS, "#delay").send_keys("0.25")
+    if not d.find_element(By_CSS, "#allow-private").is_selected():
+        d.find_element(By_CSS, "#allow-private").click()
     d.find_element(By_CSS, "#start").click()
     wait_for_text(d, "#setup-error", refusal)
     assert d.find_element(By_CSS, "#setup-error").text == refusal
     assert scripted.posted("/api/start") == [{
-        "seeds": ["http://a.test/", "http://c.test/"], "max_pages": 0, "workers": 3,
-        "scope": "all", "delay": 0.25, "partition": None, "max_depth": None,
+        "seeds": ["http://a.test/", "http://c.test/"], "allow_private": True, "scope": "all",
+        "delay": 0.25, "max_depth": "none", "max_pages": 0, "workers": 3, "partition": None,
     }]  # fmt: skip
     assert d.find_element(By_CSS, "#tab-setup").get_attribute("aria-selected") == "true"
     # corrected: started, and the page turns to the Status tab
@@ -490,9 +509,7 @@ def test_a_crawl_that_starts_turns_an_unchosen_setup_tab_to_status(
     base: str, source: ScriptedSource, browser: Browser
 ) -> None:
     d = browser.driver
-    control = {"workers": None, "can_start": True, "can_resume": False, "can_stop": False,
-               "can_scale": False, "max_workers": 8}  # fmt: skip
-    source.set(status(crawl__state="not started", crawl__pid=None, workers=[], control=control))
+    source.set(not_started())
     d.get(base + "/")
     selected = "return document.querySelector('#tab-{}').getAttribute('aria-selected')"
     wait_for_js(d, f"(() => {{ {selected.format('setup')} }})() === 'true'")
@@ -505,3 +522,85 @@ def test_a_crawl_that_starts_turns_an_unchosen_setup_tab_to_status(
     wait_for(d, lambda d: d.find_element(By_CSS, "#pages").get_attribute("textContent") == "4,321"
              or None)  # fmt: skip
     assert d.execute_script(selected.format("setup")) == "true"
+
+
+def test_a_crawl_that_fetched_nothing_is_said_in_the_setup_tab(
+    base: str, source: ScriptedSource, scripted: Scripted, browser: Browser
+) -> None:
+    d = browser.driver
+    source.set(not_started())
+    d.get(base + "/")
+    wait_for_text(d, "#crawl-state", "not started")
+    d.find_element(By_CSS, "#seeds").send_keys("http://127.0.0.1:8083/")
+    d.find_element(By_CSS, "#start").click()
+    wait_for(d, lambda d: d.find_element(By_CSS, "#tab-status").get_attribute("aria-selected")
+             == "true" or None)  # fmt: skip
+    source.set(status())  # it runs …
+    wait_for_text(d, "#crawl-state", "running")
+    # … and ends at once with no page: the page goes back to Setup, with one message in full
+    message = ("No page was fetched. The seeds resolve to loopback/private addresses, which "
+               "are refused by default (fetch/error/blocked-address ×2): tick Allow private "
+               "addresses and start again.")  # fmt: skip
+    problem = {"message": message, "kind": "fetch/error/blocked-address",
+               "field": "allow_private"}  # fmt: skip
+    failed = status(crawl__state="ended", crawl__end_reason="complete", crawl__pid=None,
+                    crawl__problem=problem, crawl__seeds=["http://127.0.0.1:8083/"],
+                    totals__pages=0, control=STARTABLE)  # fmt: skip
+    source.set(failed)
+    wait_for_text(d, "#setup-error", "tick Allow private addresses")
+    assert d.find_element(By_CSS, "#setup-error").text == message
+    assert d.find_element(By_CSS, "#tab-setup").get_attribute("aria-selected") == "true"
+    box = d.find_element(By_CSS, "#allow-private")
+    assert "needs-change" in str(box.get_attribute("class"))
+    assert d.switch_to.active_element == box
+    assert d.find_element(By_CSS, "#start").is_enabled()
+    assert "nothing to start" not in d.find_element(By_CSS, "#setup-note").text
+    assert d.find_element(By_CSS, "#crawl-problem").get_attribute("textContent") == message
+    # opened afresh on that crawl: Setup, its seeds, the message
+    d.get(base + "/")
+    wait_for_text(d, "#setup-error", "tick Allow private addresses")
+    assert d.find_element(By_CSS, "#tab-setup").get_attribute("aria-selected") == "true"
+    assert texts(browser, "#seed-list li span") == ["http://127.0.0.1:8083/"]
+    box = d.find_element(By_CSS, "#allow-private")
+    if not box.is_selected():
+        box.click()
+    d.find_element(By_CSS, "#start").click()
+    wait_for(d, lambda d: len(scripted.posted("/api/start")) == 2 or None)
+    assert scripted.posted("/api/start")[1]["allow_private"] is True
+    assert scripted.posted("/api/start")[1]["seeds"] == ["http://127.0.0.1:8083/"]
+    source.set(status())  # the new crawl runs: the message is gone
+    wait_for_text(d, "#crawl-state", "running")
+    wait_for_js(d, "document.querySelector('#setup-error').textContent === ''")
+
+
+def test_a_finished_crawl_shows_its_history_not_live_and_its_graph_when_computed(
+    app: Starlette, base: str, source: ScriptedSource, browser: Browser
+) -> None:
+    d = browser.driver
+    d.get(base + "/")
+    wait_for_text(d, "#crawl-state", "running")
+    assert d.find_element(By_CSS, "#connection").text == "live"
+    points = "Number(document.querySelector('#chart-rate').dataset.points)"
+    # it ends: the crawl's whole history (its files: the source's) replaces the page's points
+    now = time.time()
+    whole = {"t": [now - 100 + k for k in range(50)], "pages": list(range(50)),
+             "pages_per_s": [1.0] * 50, "bytes": [0] * 50, "bytes_per_s": [0] * 50}  # fmt: skip
+    source.crawl_history = lambda: whole  # type: ignore[attr-defined]
+    ended = status(crawl__state="ended", crawl__end_reason="complete", crawl__pid=None,
+                   graph=None, graph_state="computing")  # fmt: skip
+    ended["control"].update(can_stop=False, can_scale=False)
+    source.set(ended)
+    wait_for_text(d, "#connection", "ended")
+    wait_for_js(d, f"{points} === 50")
+    assert d.find_element(By_CSS, '#graph [data-field="updated"]').text == "computing…"
+    assert "computing the crawl's graph statistics" in d.find_element(By_CSS, "#fit-in").text
+    # a status event of an ended crawl adds no point
+    source.set({**ended, "totals": {**ended["totals"], "pages": 1300}})
+    wait_for_text(d, "#pages", "1,300")
+    assert d.execute_script(f"return {points}") == 50
+    graph = {**status()["graph"], "final": True, "computed": True,
+             "updated_at": "2026-11-26T07:39:48+0000"}  # fmt: skip
+    source.set({**ended, "graph": graph, "graph_state": "computed"})
+    wait_for_text(d, '#graph [data-field="updated"]', "computed 07:39:48")
+    assert field(browser, "graph", "nodes") == "2,100"
+    wait_for_js(d, "Number(document.querySelector('#chart-in-degree').dataset.points) === 10")

@@ -38,6 +38,7 @@ from ._history import History
 from ._hub import PollingHub
 from ._logtail import LAST_MAX, LEVELS, LogHub, skipped_record
 from ._metrics import metrics_registry
+from ._setup import FIELDS, form_defaults
 from ._sources import ClusterSource, EmbeddedSource, SourceError, StatusSource
 
 _log = logging.getLogger(__name__)
@@ -130,6 +131,9 @@ def make_app(source: StatusSource, *, token: str | None = None) -> Starlette:
     csrf = secrets.token_urlsafe(24)
     registry = metrics_registry(source.snapshot)
     page = resources.files(__package__).joinpath("static/index.html").read_text("utf-8")
+    # the Setup form's first values, from the settings model (and the dashboard's GOSSAMER_*
+    # environment, which a started crawl inherits), and its labels: the page's own JSON
+    setup = json.dumps({**form_defaults(), "labels": FIELDS}).replace("<", "\\u003c")
     script = resources.files(__package__).joinpath("static/dashboard.js").read_bytes()
 
     def refused(request: Request) -> Response | None:
@@ -151,7 +155,7 @@ def make_app(source: StatusSource, *, token: str | None = None) -> Starlette:
     async def index(request: Request) -> Response:
         if (no := refused(request)) is not None:
             return no
-        response = HTMLResponse(page.replace("{{csrf}}", csrf))
+        response = HTMLResponse(page.replace("{{csrf}}", csrf).replace("{{setup}}", setup))
         response.headers["Cache-Control"] = "no-store"
         response.headers["Content-Security-Policy"] = (
             "default-src 'self'; style-src 'self' 'unsafe-inline'; frame-ancestors 'none'"
@@ -305,6 +309,18 @@ def make_app(source: StatusSource, *, token: str | None = None) -> Starlette:
     async def history(request: Request) -> Response:
         if (no := refused(request)) is not None:
             return no
+        # a crawl that does not run has its whole history in its files (a source may tell
+        # it: EmbeddedSource.crawl_history); else what the hub saw
+        whole = getattr(source, "crawl_history", None)
+        if whole is not None:
+            try:
+                data = await asyncio.to_thread(whole)
+            except Exception as exc:
+                return JSONResponse(
+                    {"error": f"cannot read the crawl's history: {exc}"}, status_code=503
+                )
+            if data is not None:
+                return JSONResponse(data)
         return JSONResponse(hub.history.as_json())
 
     # Setup and control: start, resume, scale (_control.py; docs/dashboard.md)

@@ -3,7 +3,9 @@ start a crawl, resume it, scale its workers.
 
 Start and resume run the real command line (`gossamer crawl … -o DIR`, or `gossamer crawl
 --redis URL --detach …`) as a detached process in its own session, so the form refuses exactly
-what the command line refuses, and stopping the dashboard does not stop the crawl. Scaling
+what the command line refuses (in the form's words: its labels for the flags), and stopping
+the dashboard does not stop the crawl. A crawl that fetched no page may be started again in
+its directory (EmbeddedSource.new_crawl replaces its files). Scaling
 takes the code path of `gossamer workers --scale N`. Every function here is synchronous and
 called off the event loop; each raises ControlError with the HTTP status and the one line to
 answer."""
@@ -18,8 +20,10 @@ import time
 from pathlib import Path
 from typing import Any
 
+from ..config import NO_LIMIT
 from ..runner import spawn
 from ..runner.pool import MAX_POOL_WORKERS, ScaleError, request_scale
+from ._setup import form_words
 from ._sources import ClusterSource, EmbeddedSource, SourceError, StatusSource
 
 __all__ = ["START_WAIT_S", "ControlError", "resume_crawl", "scale_crawl", "start_crawl"]
@@ -66,7 +70,8 @@ def _count(body: dict[str, Any], key: str, low: int, high: int) -> int | None:
 def _crawl_flags(body: dict[str, Any]) -> list[str]:
     """The form's settings as `gossamer crawl` flags (the command line checks their values:
     its refusal is the answer); what is not a setting of the form is refused here."""
-    known = {"seeds", "max_pages", "workers", "scope", "delay", "partition", "max_depth"}
+    known = {"seeds", "max_pages", "workers", "scope", "delay", "partition", "max_depth",
+             "allow_private"}  # fmt: skip
     unknown = sorted(set(body) - known)
     if unknown:
         names = ", ".join(sorted(known))
@@ -75,9 +80,18 @@ def _crawl_flags(body: dict[str, Any]) -> list[str]:
     for key, flag in (("max_pages", "--max-pages"), ("max_depth", "--max-depth")):
         value = body.get(key)
         if value is not None:
-            if isinstance(value, bool) or not isinstance(value, int):
-                raise ControlError(400, f"{key}: give a whole number or null, not {value!r}")
+            if value != NO_LIMIT and (isinstance(value, bool) or not isinstance(value, int)):
+                raise ControlError(
+                    400, f"{key}: give a whole number, {NO_LIMIT!r} or null, not {value!r}"
+                )
             flags += [flag, str(value)]
+    allow_private = body.get("allow_private")
+    if allow_private is not None:
+        if not isinstance(allow_private, bool):
+            raise ControlError(
+                400, f"allow_private: give true, false or null, not {allow_private!r}"
+            )
+        flags.append("--allow-private" if allow_private else "--no-allow-private")
     delay = body.get("delay")
     if delay is not None:
         if isinstance(delay, bool) or not isinstance(delay, int | float) or not math.isfinite(
@@ -103,8 +117,8 @@ def _seeds(body: dict[str, Any]) -> list[str]:
 
 def _error_line(text: str) -> str:
     """The command's refusal: its `gossamer: error:` line (argparse's: `gossamer crawl:
-    error:`) and the indented lines that continue it, without the prefix, on one line;
-    else its last line."""
+    error:`) and the indented lines that continue it (`; ` between them), without the
+    prefix, on one line; else its last line."""
     lines = text.splitlines()
     for k, line in enumerate(lines):
         if m := _ERROR.match(line):
@@ -113,7 +127,7 @@ def _error_line(text: str) -> str:
                 if not more.startswith(" "):
                     break
                 rest.append(more.strip())
-            return " ".join([m.group(1).strip(), *rest])
+            return " ".join([m.group(1).strip(), "; ".join(rest)]).strip()
     tail = [x for x in lines if x.strip()]
     return tail[-1].removeprefix("gossamer: ") if tail else "the command failed"
 
@@ -157,7 +171,11 @@ def _wait_started(source: EmbeddedSource, command: spawn.Command, what: str) -> 
         if code is not None:
             if code == 0:
                 return f"{what}: the crawl ran and ended (exit 0); its output is in {log}"
-            raise ControlError(400, _error_line(_log_since(log, offset)))
+            # a crawl that ran and fetched nothing: what to change, in the form's words
+            problem = source.snapshot()["crawl"]["problem"]
+            if problem is not None:
+                raise ControlError(400, problem["message"])
+            raise ControlError(400, form_words(_error_line(_log_since(log, offset))))
         if source.lock_pid() == proc.pid:
             _reap(proc)
             return f"{what}: pid {proc.pid}; its output goes to {log}"
@@ -170,7 +188,7 @@ def _wait_started(source: EmbeddedSource, command: spawn.Command, what: str) -> 
 def start_crawl(source: StatusSource, body: dict[str, Any]) -> str:
     """POST /api/start: a new crawl, as `gossamer crawl` starts it."""
     seeds = _seeds(body)
-    workers = _count(body, "workers", 1, MAX_POOL_WORKERS) or 1
+    workers = _count(body, "workers", 1, MAX_POOL_WORKERS)
     flags = _crawl_flags(body)
     status = source.snapshot()
     if not status["control"]["can_start"]:
@@ -184,11 +202,14 @@ def start_crawl(source: StatusSource, body: dict[str, Any]) -> str:
             )  # fmt: skip
         raise ControlError(409, f"crawl {status['crawl']['id']} is {state}: stop it first")
     if isinstance(source, EmbeddedSource):
+        if workers is not None:  # (else the crawl's own default: one per core)
+            flags = ["--workers", str(workers), *flags]
         command = _gossamer("crawl", "-o", str(source.directory.absolute()),
-                            "--workers", str(workers), *flags, "-q", "--", *seeds)  # fmt: skip
-        return _wait_started(source, command, "started")
+                            *flags, "-q", "--", *seeds)  # fmt: skip
+        with source.new_crawl(status):
+            return _wait_started(source, command, "started")
     if isinstance(source, ClusterSource):
-        return _start_cluster(source, seeds, workers, flags)
+        return _start_cluster(source, seeds, workers or 1, flags)
     raise ControlError(409, "this dashboard cannot start a crawl")
 
 
@@ -219,7 +240,7 @@ def _start_cluster(source: ClusterSource, seeds: list[str], workers: int, flags:
         raise ControlError(409, f"cannot start the crawl (log {log}): {exc}") from exc
     crawl_id = printed.decode("utf-8", "replace").strip()
     if proc.returncode != 0 or not crawl_id:
-        raise ControlError(400, _error_line(_log_since(log, offset)))
+        raise ControlError(400, form_words(_error_line(_log_since(log, offset))))
     source.follow(crawl_id)
     source.workers_out = out
     graph = _follow_graph(source, crawl_id, out)

@@ -9,28 +9,41 @@ the frontier's own reads), stats.json and the live
 graph's graph/stats.json — so watching costs the crawl nothing but the reads. The crawl log
 is tailed: each snapshot reads only the lines appended since the last one (counted by
 `report.crawl.count_log_record`, as `gossamer report` counts them), so a snapshot's cost
-does not grow with the crawl. The cluster source is `gossamer status`'s `crawl_status`."""
+does not grow with the crawl. A crawl that does not run is shown whole: its time over every
+run, its pages by worker and its rate over time from the crawl log, its graph statistics
+computed on demand (_graphstats.py). The cluster source is `gossamer status`'s
+`crawl_status`."""
 
 from __future__ import annotations
 
 import contextlib
 import json
 import os
+import shutil
 import signal
 import socket
 import sqlite3
 import threading
 import time
 from collections import Counter, deque
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Protocol
 
 from ..crawldir import MANIFEST, CrawlDir
 from ..engine.heartbeat import read_beats
 from ..frontier.sqlite import read_counts
-from ..report.crawl import count_log_record, live_graph_stats, stats_end_reason
+from ..report.crawl import (
+    count_log_record,
+    live_graph_locked,
+    live_graph_stats,
+    stats_end_reason,
+)
+from ..report.progress import nothing_fetched
 from ..runner.pool import MAX_POOL_WORKERS, gossamer_alive, read_control
 from ..sinks import read_run_records
+from ._graphstats import GraphOnDemand
+from ._history import RateBins, crawl_history
 from ._hosts import TOP_HOSTS_EVERY_S, cluster_top_hosts, crawl_options, sqlite_top_hosts
 from ._logtail import (
     LogRing,
@@ -41,6 +54,7 @@ from ._logtail import (
     record_entry,
     unsent_record,
 )
+from ._setup import problem_of
 
 __all__ = ["ClusterSource", "EmbeddedSource", "SourceError", "StatusSource"]
 
@@ -109,6 +123,10 @@ class _LogTail:
         self.statuses: Counter[str] = Counter()
         self.errors: Counter[str] = Counter()
         self.modified: float | None = None
+        #: worker id (the line's `worker`, `main` for a one-process crawl's) -> [requests,
+        #: pages, errors] over every run: a crawl that does not run shows these
+        self.by_worker: dict[str, list[int]] = {}
+        self.bins = RateBins()  # pages and bytes over time: its history
 
     def read(self) -> None:
         try:
@@ -137,6 +155,7 @@ class _LogTail:
         # the warnings (their own ring); the rest would be pushed out at once
         recent = len(rows) - ring.size if ring is not None else len(rows)
         entries: list[RingEntry] = []
+        bins, by_worker = self.bins, self.by_worker
         for k, raw in enumerate(rows):
             try:
                 rec = json.loads(raw)
@@ -145,9 +164,20 @@ class _LogTail:
             if not isinstance(rec, dict):
                 continue
             self.requests += 1
-            self.bytes += int(rec.get("bytes") or 0)
-            if count_log_record(rec, self.outcomes, self.statuses, self.errors):
-                self.pages += 1
+            nbytes = int(rec.get("bytes") or 0)
+            self.bytes += nbytes
+            page = count_log_record(rec, self.outcomes, self.statuses, self.errors)
+            self.pages += page
+            bins.add(rec.get("time"), page, nbytes)
+            wid = rec.get("worker") or "main"
+            worker = by_worker.get(wid)
+            if worker is None:
+                worker = by_worker[str(wid)] = [0, 0, 0]
+            worker[0] += 1
+            worker[1] += page
+            # an error as count_log_record counts one: no response, or a page's error
+            if rec.get("status") is None or (rec.get("error") and rec.get("depth") is not None):
+                worker[2] += 1
             if ring is not None and (k >= recent or fetch_level(rec) == "warning"):
                 entries.append(fetch_entry(rec))
         if entries:
@@ -214,14 +244,23 @@ class EmbeddedSource:
             except (OSError, ValueError) as exc:
                 raise SourceError(f"cannot read {manifest}: {exc}") from exc
         self.log_ring = LogRing()
+        self._lock = threading.Lock()  # snapshots may overlap (/api/status, the event loop)
+        self._start_reading()
+
+    def _start_reading(self) -> None:
+        """What is read of the crawl, from its start (the log ring stays: its past lines
+        are the page's)."""
+        directory = self.directory
+        crawl = CrawlDir(directory)
         self._tail = _LogTail(crawl.crawl_log, self.log_ring)
         self._diagnostics = _DiagnosticsTail(crawl.diagnostics, self.log_ring)
         self._rate = _Rate()
         self._bytes_rate = _Rate()
         self._hosts_read = 0.0  # monotonic time top_hosts was last read
         self._top_hosts: list[dict[str, Any]] | None = None
-        self._lock = threading.Lock()  # snapshots may overlap (/api/status, the event loop)
         self._stop_sent: int | None = None  # the pid sent SIGTERM by stop()
+        self._graph = GraphOnDemand(directory)  # an ended crawl's graph statistics
+        self._runs: list[tuple[float, float]] = []  # the last snapshot's runs (start, end)
 
     def lock_pid(self) -> int | None:
         """The pid in the directory's lock file: the process that holds it, or held it last."""
@@ -264,7 +303,8 @@ class EmbeddedSource:
                 (r for r in runs if r.get("event") == "end" and r.get("run") == last.get("run")),
                 None,
             )
-            end_reason = stats_end_reason((end or {}).get("stats") or stats, max_pages)
+            stats = (end or {}).get("stats") or stats  # the last run's
+            end_reason = stats_end_reason(stats, max_pages)
             state = "ended" if end is not None else "killed"
         self._tail.read()
         tail = self._tail
@@ -274,9 +314,8 @@ class EmbeddedSource:
         except sqlite3.Error as exc:
             frontier_error = str(exc)
         started = float(starts[-1]["time"]) if starts else None
-        ends = [float(r["time"]) for r in runs if r.get("event") == "end"]
-        until = now if pid is not None else (ends[-1] if ends else tail.modified or now)
-        elapsed = max(0.0, until - started) if started is not None else 0.0
+        self._runs = _run_spans(runs, tail, now if pid is not None else None)
+        elapsed = sum(end - start for start, end in self._runs)
         rate = self._rate.add(now, tail.pages) if pid is not None else 0.0
         bytes_rate = self._bytes_rate.add(now, tail.bytes) if pid is not None else 0.0
         if self._top_hosts is None or time.monotonic() - self._hosts_read >= TOP_HOSTS_EVERY_S:
@@ -289,6 +328,8 @@ class EmbeddedSource:
                 self._top_hosts = None  # (frontier_error says why, from the counters read)
         errors = sum(tail.errors.values())
         workers = _beat_rows(out, now, running=pid is not None)
+        if pid is None and tail.by_worker:  # the whole crawl's pages by worker
+            workers = _log_worker_rows(workers, tail, now, self.crawl.lock_pid())
         if not workers and (pid is not None or starts):  # no beat yet (or none written)
             workers.append(
                 {
@@ -307,6 +348,12 @@ class EmbeddedSource:
                     else None,
                 }
             )
+        # a crawl that ended having tried and fetched no page: why, and it may start again
+        unfetched = (
+            state == "ended" and stats is not None and nothing_fetched(stats) and tail.pages == 0
+        )
+        problem = problem_of(stats) if unfetched else None
+        graph, graph_state, graph_error = self._graph_stats(out, pid is None and tail.pages > 0)
         return {
             "source": {"kind": self.kind, "directory": str(out)},
             "crawl": {
@@ -319,6 +366,7 @@ class EmbeddedSource:
                 "runs": len(starts),
                 "max_pages": max_pages,
                 "seeds": list(self._settings.get("seeds") or []),
+                "problem": problem,
             },
             "totals": {
                 "pages": tail.pages,
@@ -335,10 +383,67 @@ class EmbeddedSource:
             "frontier_error": frontier_error,
             "workers": workers,
             "top_hosts": self._top_hosts,
-            "graph": live_graph_stats(crawl.live_graph_stats),
+            "graph": graph,
+            "graph_state": graph_state,
+            "graph_error": graph_error,
             "time": now,
-            "control": _embedded_control(out, state, end_reason, pid),
+            "control": _embedded_control(out, state, end_reason, pid, unfetched=unfetched),
         }
+
+    def _graph_stats(
+        self, out: Path, ended: bool
+    ) -> tuple[dict[str, Any] | None, str | None, str | None]:
+        """(graph, graph_state, graph_error): the live graph's statistics while the crawl
+        runs (or while its live graph writes its final ones); once it does not run and has
+        none final, those computed on demand (`ended`: it does not run and has pages)."""
+        live = live_graph_stats(CrawlDir(out).live_graph_stats)
+        if not ended or (live is not None and live.get("final")) or live_graph_locked(out):
+            return live, "live" if live is not None else None, None
+        state, stats, error = self._graph.read()
+        if stats is None and live is not None:  # a killed crawl's last live figures, meanwhile
+            return live, state, error
+        return stats, state, error
+
+    def crawl_history(self) -> dict[str, list[float | None]] | None:
+        """The crawl's whole history from its crawl log (`GET /api/history` of a crawl that
+        does not run), None while it runs or before it started."""
+        with self._lock:
+            status = self._snapshot()
+            if status["crawl"]["state"] in ("running", "stopping", "not started"):
+                return None
+            return crawl_history(self._tail.bins, self._runs)
+
+    @contextlib.contextmanager
+    def new_crawl(self, status: dict[str, Any]) -> Iterator[None]:
+        """Around a start in this directory, whose `status` allows it (`control.can_start`):
+        when it holds a crawl that fetched no page, its files are moved aside first, and
+        either brought back (the new crawl was refused: the directory is still empty) or
+        deleted (the new one started); the status is read from the new crawl's start."""
+        if status["crawl"]["state"] == "not started":
+            yield
+            return
+        out = self.directory
+        aside = out.parent / f".{out.name}.replaced-{os.getpid()}-{time.time_ns()}"
+        with self._lock:
+            self._graph.close()
+            aside.mkdir()
+            for entry in list(out.iterdir()):
+                entry.rename(aside / entry.name)
+            self._settings = {}
+            self._start_reading()
+        try:
+            yield
+        finally:
+            with self._lock:
+                if out.is_dir() and not any(out.iterdir()):  # refused: the old one back
+                    for entry in list(aside.iterdir()):
+                        entry.rename(out / entry.name)
+                    aside.rmdir()
+                    self._settings = {}
+                    self._graph.close()
+                    self._start_reading()
+                else:
+                    shutil.rmtree(aside, ignore_errors=True)
 
     def read_log(self) -> None:
         """Bring the log ring up to date (the crawl log's new fetches, the new diagnostics):
@@ -362,7 +467,7 @@ class EmbeddedSource:
             return f"sent SIGTERM to the crawl's process {pid}"
 
     def close(self) -> None:
-        pass
+        self._graph.close()
 
 
 def _beat_rows(out: Path, now: float, *, running: bool) -> list[dict[str, Any]]:
@@ -392,10 +497,56 @@ def _beat_rows(out: Path, now: float, *, running: bool) -> list[dict[str, Any]]:
     return rows
 
 
+def _run_spans(
+    runs: list[dict[str, Any]], tail: _LogTail, now: float | None
+) -> list[tuple[float, float]]:
+    """Each run's (start, end), as `gossamer report` times them: its end record; else, for
+    the run going on (`now` given), now; else (killed) its last activity in the crawl log."""
+    ends = {r.get("run"): float(r["time"]) for r in runs
+            if r.get("event") == "end" and isinstance(r.get("time"), int | float)}  # fmt: skip
+    starts = sorted(
+        (float(r["time"]), r.get("run")) for r in runs
+        if r.get("event") == "start" and isinstance(r.get("time"), int | float)
+    )  # fmt: skip
+    spans = []
+    for k, (start, run) in enumerate(starts):
+        following = starts[k + 1][0] if k + 1 < len(starts) else None
+        until = ends.get(run)
+        if until is None and following is None:  # the last run: going on, or killed
+            until = now if now is not None else tail.modified
+        elif until is None and following is not None:  # an earlier run, killed: its last fetch
+            last = tail.bins.last_before(following)
+            until = min(last, following) if last is not None else None
+        spans.append((start, max(start, until if until is not None else start)))
+    return spans
+
+
+def _log_worker_rows(
+    beats: list[dict[str, Any]], tail: _LogTail, now: float, main_pid: int | None
+) -> list[dict[str, Any]]:
+    """The worker table of a crawl that does not run: every worker of every run, its
+    requests, pages and errors counted in the crawl log (so the pages add up to the crawl's),
+    its pid and last heartbeat from its beat when the last run had one (else the crawl
+    log's last write, and a one-process crawl's pid from the lock file)."""
+    rows = {r["id"]: r for r in beats}
+    machine = socket.gethostname()
+    seen = tail.modified
+    for wid in sorted(set(rows) | set(tail.by_worker)):
+        requests, pages, errors = tail.by_worker.get(wid, (0, 0, 0))
+        row = rows.setdefault(wid, {
+            "id": wid, "machine": machine, "pid": main_pid if wid == "main" else None,
+            "state": "exited", "hosts": [], "last_heartbeat": seen,
+            "beat_age_s": round(max(0.0, now - seen), 1) if seen else None,
+        })  # fmt: skip
+        row.update(pages=pages, requests=requests, errors=errors, pages_per_s=0.0)
+    return [rows[wid] for wid in sorted(rows)]
+
+
 def _embedded_control(
-    out: Path, state: str, end_reason: str | None, pid: int | None
+    out: Path, state: str, end_reason: str | None, pid: int | None, *, unfetched: bool = False
 ) -> dict[str, Any]:
-    """What the page may ask of this crawl now (the `control` key)."""
+    """What the page may ask of this crawl now (the `control` key). A crawl that fetched no
+    page (`unfetched`) may be started again, its files replaced (EmbeddedSource.new_crawl)."""
     control = read_control(out) if pid is not None else None
     pool = control is not None and control.get("pid") == pid
     workers: int | None = None
@@ -406,7 +557,7 @@ def _embedded_control(
         workers = 1
     return {
         "workers": workers,
-        "can_start": state == "not started" and not CrawlDir(out).manifest.exists(),
+        "can_start": unfetched or (state == "not started" and not CrawlDir(out).manifest.exists()),
         "can_resume": state in ("ended", "killed") and end_reason != "complete",
         "can_stop": state == "running",
         "can_scale": state == "running" and pool,
@@ -575,7 +726,7 @@ class ClusterSource:
             "source": {"kind": self.kind, "redis": self._shown_url},
             "crawl": {"id": None, "state": "not started", "end_reason": None, "pid": None,
                       "started": None, "elapsed_s": 0.0, "runs": None, "max_pages": None,
-                      "seeds": [], "partition": None},
+                      "seeds": [], "partition": None, "problem": None},
             "totals": {"pages": 0, "pages_per_s": 0.0, "requests": 0, "bytes": None,
                        "errors": 0, "statuses": None, "outcomes": None, "workers": 0,
                        "bytes_per_s": 0.0},
@@ -583,6 +734,8 @@ class ClusterSource:
             "frontier_error": None,
             "workers": [],
             "graph": None,
+            "graph_state": None,
+            "graph_error": None,
             "top_hosts": None,
             "time": time.time(),
             "control": {"workers": None, "can_start": True, "can_resume": False,
@@ -650,6 +803,7 @@ class ClusterSource:
                 "max_pages": c["max_pages"],
                 "seeds": c["seeds"],
                 "partition": c["partition"].get("name"),
+                "problem": None,
             },
             "totals": {
                 "pages": tot["pages"],
@@ -667,6 +821,8 @@ class ClusterSource:
             "workers": workers,
             "top_hosts": top_hosts,
             "graph": data["graph"],
+            "graph_state": "live" if data["graph"] is not None else None,
+            "graph_error": None,
             "time": data["server_time"],
             "control": {
                 "workers": sum(1 for w in workers if w["machine"] == socket.gethostname()

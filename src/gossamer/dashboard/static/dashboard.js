@@ -11,6 +11,12 @@ const fmt = new Intl.NumberFormat("en");
 const MAX_LOG_LINES = 500;       // the log pane keeps this many lines in the DOM
 const MAX_RATE_POINTS = 1800;    // an hour of samples at one per 2 s
 const $ = (id) => document.getElementById(id);
+// the Setup form's first values as a crawl started now gets them (the settings model's
+// defaults, and the dashboard's GOSSAMER_* environment), and its labels: the server's
+// (_setup.py), never written here
+const setupDefaults = JSON.parse($("setup-defaults").textContent);
+// the crawl states in which it fetches: a status event then adds a point to the rate chart
+const LIVE_STATES = new Set(["running", "stopping"]);
 
 // what the tests (and a curious reader) can check without parsing the page
 const page = window.gossamerPage = {
@@ -134,6 +140,26 @@ function typedSeeds() {
   return $("seeds").value.split(/\s+/).map((s) => s.trim()).filter((s) => s);
 }
 
+// the settings' first values: what the crawl gets when the form is left as it is
+function fillDefaults() {
+  const v = setupDefaults.values || {};
+  $("allow-private").checked = Boolean(v.allow_private);
+  if (v.scope) $("scope").value = v.scope;
+  $("delay").value = v.delay === null || v.delay === undefined ? "" : String(v.delay);
+  $("max-depth").value = v.max_depth === null || v.max_depth === undefined ? "" : String(v.max_depth);
+  $("max-pages").value = v.max_pages === null || v.max_pages === undefined ? "" : String(v.max_pages);
+  $("workers").value = v.workers === null || v.workers === undefined ? "" : String(v.workers);
+  const labels = setupDefaults.labels || {};
+  const env = (setupDefaults.from_environment || []).map(
+    (k) => `${labels[k] || k} (GOSSAMER_${k.toUpperCase()})`);
+  $("setup-defaults-note").textContent = (setupDefaults.error
+    ? "The dashboard's GOSSAMER_* settings are invalid (" + setupDefaults.error + "); the crawler's defaults are shown. "
+    : "The values a crawl gets when left as they are: the crawler's defaults" +
+      (env.length ? ", and from the dashboard's environment " + env.join(", ") : "") + ". ") +
+    "An empty Max depth or Max pages is no limit.";
+}
+fillDefaults();
+
 $("seed-add").addEventListener("click", () => {
   for (const url of typedSeeds()) if (!seeds.includes(url)) seeds.push(url);
   $("seeds").value = "";
@@ -152,38 +178,61 @@ function optionField(id) {
   return $(id).value || null;
 }
 
+// a limit: a number, or "none" (no limit) when the field is empty
+function limitField(id) {
+  const v = numberField(id);
+  return v === null ? "none" : v;
+}
+
 $("setup-form").addEventListener("submit", async (e) => {
   e.preventDefault();
   const all = seeds.concat(typedSeeds().filter((u) => !seeds.includes(u)));
   const body = {
     seeds: all,
-    max_pages: numberField("max-pages"),
-    workers: numberField("workers"),
+    allow_private: $("allow-private").checked,
     scope: optionField("scope"),
     delay: numberField("delay"),
+    max_depth: limitField("max-depth"),
+    max_pages: limitField("max-pages"),
+    workers: numberField("workers"),
     partition: isCluster ? optionField("partition") : null,
-    max_depth: numberField("max-depth"),
   };
-  $("setup-error").textContent = "";
+  showSetupError("");
   $("setup-message").textContent = "starting…";
   $("start").disabled = true;
   const r = await post("/api/start", body);
   $("setup-message").textContent = r.ok ? r.message : "";
   if (r.ok) {
     tabChosen = true;
+    startedHere = true;  // if it fetches nothing, the page comes back here to say why
     showTab("status");
   } else {
-    $("setup-error").textContent = r.message;
+    showSetupError(r.message);
     $("start").disabled = false;
   }
 });
 
+// the one message of a refused start, or of a crawl that fetched nothing, in full; `field`
+// (a setting of the form) is the one to change: marked, and given the focus
+function showSetupError(message, field) {
+  $("setup-error").textContent = message;
+  $("setup-error").dataset.problem = "";
+  for (const el of document.querySelectorAll(".needs-change")) el.classList.remove("needs-change");
+  const id = field ? field.replace(/_/g, "-") : null;
+  const input = id ? ($(id) || (field === "seeds" ? $("seeds") : null)) : null;
+  if (input) {
+    const label = document.querySelector(`label[for="${input.id}"]`);
+    for (const el of [input, label]) if (el) el.classList.add("needs-change");
+  }
+  return input;
+}
+
 $("resume").addEventListener("click", async () => {
-  $("setup-error").textContent = "";
+  showSetupError("");
   $("setup-message").textContent = "resuming…";
   const r = await post("/api/resume", {});
   $("setup-message").textContent = r.ok ? r.message : "";
-  if (r.ok) { tabChosen = true; showTab("status"); } else $("setup-error").textContent = r.message;
+  if (r.ok) { tabChosen = true; showTab("status"); } else showSetupError(r.message);
 });
 
 // ---- control: scale and stop ---------------------------------------------------------
@@ -313,10 +362,22 @@ function degreeSeries(d) {
 
 let drawnGraph = null;  // the graph statistics the degree charts show
 
+// why there are no graph statistics (yet)
+function noGraph(s) {
+  const state = s && s.graph_state;
+  if (state === "computing") return "computing the crawl's graph statistics (gossamer graph stats)…";
+  if (state === "failed") return "the graph statistics could not be computed: " + (s.graph_error || "?");
+  if (s && s.source && s.source.kind === "embedded" && s.crawl && LIVE_STATES.has(s.crawl.state))
+    return "no graph statistics while the crawl runs without the live graph (--live-graph); they are computed once it ends";
+  if (s && s.source && s.source.kind === "embedded" && s.totals && !s.totals.pages)
+    return "no graph: no page was fetched";
+  return "no graph statistics (a crawl with the live graph has them)";
+}
+
 function drawDegrees(g, force) {
   // the live graph rewrites its statistics every few seconds, a status event comes every
   // 0.5 s: redraw the two charts only when their statistics changed
-  const key = g ? JSON.stringify([g.in_degree, g.out_degree]) : "";
+  const key = g ? JSON.stringify([g.in_degree, g.out_degree]) : "none " + noGraph(lastStatus);
   if (key === drawnGraph && !force) return;
   drawnGraph = key;
   for (const [key, chart, id, fitId] of [["in_degree", "in", "chart-in-degree", "fit-in"],
@@ -326,7 +387,7 @@ function drawDegrees(g, force) {
     $(id).dataset.points = String(data[0].length);
     const pl = d && d.power_law;
     $(fitId).textContent = pl ? `α = ${pl.alpha.toFixed(2)} ± ${pl.sigma.toFixed(2)}, xmin ${pl.xmin}`
-      : !g ? "— no graph statistics (a crawl with --live-graph has them)"
+      : !g ? "— " + noGraph(lastStatus)
       : !data[0].length ? "— no degrees yet" : "";
     if (ensureCharts()) charts[chart].setData(data);
   }
@@ -421,6 +482,9 @@ function renderHosts(hosts) {
 
 let lastStatus = null;
 let isCluster = false;
+let startedHere = false;  // this page started the crawl shown
+let problemShown = null;  // the crawl problem shown in the Setup tab (its crawl's start time)
+let wasLive = null;  // whether the last status was of a crawl fetching
 
 function render(s) {
   const started = performance.now();
@@ -428,8 +492,12 @@ function render(s) {
   const ctl = s.control || null;
   lastStatus = s;
   isCluster = s.source.kind === "cluster";
+  const live = LIVE_STATES.has(c.state);
   $("crawl-id").textContent = c.id || "";
   $("crawl-state").textContent = c.state;
+  // the connection is live; the crawl may not be: a finished one's page says so
+  const conn = $("connection");
+  if (!conn.classList.contains("down")) conn.textContent = live ? "live" : c.state;
   $("crawl-state").className = "state-" + String(c.state).replace(/\s+/g, "-");
   $("last-event").textContent = new Date().toLocaleTimeString("en-GB", { hour12: false });
   $("source").textContent = isCluster ? "cluster " + s.source.redis : s.source.directory;
@@ -453,13 +521,19 @@ function render(s) {
   set("graph", "diameter", g.diameter !== undefined && g.diameter !== null ? num(g.diameter)
     : (g.diameter_lower_bound !== undefined && g.diameter_lower_bound !== null ? "≥" + num(g.diameter_lower_bound) : "-"));
   set("graph", "average_distance", num(g.average_distance, 2));
-  set("graph", "updated", g.final ? "final" : updatedAt(g.updated_at));
+  set("graph", "updated", g.computed ? "computed " + updatedAt(g.updated_at)
+    : g.final ? "final" : s.graph_state === "computing" ? "computing…" : updatedAt(g.updated_at));
 
   renderWorkers(s.workers || []);
   renderHosts(s.top_hosts === undefined ? null : s.top_hosts);
-  if (typeof s.time === "number") addRate(s.time, t.pages_per_s, t.bytes_per_s);
+  // the rate chart: a point per event while the crawl fetches; once it stops, its whole
+  // history from its files (GET /api/history) replaces what the page collected
+  if (live && typeof s.time === "number") addRate(s.time, t.pages_per_s, t.bytes_per_s);
+  if (wasLive === true && !live) loadHistory(true);
+  wasLive = live;
   drawRate();
   drawDegrees(s.graph);
+  renderProblem(c, ctl);
 
   // controls: what the server says is possible now
   const running = c.state === "running";
@@ -477,13 +551,14 @@ function render(s) {
   $("start").disabled = !(ctl && ctl.can_start);
   $("resume").disabled = !(ctl && ctl.can_resume);
   $("setup-note").textContent = !ctl ? "This dashboard cannot start or resume crawls."
+    : c.problem && ctl.can_start ? "The crawl fetched no page: start it again with the settings changed (its files are replaced)."
     : ctl.can_start || ctl.can_resume ? "" : `The crawl is ${c.state}: nothing to start or resume now.`;
   for (const el of document.querySelectorAll(".cluster-only")) el.hidden = !isCluster;
 
   // the first event chooses the tab (unless the address or a click did): Setup for a crawl
   // not started, else Status; a crawl that starts while Setup was chosen so (from the command
   // line, or another page) turns the page to Status
-  const setupFirst = c.state === "not started" && Boolean(ctl && ctl.can_start);
+  const setupFirst = (c.state === "not started" || Boolean(c.problem)) && Boolean(ctl && ctl.can_start);
   if (!tabChosen || (tabAuto && !setupFirst && $("tab-setup").getAttribute("aria-selected") === "true")) {
     tabChosen = true;
     tabAuto = true;
@@ -495,17 +570,48 @@ function render(s) {
   page.lastStatusTime = s.time;
 }
 
-async function loadHistory() {
+// `replace`: the history replaces what the chart holds (a crawl that just ended: its whole
+// history); else what the page collected meanwhile is kept after it
+async function loadHistory(replace) {
   try {
     const r = await fetch("/api/history");
     if (!r.ok) return;  // a server without history: the chart starts with the first event
     const h = await r.json();
-    const old = { t: rate.t.slice(), pages: rate.pages.slice(), bytes: rate.bytes.slice() };
+    const old = replace ? { t: [], pages: [], bytes: [] }
+      : { t: rate.t.slice(), pages: rate.pages.slice(), bytes: rate.bytes.slice() };
     rate.t.length = rate.pages.length = rate.bytes.length = 0;
     for (let i = 0; i < h.t.length; i++) addRate(h.t[i], h.pages_per_s[i], h.bytes_per_s[i]);
     for (let i = 0; i < old.t.length; i++) addRate(old.t[i], old.pages[i], old.bytes[i]);
     drawRate();
   } catch (_) { /* as above */ }
+}
+
+// a crawl that fetched no page: why and what to change, in the Setup tab (the page returns
+// there when it started that crawl) and atop the Status tab
+function renderProblem(c, ctl) {
+  const p = c.problem;
+  $("crawl-problem").textContent = p ? p.message : "";
+  const key = p ? `${c.started} ${p.message}` : null;
+  if (key === problemShown) return;
+  if (!p) {
+    if (problemShown !== null && $("setup-error").dataset.problem === "1") showSetupError("");
+    problemShown = null;
+    return;
+  }
+  problemShown = key;
+  $("setup-message").textContent = "";  // (its start's "started: pid …" is over)
+  const input = showSetupError(p.message, p.field);
+  $("setup-error").dataset.problem = "1";
+  // the seeds of the crawl that failed, to start again with the settings changed
+  if (!seeds.length && !typedSeeds().length) {
+    for (const url of c.seeds || []) seeds.push(url);
+    renderSeeds();
+  }
+  if (startedHere && ctl && ctl.can_start) {
+    startedHere = false;
+    showTab("setup");
+    if (input) input.focus();
+  }
 }
 
 function connect() {
@@ -514,7 +620,7 @@ function connect() {
   events.addEventListener("status", (e) => {
     conn.textContent = "live";
     conn.className = "";
-    render(JSON.parse(e.data));
+    render(JSON.parse(e.data));  // ("live" becomes the crawl's state when it does not run)
   });
   events.onerror = () => { conn.textContent = "disconnected, retrying"; conn.className = "down"; };
 }
