@@ -168,6 +168,34 @@ def end_run(out: Path, number: int, started: float, exit_code: int) -> None:
     )
 
 
+#: what a resume with a run-time fix does for a crawl's failed URLs (runner/resume.py RETRY_ON)
+FIXES_HINT = (
+    "--resume with a run-time fix (--allow-private, --proxy, --resolve, time-outs) retries "
+    "the URLs that failed for what it fixes"
+)
+
+
+def fetched_nothing(out: Path) -> bool:
+    """Whether the crawl in `out` ended having fetched no page: it has a run history, every
+    run in it ended (no crawler runs in it, none was killed) and wrote statistics counting no
+    page, and its frontier's count of pages done (every run's) is 0. Such a crawl — every seed
+    refused, unreachable or held back by its robots.txt — leaves a directory a new crawl may
+    start afresh in (runner/run.py `prepare_directory`)."""
+    records = read_run_records(CrawlDir(out).runs)
+    started = {r.get("run") for r in records if r.get("event") == "start"}
+    ends = [r for r in records if r.get("event") == "end"]
+    if not started or not records or records[-1].get("event") != "end":
+        return False
+    if started - {r.get("run") for r in ends}:
+        return False
+    for end in ends:
+        stats = end.get("stats")
+        if not isinstance(stats, dict) or stats.get("pages") != 0:
+            return False
+    frontier = ends[-1]["stats"].get("frontier")
+    return isinstance(frontier, dict) and frontier.get("done") == 0
+
+
 # ------------------------------------------------------------------ reading a crawl
 
 
@@ -197,6 +225,7 @@ def crawl_report(out: Path) -> dict[str, Any]:
         per_run = [log["before_history"] or (0, 0, None), *per_run]
     _finish_runs(runs, per_run, report["settings"].get("max_pages"))
     report["runs"] = runs
+    report["fetched_nothing"] = fetched_nothing(out)
     last = runs[-1] if runs else None
     # why the crawl stopped (its last run), and when: stats.json's `ended` and `ended_at`
     report["end_reason"] = last["end_reason"] if last else None
@@ -564,7 +593,7 @@ def print_report(out: Path, *, as_json: bool = False) -> int:
     runs = report["runs"]
     print(f"crawl {out}")
     print(f"  seeds        {', '.join(settings.get('seeds', []))}")
-    print(f"  ended        {_last_ending(out, runs, settings)}")
+    print(f"  ended        {_last_ending(out, runs, settings, report['fetched_nothing'])}")
     print(f"  runs         {t['runs']}")
     for run in runs:
         when = human_date(run["started"])
@@ -612,8 +641,11 @@ def _of_runs(with_stats: int, runs: int) -> str:
     return f"   (from the {with_stats} of {runs} runs that wrote statistics)"
 
 
-def _last_ending(out: Path, runs: list[dict[str, Any]], settings: dict[str, Any]) -> str:
-    """Why and when the crawl's last run ended, and what to do to go on."""
+def _last_ending(
+    out: Path, runs: list[dict[str, Any]], settings: dict[str, Any], nothing: bool
+) -> str:
+    """Why and when the crawl's last run ended, and what to do to go on (`nothing`: the
+    crawl fetched no page, `fetched_nothing`)."""
     if not runs:
         return "unknown (no run recorded)"
     last = runs[-1]
@@ -627,6 +659,11 @@ def _last_ending(out: Path, runs: list[dict[str, Any]], settings: dict[str, Any]
         frontier = (last["stats"] or {}).get("frontier") or {}
         done = frontier.get("done", settings.get("max_pages"))
         return f"{text}; to go on: {resume} --max-pages N (N > {done})"
+    if nothing:
+        return (
+            f"{text}; no page fetched: the crawl command, its mistake fixed, reuses {out} "
+            f"(starting afresh), and {FIXES_HINT}"
+        )
     if reason != "complete":
         return f"{text}; to go on: {resume}"
     return text
