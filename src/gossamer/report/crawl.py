@@ -201,6 +201,13 @@ def fetched_nothing(out: Path) -> bool:
 
 def crawl_report(out: Path) -> dict[str, Any]:
     """Statistics of the crawl in `out` (raises ValueError when it is not a crawl dir)."""
+    return read_crawl(out)[0]
+
+
+def read_crawl(out: Path) -> tuple[dict[str, Any], bytes]:
+    """`crawl_report(out)`, and the 128-bit hashes of the page URLs its crawl log has fetched
+    (16 bytes each, repeats included): what a cluster's report counts distinct pages over
+    every worker with (report/cluster.py)."""
     crawl = CrawlDir(out)
     manifest = crawl.manifest
     if not manifest.is_file():
@@ -246,7 +253,7 @@ def crawl_report(out: Path) -> dict[str, Any]:
     report["warc"] = {"files": len(warcs), "bytes": sum(p.stat().st_size for p in warcs)}
     report["graph"] = graph_counts(crawl.graph_dir)
     report["graph_stats"] = live_graph_stats(crawl.live_graph_stats)
-    return report
+    return report, log["page_hashes"]
 
 
 def live_graph_finishing(out: Path) -> bool:
@@ -351,10 +358,12 @@ def _unrecorded_run(
     log: dict[str, Any], stats: dict[str, Any] | None, worker: str | None
 ) -> dict[str, Any]:
     """The run(s) a crawl log holds lines of but the run history does not: those of a crawl
-    begun before histories were kept (how many, and how long each, is unknown: its stats.json
-    is the last run's alone), or a cluster worker's one run (its stats.json is that run's)."""
+    begun before histories were kept (run 0: how many, and how long each, is unknown: its
+    stats.json is the last run's alone), or a cluster worker's one run (run 1: its
+    stats.json is that run's; a worker's directory is written by `run_engine` alone, with
+    no run history, and its worker id is never reused)."""
     return {
-        "run": 0,
+        "run": 0 if worker is None else 1,
         "cluster_worker": worker,
         "started": log["first_time"],
         "resume": None,
@@ -408,6 +417,7 @@ def _scan_log(path: Path, runs: list[dict[str, Any]]) -> dict[str, Any]:
         "lines": lines,
         "fetches": fetches,
         "pages": _distinct(bytes(pages), 16),
+        "page_hashes": bytes(pages),
         "bytes": body_bytes,
         "outcomes": outcomes,
         "statuses": statuses,
@@ -517,25 +527,28 @@ def _totals(runs: list[dict[str, Any]], log: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def graph_counts(gdir: Path) -> dict[str, Any]:
+def graph_counts(gdir: Path, *more: Path) -> dict[str, Any]:
     """Nodes and edges of the link graph in `gdir`, over every part file (`nodes.tsv`,
     `nodes-w0.tsv`, …): nodes are the distinct node ids (a URL's id is the same in every
     part, so a URL two workers both met is one node), edges the distinct (source, target,
     kind) triples (an edge recorded again after a crash, or by two workers, is one edge).
     Header lines and torn last lines are not counted. Memory: 8 bytes a node line, 16 an
-    edge line (numpy arrays, not Python sets: ~60 bytes an element)."""
+    edge line (numpy arrays, not Python sets: ~60 bytes an element). `more`: other graph
+    directories counted with it (a cluster's workers': parts of one graph)."""
     ids: array[int] = array("Q")
     by_kind: dict[bytes, array[int]] = {}
     parts: set[str] = set()
-    if gdir.is_dir():
-        for path in sorted(gdir.glob(GRAPH_NODE_FILES)):
+    for directory in (gdir, *more):
+        if not directory.is_dir():
+            continue
+        for path in sorted(directory.glob(GRAPH_NODE_FILES)):
             parts.add(graph_part(path))
             with path.open("rb") as f:
                 for line in f:
                     nid, tab, _url = line.partition(b"\t")
                     if tab and nid.isdigit() and line.endswith(b"\n"):
                         ids.append(int(nid))
-        for path in sorted(gdir.glob(GRAPH_EDGE_FILES)):
+        for path in sorted(directory.glob(GRAPH_EDGE_FILES)):
             parts.add(graph_part(path))
             with path.open("rb") as f:
                 for line in f:
@@ -554,6 +567,11 @@ def graph_counts(gdir: Path) -> dict[str, Any]:
         "edges_by_kind": dict(sorted(edges.items())),
         "parts": sorted(parts),
     }
+
+
+def distinct_pages(hashes: bytes) -> int:
+    """How many distinct page URLs `hashes` (`read_crawl`'s, of one or more crawl logs) name."""
+    return _distinct(hashes, 16)
 
 
 def _distinct(packed: bytes, width: int) -> int:
@@ -602,10 +620,12 @@ def print_report(out: Path, *, as_json: bool = False) -> int:
             f", --{k.replace('_', '-')} {'none' if v is None else v}"
             for k, v in run["changed"].items()
         )
+        worker = f"  (cluster worker {run['cluster_worker']})" if run["cluster_worker"] else ""
         print(
             f"    run {run['run']}  {when}  {approx}{run['duration_s']} s  "
             f"{run['fetches']:,} page fetches  {run['ended_by']}"
             + (f"  (resumed with {changed[2:]})" if changed else "")
+            + worker
         )
     print(
         f"  pages        {t['pages']:,} (distinct URLs; {t['fetches']:,} page fetches)   "
@@ -619,7 +639,8 @@ def print_report(out: Path, *, as_json: bool = False) -> int:
     print(f"  statuses     {_kv(t['statuses'])} (every response, robots.txt's too)")
     print(f"  errors       {_kv(t['errors'])}")
     print(f"  dropped      {_kv(t['dropped'])}{_of_runs(t['dropped_runs'], t['runs'])}")
-    print(f"  frontier     {_kv(_dated(s.get('frontier') or {}))}")
+    shared = "  (the crawl's, at this worker's end)" if runs and runs[-1]["cluster_worker"] else ""
+    print(f"  frontier     {_kv(_dated(s.get('frontier') or {}))}{shared}")
     log = report["log"]
     print(f"  crawl log    {log['lines']} lines; outcomes {_kv(log['outcomes'])}")
     print(f"  warc         {report['warc']['files']} files, {report['warc']['bytes']:,} bytes")
