@@ -523,8 +523,21 @@ def _run_graph_follow(args: argparse.Namespace) -> int:
 def _add_report(sub: Any) -> None:
     from .crawldir import CrawlDir
 
-    p = sub.add_parser("report", help="summarise a crawl directory")
-    p.add_argument("dir", type=Path, metavar="DIR")
+    p = sub.add_parser(
+        "report",
+        help="summarise a crawl directory, a cluster's output directory or a cluster crawl",
+        description="DIR: a crawl directory, or a cluster's output directory (every worker's "
+        "w1/, w2/, … summed). --redis URL instead: a cluster crawl's totals from Redis, "
+        "workers on every machine included (docs/cluster.md, \"Outputs and `gossamer "
+        "report`\").",
+    )
+    p.add_argument("dir", type=Path, nargs="?", metavar="DIR")
+    p.add_argument(
+        "--redis",
+        metavar="URL",
+        help="a cluster crawl's Redis, instead of DIR (default without DIR: $GOSSAMER_REDIS)",
+    )
+    p.add_argument("--crawl", metavar="ID", help="the cluster crawl (default: the only one)")
     p.add_argument("--json", action="store_true", help="print the statistics as JSON")
     p.add_argument(
         "--cdx",
@@ -537,11 +550,25 @@ def _add_report(sub: Any) -> None:
 
 
 def _run_report(args: argparse.Namespace) -> int:
-    from .report.crawl import print_report, write_report_cdx
+    redis = args.redis or (os.environ.get("GOSSAMER_REDIS") if args.dir is None else None)
+    if args.dir is not None and args.redis:
+        return _usage_error("give DIR or --redis URL, not both")
+    if args.dir is None:
+        if not redis:
+            return _usage_error("give a crawl directory DIR or --redis URL (or $GOSSAMER_REDIS)")
+        if args.cdx:
+            return _usage_error("--cdx is for a crawl directory DIR")
+        from .cluster.crawlreport import report_main
+
+        return report_main(redis, args.crawl, as_json=args.json)
+    if args.crawl is not None:
+        return _usage_error("--crawl ID is for a cluster crawl (--redis URL), not DIR")
+    from .report.cluster import print_directory_report
+    from .report.crawl import write_report_cdx
 
     if args.cdx and (code := write_report_cdx(args.dir)):
         return code
-    return print_report(args.dir, as_json=args.json)
+    return print_directory_report(args.dir, as_json=args.json)
 
 
 def _add_dashboard(sub: Any) -> None:

@@ -33,6 +33,7 @@ Imports nothing of gossamer, so every package may use it.
 from __future__ import annotations
 
 import fcntl
+import fnmatch
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -111,6 +112,30 @@ SPAWN_LOGS: Final = "logs"
 FOLLOW_LOG: Final = "follow.log"
 #: a graph consumer's journal, in its state directory (cluster/stream.py)
 JOURNAL: Final = "journal.bin"
+
+
+#: every top-level entry a crawl directory's layout may hold (names and globs): the files
+#: above, a database's own files beside it (`frontier.sqlite-wal`, `-shm`, `-writer.lock`, …)
+_LAYOUT_ENTRIES: Final = (
+    MANIFEST,
+    FRONTIER,
+    f"{FRONTIER}-*",
+    ROBOTS,
+    f"{ROBOTS}-*",
+    WARC_DIR,
+    _CRAWL_LOGS,
+    DIAGNOSTICS,
+    GRAPH_DIR,
+    STATS,
+    f"{_STATS_PART}*{_JSON}",
+    RUNS,
+    LOCK,
+    IP_LOCKS,
+    HEARTBEATS,
+    CONTROL,
+    WORKER_RECORD,
+    RESOLVE,
+)
 
 
 class CrawlError(RuntimeError):
@@ -245,6 +270,16 @@ class CrawlDir:
     @property
     def resolve_file(self) -> Path:
         return self.path / RESOLVE
+
+    def entries(self) -> tuple[list[Path], list[Path]]:
+        """The directory's top-level entries, sorted: (those of the layout, the others).
+        OSError when it cannot be read."""
+        ours: list[Path] = []
+        others: list[Path] = []
+        for entry in sorted(self.path.iterdir()):
+            layout = any(fnmatch.fnmatchcase(entry.name, p) for p in _LAYOUT_ENTRIES)
+            (ours if layout else others).append(entry)
+        return ours, others
 
 
 @dataclass(frozen=True, slots=True)

@@ -32,6 +32,7 @@ __all__ = [
     "RobotsPolicy",
     "product_token",
     "robots_url",
+    "unreachable_key",
 ]
 
 #: Bytes of a robots.txt that are parsed (RFC 9309 §2.5: at least 500 KiB); the rest is ignored.
@@ -344,8 +345,7 @@ class RobotsPolicy:
             return ROBOTS_DISALLOWED
         if self.status is not None:
             return f"{ROBOTS_UNREACHABLE}http-{self.status}"
-        cause = (self.error or "").rpartition("/")[2] or "no-answer"  # fetch/error/<cause>
-        return ROBOTS_UNREACHABLE + cause
+        return unreachable_key(self.error)
 
     def expired(self, now: float) -> bool:
         """True once `now` reaches `expires_at` (fetch robots.txt again)."""
@@ -436,3 +436,10 @@ class RobotsCache:
             self._evictions,
             self._puts,
         )
+
+
+def unreachable_key(error: str | None) -> str:
+    """The key the URLs of a host whose robots.txt fetch failed with `error` (a fetch error
+    key, `fetch/error/<cause>`) are counted and failed under: `robots/unreachable/<cause>`."""
+    cause = (error or "").rpartition("/")[2] or "no-answer"
+    return ROBOTS_UNREACHABLE + cause

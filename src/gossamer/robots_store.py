@@ -15,6 +15,7 @@ import math
 import sqlite3
 import threading
 import time
+from collections.abc import Collection
 from dataclasses import dataclass
 from os import PathLike
 from pathlib import Path
@@ -214,6 +215,23 @@ class SqliteRobotsStore:
                         record.error,
                     ),
                 )  # fmt: skip
+        except sqlite3.Error as exc:
+            raise sqlite_storage_error(exc, self.path, "robots store") from exc
+
+    def forget_unanswered(self, errors: Collection[str]) -> int:
+        """Delete the records of fetches that got no answer with an error of `errors` (fetch
+        error keys), so that their hosts' robots.txt is fetched again at once, not when the
+        disallow-all verdict expires: what a resume does when a setting given with it (say,
+        --allow-private) may fix that error. How many were deleted."""
+        wanted = sorted(set(errors))
+        if not wanted:
+            return 0
+        marks = ",".join("?" * len(wanted))
+        try:
+            with self._lock:
+                return self._db.execute(
+                    f"DELETE FROM robots WHERE status IS NULL AND error IN ({marks})", wanted
+                ).rowcount
         except sqlite3.Error as exc:
             raise sqlite_storage_error(exc, self.path, "robots store") from exc
 

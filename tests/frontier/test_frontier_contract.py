@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from _frontier_helpers import (
     FakeClock,
+    check_sqlite_counters,
     done,
     failed,
     fp_of,
@@ -22,7 +23,9 @@ from _frontier_helpers import (
 )
 
 from gossamer.frontier import (
+    DEAD_HOST,
     Discovered,
+    Failures,
     Frontier,
     FrontierError,
     HostBatch,
@@ -649,6 +652,141 @@ def test_top_hosts_show_back_off_errors_and_death(make: Make, clock: FakeClock) 
 
 
 # ---------------------------------------------------------------------- lifecycle, threads
+
+
+# ------------------------------------------------ failed URLs, and their second chance (resume)
+
+#: the backends implementing `Failures` (the embedded ones: a cluster crawl is not resumed)
+FAILURES_BACKENDS = pytest.mark.parametrize("backend", ["memory", "sqlite"], indirect=True)
+
+
+def failures_of(f: Frontier) -> Failures:
+    assert isinstance(f, Failures)
+    return f
+
+
+@FAILURES_BACKENDS
+def test_failures_count_the_failed_urls_by_their_error(make: Make, clock: FakeClock) -> None:
+    f = make(max_attempts=2, backoff_base=1.0)
+    f.put_discovered(items(A, 5))
+    b = only(f.lease(1, 5))
+    u0, u1, u2, u3, u4 = b.urls
+    blocked = "robots/unreachable/blocked-address"
+    f.complete(
+        b.token,
+        [
+            failed(u0, error=blocked),
+            failed(u1, error=blocked),
+            failed(u2),  # no error key
+            retry(u3, error="fetch/error/connect"),
+            done(u4),
+        ],
+    )
+    assert failures_of(f).failures() == {blocked: 2, "": 1}
+    clock.advance(1000)
+    b = only(f.lease(1, 5))
+    f.complete(b.token, [retry(b.urls[0], error="fetch/error/connect")])  # its last attempt
+    assert failures_of(f).failures() == {blocked: 2, "": 1, "fetch/error/connect": 1}
+    assert f.statistics().failed == 4
+
+
+@FAILURES_BACKENDS
+def test_requeue_failed_brings_back_only_the_errors_asked_for(
+    make: Make, clock: FakeClock
+) -> None:
+    f = make(max_attempts=2)
+    f.put_discovered([*items(A, 3), item(A, 3, depth=2)])
+    b = only(f.lease(1, 4))
+    u0, u1, u2, u3 = b.urls
+    f.complete(
+        b.token,
+        [
+            failed(u0, error="robots/unreachable/blocked-address"),
+            failed(u1, error="robots/disallowed"),
+            done(u2),
+            failed(u3, error="fetch/error/blocked-address"),
+        ],
+    )
+    clock.advance(1000)
+    fails = failures_of(f)
+    assert fails.requeue_failed([]) == 0
+    assert fails.requeue_failed(["fetch/error/timeout"]) == 0
+    wanted = ["robots/unreachable/blocked-address", "fetch/error/blocked-address"]
+    assert fails.requeue_failed(wanted) == 2
+    s = f.statistics()
+    assert (s.queued, s.failed, s.done, s.leased) == (2, 1, 1, 0)
+    assert fails.failures() == {"robots/disallowed": 1}
+    assert f.put_discovered([item(A, 0), item(A, 3)]) == 0  # still known: no duplicate
+    again = only(f.lease(1, 4))  # as never tried, by their priority (depth 0, then 2)
+    assert [(u.url, u.depth, u.attempts) for u in again.urls] == [
+        (u0.url, 0, 0),
+        (u3.url, 2, 0),
+    ]
+    f.complete(again.token, [done(u) for u in again.urls])
+    assert fails.requeue_failed(wanted) == 0
+    s = f.statistics()
+    assert (s.queued, s.failed, s.done) == (0, 1, 3)
+
+
+@FAILURES_BACKENDS
+def test_requeue_failed_revives_a_dead_host_and_what_it_failed(
+    make: Make, clock: FakeClock
+) -> None:
+    f = make(max_host_errors=2, backoff_base=10.0, max_attempts=5)
+    f.put_discovered(items(A, 4))
+    for _ in range(2):  # two consecutive network errors: dead, its queue failed with them
+        b = only(f.lease(1, 1))
+        f.complete(b.token, [retry(b.urls[0], error="fetch/error/connect")])
+        clock.advance(100)
+    assert f.statistics().dead_hosts == 1
+    assert f.put_discovered(items(A, 2, start=10)) == 0  # failed at once: A is dead
+    assert failures_of(f).failures() == {"fetch/error/connect": 4, DEAD_HOST: 2}
+    assert failures_of(f).requeue_failed(["fetch/error/timeout"]) == 0  # not why it died
+    assert failures_of(f).requeue_failed(["fetch/error/connect"]) == 6
+    s = f.statistics()
+    assert (s.dead_hosts, s.failed, s.queued) == (0, 0, 6)
+    # alive, no back-off, ready at once, and taking new URLs again
+    assert f.put_discovered(items(A, 1, start=20)) == 1
+    (view,) = hosts_of(f, among=[A])
+    assert (view.dead, view.errors, view.backoff, view.state(clock.t)) == (
+        False,
+        0,
+        0.0,
+        "ready",
+    )
+    again = only(f.lease(1, 10))
+    assert len(again.urls) == 7
+    assert all(u.attempts == 0 for u in again.urls)
+
+
+@FAILURES_BACKENDS
+def test_requeue_failed_of_dead_host_urls_alone_revives_the_host(make: Make) -> None:
+    f = make(max_host_errors=1, max_attempts=1)
+    f.put_discovered(items(A, 1))
+    b = only(f.lease(1, 1))
+    f.complete(b.token, [retry(b.urls[0], error="fetch/error/dns")])
+    f.put_discovered(items(A, 2, start=5))
+    assert failures_of(f).requeue_failed([DEAD_HOST]) == 2
+    s = f.statistics()
+    assert (s.dead_hosts, s.failed, s.queued) == (0, 1, 2)
+
+
+@pytest.mark.parametrize("backend", ["sqlite"], indirect=True)  # (the persistent ones)
+def test_failures_survive_a_reopen(make: Make, tmp_path: Path) -> None:
+    store = tmp_path / "failures.sqlite"
+    f = make(path=store)
+    f.put_discovered(items(A, 2))
+    b = only(f.lease(1, 2))
+    f.complete(b.token, [failed(u, error="fetch/error/proxy") for u in b.urls])
+    f.close()
+    g = make(path=store)
+    assert failures_of(g).failures() == {"fetch/error/proxy": 2}
+    assert failures_of(g).requeue_failed(["fetch/error/proxy"]) == 2
+    g.close()
+    check_sqlite_counters(store)
+    h = make(path=store)
+    assert failures_of(h).failures() == {}
+    assert only(h.lease(1, 5)).urls[0].attempts == 0
 
 
 def test_closed_frontier_refuses_calls(make: Make) -> None:

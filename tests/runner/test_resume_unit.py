@@ -14,10 +14,19 @@ from gossamer.config import CrawlSettings, load_settings
 from gossamer.crawldir import CrawlError
 from gossamer.frontier import FrontierStats
 from gossamer.outdir import new_directory_problem
-from gossamer.report.crawl import ENDED, end_reason, stats_end_reason
+from gossamer.report.crawl import ENDED, end_reason, fetched_nothing, stats_end_reason
 from gossamer.report.summary import merge_stats
 from gossamer.runner.manifest import write_manifest
-from gossamer.runner.resume import DEFINITION, RUN_TIME, ResumeRefused, flag_of, plan_resume
+from gossamer.runner.resume import (
+    DEFINITION,
+    RETRY_ON,
+    RUN_TIME,
+    ResumeRefused,
+    failure_keys,
+    flag_of,
+    plan_resume,
+    retry_errors,
+)
 from gossamer.sinks import append_run_record, write_stats
 
 
@@ -225,6 +234,44 @@ def test_a_directory_without_crawl_json_cannot_be_resumed(tmp_path: Path) -> Non
     (tmp_path / "crawl.json").write_text(json.dumps(["not", "an", "object"]))
     with pytest.raises(CrawlError, match="not a JSON object"):
         plan_resume(resume(tmp_path))
+
+
+# ------------------------------------------------------------------ failed URLs a fix retries
+
+
+def test_the_settings_that_retry_failures_are_run_time_ones() -> None:
+    assert set(RETRY_ON) <= RUN_TIME
+    assert retry_errors({"allow_private": True, "delay": 0}) == ("fetch/error/blocked-address",)
+    assert retry_errors({"allow_private": False}) == ()  # refusing again fixes nothing
+    assert retry_errors({"workers": 4, "max_pages": 9}) == ()
+    assert set(retry_errors({"proxy": None})) >= {"fetch/error/proxy", "fetch/error/connect"}
+    assert "fetch/error/dns" not in retry_errors({"proxy": None})  # names resolve here
+    assert retry_errors({"first_byte_timeout": 60.0}) == ("fetch/error/timeout",)
+    assert failure_keys(("fetch/error/blocked-address",)) == [
+        "fetch/error/blocked-address",
+        "robots/unreachable/blocked-address",
+    ]
+
+
+def test_fetched_nothing(tmp_path: Path) -> None:
+    out = stored_crawl(tmp_path)
+    assert not fetched_nothing(out)  # no run history
+    nothing = {"ended": "complete", "pages": 0, "frontier": {"done": 0, "failed": 1}}
+    end_of_run(out, nothing)
+    assert fetched_nothing(out)
+    append_run_record(out / "runs.jsonl", {"event": "start", "run": 2, "time": 1.9e9})
+    assert not fetched_nothing(out)  # a run going on, or killed
+    end = {"event": "end", "run": 2, "time": 1.9e9, "stats": nothing}
+    append_run_record(out / "runs.jsonl", end)
+    assert fetched_nothing(out)
+    (tmp_path / "b").mkdir()
+    (tmp_path / "c").mkdir()
+    other = stored_crawl(tmp_path / "b")
+    end_of_run(other, {"ended": "complete", "pages": 3, "frontier": {"done": 3}})
+    assert not fetched_nothing(other)
+    killed = stored_crawl(tmp_path / "c")
+    end_of_run(killed, None)
+    assert not fetched_nothing(killed)
 
 
 # ------------------------------------------------------------------ new output directories

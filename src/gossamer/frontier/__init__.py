@@ -1,6 +1,7 @@
 """The frontier: queues, dedupe, leases and host politeness of a crawl.
 
-`Frontier` is the contract (see `_protocol`; `HostsView` the hosts' read a display makes);
+`Frontier` is the contract (see `_protocol`; `HostsView` the hosts' read a display makes;
+`Failures` the failed URLs a resume may queue again);
 `SqliteFrontier` the embedded backend; `MemoryFrontier` the in-memory reference;
 `PolitenessPolicy`/`HostTiming` with `after_batch` and `host_delay` the pure politeness
 rules. Documentation: docs/crawler/frontier.md.
@@ -17,7 +18,9 @@ from ._politeness import (
     host_delay,
 )
 from ._protocol import (
+    DEAD_HOST,
     Discovered,
+    Failures,
     Frontier,
     FrontierError,
     FrontierStats,
@@ -36,7 +39,9 @@ from ._protocol import (
 from .sqlite import SqliteFrontier
 
 __all__ = [
+    "DEAD_HOST",
     "Discovered",
+    "Failures",
     "Frontier",
     "FrontierError",
     "FrontierOptions",

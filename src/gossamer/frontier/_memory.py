@@ -12,8 +12,8 @@ import math
 import secrets
 import threading
 import time
-from collections import deque
-from collections.abc import Callable, Iterable, Sequence
+from collections import Counter, deque
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Unpack
 
@@ -21,6 +21,7 @@ from ._hosts import host_view, top
 from ._options import FrontierKnobs, FrontierOptions
 from ._politeness import HostTiming, after_batch, after_reclaim
 from ._protocol import (
+    DEAD_HOST,
     Discovered,
     FrontierError,
     FrontierStats,
@@ -31,7 +32,7 @@ from ._protocol import (
     Outlinks,
     StaleLeaseError,
 )
-from ._settle import settle
+from ._settle import death_cause, failure_errors, settle
 
 __all__ = ["MemoryFrontier"]
 
@@ -42,6 +43,7 @@ class _URL:
     seq: int
     state: str = "queued"  # queued | leased | done | failed
     attempts: int = 0
+    error: str = ""  # failed: the key it failed under (Failures)
 
 
 @dataclass(slots=True)
@@ -123,6 +125,8 @@ class MemoryFrontier:
         h.total += 1
         self._seq += 1
         u = _URL(it, self._seq, "failed" if h.timing.dead else "queued")
+        if h.timing.dead:
+            u.error = DEAD_HOST
         self._urls[it.fp] = u
         self._counts[u.state] += 1
         if h.timing.dead:
@@ -269,8 +273,10 @@ class MemoryFrontier:
             self._release(h)
             for fp in s.done:
                 self._move(self._urls[fp], "done")
+            why = failure_errors(outcomes)
             for fp in s.failed:
                 self._move(self._urls[fp], "failed")
+                self._urls[fp].error = why[fp]
             for fp, attempts in s.requeued:
                 self._urls[fp].attempts = attempts
                 self._requeue(h, fp)
@@ -278,8 +284,10 @@ class MemoryFrontier:
                 self._requeue(h, fp)
             self._retries += s.retried
             if h.timing.dead:  # give up the host: fail everything it still has queued
+                cause = death_cause(outcomes)
                 for _, _, fp in h.queue:
                     self._move(self._urls[fp], "failed")
+                    self._urls[fp].error = cause
                 h.queue.clear()
             h.order = self.options.lease_order(h.timing.next_fetch_at, len(h.queue))
             if renew and self._ready(h, now):
@@ -366,6 +374,38 @@ class MemoryFrontier:
                 fetched = h.total - queued - leased
                 views.append(host_view(h.name, queued, leased, fetched, h.timing, policy))
             return top(views, limit)
+
+    def failures(self) -> dict[str, int]:
+        """See `Failures.failures`."""
+        with self._lock:
+            self._check_open()
+            counts = Counter(u.error for u in self._urls.values() if u.state == "failed")
+            return dict(counts.most_common())
+
+    def requeue_failed(self, errors: Collection[str]) -> int:
+        """See `Failures.requeue_failed`."""
+        wanted = set(errors)
+        with self._lock:
+            self._check_open()
+            failed = [u for u in self._urls.values() if u.state == "failed"]
+            back = [u for u in failed if u.error in wanted]
+            hosts = {u.item.host for u in back}
+            revived = {n for n in hosts if self._hosts[n].timing.dead}
+            back += [
+                u
+                for u in failed
+                if u.error == DEAD_HOST and u.error not in wanted and u.item.host in revived
+            ]
+            for u in back:
+                u.attempts, u.error = 0, ""
+                self._requeue(self._hosts[u.item.host], u.item.fp)
+            now = self._clock()
+            for name in hosts:
+                h = self._hosts[name]
+                nxt = min(h.timing.next_fetch_at, now)
+                h.timing = replace(h.timing, next_fetch_at=nxt, backoff=0.0, errors=0, dead=False)
+                h.order = self.options.lease_order(nxt, len(h.queue))
+            return len(back)
 
     def close(self) -> None:
         """Mark closed (idempotent); later calls raise FrontierError."""

@@ -1,5 +1,6 @@
-"""The frontier contract: the records and the eight calls the engine makes (`Frontier`), and
-the one read a display makes of the hosts (`HostsView`).
+"""The frontier contract: the records and the eight calls the engine makes (`Frontier`), the
+one read a display makes of the hosts (`HostsView`), and the failed URLs a resume may give a
+second chance (`Failures`).
 
 Every backend (SQLite embedded, Redis in a cluster) implements `Frontier` and passes the same
 contract tests (tests/frontier/). It promises: dedupe forever (a URL is queued at most once per
@@ -19,13 +20,15 @@ Errors (one tree)::
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from concurrent.futures import Executor
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
 __all__ = [
+    "DEAD_HOST",
     "Discovered",
+    "Failures",
     "Frontier",
     "FrontierError",
     "FrontierStats",
@@ -350,4 +353,37 @@ class HostsView(Protocol):
         """At most `limit` hosts: most URLs not settled (queued + leased) first, then most
         fetched (None as 0), then by name. `among`: only these (unknown ones left out);
         without it every host is looked at (Redis: a SCAN of the crawl's keys)."""
+        ...
+
+
+#: The error key of a URL failed without being tried: accepted for a host already given up
+#: (dead). `Failures.requeue_failed` brings it back with its host.
+DEAD_HOST = "frontier/dead-host"
+
+
+@runtime_checkable
+class Failures(Protocol):
+    """The crawl's FAILED URLs by why they failed, and their second chance: what `gossamer
+    crawl --resume` reads and does when a run-time setting given with it (--allow-private, a
+    proxy, time-outs) may fix what failed (docs/crawler.md, "Resuming a crawl").
+
+    Apart from `Frontier`: the engine never calls it. The embedded backends implement it
+    (SQLite, and the in-memory reference; the contract tests hold them to it); the Redis
+    frontier keeps nothing of a failed URL but its seen-set entry (a cluster crawl is not
+    resumed with new settings)."""
+
+    def failures(self) -> dict[str, int]:
+        """The FAILED URLs by the error key of the outcome that failed them
+        (`fetch/error/connect`, `robots/unreachable/blocked-address`, …; `DEAD_HOST`; a
+        host given up fails the URLs it still had under the network error that killed it;
+        "" where none was recorded: a frontier file older than the keys). Zero counts are
+        left out."""
+        ...
+
+    def requeue_failed(self, errors: Collection[str]) -> int:
+        """Queue again, as never tried (no attempt, their depth and priority), the FAILED
+        URLs whose error key is in `errors`; return how many. Every host one of them belongs
+        to starts afresh: not dead (its `DEAD_HOST` URLs come back too), no consecutive
+        errors, no back-off, ready at once unless leased. Dedupe is unchanged (they stay
+        known), and so are leases."""
         ...

@@ -1,13 +1,14 @@
-"""What a batch's outcomes do to its URLs: a pure function shared by every backend."""
+"""What a batch's outcomes do to its URLs, and the error key each failed one keeps: pure
+functions shared by every backend."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from ._protocol import Outcome, Verdict
+from ._protocol import DEAD_HOST, Outcome, Verdict
 
-__all__ = ["Settlement", "settle"]
+__all__ = ["Settlement", "death_cause", "failure_errors", "settle"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,3 +57,18 @@ def settle(leased: Mapping[int, int], outcomes: Sequence[Outcome], max_attempts:
                 requeued.append((fp, attempts))
     unfinished = tuple(fp for fp in leased if fp not in seen)
     return Settlement(tuple(done), tuple(failed), tuple(requeued), unfinished)
+
+
+def failure_errors(outcomes: Sequence[Outcome]) -> dict[int, str]:
+    """The error key each outcome would fail its URL under (fp → key; "" when it has none):
+    what a backend records with a URL `settle` fails (`Failures.failures`)."""
+    return {o.fp: o.error or "" for o in outcomes if o.verdict is not Verdict.DONE}
+
+
+def death_cause(outcomes: Sequence[Outcome]) -> str:
+    """The error key a host given up after `outcomes` fails the URLs it still has under: the
+    batch's last network error (the one that killed it), else `DEAD_HOST`."""
+    for o in reversed(outcomes):
+        if o.network_error and o.error:
+            return o.error
+    return DEAD_HOST

@@ -7,7 +7,8 @@ its host's row, dedupe in an in-memory fingerprint set brought up to date inside
 transaction (exact across processes, no disk access for a duplicate). A file of an older
 schema opens as it is. The schema, the layout's reasons and the figures:
 docs/crawler/frontier.md, "`SqliteFrontier`". A display watching a crawl run by another
-process reads the file through a read-only connection (`read_counts`, `read_top_hosts`).
+process reads the file through a read-only connection (`read_counts`, `read_top_hosts`,
+`read_failures`).
 
 The module stays whole because the schema, the statements that use it and the seen-set are one
 storage design: each call's transaction relies on the layout's invariants (the lease blob, the
@@ -28,7 +29,7 @@ import threading
 import time
 from array import array
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence, Sized
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from os import PathLike
@@ -40,6 +41,7 @@ from ._hosts import host_view, top
 from ._options import FrontierKnobs, FrontierOptions
 from ._politeness import HostTiming, PolitenessPolicy, after_batch, after_reclaim
 from ._protocol import (
+    DEAD_HOST,
     Discovered,
     FrontierError,
     FrontierStats,
@@ -51,9 +53,9 @@ from ._protocol import (
     Outlinks,
     StaleLeaseError,
 )
-from ._settle import settle
+from ._settle import death_cause, failure_errors, settle
 
-__all__ = ["SqliteFrontier", "read_counts", "read_top_hosts"]
+__all__ = ["SqliteFrontier", "read_counts", "read_failures", "read_top_hosts"]
 
 SCHEMA_VERSION = 2
 _SIGN = 1 << 63
@@ -81,7 +83,7 @@ CREATE TABLE queue (
     attempts INTEGER NOT NULL DEFAULT 0,
     PRIMARY KEY (host_id, priority, id)
 ) WITHOUT ROWID;
-CREATE TABLE failed (id INTEGER PRIMARY KEY);
+CREATE TABLE failed (id INTEGER PRIMARY KEY, error TEXT, priority INTEGER);
 CREATE TABLE hosts (
     id INTEGER PRIMARY KEY,
     name TEXT NOT NULL UNIQUE,
@@ -160,9 +162,14 @@ _HOST_VIEW = f"name, pending, total, length(lease), {_TIMING}"
 _TOP_HOSTS = (
     f"SELECT {_HOST_VIEW} FROM hosts ORDER BY pending DESC, total - pending DESC, name LIMIT ?"
 )
+#: a failed URL's error key and queue priority (`Failures`): in every file made since they
+#: were kept, added at open to an older one (whose failed rows have neither: error "")
+_FAILED_COLUMNS = (("error", "TEXT"), ("priority", "INTEGER"))
+_FAILURES = "SELECT coalesce(error, ''), count(*) FROM failed GROUP BY 1 ORDER BY 2 DESC, 1"
 _COUNTS = ("queued", "leased", "done", "failed", "retries", "hosts", "dead_hosts")
 _COUNTS_ROW = f"SELECT {', '.join(_COUNTS)} FROM counters"
 _T = TypeVar("_T")
+_V = TypeVar("_V")
 
 
 def _at_depth(it: Discovered, depth: int) -> Discovered:
@@ -173,6 +180,17 @@ def _at_depth(it: Discovered, depth: int) -> Discovered:
         it.url, it.host, depth, it.fp, it.priority - (it.depth - depth), it.parent,
         it.parent_fp, it.delta,
     )
+
+
+def _chunks(values: list[_V]) -> Iterator[list[_V]]:
+    """`values` in lists of at most _CHUNK (the parameters of one IN (...) query)."""
+    for lo in range(0, len(values), _CHUNK):
+        yield values[lo : lo + _CHUNK]
+
+
+def _marks(values: Sized) -> str:
+    """The `?, ?, …` of an IN (...) over `values`."""
+    return ",".join("?" * len(values))
 
 
 def _to_db(fp: int) -> int:
@@ -215,14 +233,26 @@ def _top_hosts(
     return top((_host_view(row, policy) for row in rows), limit)
 
 
-def _read_file(path: str | PathLike[str], read: Callable[[sqlite3.Connection], _T]) -> _T | None:
+def _read_file(
+    path: str | PathLike[str],
+    read: Callable[[sqlite3.Connection], _T],
+    *,
+    untouched: bool = False,
+) -> _T | None:
     """`read(db)` on a read-only connection to the frontier file `path`, opened without the
     frontier (a display watching a crawl that another process runs). None when there is no
-    file yet; sqlite3.Error when it cannot be read."""
+    file yet; sqlite3.Error when it cannot be read. `untouched`: no file made beside it (a
+    reader of WAL makes the shared-memory file): read as immutable — for a frontier no
+    process has open —, and None when a write-ahead log holds some of it (a killed run's)."""
     path = Path(path)
     if not path.is_file():
         return None
-    db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=1.0)
+    mode = "ro"
+    if untouched:
+        if Path(f"{path}-wal").exists():
+            return None
+        mode = "ro&immutable=1"
+    db = sqlite3.connect(f"file:{path}?mode={mode}", uri=True, timeout=1.0)
     try:
         return read(db)
     finally:
@@ -237,6 +267,23 @@ def read_counts(path: str | PathLike[str]) -> dict[str, int] | None:
     if row is None:
         return None
     return dict(zip(_COUNTS, (int(v or 0) for v in row), strict=True))
+
+
+def read_failures(
+    path: str | PathLike[str], *, untouched: bool = False
+) -> dict[str, int] | None:
+    """`SqliteFrontier.failures()` of the frontier file `path` (`_read_file`, `untouched`
+    too): a scan of the failed table (what a resume reads before it decides to run); None
+    without a file."""
+
+    def read(db: sqlite3.Connection) -> dict[str, int]:
+        columns = {row[1] for row in db.execute("PRAGMA table_info(failed)")}
+        if "error" not in columns:  # a file older than the error keys
+            n = int(db.execute("SELECT count(*) FROM failed").fetchone()[0])
+            return {"": n} if n else {}
+        return {str(k): int(n) for k, n in db.execute(_FAILURES)}
+
+    return _read_file(path, read, untouched=untouched)
 
 
 def read_top_hosts(
@@ -374,6 +421,10 @@ class SqliteFrontier:
             for statement in _DEPTH_SCHEMA.split(";"):
                 if statement.strip():
                     db.execute(statement)
+            columns = {row[1] for row in db.execute("PRAGMA table_info(failed)")}
+            for name, kind in _FAILED_COLUMNS:
+                if name not in columns:
+                    db.execute(f"ALTER TABLE failed ADD COLUMN {name} {kind}")
             if self.options.max_depth is not None:
                 db.execute("CREATE INDEX IF NOT EXISTS urls_fp ON urls(fp)")
             # a file of the first max_depth layout: one `edges` row per link, still read
@@ -750,7 +801,7 @@ class SqliteFrontier:
             next_id += 1
             rows.append((next_id, _to_db(fp), host_id, it.depth, it.url, it.parent))
             if dead:
-                failed.append((next_id,))
+                failed.append((next_id, DEAD_HOST, it.priority))
             else:
                 queue.append((host_id, it.priority, next_id))
                 c[0] += 1
@@ -765,7 +816,9 @@ class SqliteFrontier:
             )
             db.executemany("INSERT INTO queue(host_id, priority, id) VALUES (?, ?, ?)", queue)
             if failed:
-                db.executemany("INSERT INTO failed(id) VALUES (?)", failed)
+                db.executemany(
+                    "INSERT INTO failed(id, error, priority) VALUES (?, ?, ?)", failed
+                )
             db.executemany(
                 "UPDATE hosts SET pending = pending + ?, total = total + ? WHERE id = ?",
                 [(q, t, hosts[n][0]) for n, (q, t) in counts.items() if t],
@@ -898,8 +951,10 @@ class SqliteFrontier:
                         "DELETE FROM queue WHERE host_id = ? AND priority = ? AND id = ?", gone
                     )
                 if s.failed:
+                    why = failure_errors(outcomes)
                     db.executemany(
-                        "INSERT INTO failed(id) VALUES (?)", [(keys[fp][1],) for fp in s.failed]
+                        "INSERT INTO failed(id, error, priority) VALUES (?, ?, ?)",
+                        [(keys[fp][1], why[fp], keys[fp][0]) for fp in s.failed],
                     )
                 if s.requeued:
                     db.executemany(
@@ -911,7 +966,9 @@ class SqliteFrontier:
                 left = pending - len(gone)
                 if timing.dead and left:  # give up the host: fail everything it still has
                     db.execute(
-                        "INSERT INTO failed(id) SELECT id FROM queue WHERE host_id = ?", (host_id,)
+                        "INSERT INTO failed(id, error, priority)"
+                        " SELECT id, ?, priority FROM queue WHERE host_id = ?",
+                        (death_cause(outcomes), host_id),
                     )
                     db.execute("DELETE FROM queue WHERE host_id = ?", (host_id,))
                     failed += left
@@ -1060,6 +1117,63 @@ class SqliteFrontier:
                 parked=parked,
                 depth_lowered=lowered,
             )
+
+    def failures(self) -> dict[str, int]:
+        """See `Failures.failures` (a scan of the failed table)."""
+        with self._lock:
+            self._check_open()
+            with self._read() as db:
+                return {str(k): int(n) for k, n in db.execute(_FAILURES)}
+
+    def requeue_failed(self, errors: Collection[str]) -> int:
+        """See `Failures.requeue_failed` (a scan of the failed table: a resume's, once)."""
+        wanted = sorted(set(errors))
+        if not wanted:
+            return 0
+        with self._lock:
+            self._check_open()
+            now = self._clock()
+            with self._write() as db:
+                pick = (
+                    "SELECT f.id, u.host_id, coalesce(f.priority, u.depth)"
+                    " FROM failed AS f JOIN urls AS u ON u.id = f.id WHERE "
+                )
+                back = db.execute(pick + f"f.error IN ({_marks(wanted)})", wanted).fetchall()
+                hosts = sorted({host_id for _, host_id, _ in back})
+                revived: list[int] = []
+                for chunk in _chunks(hosts):
+                    query = f"SELECT id FROM hosts WHERE dead AND id IN ({_marks(chunk)})"
+                    revived += [row[0] for row in db.execute(query, chunk)]
+                if DEAD_HOST not in wanted:  # their URLs failed only because they were dead
+                    for chunk in _chunks(revived):
+                        query = pick + f"f.error = ? AND u.host_id IN ({_marks(chunk)})"
+                        back += db.execute(query, (DEAD_HOST, *chunk)).fetchall()
+                if not back:
+                    return 0
+                db.executemany("DELETE FROM failed WHERE id = ?", [(i,) for i, _, _ in back])
+                db.executemany(
+                    "INSERT INTO queue(host_id, priority, id) VALUES (?, ?, ?)",
+                    [(host_id, priority, i) for i, host_id, priority in back],
+                )
+                added: dict[int, int] = {}
+                for _, host_id, _ in back:
+                    added[host_id] = added.get(host_id, 0) + 1
+                for host_id, n in added.items():
+                    pending, nxt = db.execute(
+                        "SELECT pending + ?, min(next_fetch_at, ?) FROM hosts WHERE id = ?",
+                        (n, now, host_id),
+                    ).fetchone()
+                    db.execute(
+                        "UPDATE hosts SET pending = ?, next_fetch_at = ?, lease_order = ?,"
+                        " backoff = 0, errors = 0, dead = 0 WHERE id = ?",
+                        (pending, nxt, self.options.lease_order(nxt, pending), host_id),
+                    )
+                db.execute(
+                    "UPDATE counters SET queued = queued + ?, failed = failed - ?,"
+                    " dead_hosts = dead_hosts - ?",
+                    (len(back), len(back), len(revived)),
+                )
+                return len(back)
 
     def top_hosts(self, limit: int, among: Iterable[str] | None = None) -> list[HostView]:
         """See `HostsView.top_hosts` (without `among`: a scan of the hosts table)."""

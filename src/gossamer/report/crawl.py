@@ -168,11 +168,46 @@ def end_run(out: Path, number: int, started: float, exit_code: int) -> None:
     )
 
 
+#: what a resume with a run-time fix does for a crawl's failed URLs (runner/resume.py RETRY_ON)
+FIXES_HINT = (
+    "--resume with a run-time fix (--allow-private, --proxy, --resolve, time-outs) retries "
+    "the URLs that failed for what it fixes"
+)
+
+
+def fetched_nothing(out: Path) -> bool:
+    """Whether the crawl in `out` ended having fetched no page: it has a run history, every
+    run in it ended (no crawler runs in it, none was killed) and wrote statistics counting no
+    page, and its frontier's count of pages done (every run's) is 0. Such a crawl — every seed
+    refused, unreachable or held back by its robots.txt — leaves a directory a new crawl may
+    start afresh in (runner/run.py `prepare_directory`)."""
+    records = read_run_records(CrawlDir(out).runs)
+    started = {r.get("run") for r in records if r.get("event") == "start"}
+    ends = [r for r in records if r.get("event") == "end"]
+    if not started or not records or records[-1].get("event") != "end":
+        return False
+    if started - {r.get("run") for r in ends}:
+        return False
+    for end in ends:
+        stats = end.get("stats")
+        if not isinstance(stats, dict) or stats.get("pages") != 0:
+            return False
+    frontier = ends[-1]["stats"].get("frontier")
+    return isinstance(frontier, dict) and frontier.get("done") == 0
+
+
 # ------------------------------------------------------------------ reading a crawl
 
 
 def crawl_report(out: Path) -> dict[str, Any]:
     """Statistics of the crawl in `out` (raises ValueError when it is not a crawl dir)."""
+    return read_crawl(out)[0]
+
+
+def read_crawl(out: Path) -> tuple[dict[str, Any], bytes]:
+    """`crawl_report(out)`, and the 128-bit hashes of the page URLs its crawl log has fetched
+    (16 bytes each, repeats included): what a cluster's report counts distinct pages over
+    every worker with (report/cluster.py)."""
     crawl = CrawlDir(out)
     manifest = crawl.manifest
     if not manifest.is_file():
@@ -197,6 +232,7 @@ def crawl_report(out: Path) -> dict[str, Any]:
         per_run = [log["before_history"] or (0, 0, None), *per_run]
     _finish_runs(runs, per_run, report["settings"].get("max_pages"))
     report["runs"] = runs
+    report["fetched_nothing"] = fetched_nothing(out)
     last = runs[-1] if runs else None
     # why the crawl stopped (its last run), and when: stats.json's `ended` and `ended_at`
     report["end_reason"] = last["end_reason"] if last else None
@@ -217,7 +253,7 @@ def crawl_report(out: Path) -> dict[str, Any]:
     report["warc"] = {"files": len(warcs), "bytes": sum(p.stat().st_size for p in warcs)}
     report["graph"] = graph_counts(crawl.graph_dir)
     report["graph_stats"] = live_graph_stats(crawl.live_graph_stats)
-    return report
+    return report, log["page_hashes"]
 
 
 def live_graph_finishing(out: Path) -> bool:
@@ -322,10 +358,12 @@ def _unrecorded_run(
     log: dict[str, Any], stats: dict[str, Any] | None, worker: str | None
 ) -> dict[str, Any]:
     """The run(s) a crawl log holds lines of but the run history does not: those of a crawl
-    begun before histories were kept (how many, and how long each, is unknown: its stats.json
-    is the last run's alone), or a cluster worker's one run (its stats.json is that run's)."""
+    begun before histories were kept (run 0: how many, and how long each, is unknown: its
+    stats.json is the last run's alone), or a cluster worker's one run (run 1: its
+    stats.json is that run's; a worker's directory is written by `run_engine` alone, with
+    no run history, and its worker id is never reused)."""
     return {
-        "run": 0,
+        "run": 0 if worker is None else 1,
         "cluster_worker": worker,
         "started": log["first_time"],
         "resume": None,
@@ -379,6 +417,7 @@ def _scan_log(path: Path, runs: list[dict[str, Any]]) -> dict[str, Any]:
         "lines": lines,
         "fetches": fetches,
         "pages": _distinct(bytes(pages), 16),
+        "page_hashes": bytes(pages),
         "bytes": body_bytes,
         "outcomes": outcomes,
         "statuses": statuses,
@@ -488,25 +527,28 @@ def _totals(runs: list[dict[str, Any]], log: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def graph_counts(gdir: Path) -> dict[str, Any]:
+def graph_counts(gdir: Path, *more: Path) -> dict[str, Any]:
     """Nodes and edges of the link graph in `gdir`, over every part file (`nodes.tsv`,
     `nodes-w0.tsv`, …): nodes are the distinct node ids (a URL's id is the same in every
     part, so a URL two workers both met is one node), edges the distinct (source, target,
     kind) triples (an edge recorded again after a crash, or by two workers, is one edge).
     Header lines and torn last lines are not counted. Memory: 8 bytes a node line, 16 an
-    edge line (numpy arrays, not Python sets: ~60 bytes an element)."""
+    edge line (numpy arrays, not Python sets: ~60 bytes an element). `more`: other graph
+    directories counted with it (a cluster's workers': parts of one graph)."""
     ids: array[int] = array("Q")
     by_kind: dict[bytes, array[int]] = {}
     parts: set[str] = set()
-    if gdir.is_dir():
-        for path in sorted(gdir.glob(GRAPH_NODE_FILES)):
+    for directory in (gdir, *more):
+        if not directory.is_dir():
+            continue
+        for path in sorted(directory.glob(GRAPH_NODE_FILES)):
             parts.add(graph_part(path))
             with path.open("rb") as f:
                 for line in f:
                     nid, tab, _url = line.partition(b"\t")
                     if tab and nid.isdigit() and line.endswith(b"\n"):
                         ids.append(int(nid))
-        for path in sorted(gdir.glob(GRAPH_EDGE_FILES)):
+        for path in sorted(directory.glob(GRAPH_EDGE_FILES)):
             parts.add(graph_part(path))
             with path.open("rb") as f:
                 for line in f:
@@ -525,6 +567,11 @@ def graph_counts(gdir: Path) -> dict[str, Any]:
         "edges_by_kind": dict(sorted(edges.items())),
         "parts": sorted(parts),
     }
+
+
+def distinct_pages(hashes: bytes) -> int:
+    """How many distinct page URLs `hashes` (`read_crawl`'s, of one or more crawl logs) name."""
+    return _distinct(hashes, 16)
 
 
 def _distinct(packed: bytes, width: int) -> int:
@@ -564,7 +611,7 @@ def print_report(out: Path, *, as_json: bool = False) -> int:
     runs = report["runs"]
     print(f"crawl {out}")
     print(f"  seeds        {', '.join(settings.get('seeds', []))}")
-    print(f"  ended        {_last_ending(out, runs, settings)}")
+    print(f"  ended        {_last_ending(out, runs, settings, report['fetched_nothing'])}")
     print(f"  runs         {t['runs']}")
     for run in runs:
         when = human_date(run["started"])
@@ -573,10 +620,12 @@ def print_report(out: Path, *, as_json: bool = False) -> int:
             f", --{k.replace('_', '-')} {'none' if v is None else v}"
             for k, v in run["changed"].items()
         )
+        worker = f"  (cluster worker {run['cluster_worker']})" if run["cluster_worker"] else ""
         print(
             f"    run {run['run']}  {when}  {approx}{run['duration_s']} s  "
             f"{run['fetches']:,} page fetches  {run['ended_by']}"
             + (f"  (resumed with {changed[2:]})" if changed else "")
+            + worker
         )
     print(
         f"  pages        {t['pages']:,} (distinct URLs; {t['fetches']:,} page fetches)   "
@@ -590,7 +639,8 @@ def print_report(out: Path, *, as_json: bool = False) -> int:
     print(f"  statuses     {_kv(t['statuses'])} (every response, robots.txt's too)")
     print(f"  errors       {_kv(t['errors'])}")
     print(f"  dropped      {_kv(t['dropped'])}{_of_runs(t['dropped_runs'], t['runs'])}")
-    print(f"  frontier     {_kv(_dated(s.get('frontier') or {}))}")
+    shared = "  (the crawl's, at this worker's end)" if runs and runs[-1]["cluster_worker"] else ""
+    print(f"  frontier     {_kv(_dated(s.get('frontier') or {}))}{shared}")
     log = report["log"]
     print(f"  crawl log    {log['lines']} lines; outcomes {_kv(log['outcomes'])}")
     print(f"  warc         {report['warc']['files']} files, {report['warc']['bytes']:,} bytes")
@@ -612,8 +662,11 @@ def _of_runs(with_stats: int, runs: int) -> str:
     return f"   (from the {with_stats} of {runs} runs that wrote statistics)"
 
 
-def _last_ending(out: Path, runs: list[dict[str, Any]], settings: dict[str, Any]) -> str:
-    """Why and when the crawl's last run ended, and what to do to go on."""
+def _last_ending(
+    out: Path, runs: list[dict[str, Any]], settings: dict[str, Any], nothing: bool
+) -> str:
+    """Why and when the crawl's last run ended, and what to do to go on (`nothing`: the
+    crawl fetched no page, `fetched_nothing`)."""
     if not runs:
         return "unknown (no run recorded)"
     last = runs[-1]
@@ -627,6 +680,11 @@ def _last_ending(out: Path, runs: list[dict[str, Any]], settings: dict[str, Any]
         frontier = (last["stats"] or {}).get("frontier") or {}
         done = frontier.get("done", settings.get("max_pages"))
         return f"{text}; to go on: {resume} --max-pages N (N > {done})"
+    if nothing:
+        return (
+            f"{text}; no page fetched: the crawl command, its mistake fixed, reuses {out} "
+            f"(starting afresh), and {FIXES_HINT}"
+        )
     if reason != "complete":
         return f"{text}; to go on: {resume}"
     return text

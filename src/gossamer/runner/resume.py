@@ -6,20 +6,42 @@ settings of `RUN_TIME`: how the crawl runs, not what it fetches (`max_pages` inc
 crawl that stopped at its limit can go on). A `DEFINITION` setting given with another value
 than the stored one is refused, each named, before anything in the directory is touched: one
 crawl never gets two definitions. A crawl whose last run ended "complete", or "max-pages"
-without a higher limit, has nothing to resume: `plan_resume` says so and nothing changes."""
+without a higher limit, has nothing to resume: `plan_resume` says so and nothing changes —
+unless a run-time setting given may fix why some of its URLs failed (`RETRY_ON`: a private
+address now allowed, another proxy, longer time-outs): those URLs are queued again
+(`requeue_failures`) and the crawl goes on."""
 
 from __future__ import annotations
 
 import json
 import os
+import sqlite3
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ..config import CrawlSettings, SettingsError
 from ..crawldir import CrawlDir, CrawlError
-from ..report.crawl import human_date, stats_end_reason
+from ..fetch import (
+    ERROR_BLOCKED_ADDRESS,
+    ERROR_CONNECT,
+    ERROR_DNS,
+    ERROR_EMPTY_REPLY,
+    ERROR_NETWORK,
+    ERROR_PARTIAL,
+    ERROR_PROXY,
+    ERROR_RESET,
+    ERROR_TIMEOUT,
+    ERROR_TLS,
+    ERROR_TOO_SLOW,
+)
+from ..frontier import Failures
+from ..frontier.sqlite import read_failures
+from ..report.crawl import FIXES_HINT, fetched_nothing, human_date, stats_end_reason
+from ..robots import unreachable_key
+from ..robots_store import SqliteRobotsStore
 from ..sinks import read_run_records, read_stats
+from . import build
 from .manifest import load_manifest
 
 #: Settings a resume takes from its command line: how the crawl runs (processes, speed,
@@ -93,6 +115,40 @@ DEFINITION = frozenset(
     }
 )
 
+#: Failures a proxy may route around: not reaching the server or the proxy, or no whole answer
+#: (names are resolved and the private-address guard applied before the proxy, as without one)
+_REACHING = (
+    ERROR_PROXY,
+    ERROR_CONNECT,
+    ERROR_TIMEOUT,
+    ERROR_TOO_SLOW,
+    ERROR_RESET,
+    ERROR_EMPTY_REPLY,
+    ERROR_PARTIAL,
+    ERROR_NETWORK,
+    ERROR_TLS,
+)
+
+#: The run-time settings that may fix why URLs failed, and the fetch errors each may fix: a
+#: resume that changes one queues again the crawl's failed URLs of those errors — the fetch's
+#: own (`fetch/error/<cause>`), or robots.txt's (`robots/unreachable/<cause>`: the URLs an
+#: unreachable robots.txt held back) — and its hosts' failed robots.txt answers are
+#: forgotten. `allow_private` only when turned on. (docs/crawler.md, "Resuming a crawl")
+RETRY_ON: dict[str, tuple[str, ...]] = {
+    "allow_private": (ERROR_BLOCKED_ADDRESS,),
+    "proxy": _REACHING,
+    "resolve": (ERROR_DNS, ERROR_CONNECT, ERROR_TIMEOUT, ERROR_BLOCKED_ADDRESS),
+    "resolve_file": (ERROR_DNS, ERROR_CONNECT, ERROR_TIMEOUT, ERROR_BLOCKED_ADDRESS),
+    "connect_timeout": (ERROR_CONNECT, ERROR_TIMEOUT),
+    "first_byte_timeout": (ERROR_TIMEOUT,),
+    "total_timeout": (ERROR_TIMEOUT,),
+    "low_speed_limit": (ERROR_TOO_SLOW,),
+    "low_speed_time": (ERROR_TOO_SLOW,),
+}
+
+#: every fetch error a run-time setting may fix
+_FIXABLE = tuple(sorted({error for errors in RETRY_ON.values() for error in errors}))
+
 # how a setting is spelled on the command line where it is not `--<name with dashes>`
 _FLAG = {
     "seeds": "SEED",
@@ -110,11 +166,58 @@ class ResumeRefused(SettingsError):
 class ResumePlan:
     """What `gossamer crawl --resume DIR` does: run with `settings` (the stored ones with
     the run-time settings given, `changed`: name → new value as stored in crawl.json), or
-    nothing when `nothing_to_do` (the message that says why) is set."""
+    nothing when `nothing_to_do` (the message that says why) is set. `retry`: the fetch
+    errors the changed settings may fix (`RETRY_ON`), when the crawl has failed URLs of
+    them: `requeue_failures` queues those again before the run."""
 
     settings: CrawlSettings
     changed: dict[str, Any] = field(default_factory=dict)
     nothing_to_do: str | None = None
+    retry: tuple[str, ...] = ()
+
+
+def retry_errors(changed: dict[str, Any]) -> tuple[str, ...]:
+    """The fetch errors the run-time settings `changed` (name → new value) may fix
+    (`RETRY_ON`), sorted."""
+    errors: set[str] = set()
+    for name, value in changed.items():
+        if name == "allow_private" and not value:
+            continue  # refusing private addresses again fixes nothing
+        errors.update(RETRY_ON.get(name, ()))
+    return tuple(sorted(errors))
+
+
+def failure_keys(errors: tuple[str, ...]) -> list[str]:
+    """The keys failed URLs are recorded under for the fetch errors `errors`: the fetch's
+    own, and robots.txt's (`robots/unreachable/<cause>`)."""
+    return sorted({*errors, *(unreachable_key(e) for e in errors)})
+
+
+def requeue_failures(
+    settings: CrawlSettings, errors: tuple[str, ...], backends: build.Backends = build.EMBEDDED
+) -> dict[str, int]:
+    """Queue again the failed URLs of the crawl in `settings.output` whose error is one of
+    `errors` or held back by a robots.txt that failed so (`Failures.requeue_failed`, which
+    revives their hosts), and forget those robots.txt answers, so that the run fetches them
+    again. Made with the directory's lock held, before the run. What was queued again, by
+    key (the failures as they were; a dead host's `frontier/dead-host` URLs come back with it
+    and are not listed); empty when the backend keeps no failures."""
+    keys = failure_keys(errors)
+    frontier = build.open_frontier(settings, backends)
+    try:
+        if not isinstance(frontier, Failures):
+            return {}
+        before = frontier.failures()
+        if not frontier.requeue_failed(keys):
+            return {}
+    finally:
+        frontier.close()
+    store = SqliteRobotsStore(CrawlDir(settings.output).robots)
+    try:
+        store.forget_unanswered(errors)
+    finally:
+        store.close()
+    return {key: n for key, n in before.items() if key in keys}
 
 
 def flag_of(name: str) -> str:
@@ -144,21 +247,28 @@ def plan_resume(requested: CrawlSettings) -> ResumePlan:
         except Exception as exc:
             raise SettingsError(f"invalid settings for the resumed crawl: {exc}") from None
     _check_not_running(out)
+    retry = _retry(out, changed)
     ending = _last_ending(out, stored.max_pages)
     if ending is None:
-        return ResumePlan(settings, changed)
+        return ResumePlan(settings, changed, retry=retry)
     reason, stats, when = ending
     frontier = stats.get("frontier") or {}
     done = int(frontier.get("done") or 0)
     at = f" at {human_date(when)}" if when is not None else ""
-    if reason == "complete":
+    if reason == "complete" and not retry:
         failed = int(frontier.get("failed") or 0)
+        if fetched_nothing(out):
+            anew = f"it fetched no page: the crawl command, its mistake fixed, reuses {out}"
+        else:
+            anew = "a new crawl needs a new -o DIR"
+        fixable = _failures(out, failure_keys(_FIXABLE)) or {}
+        fixes = f"; failed: {count_keys(fixable)}: {FIXES_HINT}" if fixable else ""
         return ResumePlan(
             settings,
             changed,
             nothing_to_do=f"{out}: the crawl is complete: it ended{at} with {done:,} pages "
             f"done ({failed:,} given up) and nothing left in its frontier; nothing to resume "
-            f"(`gossamer report {out}` tells more; a new crawl needs a new -o DIR)",
+            f"(`gossamer report {out}` tells more; {anew}){fixes}",
         )
     if reason == "max-pages":
         limit = settings.max_pages
@@ -177,7 +287,36 @@ def plan_resume(requested: CrawlSettings) -> ResumePlan:
                 f"to go on, raise the limit: gossamer crawl --resume {out} --max-pages N "
                 f"(N > {done:,}), or --max-pages none",
             )
-    return ResumePlan(settings, changed)
+    return ResumePlan(settings, changed, retry=retry)
+
+
+def _retry(out: Path, changed: dict[str, Any]) -> tuple[str, ...]:
+    """The fetch errors `changed` may fix of which the crawl in `out` has failed URLs (all
+    of them when its frontier cannot be read here: the run opens it, and finds out)."""
+    errors = retry_errors(changed)
+    if not errors:
+        return ()
+    failures = _failures(out, failure_keys(errors))
+    return errors if failures is None or failures else ()
+
+
+def _failures(out: Path, keys: list[str]) -> dict[str, int] | None:
+    """The crawl's failed URLs under `keys`, by key, its frontier file read as it is, the
+    directory untouched; None when it cannot be read so (a write-ahead log holds part of it,
+    or an error), {} without a file."""
+    path = CrawlDir(out).frontier
+    try:
+        failures = read_failures(path, untouched=True)
+    except sqlite3.Error:
+        return None
+    if failures is None:
+        return None if path.exists() else {}
+    return {key: n for key, n in failures.items() if key in keys and n}
+
+
+def count_keys(counts: dict[str, int]) -> str:
+    """`key ×n, …`: counts by key, for a person."""
+    return ", ".join(f"{key} ×{n:,}" for key, n in counts.items())
 
 
 def _same(a: Any, b: Any) -> bool:

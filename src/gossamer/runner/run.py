@@ -10,6 +10,7 @@ import asyncio
 import contextlib
 import json
 import logging
+import shutil
 import subprocess
 import time
 from collections.abc import Iterator
@@ -24,7 +25,7 @@ from ..engine.heartbeat import clear_beats
 from ..exitcodes import Exit
 from ..fetch.options import dead_proxy
 from ..outdir import new_directory_problem
-from ..report.crawl import end_run, start_run
+from ..report.crawl import end_run, fetched_nothing, start_run
 from ..report.progress import print_summary
 from ..sinks.cdx import write_crawl_index
 from . import build, livegraph, spawn
@@ -38,9 +39,9 @@ _log = logging.getLogger(__name__)
 
 
 def prepare_directory(settings: CrawlSettings, *, resume: bool) -> CrawlSettings:
-    """Create the crawl directory of a new crawl (it must not exist or be empty) and write its
-    crawl.json; on resume, the stored settings (see `engine.resume` for those a resume takes
-    from its command line)."""
+    """Create the crawl directory of a new crawl (it must not exist, be empty, or hold a
+    crawl that fetched nothing: `start_afresh`) and write its crawl.json; on resume, the
+    stored settings (see `runner.resume` for those a resume takes from its command line)."""
     out = settings.output
     manifest = CrawlDir(out).manifest
     if resume:
@@ -48,18 +49,61 @@ def prepare_directory(settings: CrawlSettings, *, resume: bool) -> CrawlSettings
     if not settings.seeds:
         raise SettingsError("invalid settings:\n  seeds: give at least one seed URL")
     if manifest.exists():
-        raise CrawlError(
-            f"{out} already holds a crawl: use `gossamer crawl --resume {out}` or a new -o DIR"
-        )
-    problem = new_directory_problem(out, holds=", not a gossamer crawl")
-    if problem is not None:
-        raise CrawlError(problem)
+        start_afresh(out)
+    else:
+        problem = new_directory_problem(out, holds=", not a gossamer crawl")
+        if problem is not None:
+            raise CrawlError(problem)
     try:
         out.mkdir(parents=True, exist_ok=True)
         write_manifest(settings)
     except OSError as exc:
         raise CrawlError(f"cannot write to {out}: {exc.strerror or exc}") from exc
     return settings
+
+
+def start_afresh(out: Path) -> None:
+    """Empty the crawl directory `out` for a new crawl when its crawl fetched no page
+    (`report.crawl.fetched_nothing`: every seed refused, unreachable or held back by its
+    robots.txt, every run ended): every file of its layout is removed (the lock file is kept,
+    held meanwhile), so that nothing of the failed crawl — settings, frontier, robots.txt
+    answers, logs, run history — mixes with the new one, and `gossamer report` tells of the
+    new crawl alone. The same command with its mistake fixed (`--allow-private`, the right
+    port) then runs where it first failed. CrawlError, nothing removed, when the crawl
+    fetched a page (use --resume), a crawler runs in it, or it holds files of no crawl."""
+    crawl = CrawlDir(out)
+    if not fetched_nothing(out):
+        raise CrawlError(
+            f"{out} already holds a crawl: use `gossamer crawl --resume {out}` or a new -o DIR"
+        )
+    try:
+        _only_crawl_files(out)  # (the lock file untouched when it does not)
+        with _dir_lock(out):
+            for entry in _only_crawl_files(out):
+                if entry == crawl.lock:
+                    continue
+                if entry.is_dir() and not entry.is_symlink():
+                    shutil.rmtree(entry)
+                else:
+                    entry.unlink()
+    except OSError as exc:
+        raise CrawlError(f"cannot empty {out}: {exc.strerror or exc}") from exc
+    _log.info(
+        f"{out}: its crawl fetched no page: a new crawl starts afresh there",
+        extra={"path": str(out)},
+    )
+
+
+def _only_crawl_files(out: Path) -> list[Path]:
+    """The entries of the crawl directory `out`; CrawlError when it holds others."""
+    ours, others = CrawlDir(out).entries()
+    if others:
+        shown = ", ".join(p.name for p in others[:3]) + (" …" if len(others) > 3 else "")
+        raise CrawlError(
+            f"{out} holds a crawl that fetched nothing, and other files ({shown}); "
+            "nothing was removed: move them away, or give a new -o DIR"
+        )
+    return ours
 
 
 def run_crawl(
@@ -78,6 +122,7 @@ def run_crawl(
     is held until its handlers are in place. `backends`: the registered frontier backend
     and fetcher it is built with (runner/build.py)."""
     changed: dict[str, Any] = {}
+    retry: tuple[str, ...] = ()
     with hold_stop_signals():
         if resume:
             from .resume import plan_resume
@@ -86,7 +131,7 @@ def run_crawl(
             if plan.nothing_to_do is not None:
                 _log.info(plan.nothing_to_do, extra={"path": str(settings.output)})
                 return int(Exit.OK)
-            settings, changed = plan.settings, plan.changed
+            settings, changed, retry = plan.settings, plan.changed, plan.retry
         # the proxy this run uses (a resume's may be a new one): a dead one stops the crawl
         # before anything is written
         problem = dead_proxy(settings.fetch.proxy, settings.fetch.connect_timeout)
@@ -105,6 +150,8 @@ def run_crawl(
             try:
                 if changed:  # the settings a resume took: for this run and the next ones
                     write_manifest(settings)
+                if retry:  # failed URLs a setting it took may fix
+                    _requeue(settings, changed, retry, backends)
                 run, started = start_run(out, resume=resume, workers=workers, changed=changed)
                 clear_beats(out)  # an earlier run's workers: this run's write their own
                 clear_control(out)
@@ -131,6 +178,27 @@ def run_crawl(
             with contextlib.suppress(OSError):  # the crawl's own exit status says more
                 end_run(out, run, started, code)
             return code
+
+
+def _requeue(
+    settings: CrawlSettings,
+    changed: dict[str, Any],
+    retry: tuple[str, ...],
+    backends: build.Backends,
+) -> None:
+    """Queue again the failed URLs that the settings a resume `changed` may fix (`retry`:
+    runner/resume.py), and say so."""
+    from .resume import RETRY_ON, count_keys, flag_of, requeue_failures
+
+    again = requeue_failures(settings, retry, backends)
+    if again:
+        fixes = ", ".join(flag_of(name) for name in changed if name in RETRY_ON)
+        n = sum(again.values())
+        _log.info(
+            f"{settings.output}: {n:,} failed URL{'' if n == 1 else 's'} queued again "
+            f"({count_keys(again)}): {fixes} changed",
+            extra={"path": str(settings.output)},
+        )
 
 
 @contextlib.contextmanager
