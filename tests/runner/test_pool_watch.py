@@ -10,8 +10,8 @@ import signal
 import time
 from pathlib import Path
 
+from gossamer.crawldir import HEARTBEATS as HEARTBEAT_DIR
 from gossamer.engine.heartbeat import (
-    HEARTBEAT_DIR,
     BeatPages,
     beat_path,
     forget_beat,
