@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from ..config import NO_LIMIT
+from ..exitcodes import Exit
 from ..runner import spawn
 from ..runner.pool import MAX_POOL_WORKERS, ScaleError, request_scale
 from ._setup import form_words
@@ -171,9 +172,10 @@ def _wait_started(source: EmbeddedSource, command: spawn.Command, what: str) -> 
         if code is not None:
             if code == 0:
                 return f"{what}: the crawl ran and ended (exit 0); its output is in {log}"
-            # a crawl that ran and fetched nothing: what to change, in the form's words
+            # a crawl that ran and fetched nothing: what to change, in the form's words (a
+            # command that refused its settings left the directory as it was: its own line)
             problem = source.snapshot()["crawl"]["problem"]
-            if problem is not None:
+            if code == Exit.NOTHING_FETCHED and problem is not None:
                 raise ControlError(400, problem["message"])
             raise ControlError(400, form_words(_error_line(_log_since(log, offset))))
         if source.lock_pid() == proc.pid:

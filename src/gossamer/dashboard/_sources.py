@@ -19,7 +19,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import shutil
 import signal
 import socket
 import sqlite3
@@ -415,35 +414,20 @@ class EmbeddedSource:
 
     @contextlib.contextmanager
     def new_crawl(self, status: dict[str, Any]) -> Iterator[None]:
-        """Around a start in this directory, whose `status` allows it (`control.can_start`):
-        when it holds a crawl that fetched no page, its files are moved aside first, and
-        either brought back (the new crawl was refused: the directory is still empty) or
-        deleted (the new one started); the status is read from the new crawl's start."""
+        """Around a start in this directory, whose `status` allows it (`control.can_start`).
+        A directory holding a crawl that fetched no page is started afresh by the crawl
+        itself (runner/run.py, `start_afresh`: the command's own rule); what this source read
+        of the old crawl is dropped, and the status read from the new one."""
         if status["crawl"]["state"] == "not started":
             yield
             return
-        out = self.directory
-        aside = out.parent / f".{out.name}.replaced-{os.getpid()}-{time.time_ns()}"
-        with self._lock:
-            self._graph.close()
-            aside.mkdir()
-            for entry in list(out.iterdir()):
-                entry.rename(aside / entry.name)
-            self._settings = {}
-            self._start_reading()
         try:
             yield
         finally:
             with self._lock:
-                if out.is_dir() and not any(out.iterdir()):  # refused: the old one back
-                    for entry in list(aside.iterdir()):
-                        entry.rename(out / entry.name)
-                    aside.rmdir()
-                    self._settings = {}
-                    self._graph.close()
-                    self._start_reading()
-                else:
-                    shutil.rmtree(aside, ignore_errors=True)
+                self._settings = {}
+                self._graph.close()
+                self._start_reading()
 
     def read_log(self) -> None:
         """Bring the log ring up to date (the crawl log's new fetches, the new diagnostics):
