@@ -1148,6 +1148,76 @@ def test_redirect_edges_among_outlinks_add_no_depth(make: Make) -> None:
     assert f.statistics().depth_lowered == 2
 
 
+# A page may reach one URL by several edges: a link and its canonical or redirect, the same
+# link offered again, an edge-only record after an offer. The frontier keeps one edge a page
+# and child, the smallest delta, and a lowered page relaxes each child once, smallest delta
+# first (docs/crawler/frontier.md, "Depth is the shortest path"): `depth_lowered` then counts
+# the same on every backend, however a backend packs its edges.
+
+
+@pytest.mark.parametrize("second", ["same put", "later put", "edges only"])
+def test_a_child_reached_by_two_edges_of_one_page_takes_the_smaller_delta(
+    make: Make, second: str
+) -> None:
+    """P (at 2) links to C (delta 1: C at 3, parked; the same link twice) and names C as its
+    canonical (delta 0). P found at 0 brings C to 0 + 0 in one step: P's smaller edge, not
+    1 (its link) and then 0. (Hypothesis's falsifying example of the SQLite depth machine:
+    SQLite relaxed both edges, the link first, and counted one lowering more than the model;
+    Redis kept the first edge of a put, the link, and relaxed C to 1.)"""
+    f = make(max_depth=2)
+    p = link(A, 0, 2)
+    c_link, c_canonical = link(B, 0, 3, parent=p), link(B, 0, 2, parent=p, delta=0)
+    f.put_discovered([p])
+    if second == "same put":
+        assert f.put_discovered([c_link, c_link, c_canonical]) == 1
+    elif second == "later put":
+        assert f.put_discovered([c_link, c_link]) == 0  # parked
+        assert f.put_discovered([c_canonical]) == 1
+    else:
+        assert f.put_discovered([c_link, c_link]) == 0  # parked
+        assert f.put_discovered([edges_only(p, 2, (c_canonical, 0))]) == 0  # an edge only
+    # P at 0: C lowered from 2 to 0 (once), or with an edge only unparked at 0 (queued)
+    unparked = second == "edges only"
+    assert f.put_discovered([link(A, 0, 0)]) == unparked
+    s = f.statistics()
+    assert (s.queued, s.parked, s.depth_lowered) == (2, 0, 1 if unparked else 2)
+    assert fetch_all(f) == {p.url: 0, c_link.url: 0}
+
+
+def test_depth_machine_example(make: Make) -> None:
+    """The falsifying example Hypothesis found for the SQLite depth machine
+    (test_frontier_machine.py), step by step: A1's edges to B1 are a link (an offer) and
+    an edge-only record adding 0. A1 found at 0 lowers B1 once, to 0, as the model does
+    (SQLite lowered it to 1, then to 0, and counted 3). The five identical offers of A0
+    (naming itself as parent, not yet accepted: no edge) are as found, not needed."""
+    f = make(max_depth=2)
+    a1, a0 = link(A, 1, 1), link(A, 0, 0)
+    b1 = link(B, 1, 2, parent=a1)
+    assert f.put_discovered([a1]) == 1
+    assert f.put_discovered([link(A, 0, 0, parent=a0, delta=0)] * 5 + [b1]) == 2
+    assert f.put_discovered([edges_only(a1, 0, (b1, 0))]) == 0  # A1 is at 1: no relaxation
+    assert f.put_discovered([link(A, 1, 0)]) == 0
+    assert f.statistics().depth_lowered == 2  # A1 and B1, once each
+    assert fetch_all(f) == {a0.url: 0, a1.url: 0, b1.url: 0}
+
+@pytest.mark.parametrize("link_first", [False, True], ids=["redirect-first", "link-first"])
+def test_children_are_relaxed_smallest_delta_first(make: Make, link_first: bool) -> None:
+    """P's children: Q by a redirect (delta 0), R by a link (delta 1); Q and R both redirect
+    to Z. P found at 0 relaxes Q before R whichever edge was recorded first, so Z is lowered
+    once (through Q, to 0), not through R to 1 and then through Q to 0: the count does not
+    depend on the order the edges were found in, nor on how a backend stores them."""
+    f = make(max_depth=3)
+    p = link(A, 0, 2)
+    q, r = link(A, 1, 2, parent=p, delta=0), link(A, 2, 3, parent=p)
+    f.put_discovered([p])
+    assert f.put_discovered([r, q] if link_first else [q, r]) == 2
+    z_by_q, z_by_r = link(A, 3, 2, parent=q, delta=0), link(A, 3, 3, parent=r, delta=0)
+    assert f.put_discovered([z_by_q, z_by_r]) == 1  # Z at 2
+    assert f.put_discovered([link(A, 0, 0)]) == 0
+    assert f.statistics().depth_lowered == 4  # P, Q, R and Z, each once
+    assert fetch_all(f) == {p.url: 0, q.url: 0, r.url: 1, z_by_q.url: 0}
+
+
 def test_without_max_depth_the_first_depth_is_kept_and_nothing_parks(make: Make) -> None:
     f = make()
     p = link(A, 0, 0)

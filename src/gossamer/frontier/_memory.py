@@ -15,6 +15,7 @@ import time
 from collections import Counter, deque
 from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, field, replace
+from operator import itemgetter
 from typing import Unpack
 
 from ._hosts import host_view, top
@@ -79,7 +80,8 @@ class MemoryFrontier:
         self._dropped = 0
         self._duplicates = 0
         self._parked: dict[int, Discovered] = {}  # fp -> URL seen only beyond max_depth
-        self._children: dict[int, dict[int, int]] = {}  # parent fp -> {child fp: delta}
+        # parent fp -> {child fp: smallest delta}, in the order those deltas were recorded
+        self._children: dict[int, dict[int, int]] = {}
         self._lowered = 0
         self._closed = False
 
@@ -147,7 +149,7 @@ class MemoryFrontier:
                 kids = self._children.setdefault(offered.fp, {})
                 now_at = page.item.depth
                 for child, delta in zip(offered.fps, offered.deltas, strict=True):
-                    kids[child] = min(kids.get(child, delta), delta)
+                    self._record(kids, child, delta)
                     if now_at < offered.depth:  # lowered while it was fetched
                         later.append((child, now_at + delta, None))
                 continue
@@ -156,7 +158,7 @@ class MemoryFrontier:
             parent = None if pfp is None else self._urls.get(pfp)
             if pfp is not None and parent is not None:  # record the edge; never deeper
                 kids = self._children.setdefault(pfp, {})  # than the parent allows
-                kids[offered.fp] = min(kids.get(offered.fp, offered.delta), offered.delta)
+                self._record(kids, offered.fp, offered.delta)
                 d = min(d, parent.item.depth + offered.delta)
             work.append((offered.fp, d, offered))
         work.extend(later)
@@ -169,7 +171,8 @@ class MemoryFrontier:
                     self._duplicates += 1
                 if d < u.item.depth:
                     self._lower(u, d)
-                    for child, delta in self._children.get(fp, {}).items():
+                    kids = self._children.get(fp, {})  # smallest delta first (stable sort)
+                    for child, delta in sorted(kids.items(), key=itemgetter(1)):
                         work.append((child, d + delta, None))
                 continue
             parked = self._parked.get(fp)
@@ -183,6 +186,16 @@ class MemoryFrontier:
             self._parked.pop(fp, None)
             added += self._accept(_at_depth(src, d))
         return added
+
+    @staticmethod
+    def _record(kids: dict[int, int], child: int, delta: int) -> None:
+        """Record a page's edge to `child`: one edge a page and child, with the smallest
+        delta offered, placed where that delta was first recorded (a lowered page relaxes
+        its children smallest delta first, then in that order)."""
+        known = kids.get(child)
+        if known is None or delta < known:
+            kids.pop(child, None)
+            kids[child] = delta
 
     def _lower(self, u: _URL, depth: int) -> None:
         """Lower an accepted URL's depth (and its priority by as much; re-sorted if queued)."""

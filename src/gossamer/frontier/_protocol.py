@@ -180,7 +180,9 @@ class FrontierStats:
     URLs (None when there is none); `dead_hosts` were given up after too many consecutive
     network errors. `parked` counts URLs seen only beyond `max_depth` (not accepted: in none
     of queued, leased, done, failed); `depth_lowered` how many times an accepted URL's depth
-    was lowered (found again by a shorter path). Both stay 0 without a `max_depth`.
+    was lowered (found again by a shorter path: one a step of the relaxation, a page's
+    children taken once each, smallest delta first; docs/crawler/frontier.md, "Depth is the
+    shortest path"). Both stay 0 without a `max_depth`.
     """
 
     queued: int

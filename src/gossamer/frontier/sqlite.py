@@ -37,6 +37,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, TypeVar, Unpack, cast
 
+from ._edges import relax_order
 from ._hosts import host_view, top
 from ._options import FrontierKnobs, FrontierOptions
 from ._politeness import HostTiming, PolitenessPolicy, after_batch, after_reclaim
@@ -708,24 +709,28 @@ class SqliteFrontier:
     def _children(
         self, db: sqlite3.Connection, page_id: int, fp: int, depth: int
     ) -> list[tuple[int, int, Discovered | None]]:
-        """The recorded children of a page now at `depth`, as worklist entries."""
-        out: list[tuple[int, int, Discovered | None]] = []
+        """The recorded children of a page now at `depth`, as worklist entries: one a child
+        (the row keeps every edge offered: a child linked twice, or linked and redirected
+        to, is there twice), in `relax_order` (smallest delta first)."""
+        edges: list[tuple[int, int]] = []
+        if self._edge_rows:  # a file of the first layout: recorded before any links row
+            for child, delta in db.execute(
+                "SELECT child, delta FROM edges WHERE parent = ?", (_to_db(fp),)
+            ).fetchall():
+                edges.append((child + _WRAP if child < 0 else child, delta))
         row = db.execute("SELECT fps, other FROM links WHERE id = ?", (page_id,)).fetchone()
         if row is not None:
             fps = array("Q")
             fps.frombytes(row[0])
             if _SWAP:
                 fps.byteswap()
-            one = depth + 1
-            out.extend((child, one, None) for child in fps)
+            if not row[1] and not edges:  # every edge adds 1: first recorded first
+                one = depth + 1
+                return [(child, one, None) for child in dict.fromkeys(fps)]
+            edges.extend((child, 1) for child in fps)
             if row[1]:
-                out.extend((c, depth + delta, None) for c, delta in _OTHER_EDGE.iter_unpack(row[1]))
-        if self._edge_rows:
-            for child, delta in db.execute(
-                "SELECT child, delta FROM edges WHERE parent = ?", (_to_db(fp),)
-            ).fetchall():
-                out.append((child + _WRAP if child < 0 else child, depth + delta, None))
-        return out
+                edges.extend(_OTHER_EDGE.iter_unpack(row[1]))
+        return [(child, depth + delta, None) for child, delta in relax_order(edges)]
 
     def _lower_priority(self, db: sqlite3.Connection, host_id: int, url_id: int, by: int) -> None:
         """Move a queued or leased URL `by` up its host's queue (its priority falls with its

@@ -22,6 +22,7 @@ import redis.exceptions
 
 from ...partition import SHARDS, shard_of
 from ...urls import URLError, host_key
+from .._edges import relax_order
 from .._hosts import top
 from .._options import FrontierKnobs, FrontierOptions
 from .._politeness import HostTiming, after_batch
@@ -432,30 +433,34 @@ class RedisFrontier:
                 shard = shards[host] = shard_of(host)
             return shard
 
-        by_parent: dict[int, tuple[str, list[bytes]]] = {}  # fp -> (url, packed edges)
-        kids_seen: set[tuple[int, int]] = set()  # (one record a child and parent a call)
-        for it in offers:
-            if it.parent_fp is not None and it.parent is not None:
-                if (it.parent_fp, it.fp) in kids_seen:
+        # fp -> (url, packed edges), in the order of the items (the order children with
+        # one delta are relaxed in: relax_order)
+        by_parent: dict[int, tuple[str, list[bytes]]] = {}
+        # (parent, child) -> the smallest delta this call recorded: a repeat is not recorded
+        # again, a smaller delta is (a link and a redirect to one URL: relaxed by the latter)
+        kids_seen: dict[tuple[int, int], int] = {}
+        pack = _EDGE.pack
+        for it in items:
+            if isinstance(it, Outlinks):
+                recs = [
+                    pack(fp, shard_of_host(host), delta)
+                    for fp, host, delta in zip(it.fps, it.hosts, it.deltas, strict=True)
+                ]
+                entry = by_parent.get(it.fp)
+                if entry is None:
+                    by_parent[it.fp] = (it.url, recs)
+                else:
+                    entry[1].extend(recs)
+            elif it.parent_fp is not None and it.parent is not None:
+                if kids_seen.get((it.parent_fp, it.fp), it.delta + 1) <= it.delta:
                     continue
-                kids_seen.add((it.parent_fp, it.fp))
-                rec = _EDGE.pack(it.fp, shard_of_host(it.host), it.delta)
+                kids_seen[(it.parent_fp, it.fp)] = it.delta
+                rec = pack(it.fp, shard_of_host(it.host), it.delta)
                 entry = by_parent.get(it.parent_fp)
                 if entry is None:
                     by_parent[it.parent_fp] = (it.parent, [rec])
                 else:
                     entry[1].append(rec)
-        for page in pages:
-            pack = _EDGE.pack
-            recs = [
-                pack(fp, shard_of_host(host), delta)
-                for fp, host, delta in zip(page.fps, page.hosts, page.deltas, strict=True)
-            ]
-            entry = by_parent.get(page.fp)
-            if entry is None:
-                by_parent[page.fp] = (page.url, recs)
-            else:
-                entry[1].extend(recs)
         cap: dict[int, int] = {}
         if by_parent:
             by_shard: dict[int, list[int]] = {}
@@ -541,8 +546,11 @@ class RedisFrontier:
                         continue
                     expanded.add((fp_raw, int(d)))
                     marks.append((shard, "w", fp_raw, int(d)))
-                    for cfp, cshard, delta in _EDGE.iter_unpack(children):
-                        work.append((cfp, int(d) + delta, None, cshard))
+                    # `ch` keeps every edge offered: one a child, smallest delta first
+                    edges = list(_EDGE.iter_unpack(children))
+                    child_shard = {cfp: cshard for cfp, cshard, _ in edges}
+                    for cfp, delta in relax_order((cfp, delta) for cfp, _, delta in edges):
+                        work.append((cfp, int(d) + delta, None, child_shard[cfp]))
             if accepted:
                 added += self._put(accepted)
             work += later
