@@ -104,7 +104,7 @@ def test_list_settings_as_text(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("GOSSAMER_DENY", '["x", "y"]')
     assert load_settings({}).deny == ["x", "y"]
     monkeypatch.setenv("GOSSAMER_DENY", '["x", ')
-    with pytest.raises(SettingsError, match="deny: not a valid JSON list"):
+    with pytest.raises(SettingsError, match=r"GOSSAMER_DENY='.*': not a valid JSON list"):
         load_settings({})
 
 

@@ -7,16 +7,21 @@ differs from what this prints, so the reference cannot drift from the code."""
 from __future__ import annotations
 
 import argparse
+import json
+import shlex
 import sys
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 from .cli import build_parser
-from .config import _LIMITS, _LIST_SPLIT, NO_LIMIT, CrawlSettings
+from .config import _LIMITS, _LIST_SPLIT, AUTO, NO_LIMIT, CrawlSettings
 from .crawldir import MANIFEST
 from .exitcodes import MEANINGS, Exit
 
 REGENERATE = "python -m gossamer._clidoc > docs/cli.md"
+#: the rows of "Common mistakes", recorded from real runs by scripts/common_mistakes.py
+MISTAKES_FILE = Path(__file__).resolve().parents[2] / "docs" / "cli-mistakes.json"
 
 _PREAMBLE = f"""\
 # The `gossamer` command line
@@ -103,6 +108,8 @@ def _command(lines: list[str], path: str, parser: argparse.ArgumentParser, summa
 
 def _default(name: str, field: Any) -> str:
     value = field.get_default(call_default_factory=True)
+    if value is None and name == "workers":
+        return AUTO
     if value is None:
         return NO_LIMIT if name in _LIMITS else "(unset)"
     if isinstance(value, bool):
@@ -137,6 +144,55 @@ def _settings(lines: list[str], crawl: argparse.ArgumentParser) -> None:
         )
 
 
+def _command_line(args: list[str], env: dict[str, str] | None = None) -> str:
+    words = [f"{k}={shlex.quote(v)}" for k, v in (env or {}).items()]
+    return " ".join([*words, "gossamer", *map(shlex.quote, args)])
+
+
+def _code(text: str) -> str:
+    """`text` as inline code in a table cell (backticks inside it doubled around)."""
+    fence = "``" if "`" in text else "`"
+    pad = " " if "`" in text else ""
+    return f"{fence}{pad}{_cell(text)}{pad}{fence}"
+
+
+def _mistakes(lines: list[str]) -> None:
+    """The "Common mistakes" table from MISTAKES_FILE (none: no section)."""
+    if not MISTAKES_FILE.is_file():
+        return
+    rows = json.loads(MISTAKES_FILE.read_text())
+    lines += [
+        "",
+        "## Common mistakes",
+        "",
+        "What a new user's mistakes get, recorded from real runs against a static site served "
+        "by nginx on a free loopback port (PORT; OTHER_PORT: a port where nothing listens), "
+        "each in a fresh directory, by `scripts/common_mistakes.py`, which rewrites this "
+        "table; tests/e2e/test_cli_mistakes.py replays the rows that need no server. A crawl "
+        "that ran also prints its end summary (\"+ summary\", left out here). *Afterwards*: "
+        "what the directory holds, and the fix run next in it.",
+        "",
+        "| mistake | command | stderr | exit | afterwards |",
+        "|---|---|---|---|---|",
+    ]
+    for row in rows:
+        said = "<br>".join(_code(line) for line in row["stderr"]) or "(nothing)"
+        if row["summary"]:
+            said += " + summary"
+        after = row["after"]
+        if row.get("one_core"):
+            after += " (run on one core)"
+        if "fix" in row:
+            fix = row["fix"]
+            told = "<br>".join(_code(line) for line in fix["stderr"])
+            after += f"; then {_code(_command_line(fix['args']))}: exit {fix['exit']}"
+            after += f" {told}" if told else ""
+        lines.append(
+            f"| {_cell(row['what'])} | {_code(_command_line(row['args'], row['env']))} | "
+            f"{said} | {row['exit']} `{Exit(row['exit']).name}` | {after} |"
+        )
+
+
 def render() -> str:
     """docs/cli.md's text."""
     parser = build_parser()
@@ -148,6 +204,7 @@ def render() -> str:
     lines += ["", "| status | name | meaning |", "|---|---|---|"]
     for code in sorted(MEANINGS):
         lines.append(f"| {code} | `{Exit(code).name}` | {_cell(MEANINGS[code])} |")
+    _mistakes(lines)
     commands = dict((n, p) for n, p, _ in _visible_subcommands(parser))
     _settings(lines, commands["crawl"])
     lines += ["", "## Commands", "", "`gossamer --help` lists them; `gossamer COMMAND --help`"]

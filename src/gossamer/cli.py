@@ -5,10 +5,11 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import re
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, NoReturn
 
 from . import logs
 from ._version import __version__
@@ -20,12 +21,107 @@ if TYPE_CHECKING:
 _log = logging.getLogger(__name__)
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse, with every mistake said in one line on stderr (no usage dump), exit
+    Exit.USAGE: the flag and the value as given, what it takes (`--delay 1s: expected a
+    number of seconds, e.g. 1 or 0.5`), the closest flag, choice or command for a misspelt
+    one, under the subcommand that was given. No abbreviations: `--max-page` is refused
+    (with `--max-pages` suggested), never silently taken as a prefix. Every subparser is one
+    too (argparse makes them of their parent's class)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)
+
+    def error(self, message: str) -> NoReturn:
+        # argparse's own messages: "argument -o/--output: expected one argument"
+        message = re.sub(r"^argument (\S+): ", r"\1: ", message)
+        if message.startswith("the following arguments are required"):
+            message += f" ({self.prog} --help)"
+        _log.error(message)
+        sys.exit(Exit.USAGE)
+
+    def parse_known_args(  # type: ignore[override]
+        self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
+    ) -> tuple[argparse.Namespace, list[str]]:
+        # what a subcommand's parser leaves is refused there, naming its flags (argparse
+        # would hand it up to `gossamer`'s parser: "unrecognized arguments" and its usage)
+        parsed, extras = super().parse_known_args(args, namespace)
+        if extras:
+            self._refuse(extras)
+        return parsed, extras
+
+    def _refuse(self, extras: list[str]) -> NoReturn:
+        import difflib
+
+        for item in extras:
+            if item.startswith("-") and len(item) > 1 and not _looks_negative(item):
+                flag = item.partition("=")[0]
+                options = [
+                    o for a in self._actions if a.help != argparse.SUPPRESS
+                    for o in a.option_strings
+                ]  # fmt: skip
+                close = difflib.get_close_matches(flag, options, n=1, cutoff=0.6)
+                hint = f"did you mean {close[0]}?" if close else f"{self.prog} --help lists them"
+                self.error(f"{self.prog} has no flag {flag}; {hint}")
+        self.error(
+            f"unexpected argument {extras[0]!r} for {self.prog} ({self.prog} --help shows "
+            "what it takes)"
+        )
+
+    def _get_value(self, action: argparse.Action, arg_string: str) -> Any:
+        try:
+            return super()._get_value(action, arg_string)
+        except argparse.ArgumentError as exc:
+            if action.type is int:
+                why = "expected a whole number"
+            elif action.type is float:
+                why = "expected a number"
+            else:  # a type of ours says what it takes (ArgumentTypeError)
+                why = exc.message
+            raise argparse.ArgumentError(None, f"{_name(action)} {arg_string}: {why}") from None
+
+    def _check_value(self, action: argparse.Action, value: Any) -> None:
+        import difflib
+
+        if action.choices is None or value in action.choices:
+            return
+        if isinstance(action, argparse._SubParsersAction):  # listed ones: not crawl-worker
+            names = [c.dest for c in action._choices_actions]
+            close = difflib.get_close_matches(str(value), names, n=1, cutoff=0.5)
+            hint = f"; did you mean {close[0]}?" if close else ""
+            what = action.metavar.lower() if isinstance(action.metavar, str) else "command"
+            raise argparse.ArgumentError(
+                None, f"no {what} {value!r}{hint} ({self.prog} --help lists them)"
+            )
+        choices = [str(c) for c in action.choices]
+        close = difflib.get_close_matches(str(value), choices, n=1, cutoff=0.5)
+        hint = f"; did you mean {close[0]}?" if close else ""
+        raise argparse.ArgumentError(
+            None, f"{_name(action)} {value}: expected one of {', '.join(choices)}{hint}"
+        )
+
+
+def _name(action: argparse.Action) -> str:
+    """A flag as messages name it: its long form (`--output`), or a positional's metavar."""
+    if action.option_strings:
+        return max(action.option_strings, key=len)
+    metavar = action.metavar if isinstance(action.metavar, str) else None
+    return metavar or action.dest.upper()
+
+
+def _looks_negative(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
 def build_parser(with_testweb: bool = True) -> argparse.ArgumentParser:
     """The whole command line. Without `with_testweb` the simulated web's actions are left
     out: importing it costs ~0.2 s, which every crawl would otherwise pay at start."""
-    parser = argparse.ArgumentParser(
-        prog="gossamer", description="A polite, fast, fault-tolerant web crawler."
-    )
+    parser = _Parser(prog="gossamer", description="A polite, fast, fault-tolerant web crawler.")
     parser.add_argument("--version", action="version", version=f"gossamer {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     _add_crawl(sub)
@@ -84,13 +180,11 @@ _CRAWL_SECTIONS: tuple[tuple[str, str | None], ...] = (
         "cluster mode",
         "With --redis URL the crawl is created in Redis and crawled by `gossamer worker` "
         "processes on any machine (docs/cluster.md); --workers N starts N of them here "
-        "(default: one per core; 0: none) and waits for them. The flags of this group need "
-        "--redis.",
+        "(default auto: one per core; 0: none, the crawl is only created) and waits for "
+        "them. The flags of this group need --redis.",
     ),
 )
 _OTHER_GROUP = "other settings"
-# a setting's flag when it is not --<name with dashes>
-_FLAG_NAMES = {"seeds_file": ("-i", "--seeds-file"), "use_sitemaps": ("--sitemaps",)}
 _METAVARS = {
     "allow": "REGEX",
     "deny": "REGEX",
@@ -172,7 +266,7 @@ def _setting_flags(
     from the field's type, description and default, so no setting is left reachable only by
     TOML or environment (a new field gets its flag without touching this file). `choices`:
     the values of a text setting known only at run time (a registry's names)."""
-    from .config import CrawlSettings
+    from .config import FLAG_NAMES, CrawlSettings
 
     taken = {a.dest for a in p._actions} | {"seeds", "output"}
     for name, (_, field) in CrawlSettings.knob_fields().items():
@@ -181,7 +275,7 @@ def _setting_flags(
         title = CrawlSettings.section_of(name) or _OTHER_GROUP
         if title not in groups:
             groups[title] = p.add_argument_group(title)
-        flags = _FLAG_NAMES.get(name, ("--" + name.replace("_", "-"),))
+        flags = FLAG_NAMES.get(name, ("--" + name.replace("_", "-"),))
         kind = _flag_kind(name, field)
         if name in choices:
             kind["choices"] = tuple(choices[name])
@@ -201,7 +295,7 @@ def _flag_kind(name: str, field: Any) -> dict[str, Any]:
     """argparse keywords for a setting's flag: its type, metavar, choices and help."""
     import typing
 
-    from .config import _LIMITS, _LIST_SPLIT
+    from .config import _LIMITS, _LIST_SPLIT, AUTO, SECONDS
 
     text = field.description or name.replace("_", " ")
     annotation = field.annotation
@@ -212,20 +306,23 @@ def _flag_kind(name: str, field: Any) -> dict[str, Any]:
         state = "on" if default else "off"
         return {"action": argparse.BooleanOptionalAction, "help": f"{text} (default {state})"}
     shown = "none" if default is None and name in _LIMITS else default
+    if name == "workers":
+        shown = AUTO
     kw: dict[str, Any] = {"help": text if shown is None else f"{text} (default {shown})"}
     if name in _LIST_SPLIT or typing.get_origin(annotation) is list:
         kw.update(action="append", help=f"{text} (repeatable)")
+    elif name == "workers":
+        kw.update(type=_workers, metavar=f"N|{AUTO}")
     elif name in _LIMITS:
-        kw.update(type=_limit, metavar="N|none")
+        kw.update(type=_typed(name, _limit), metavar="N|none")
     elif typing.get_origin(annotation) is Literal:
         kw["choices"] = typing.get_args(annotation)
     elif base is Path:
         kw["type"] = Path
         kw["metavar"] = "FILE"
     elif base in (int, float):
-        kw["type"] = base
-        seconds = name.endswith(("timeout", "delay", "_ttl", "_time"))
-        kw["metavar"] = "S" if seconds else "N"
+        kw["type"] = _typed(name, base)
+        kw["metavar"] = "S" if name in SECONDS else "N"
     kw["metavar"] = _METAVARS.get(name, kw.get("metavar"))
     if kw["metavar"] is None:
         del kw["metavar"]
@@ -261,17 +358,74 @@ def _check_proxy(settings: Any) -> int | None:
 
 def _limit(text: str) -> int | str:
     """A limit flag's value: a whole number, or `none` (no limit; the settings turn it into
-    None, as they do for GOSSAMER_* variables and TOML values)."""
+    None, as they do for GOSSAMER_* variables and TOML values). ValueError otherwise."""
     from .config import NO_LIMIT
 
     if text.strip().lower() == NO_LIMIT:
         return NO_LIMIT
+    return int(text)
+
+
+def _typed(name: str, parse: Any) -> Any:
+    """`parse` as the type of setting `name`'s flag: a value it refuses is said with what
+    the setting takes (`expected a number of seconds, e.g. 1 or 0.5`)."""
+    from .config import accepted
+
+    def typed(text: str) -> Any:
+        try:
+            return parse(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected {accepted(name)}") from None
+
+    typed.__name__ = name
+    return typed
+
+
+def _workers(text: str) -> int | str:
+    """--workers' value: a whole number (its range is checked where it is used: 0 means
+    none, which only a cluster crawl takes) or `auto`."""
+    from .config import AUTO, MAX_WORKERS
+
+    if text.strip().lower() == AUTO:
+        return AUTO
     try:
-        return int(text)
+        value = int(text)
     except ValueError:
+        value = -1
+    if value < 0:
         raise argparse.ArgumentTypeError(
-            f"expected a whole number or {NO_LIMIT}, got {text!r}"
-        ) from None
+            f"expected a whole number from 1 to {MAX_WORKERS}, or {AUTO} (one per core; with "
+            "--redis 0 is none)"
+        )
+    return value
+
+
+def _check_workers(args: argparse.Namespace, settings: CrawlSettings) -> int | None:
+    """The local worker processes to start (None: refused, said on stderr); above the cores
+    this process may use, a warning says so. A cluster crawl's --workers (0: none) is
+    checked here, an embedded crawl's by its settings."""
+    from .config import AUTO, MAX_WORKERS, available_cores, workers_problem
+
+    cores = available_cores()
+    if args.redis:
+        if args.workers in (None, AUTO):
+            return min(cores, MAX_WORKERS)
+        problem = workers_problem(args.workers, none_ok=True)
+        if problem is not None:
+            _usage_error(f"--workers {args.workers}: {problem}")
+            return None
+        n = int(args.workers)
+    else:
+        n = settings.effective_workers()
+        if settings.workers is None:
+            return n
+    if n > cores:
+        _log.warning(
+            f"--workers {n}: more than the {cores} core{'s' * (cores != 1)} this crawl may "
+            f"use; its workers will share them (fine while they wait on slow sites; {AUTO}: "
+            "one per core)"
+        )
+    return n
 
 
 def _usage_error(message: str) -> int:
@@ -304,13 +458,15 @@ def _progress(args: argparse.Namespace) -> Any:
 def crawl_settings(args: argparse.Namespace) -> CrawlSettings:
     """The settings of a parsed `gossamer crawl` command line: its flags (None: not given)
     over its -s KEY=VALUE over GOSSAMER_* over --config FILE. Raises SettingsError."""
-    from .config import CrawlSettings, load_settings, parse_set_options
+    from .config import AUTO, CrawlSettings, load_settings, parse_set_options
 
     flags = {name: getattr(args, name, None) for name in CrawlSettings.knob_fields()}
     flags["seeds"] = args.seeds or None
     flags["output"] = args.resume or args.output
     if args.redis:
-        flags["workers"] = None  # local worker processes, not a setting of the crawl
+        # local worker processes (`_check_workers`), not a setting of the crawl: neither the
+        # flag nor GOSSAMER_WORKERS is one here
+        flags["workers"] = AUTO
     overrides = parse_set_options(args.set_options)
     return load_settings(flags, config=args.config, overrides=overrides)
 
@@ -341,6 +497,8 @@ def _run_crawl(args: argparse.Namespace) -> int:
     try:
         settings = crawl_settings(args)
         if args.redis:
+            if (workers := _check_workers(args, settings)) is None:
+                return Exit.USAGE
             if (proxy_status := _check_proxy(settings)) is not None:
                 return proxy_status
             from .cluster.control import run_cluster_crawl
@@ -348,7 +506,7 @@ def _run_crawl(args: argparse.Namespace) -> int:
             return run_cluster_crawl(
                 args.redis,
                 settings,
-                workers=args.workers,
+                workers=workers,
                 detach=bool(args.detach),
                 progress=_progress(args),
             )
@@ -356,6 +514,11 @@ def _run_crawl(args: argparse.Namespace) -> int:
             name = changed[0]
             value = settings.knob(name)
             raise SettingsError(f"{name}: {value} is for cluster crawls (--redis)")
+        if args.resume is None and not settings.seeds:
+            return _usage_error(
+                "no seed URL: give one or more, `gossamer crawl URL …` (or --seeds-file FILE)"
+            )
+        _check_workers(args, settings)
         return run_crawl(settings, resume=args.resume is not None, progress=_progress(args))
     except (SettingsError, CrawlError) as exc:
         return _usage_error(str(exc))
@@ -484,6 +647,10 @@ def _run_scale(args: argparse.Namespace) -> int:
         return Exit.OK
     if not args.redis:
         return _usage_error("give a crawl directory DIR or --redis URL (or $GOSSAMER_REDIS)")
+    from .config import workers_problem
+
+    if (problem := workers_problem(args.scale, none_ok=True)) is not None:
+        return _usage_error(f"--scale {args.scale}: {problem}")
     from .cluster.control import workers_main
 
     return workers_main(args.redis, args.crawl, args.scale, out=args.output)

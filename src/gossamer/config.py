@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 import sys
 import tomllib
 from collections.abc import Mapping
@@ -58,6 +59,75 @@ _LIMITS = (
     "max_queries_per_path",
     "max_query_shapes",
 )
+
+
+#: `--workers auto`: one worker process per core this process may run on (the default)
+AUTO: Final = "auto"
+#: The most worker processes a crawl runs on one machine: `--workers`, a pool scaled by
+#: `gossamer workers --scale` or the dashboard, the local workers of `crawl --redis`. Every
+#: worker is a process with its own SQLite connection to the one frontier, whose writes are
+#: serialised: past a few per core they only wait for each other (docs/crawler.md, "Worker
+#: processes").
+MAX_WORKERS: Final = 64
+#: the settings that are durations in seconds (their flags' metavar S, their messages)
+SECONDS = frozenset(
+    {
+        "delay",
+        "max_crawl_delay",
+        "lease_ttl",
+        "robots_ttl",
+        "connect_timeout",
+        "first_byte_timeout",
+        "total_timeout",
+        "low_speed_time",
+        "heartbeat_ttl",
+        "phase_period",
+    }
+)
+#: a setting's flags where they are not `--<name with dashes>` (messages name the last)
+FLAG_NAMES: Final[dict[str, tuple[str, ...]]] = {
+    "seeds_file": ("-i", "--seeds-file"),
+    "use_sitemaps": ("--sitemaps",),
+    "output": ("-o", "--output"),
+    "headers": ("-H", "--header"),
+}
+#: settings whose value may hold a secret (a proxy's password, an Authorization header): a
+#: message names where they were given, never the value (their own checks redact it)
+_SECRET_VALUES = frozenset({"proxy", "headers"})
+
+
+def flag_of(name: str) -> str:
+    """The flag of setting `name` as messages spell it (`--delay`, `--seeds-file`; `SEED`)."""
+    if name == "seeds":
+        return "SEED"
+    flags = FLAG_NAMES.get(name)
+    return flags[-1] if flags else "--" + name.replace("_", "-")
+
+
+def available_cores() -> int:
+    """The cores this process may run on (its CPU affinity, else the machine's count)."""
+    try:
+        return len(os.sched_getaffinity(0)) or 1
+    except (AttributeError, OSError):  # not on Linux
+        return os.cpu_count() or 1
+
+
+def workers_problem(workers: int, *, none_ok: bool = False) -> str | None:
+    """Why `workers` local worker processes cannot be started (None: they can). `none_ok`:
+    0 (none here) is allowed, as for a cluster crawl, whose workers may join from anywhere."""
+    if workers > MAX_WORKERS:
+        return (
+            f"at most {MAX_WORKERS} worker processes on one machine (they share one frontier: "
+            f"past a few per core they only wait for each other); {AUTO}: one per core"
+        )
+    if workers == 0 and not none_ok:
+        return (
+            f"starts no worker; an embedded crawl needs 1 to {MAX_WORKERS}, or {AUTO} (one "
+            "per core, the default); 0 is for --redis, whose workers may join from elsewhere"
+        )
+    if workers < 0:
+        return f"expected a whole number from {0 if none_ok else 1} to {MAX_WORKERS}, or {AUTO}"
+    return None
 
 
 class SettingsError(ValueError):
@@ -118,9 +188,25 @@ def read_seeds_file(path: Path) -> list[str]:
             seeds.append(canonicalize(url))
         except URLError as exc:
             raise SeedsFileError(
-                f"{name}:{number}: invalid seed URL {url!r}: {exc}; fix or remove that line"
+                f"{name}:{number}: {seed_problem(url, exc)}; fix or remove that line"
             ) from None
     return seeds
+
+
+def seed_problem(text: str, exc: Exception) -> str:
+    """Why `text` is no seed URL (`exc`: canonicalize's error), with the URL it probably
+    means when only the scheme is missing (`127.0.0.1:8081` → `http://127.0.0.1:8081/`)."""
+    from .urls import URLError, canonicalize
+
+    reason = str(exc).removesuffix(f": {text!r}")  # the URL is named once, first
+    if "://" not in text:
+        try:
+            meant = canonicalize("http://" + text.removeprefix("//"))
+        except URLError:
+            pass
+        else:
+            return f"invalid seed URL {text!r}: no http:// or https://; did you mean {meant} ?"
+    return f"invalid seed URL {text!r}: {reason}"
 
 
 def _limit_or_none(value: Any) -> Any:
@@ -235,7 +321,7 @@ class FetchSettings(_Group):
     def _resolve_syntax(cls, entries: list[str]) -> list[str]:
         for e in entries:
             if e.count(":") not in (1, 3) or "" in e.split(":"):
-                raise ValueError(f"--resolve expects HOST:IP or HOST:PORT:IP:PORT, got {e!r}")
+                raise ValueError(f"expected HOST:IP or HOST:PORT:IP:PORT, not {e!r}")
         return entries
 
     @field_validator("headers", mode="before")
@@ -499,8 +585,10 @@ class CrawlSettings(BaseSettings):
         default_factory=list, description="regexes; none may match",
         json_schema_extra=_SECTION["scope and limits"],
     )
-    workers: int = Field(
-        0, ge=0, le=256, description="worker processes; 0 = one per core",
+    workers: int | None = Field(
+        None,
+        description=f"worker processes, 1 to {MAX_WORKERS}, or {AUTO}: one per core (with "
+        "--redis: the local workers, 0: none)",
         json_schema_extra=_SECTION["workers and the frontier"],
     )
     recrawl: Path | None = Field(
@@ -536,6 +624,22 @@ class CrawlSettings(BaseSettings):
     def _none_lifts_a_limit(cls, value: Any) -> Any:
         return _limit_or_none(value)
 
+    @field_validator("workers", mode="before")
+    @classmethod
+    def _auto_workers(cls, value: Any) -> Any:
+        # `--workers auto`, GOSSAMER_WORKERS=auto, workers = "auto": one per core (None)
+        if isinstance(value, str) and value.strip().lower() == AUTO:
+            return None
+        return value
+
+    @field_validator("workers")
+    @classmethod
+    def _workers_startable(cls, value: int | None) -> int | None:
+        problem = None if value is None else workers_problem(value)
+        if problem is not None:
+            raise ValueError(problem)
+        return value
+
     @field_validator("seeds", "allow", "deny", mode="before")
     @classmethod
     def _list_from_text(cls, value: Any, info: ValidationInfo) -> Any:
@@ -551,7 +655,7 @@ class CrawlSettings(BaseSettings):
             try:
                 out.append(canonicalize(s.strip()))
             except URLError as exc:
-                raise ValueError(f"invalid seed URL {s!r}: {exc}") from None
+                raise ValueError(seed_problem(s.strip(), exc)) from None
         return out
 
     @field_validator("allow", "deny")
@@ -609,7 +713,9 @@ class CrawlSettings(BaseSettings):
         return (init_settings, _FlatEnvironment(settings_cls))
 
     def effective_workers(self) -> int:
-        return self.workers or (os.cpu_count() or 1)
+        """The worker processes the crawl runs: `workers`, or one per core (at most
+        MAX_WORKERS)."""
+        return self.workers or min(available_cores(), MAX_WORKERS)
 
     @classmethod
     def knob_fields(cls) -> dict[str, tuple[str | None, FieldInfo]]:
@@ -809,34 +915,205 @@ def load_settings(
 
     The TOML file may hold the keys at top level or under `[crawl]`, flat (`delay = 0`) or
     in their groups' tables (`[politeness]` `delay = 0`). Flags and overrides are keyed by
-    the settings' flat names (overrides may be dotted, `politeness.delay`)."""
+    the settings' flat names (overrides may be dotted, `politeness.delay`). A bad value's
+    SettingsError names it as it was given: its flag, `-s KEY=VALUE`, GOSSAMER_* variable or
+    the file's key."""
     values: dict[str, Any] = {}
+    origins: dict[str, _Origin] = {}
     if config is not None:
         values.update(_read_toml(config))
+        origins.update({key: ("toml", str(config)) for key in values})
     environment = {k.upper() for k in os.environ}
     env_keys = {name for name in _knob_fields() if f"GOSSAMER_{name.upper()}" in environment}
     for k in env_keys:
         values.pop(k, None)  # the environment beats the file
-    values.update(_flat(overrides or {}))  # -s KEY=VALUE beats the environment
-    values.update({k: v for k, v in (flags or {}).items() if v is not None})
+        origins[k] = ("env", f"GOSSAMER_{k.upper()}")
+    set_values = _flat(overrides or {})
+    values.update(set_values)  # -s KEY=VALUE beats the environment
+    origins.update({key: ("set", "-s") for key in set_values})
+    given = {k: v for k, v in (flags or {}).items() if v is not None}
+    values.update(given)
+    origins.update({key: ("flag", flag_of(key)) for key in given})
     try:
         return CrawlSettings(**values)
     except ValidationError as exc:
-        raise SettingsError(_format_errors(exc)) from None
+        raise SettingsError(_format_errors(exc, origins)) from None
     except SeedsFileError as exc:
         raise SettingsError(str(exc)) from None
 
 
-def _format_errors(exc: ValidationError) -> str:
+#: where a setting's value came from: (kind, its spelling): ("flag", "--delay"),
+#: ("set", "-s"), ("env", "GOSSAMER_DELAY"), ("toml", "FILE")
+_Origin = tuple[str, str]
+
+
+def accepted(name: str) -> str:
+    """What setting `name` takes, in words, for a message: "a number of seconds from 0 to
+    3600, e.g. 1 or 0.5", "one of host, domain, all", "a whole number of at least 1, or none
+    (no limit)"."""
+    import typing
+
+    from annotated_types import Ge, Gt, Le, Lt
+
+    if name == "workers":
+        return f"a whole number from 1 to {MAX_WORKERS}, or {AUTO} (one per core)"
+    field = _knob_fields()[name][1]
+    annotation = field.annotation
+    if typing.get_origin(annotation) is Literal:
+        return "one of " + ", ".join(map(str, typing.get_args(annotation)))
+    args = [a for a in typing.get_args(annotation) if a is not type(None)]
+    base = args[0] if args else annotation
+    if base is bool:
+        return "true or false (or 1/0, yes/no, on/off)"
+    if base is Path:
+        return "a path"
+    if base not in (int, float):
+        return "a list" if typing.get_origin(base) is list else "text"
+    low: Any = next((m.ge for m in field.metadata if isinstance(m, Ge)), None)
+    above: Any = next((m.gt for m in field.metadata if isinstance(m, Gt)), None)
+    high: Any = next((m.le for m in field.metadata if isinstance(m, Le)), None)
+    below: Any = next((m.lt for m in field.metadata if isinstance(m, Lt)), None)
+    if low is not None and high is not None:
+        bounds = f" from {_number(low)} to {_number(high)}"
+    else:
+        parts = [
+            f"{word} {_number(value)}"
+            for word, value in (
+                ("at least", low), ("above", above), ("at most", high), ("below", below)
+            )
+            if value is not None
+        ]  # fmt: skip
+        bounds = (" of " if low is not None and len(parts) == 1 else " ") + " and ".join(parts)
+        bounds = bounds.rstrip()
+    if base is int:
+        text = f"a whole number{bounds}"
+        return f"{text}, or {NO_LIMIT} (no limit)" if name in _LIMITS else text
+    unit = "a number of seconds" if name in SECONDS else "a number"
+    default = field.get_default(call_default_factory=True)
+    examples = [f"{default:g}"] if isinstance(default, int | float) else []
+
+    def fits(x: float) -> bool:
+        return all(
+            (
+                low is None or x >= low,
+                above is None or x > above,
+                high is None or x <= high,
+                below is None or x < below,
+            )
+        )
+
+    if fits(0.5) and "0.5" not in examples:
+        examples.append("0.5")
+    return f"{unit}{bounds}" + (f", e.g. {' or '.join(examples)}" if examples else "")
+
+
+def _number(value: Any) -> str:
+    """A bound as a message says it: 3,600 and 0, not 3600.0 and 0.0."""
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    return f"{value:,}" if isinstance(value, int | float) else str(value)
+
+
+def _shown(value: Any) -> str:
+    """A value as a user wrote it on a command line."""
+    if isinstance(value, float):
+        return f"{value:g}"
+    if isinstance(value, list | tuple):
+        return " ".join(map(_shown, value))
+    return str(value)
+
+
+def _where(name: str, value: Any, origin: _Origin | None) -> str:
+    """Setting `name` given `value`, as the user gave it: `--delay 1s`, `-s delay=abc`,
+    `GOSSAMER_DELAY=abc`, `crawl.toml: delay = "abc"`; else its flat name."""
+    if origin is None:
+        return name
+    kind, spelling = origin
+    if name in _SECRET_VALUES:
+        return {"set": f"-s {name}", "toml": f"{spelling}: {name}"}.get(kind, spelling)
+    if kind == "flag":
+        if name == "seeds":  # SEED arguments: the message names the URL
+            return ""
+        if isinstance(value, list):  # a list's problem names its item
+            return spelling
+        return f"{spelling} {_shown(value)}"
+    if kind == "set":
+        return f"-s {name}={_shown(value)}"
+    if kind == "env":
+        return f"{spelling}={shlex.quote(str(value))}"
+    shown = json.dumps(value) if isinstance(value, str | int | float | bool | list) else value
+    return f"{spelling}: {name} = {shown}"
+
+
+def _plain(name: str | None, err: Any) -> str:
+    """A pydantic error in plain words: what is wrong and what the setting takes."""
+    kind, ctx = err["type"], err.get("ctx") or {}
+    takes = accepted(name) if name in _knob_fields() else None
+
+    def number(key: str) -> str:
+        return _number(ctx.get(key))
+
+    bounds = {
+        "greater_than_equal": f"must be at least {number('ge')}",
+        "greater_than": f"must be more than {number('gt')}",
+        "less_than_equal": f"must be at most {number('le')}",
+        "less_than": f"must be less than {number('lt')}",
+    }
+    if kind in bounds:
+        text = bounds[kind]
+        return f"{text}, or {NO_LIMIT} (no limit)" if name in _LIMITS else text
+    if kind == "value_error":
+        return str(err["msg"]).removeprefix("Value error, ")
+    if kind == "extra_forbidden":
+        return "no such setting"
+    if takes is not None and kind != "missing":
+        return f"expected {takes}"
+    return str(err["msg"])
+
+
+def _format_errors(exc: ValidationError, origins: Mapping[str, _Origin] | None = None) -> str:
+    """One line per problem, each naming the value as it was given (its flag, `-s`,
+    GOSSAMER_* variable or TOML key) and saying what it takes; several under a heading."""
+    import difflib
+
+    origins = origins or {}
     problems = []
     knobs = _knob_fields()
     for err in exc.errors():
         loc = err["loc"]
         if len(loc) > 1 and loc[0] in _GROUPS and knobs.get(str(loc[1]), (None,))[0] == loc[0]:
             loc = loc[1:]  # a setting by its flat name, as its flag and variable spell it
-        where = ".".join(str(p) for p in loc) or "settings"
-        msg = err["msg"].removeprefix("Value error, ")
-        problems.append(f"{where}: {msg}")
-    if len(problems) == 1:  # the usual case: one line, `gossamer: error: invalid settings: …`
-        return f"invalid settings: {problems[0]}"
+        if not loc:  # a model's own check: its message says it all
+            problems.append(str(err["msg"]).removeprefix("Value error, "))
+            continue
+        key = ".".join(str(p) for p in loc)
+        name = str(loc[0]) if str(loc[0]) in knobs else None
+        if err["type"] == "extra_forbidden":
+            leaf = key.rpartition(".")[2]
+            if leaf in knobs:  # a setting in another group's table
+                group = knobs[leaf][0]
+                close = [leaf if group is None else f"{group}.{leaf}"]
+            else:
+                names = [*knobs, *(f"{g}.{n}" for n, (g, _) in knobs.items() if g is not None)]
+                close = difflib.get_close_matches(key, names, n=3, cutoff=0.6)
+            hint = f"did you mean {', '.join(close)}?" if close else "see docs/cli.md, Settings"
+            origin = origins.get(key) or origins.get(str(loc[0]))
+            where = f"{origin[1]}: " if origin is not None and origin[0] == "toml" else ""
+            problems.append(f"{where}no setting {key!r}; {hint}")
+            continue
+        if name is None and key in _GROUPS:  # a group given as something else than a table
+            origin = origins.get(key)
+            where = f"{origin[1]}: " if origin is not None and origin[0] == "toml" else ""
+            problems.append(
+                f"{where}{key} = {_shown(err['input'])}: expected a table of its settings, "
+                f"[{key}] then one setting a line"
+            )
+            continue
+        if name is None:
+            problems.append(f"{key}: {_plain(None, err)}")
+            continue
+        where = _where(name, err["input"], origins.get(name))
+        problems.append(f"{where}: {_plain(name, err)}" if where else _plain(name, err))
+    if len(problems) == 1:  # the usual case: one line, `gossamer: error: …`
+        return problems[0]
     return "\n  ".join(["invalid settings:", *problems])

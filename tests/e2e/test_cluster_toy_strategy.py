@@ -91,4 +91,4 @@ def test_a_worker_without_the_module_refuses_the_strategy(tmp_path: Path) -> Non
         capture_output=True, text=True, timeout=60, check=False,
     )  # fmt: skip
     assert done.returncode == 2
-    assert "invalid choice: 'contiguous'" in done.stderr
+    assert "--partition contiguous: expected one of dynamic" in done.stderr

@@ -364,3 +364,37 @@ def test_a_resume_probes_the_new_proxy_it_is_given(tmp_path: Path) -> None:
     assert r.returncode == 69, r.stderr
     assert r.stderr.count("\n") == 1 and "cannot be reached" in r.stderr
     assert {p: p.stat().st_mtime_ns for p in out.rglob("*")} == before
+
+
+def test_crawl_json_with_a_proxy_password_is_private_and_a_resume_uses_it(
+    tmp_path: Path,
+) -> None:
+    """crawl.json keeps the proxy URL, password included, for --resume: so it is readable by
+    its owner alone (0600, from the moment it is written), and a resume given no --proxy
+    fetches through the stored one."""
+    spec = WebSpec(seed=17, hosts=3, pages_mean=6)
+    out = tmp_path / "crawl"
+    old_umask = os.umask(0o022)  # what a shell usually has: files 0644 unless made otherwise
+    try:
+        with tinyproxy(tmp_path / "proxy") as proxy, serve_in_thread(spec) as web:
+            resolve = web.write_resolve_file(tmp_path / "resolve.txt")
+            url = f"http://{PROXY_USER}:{PROXY_PASSWORD}@127.0.0.1:{proxy.port}"
+            first = gossamer(
+                *crawl_args(web.url(0, 0), out, resolve, "--proxy", url, "--max-pages", "3"),
+                env=clean_env(),
+            )
+            assert first.returncode == 0, first.stderr
+            manifest = out / "crawl.json"
+            assert manifest.stat().st_mode & 0o777 == 0o600
+            before = len(proxy.connects())
+            assert before > 0
+            resumed = gossamer(
+                "crawl", "--resume", str(out), "--max-pages", "1000", "-q", env=clean_env()
+            )
+            assert resumed.returncode == 0, resumed.stderr
+            assert len(proxy.connects()) > before  # through the stored proxy, its password
+        assert json.loads(manifest.read_text())["max_pages"] == 1000  # rewritten by the resume
+        assert manifest.stat().st_mode & 0o777 == 0o600
+        assert PROXY_PASSWORD not in first.stderr + resumed.stderr
+    finally:
+        os.umask(old_umask)

@@ -189,7 +189,7 @@ def test_watch_and_stop_an_embedded_crawl(tmp_path: Path) -> None:
             with dashboard(str(out)) as base, events(base) as stream:
                 _, s1 = stream.until("pages", lambda s: s["totals"]["pages"] > 0)
                 assert s1["crawl"]["state"] == "running" and s1["crawl"]["pid"] == crawl.pid
-                # one row per crawling process: --workers 0 is one per core (a pool of
+                # one row per crawling process: the default, one per core (a pool of
                 # forked workers w0, w1, … on 2 or more; the crawl's process alone on one)
                 _, s1 = stream.until("every worker's beat", lambda s: len(s["workers"]) == (
                     os.cpu_count() or 1))  # fmt: skip

@@ -202,7 +202,7 @@ def test_one_experiment_alone_and_bad_names(tmp_path: Path) -> None:
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(FILES["hash-url"])
     assert json.loads((tmp_path / "hash-url.json").read_text())["corpus"]["spec"]["seed"] == 2
     bad = _gossamer("experiment", "nope", "-o", str(tmp_path))
-    assert bad.returncode == 2 and "invalid choice" in bad.stderr
+    assert bad.returncode == 2 and "NAME nope: expected one of kspider" in bad.stderr
     missing = _gossamer("experiment", "all")
     assert missing.returncode == 2 and "-o/--out" in missing.stderr
     a_file = tmp_path / "a-file"

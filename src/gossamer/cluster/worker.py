@@ -49,6 +49,7 @@ from ..engine.crawler import Crawler
 from ..engine.sink_registry import register_sink, unregister_sink
 from ..exitcodes import Exit
 from ..outdir import new_directory_problem
+from ..runner.manifest import write_manifest
 from ..runner.worker import WorkerHooks, loop_factory, run_engine
 from ._redis import (
     RedisClient,
@@ -178,7 +179,7 @@ def run_worker(
             resolve_file = wcrawl.resolve_file
             resolve_file.write_text(record.resolve_text, encoding="utf-8")
         settings = record.worker_settings(wdir, resolve_file=resolve_file, concurrency=concurrency)
-        wcrawl.manifest.write_text(json.dumps(settings.manifest(), indent=2) + "\n")
+        write_manifest(settings, wcrawl.manifest)
         machine = socket.gethostname()
         wcrawl.worker_record.write_text(
             json.dumps(

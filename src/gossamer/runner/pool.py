@@ -25,9 +25,9 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, Final
 
-from ..config import CrawlSettings
+from ..config import MAX_WORKERS, CrawlSettings
 from ..crawldir import MANIFEST, CrawlDir
 from ..engine.crawler import seed_frontier
 from ..engine.heartbeat import BeatPages, forget_beat
@@ -53,10 +53,8 @@ __all__ = [
     "run_pool",
 ]
 
-#: the most workers a pool is scaled to: every worker is a process with its own SQLite
-#: connection to the one frontier, whose writes are serialised; past a few per core they
-#: only wait for each other (docs/crawler.md, "Worker processes")
-MAX_POOL_WORKERS = 64
+#: the most workers a pool is scaled to: `config.MAX_WORKERS`, the cap of `--workers` too
+MAX_POOL_WORKERS: Final = MAX_WORKERS
 #: the signal that tells a pool's parent to read its control record
 SCALE_SIGNAL = signal.SIGUSR1
 
