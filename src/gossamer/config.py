@@ -401,7 +401,11 @@ class LinksSettings(_Group):
     section = "links"
 
     follow_nofollow: bool = Field(False, description="follow rel=nofollow links too")
-    html_only: bool = Field(True, description="parse only HTML responses for links")
+    html_only: bool = Field(
+        True,
+        description="skip URLs with non-HTML extensions (.pdf, .jpg, …) and stop a response "
+        "that is not HTML after its head",
+    )
     strip_session_ids: bool = Field(
         True, description="drop session-id query parameters from URLs"
     )

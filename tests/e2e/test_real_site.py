@@ -221,10 +221,19 @@ def build_site(docroot: Path, prefix: str, port: int, other_port: int) -> Site:
 ACCESS_FORMAT = "$request_method $request_uri $status"
 
 
-def write_nginx_conf(server_dir: Path, docroot: Path, port: int) -> Path:
+def write_nginx_conf(
+    server_dir: Path,
+    docroot: Path,
+    port: int,
+    *,
+    access_format: str = ACCESS_FORMAT,
+    types: str = "",
+    locations: str = "",
+) -> Path:
     """nginx.conf (and the export.json `run_nginx` reads) in `server_dir`: serve `docroot` on
     127.0.0.1:`port`, directory URLs by their index.html, everything nginx writes inside
-    `server_dir`; returns the access log's path."""
+    `server_dir`; returns the access log's path. `types` (`text/plain txt;`) and
+    `locations` (`location /f/ { … }`) are added to the types and server blocks."""
     (server_dir / "logs").mkdir(parents=True)
     (server_dir / "tmp").mkdir()
     access_log = server_dir / "logs" / "access.log"
@@ -240,6 +249,7 @@ http {{
         text/css css;
         image/png png;
         application/pdf pdf;
+        {types}
     }}
     default_type application/octet-stream;
     client_body_temp_path {server_dir}/tmp/body;
@@ -247,13 +257,14 @@ http {{
     fastcgi_temp_path {server_dir}/tmp/fastcgi;
     uwsgi_temp_path {server_dir}/tmp/uwsgi;
     scgi_temp_path {server_dir}/tmp/scgi;
-    log_format site '{ACCESS_FORMAT}';
+    log_format site '{access_format}';
     access_log {access_log} site;
     server {{
         listen 127.0.0.1:{port};
         server_name _;
         root {docroot};
         index index.html;
+        {locations}
     }}
 }}
 """)

@@ -84,7 +84,10 @@ class RawServer:
                 for action in self.script(head):
                     if isinstance(action, bytes):
                         writer.write(action)
-                        await writer.drain()
+                        try:
+                            await writer.drain()
+                        except ConnectionError:  # the client hung up (stopped the transfer)
+                            return
                     elif isinstance(action, float):
                         await asyncio.sleep(action)
                     elif action == "close":

@@ -61,6 +61,9 @@ from .seams import IpGate, Sinks
 from .turns import Turns
 
 REDIRECTS = frozenset({301, 302, 303, 307, 308})
+#: the crawl log's outcome of a page whose transfer was stopped after its head because it is
+#: not HTML (--html-only: `FetchRequest.html_only`, docs/crawler/fetch.md "Non-HTML bodies")
+NOT_HTML_OUTCOME = "ok/not-html"
 RETRY_STATUSES = frozenset({429, 503})
 MAX_ROBOTS_REDIRECTS = 5
 LEASE_SAFETY_S = 2.0  # stop fetching a batch this long before its lease ends
@@ -104,6 +107,11 @@ class CrawlCounters:
     # requests by the crawl log's outcome key (what `gossamer report` counts from the log):
     # a cluster worker's heartbeat carries its most common ones (docs/dashboard.md)
     outcomes: Counter[str] = field(default_factory=Counter)
+    # --html-only: responses stopped after their head because they are not HTML, the body
+    # bytes their Content-Length announced and were not read, and those without one
+    not_html: int = 0
+    not_html_saved: int = 0
+    not_html_unknown: int = 0
     discovered: int = 0
     active_hosts: int = 0
     started_at: float = field(default_factory=time.time)
@@ -182,6 +190,9 @@ class Crawler:
     ) -> None:
         self.settings = settings
         self.revalidate = revalidate  # --recrawl: conditional GETs, old links on a 304
+        # pages are fetched html_only: a body that is not HTML is stopped after its head
+        # (robots.txt and sitemaps never: `_fetch_aux` requests are plain)
+        self._html_only = settings.links.html_only
         self.frontier = frontier
         self._io = frontier.io_executor if isinstance(frontier, OffLoopFrontier) else None
         self.fetcher = fetcher
@@ -771,7 +782,9 @@ class Crawler:
             return None
         leased = todo[k]
         revalidate = self.revalidate
-        request = FetchRequest(leased.url, revalidate.headers(leased.fp) if revalidate else ())
+        request = FetchRequest(
+            leased.url, revalidate.headers(leased.fp) if revalidate else (), self._html_only
+        )
         wait = last_end + delay - self.clock()
         if wait <= 0 and self._start is not None:
             # the request goes on the wire now and the future is awaited directly: a task
@@ -921,6 +934,8 @@ class Crawler:
             return verdict, key
         c.statuses[result.status] += 1
         c.bytes += result.raw_body_len
+        if result.not_html:
+            self._count_not_html(result)
         self.sinks.exchange(result)
         if result.status in RETRY_STATUSES:
             key = f"fetch/status/{result.status}"
@@ -931,14 +946,25 @@ class Crawler:
         outcome = "ok" if result.status < 400 else f"fetch/status/{result.status}"
         if result.status == 304:  # a conditional GET (--recrawl) found the page unchanged
             outcome = NOT_MODIFIED_OUTCOME
-        if result.truncated:
-            outcome = "ok/truncated" if outcome == "ok" else outcome
+        if result.truncated and outcome == "ok":
+            outcome = NOT_HTML_OUTCOME if result.not_html else "ok/truncated"
         if result.error:  # e.g. a body that failed to decode
             c.errors[result.error] += 1
             outcome = result.error
         c.outcomes[outcome] += 1
         self.sinks.log(result, depth=depth, parent=parent, outcome=outcome)
         return Verdict.DONE, None if outcome.startswith("ok") else outcome
+
+    def _count_not_html(self, result: FetchResult) -> None:
+        """A body stopped after its head (not HTML): the bytes not read, when its
+        Content-Length says how many."""
+        c = self.counters
+        c.not_html += 1
+        length = result.header("content-length")
+        if length is not None and length.isdigit():
+            c.not_html_saved += max(0, int(length) - result.raw_body_len)
+        else:
+            c.not_html_unknown += 1
 
     def _record_aux(self, result: FetchResult, what: str) -> None:
         c = self.counters
@@ -969,7 +995,8 @@ class Crawler:
             if self.revalidate is not None:
                 return self._route(url, self.revalidate.links(url), depth, out)
             return []
-        if result.status != 200 or not is_html(result.header("content-type")):
+        # the fetcher's rule for html_only: the Content-Type, else the first bytes sniffed
+        if result.status != 200 or not is_html(result.header("content-type"), result.body):
             return []
         page = parse_html(result.body, url, _headers(result), self.parse_options)
         return self._route(url, page.links, depth, out)  # (ExtractedLinks: (url, kind) pairs)

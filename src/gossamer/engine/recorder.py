@@ -150,7 +150,9 @@ class WarcSink(PageSink):
             result.response_head,
             result.body,
             result.started_at,
-            result.truncated,
+            # WARC 1.1 has no reason for a body stopped for its type: not length, time or
+            # disconnect, so "unspecified" (the crawl log's outcome says ok/not-html)
+            "unspecified" if result.not_html else result.truncated,
             revisit=revisit,
             refers_to_date=old_date,
         )

@@ -62,10 +62,19 @@ class FetchRequest:
     """One GET. `url` is a canonical absolute http(s) URL (its fragment, if any, is not sent);
     `headers` are extra request headers, e.g. If-None-Match / If-Modified-Since for a
     conditional GET. An extra header named like a default one (User-Agent, Accept,
-    Accept-Encoding) replaces it; Host cannot be set."""
+    Accept-Encoding) replaces it; Host cannot be set.
+
+    `html_only`: the caller wants the body only if the response is HTML. A final response
+    (not a 3xx) whose Content-Type is not HTML (`parse.is_html`; without one, its first bytes
+    sniffed) is stopped at its first body bytes, unless its Content-Length says the whole
+    body fits in one read buffer: the result has `not_html` and `truncated`, the head and
+    what arrived (docs/crawler/fetch.md, "Non-HTML bodies"). For page fetches under
+    `--html-only`; never for robots.txt or sitemaps. A fetcher that ignores it reads every
+    body whole: correct, only wasteful."""
 
     url: str
     headers: tuple[tuple[str, str], ...] = ()
+    html_only: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,8 +86,13 @@ class FetchResult:
       still has its 200), and None when no status line arrived.
     - `body` is the decoded content (gzip / deflate / br removed), at most max_body bytes; on
       an error it holds what was decoded before the failure (possibly nothing).
-    - `truncated`: the body reached max_body and the transfer was stopped there (not an error).
-    - `raw_body_len`: body bytes received on the wire (compressed, before decoding).
+    - `truncated`: the transfer was stopped before the body's end on purpose (not an error):
+      the body reached max_body, or it is not HTML (`not_html`).
+    - `not_html`: the request was `html_only` and the response's Content-Type said it is not
+      HTML: the transfer was stopped at the body's first bytes (the connection closed); `body`
+      holds those bytes (at most one read buffer), `truncated` is True.
+    - `raw_body_len`: body bytes received on the wire (compressed, before decoding); for a
+      `not_html` stop, the bytes handed over before it (decoded size).
     - `headers`, `response_head`: the final response's headers, in order, and its exact status
       line + header lines as received (ending with the empty line). `response_head` describes
       the wire format: it may say `Content-Encoding: gzip` / `Transfer-Encoding: chunked`
@@ -104,6 +118,7 @@ class FetchResult:
     http_version: str
     error_detail: str | None = None
     new_connection: bool = False
+    not_html: bool = False
 
     def header(self, name: str) -> str | None:
         """The first header called `name` (case-insensitive), or None."""
@@ -151,7 +166,8 @@ class FetchStats:
     completed: int = 0
     in_flight: int = 0
     responses: int = 0  # completed without error
-    truncated: int = 0
+    truncated: int = 0  # responses stopped on purpose: max_body, and not_html ones
+    not_html: int = 0  # responses stopped at their first body bytes: html_only, not HTML
     errors: Mapping[str, int] = field(default_factory=dict)  # error key -> count
     statuses: Mapping[int, int] = field(default_factory=dict)  # status -> count (no error)
     bytes_received: int = 0  # body bytes on the wire
@@ -350,6 +366,7 @@ class _ResultSlots:
     http_version: str
     error_detail: str | None
     new_connection: bool
+    not_html: bool
 
 
 assert _ResultSlots.__slots__ == FetchResult.__slots__
@@ -373,6 +390,7 @@ def make_result(
     http_version: str,
     error_detail: str | None,
     new_connection: bool,
+    not_html: bool = False,
 ) -> FetchResult:
     """`FetchResult(...)` with every field given positionally, about 8x faster. `headers` may
     be LAZY_HEADERS: parsed from `response_head` when first read."""
@@ -393,5 +411,6 @@ def make_result(
     r.http_version = http_version
     r.error_detail = error_detail
     r.new_connection = new_connection
+    r.not_html = not_html
     r.__class__ = FetchResult  # type: ignore[assignment]
     return r  # type: ignore[return-value]

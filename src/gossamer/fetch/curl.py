@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import pycurl
 
+from ..parse import is_html
 from ._types import (
     ERROR_BAD_URL,
     ERROR_CANCELLED,
@@ -78,6 +79,7 @@ _PREREQ_ABORT: int = pycurl.PREREQFUNC_ABORT
 _E_ABORTED_BY_CALLBACK = pycurl.E_ABORTED_BY_CALLBACK
 # CURLOPT_SUPPRESS_CONNECT_HEADERS (libcurl 7.54): pycurl 7.45 has no name for it
 _SUPPRESS_CONNECT_HEADERS = getattr(pycurl, "SUPPRESS_CONNECT_HEADERS", 265)
+SNIFF_BYTES = 512  # body bytes `is_html` sniffs when a response has no Content-Type
 
 # libcurl result codes → error keys (anything not listed is ERROR_OTHER)
 _CURL_ERRORS: dict[int, str] = {
@@ -185,11 +187,14 @@ class _Slot:
     """A pooled easy handle and the state of the transfer it runs (one at a time).
 
     Header lines go straight into a list (`hlines.append`: a C call per line, no Python
-    frame); body chunks through `on_data`, which enforces the size cap on the decoded bytes."""
+    frame); body chunks through `on_data`, which enforces the size cap on the decoded bytes
+    and, for an html_only request, stops a body that is not HTML (`stop_if_not_html`)."""
 
     __slots__ = (
         "addr",
+        "buffer",
         "cap",
+        "check_html",
         "chunks",
         "connect_to",
         "curl",
@@ -198,6 +203,7 @@ class _Slot:
         "header_list",
         "hlines",
         "last",
+        "not_html",
         "request_head",
         "requests",
         "setopt",
@@ -208,15 +214,18 @@ class _Slot:
         "url",
     )
 
-    def __init__(self, curl: Any, cap: int) -> None:
+    def __init__(self, curl: Any, cap: int, buffer: int) -> None:
         self.curl = curl
         self.setopt = curl.setopt  # bound once: pycurl's attribute lookup is slow
         self.getinfo = curl.getinfo
         self.cap = cap
+        self.buffer = buffer  # libcurl's read buffer (BUFFERSIZE)
         self.chunks: list[bytes] = []
         self.hlines: list[bytes] = []
         self.size = 0
         self.truncated = False
+        self.check_html = False  # an html_only request whose body's type is not decided yet
+        self.not_html = False  # … stopped because it is not HTML
         self.last = 0.0  # monotonic time of the last body bytes (0: none yet)
         self.requests = 0  # requests about to be sent by this transfer (see on_prereq)
         self.started = 0.0
@@ -247,6 +256,8 @@ class _Slot:
     def on_data(self, data: bytes) -> int | None:
         """libcurl hands over decoded body bytes: keep up to `cap`, then stop the transfer."""
         self.last = _monotonic()
+        if self.check_html and self.stop_if_not_html(data):
+            return 0  # libcurl aborts with CURLE_WRITE_ERROR (the connection is closed)
         size = self.size + len(data)
         if size <= self.cap:
             self.chunks.append(data)
@@ -258,6 +269,50 @@ class _Slot:
             self.size = self.cap
         self.truncated = True
         return 0  # fewer bytes than given: libcurl aborts with CURLE_WRITE_ERROR
+
+    def stop_if_not_html(self, data: bytes) -> bool:
+        """An html_only transfer's first body bytes `data`: True (and `data`, up to the cap,
+        kept as the body) to stop it here, because the final response is not HTML. The
+        rule is the parser's (`is_html`: the Content-Type; without one, the first
+        SNIFF_BYTES sniffed, gathered over chunks). Never stopped: HTML, a 3xx (a redirect
+        is no document), and a body whose Content-Length fits in one read buffer (read to
+        its end, the kept-alive connection survives: stopping would save less than a buffer
+        and cost a connection). Decided once, at the body's first bytes: libcurl reads at
+        most one buffer at a time, so at most the head and one buffer come off the socket.
+        An HTML page costs one join and one search of its head here, no regex."""
+        head = b"".join(self.hlines)
+        if head[9:10] == b"1":  # interim 1xx responses came first: the final one follows
+            head = _final_head(head)
+        low = head.lower()
+        at = low.find(b"\r\ncontent-type:")
+        ctype = ""
+        if at != -1:
+            at += 15
+            ctype = head[at : head.find(b"\r\n", at)].decode("latin-1").strip()
+        start = data
+        if not ctype:
+            if self.chunks:
+                start = b"".join(self.chunks) + data
+            if len(start) < SNIFF_BYTES and not is_html(None, start):
+                return False  # too few bytes to tell yet: decided by a later chunk
+        self.check_html = False
+        if is_html(ctype, start):
+            return False
+        status = parse_status(head)[0]
+        if status is None or 300 <= status < 400:
+            return False
+        at = low.find(b"\r\ncontent-length:")
+        if at != -1 and low.find(b"\r\ntransfer-encoding:") == -1:
+            at += 17
+            length = low[at : low.find(b"\r\n", at)].strip()
+            if length.isdigit() and int(length) <= self.buffer:
+                return False
+        self.not_html = self.truncated = True
+        keep = self.cap - self.size
+        if keep > 0:
+            self.chunks.append(data if len(data) <= keep else data[:keep])
+            self.size += min(keep, len(data))
+        return True
 
 
 def _final_head(raw: bytes) -> bytes:
@@ -303,7 +358,10 @@ class CurlFetcher:
     there and the result has `truncated=True` and the prefix; with `"error"` it fails with
     `fetch/error/too-large` (early when Content-Length says so). A transfer slower than
     `low_speed_limit` bytes/s for `low_speed_time` s is cut with `fetch/error/too-slow`
-    (libcurl's low-speed limit; 0 turns it off). `max_connections` idle
+    (libcurl's low-speed limit; 0 turns it off). A request `html_only` is stopped at its
+    first body bytes when the response is not HTML (`_Slot.stop_if_not_html`: at most the head
+    and one `buffer_size` read come off the socket; the result has `not_html`, its
+    connection is closed). `max_connections` idle
     connections are kept for reuse. `resolver` maps hosts to addresses (default: a DNS cache
     refusing private addresses unless `allow_private`).
 
@@ -446,6 +504,7 @@ class CurlFetcher:
         self._started = 0
         self._responses = 0
         self._truncated = 0
+        self._not_html = 0
         self._errors: Counter[str] = Counter()
         self._statuses: Counter[int] = Counter()
         self._bytes_received = 0
@@ -571,6 +630,7 @@ class CurlFetcher:
         slot.started_at = started_at
         slot.last = 0.0
         slot.requests = 0
+        slot.check_html = req.html_only
         future: asyncio.Future[FetchResult] = loop.create_future()
         slot.future = future
         self._active[curl] = slot
@@ -625,6 +685,7 @@ class CurlFetcher:
             in_flight=len(self._active),
             responses=self._responses,
             truncated=self._truncated,
+            not_html=self._not_html,
             errors=dict(self._errors),
             statuses=dict(self._statuses),
             bytes_received=self._bytes_received,
@@ -720,7 +781,7 @@ class CurlFetcher:
             # total time-out, 120 s by default (docs/crawler/fetch.md, "Slow servers")
             curl.setopt(pycurl.LOW_SPEED_LIMIT, self.low_speed_limit)
             curl.setopt(pycurl.LOW_SPEED_TIME, self.low_speed_time)
-        slot = _Slot(curl, self.max_body)
+        slot = _Slot(curl, self.max_body, self.buffer_size)
         self._all.append(slot)
         return slot
 
@@ -799,12 +860,17 @@ class CurlFetcher:
         chunks = slot.chunks
         body = b"".join(chunks)  # one chunk: that very bytes object
         chunks.clear()
+        not_html = slot.not_html and key is None
         if key is None:
             self._responses += 1
             if status is not None:
                 self._statuses[status] += 1
             if truncated:
                 self._truncated += 1
+            if not_html:
+                self._not_html += 1
+                # libcurl counts a read buffer once all of it is delivered: none of it here
+                raw_len = max(raw_len, len(body))
         else:
             self._errors[key] += 1
             if key == ERROR_TOO_LARGE:
@@ -829,13 +895,14 @@ class CurlFetcher:
             version,
             detail,
             new_conn,
+            not_html,
         )
         future = slot.future
         if future is not None and not future.done():
             future.set_result(result)
         slot.future = None
         slot.size = 0
-        slot.truncated = False
+        slot.truncated = slot.not_html = slot.check_html = False
         if not self._closed:
             self._release(slot)
 
@@ -853,7 +920,7 @@ class CurlFetcher:
                 "immediate resend refused",
             )
         elif code == pycurl.E_WRITE_ERROR and slot.truncated:
-            if self.too_large == "truncate":
+            if self.too_large == "truncate" or slot.not_html:
                 self._finish_slot(slot, None, None)
             else:
                 self._finish_slot(slot, ERROR_TOO_LARGE, f"body over {self.max_body} bytes")

@@ -32,6 +32,7 @@ from ..crawldir import (
 )
 from ..engine.crawler import RETRY_STATUSES
 from ..sinks import append_run_record, read_run_records, read_stats
+from .progress import not_html_line
 
 _log = logging.getLogger(__name__)
 
@@ -507,8 +508,10 @@ def _ended_by(run: dict[str, Any]) -> str:
 def _totals(runs: list[dict[str, Any]], log: dict[str, Any]) -> dict[str, Any]:
     with_stats = [run["stats"] for run in runs if run["stats"]]
     dropped: Counter[str] = Counter()
+    not_html: Counter[str] = Counter()
     for stats in with_stats:
         dropped.update({str(k): int(v) for k, v in (stats.get("dropped") or {}).items()})
+        not_html.update({str(k): int(v) for k, v in (stats.get("not_html") or {}).items()})
     duration = round(sum(run["duration_s"] for run in runs), 3)
     return {
         "runs": len(runs),
@@ -524,6 +527,8 @@ def _totals(runs: list[dict[str, Any]], log: dict[str, Any]) -> dict[str, Any]:
         "errors": dict(sorted(log["errors"].items())),
         "dropped": dict(sorted(dropped.items())),
         "dropped_runs": len(with_stats),
+        # --html-only: bodies stopped after their head, summed like `dropped`
+        "not_html": dict(sorted(not_html.items())),
     }
 
 
@@ -639,6 +644,9 @@ def print_report(out: Path, *, as_json: bool = False) -> int:
     print(f"  statuses     {_kv(t['statuses'])} (every response, robots.txt's too)")
     print(f"  errors       {_kv(t['errors'])}")
     print(f"  dropped      {_kv(t['dropped'])}{_of_runs(t['dropped_runs'], t['runs'])}")
+    not_html = not_html_line({"not_html": t["not_html"]})
+    if not_html:
+        print(f"  not HTML     {not_html}{_of_runs(t['dropped_runs'], t['runs'])}")
     shared = "  (the crawl's, at this worker's end)" if runs and runs[-1]["cluster_worker"] else ""
     print(f"  frontier     {_kv(_dated(s.get('frontier') or {}))}{shared}")
     log = report["log"]

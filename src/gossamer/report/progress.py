@@ -553,6 +553,22 @@ def _size(n: int) -> str:
     return str(n)
 
 
+def not_html_line(stats: Mapping[str, Any]) -> str | None:
+    """`non-HTML bodies not downloaded: 3 (62.9 MB saved)` from stats.json's `not_html`
+    (--html-only), or None when no body was stopped."""
+    counts = stats.get("not_html") or {}
+    bodies = int(counts.get("bodies", 0))
+    if not bodies:
+        return None
+    unknown = int(counts.get("unknown_length", 0))
+    said = []
+    if bodies > unknown:
+        said.append(f"{_size(int(counts.get('bytes_saved', 0)))} saved")
+    if unknown:
+        said.append(f"{unknown:,} of unknown length")
+    return f"non-HTML bodies not downloaded: {bodies:,} ({', '.join(said)})"
+
+
 def end_summary(
     stats: Mapping[str, Any],
     out: Path,
@@ -599,6 +615,9 @@ def end_summary(
     if dropped:
         n = sum(dropped.values())
         lines.append(f"  not fetched: {n:,} URL{'' if n == 1 else 's'} ({_top(dropped, 3)})")
+    not_html = not_html_line(stats)
+    if not_html:
+        lines.append(f"  {not_html}")
     if pages and errors and sum(errors.values()) * 2 >= requests:
         problem = diagnose(stats)
         if problem is not None:

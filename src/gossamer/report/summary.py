@@ -79,7 +79,7 @@ def merge_stats(
     for key in ("pages", "requests", "bytes"):
         merged[key] = sum(int(p.get(key, 0)) for p in parts)
     merged["pages_per_s"] = round(merged["pages"] / elapsed, 1)
-    for key in ("statuses", "robots_sitemap_statuses", "errors", "dropped"):
+    for key in ("statuses", "robots_sitemap_statuses", "errors", "dropped", "not_html"):
         total: dict[str, int] = {}
         for p in parts:
             for k, v in p.get(key, {}).items():
@@ -120,6 +120,11 @@ def worker_summary(
         "robots_sitemap_statuses": dict(sorted(c.robots_sitemap_statuses.items())),
         "errors": dict(sorted(c.errors.items())),
         "dropped": dict(sorted(c.dropped.items())),
+        "not_html": {
+            "bodies": c.not_html,
+            "bytes_saved": c.not_html_saved,
+            "unknown_length": c.not_html_unknown,
+        },
         "frontier": _as_dict(stats),
     }
 
