@@ -74,15 +74,16 @@ def test_a_new_directory_is_a_crawl_not_started_and_can_be_started(tmp_path: Pat
 @pytest.mark.parametrize(
     ("body", "cli", "words"),
     [
-        ({"seeds": ["notaurl"], "workers": 2}, ("notaurl",), "invalid settings: Seed URLs: "),
-        ({"seeds": [], "workers": 1}, (), "invalid settings:"),
+        ({"seeds": ["notaurl"], "workers": 2}, ("notaurl",),
+         "invalid seed URL 'notaurl': no http:// or https://"),
+        ({"seeds": [], "workers": 1}, (), "no seed URL: give one or more"),
         ({"seeds": ["http://a.test/"], "scope": "planet"}, ("http://a.test/", "--scope",
-                                                            "planet"), "Scope: invalid choice"),
+                                                            "planet"), "Scope planet: expected one of host, domain, all"),
         ({"seeds": ["http://a.test/"], "partition": "modulo"}, ("http://a.test/", "--partition",
                                                                 "modulo"), "Partition is for"),
         ({"seeds": ["http://a.test/"], "delay": -1, "max_depth": -1},
          ("http://a.test/", "--delay", "-1.0", "--max-depth", "-1"),
-         "invalid settings: Max depth: Input should be greater than or equal to 0; Delay (s): "),
+         "Max depth -1: must be at least 0, or none (no limit); Delay (s) -1: must be at least 0"),
         ({"seeds": ["--proxy=http://127.0.0.1:9/"]}, ("--", "--proxy=http://127.0.0.1:9/"),
          "--proxy"),
     ],
@@ -363,7 +364,7 @@ def test_a_crawl_that_fetched_nothing_says_why_and_starts_again(
         assert s["control"]["can_start"] and not s["control"]["can_resume"]
         # a start the command line refuses: the crawl that fetched nothing stays
         code, answer = page.post("/api/start", {**body, "seeds": ["notaurl"]})
-        assert code == 400 and "Seed URLs: invalid seed URL 'notaurl'" in answer["error"]
+        assert code == 400 and "invalid seed URL 'notaurl'" in answer["error"]
         assert json.loads((out / "crawl.json").read_text())["seeds"] == [web.url(0, 0)]
         assert page.status()["crawl"]["problem"] == problem
         # with the box ticked: started again in the same directory, and crawled
