@@ -185,6 +185,8 @@ _CRAWL_SECTIONS: tuple[tuple[str, str | None], ...] = (
     ),
 )
 _OTHER_GROUP = "other settings"
+#: `--resume` given without DIR: a cluster crawl's resume (with --redis)
+_RESUME_IN_REDIS: Any = object()
 _METAVARS = {
     "allow": "REGEX",
     "deny": "REGEX",
@@ -217,7 +219,15 @@ def _add_crawl(sub: Any) -> None:
     g.add_argument(
         "-o", "--output", type=Path, metavar="DIR", help="crawl directory (default ./crawl)"
     )
-    g.add_argument("--resume", type=Path, metavar="DIR", help="continue the crawl in DIR")
+    g.add_argument(
+        "--resume",
+        type=Path,
+        nargs="?",
+        const=_RESUME_IN_REDIS,
+        metavar="DIR",
+        help="continue the crawl in DIR; with --redis URL and no DIR: continue a stopped "
+        "cluster crawl (--crawl ID), its settings the stored ones",
+    )
     g.add_argument(
         "--recrawl",
         type=Path,
@@ -240,6 +250,11 @@ def _add_crawl(sub: Any) -> None:
     _log_flags(g)
     c = groups["cluster mode"]
     c.add_argument("--redis", metavar="URL", help="redis://host:port/db: create a cluster crawl")
+    c.add_argument(
+        "--crawl",
+        metavar="ID",
+        help="with --resume: the cluster crawl (default: the only stopped one)",
+    )
     _add_fetch_option_flags(groups["fetching"])
     # the registered partition strategies are `--partition`'s choices (~6 ms to import)
     _setting_flags(p, groups, choices={"partition": strategy_names()})
@@ -284,10 +299,10 @@ def _setting_flags(
 
 def _cluster_flags() -> dict[str, str]:
     """The flags that mean something only with --redis (dest: flag): the cluster group's
-    settings and --detach. Given without --redis they are an error."""
+    settings, --detach and --crawl. Given without --redis they are an error."""
     from .config import ClusterSettings
 
-    names = [*ClusterSettings.model_fields, "detach"]
+    names = [*ClusterSettings.model_fields, "detach", "crawl"]
     return {name: "--" + name.replace("_", "-") for name in names}
 
 
@@ -477,12 +492,17 @@ def _run_crawl(args: argparse.Namespace) -> int:
     from .runner.run import run_crawl
 
     if args.redis:
-        if args.resume or args.recrawl:
-            return _usage_error(
-                "--resume and --recrawl are for embedded crawls: a cluster "
-                "crawl lives in Redis (start `gossamer worker` again to go on)"
-            )
+        if args.recrawl:
+            return _usage_error("--recrawl is for embedded crawls")
         args.output = args.output or Path("gossamer-worker")
+        if args.resume is not None:
+            return _resume_cluster_crawl(args)
+        if args.crawl is not None:
+            return _usage_error("--crawl ID is for --resume: a new crawl gets a new id")
+    elif args.resume is _RESUME_IN_REDIS:
+        return _usage_error(
+            "--resume needs DIR, the crawl directory (or --redis URL: a cluster crawl)"
+        )
     else:
         given = [flag for dest, flag in _cluster_flags().items() if getattr(args, dest) is not None]
         if given:
@@ -522,6 +542,40 @@ def _run_crawl(args: argparse.Namespace) -> int:
         return run_crawl(settings, resume=args.resume is not None, progress=_progress(args))
     except (SettingsError, CrawlError) as exc:
         return _usage_error(str(exc))
+
+
+def _resume_cluster_crawl(args: argparse.Namespace) -> int:
+    """`crawl --resume --redis URL [--crawl ID] [--workers N] [-o DIR] [--detach]`: the
+    crawl goes on with the settings stored with it; a flag for one of them is refused."""
+    from .config import FLAG_NAMES, CrawlSettings
+
+    if args.resume is not _RESUME_IN_REDIS:
+        return _usage_error(
+            f"--resume {args.resume}: a cluster crawl is resumed by its id, not a directory: "
+            "--resume --redis URL --crawl ID"
+        )
+    given = [
+        FLAG_NAMES.get(name, ("--" + name.replace("_", "-"),))[-1]
+        for name in CrawlSettings.knob_fields()
+        if name not in ("workers", "seeds", "output") and getattr(args, name, None) is not None
+    ]
+    given += ["SEED"] * bool(args.seeds) + ["--config"] * bool(args.config)
+    given += ["-s"] * bool(args.set_options)
+    if given:
+        return _usage_error(
+            f"{given[0]}: a resumed cluster crawl goes on with the settings stored with it; "
+            f"leave {given[0]} out"
+        )
+    from .cluster.control import resume_cluster_crawl
+
+    return resume_cluster_crawl(
+        args.redis,
+        args.crawl,
+        out=args.output,
+        workers=args.workers,
+        detach=bool(args.detach),
+        progress=_progress(args),
+    )
 
 
 def _run_demo(args: argparse.Namespace) -> int:

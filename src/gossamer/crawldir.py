@@ -23,7 +23,8 @@ here and nowhere else: `CrawlDir(path)` gives each file's path (docs/crawler/out
     resolve.txt           a cluster worker's directory only: the crawl's --resolve lines
 
 `ClusterDir(path)`: the -o directory of a cluster crawl's workers on one machine: a crawl
-directory per worker (`w1/`, `w2/`, …), `logs/` (workers started detached: their output),
+directory per worker (`w1/`, `w2/`, …), `logs/` (the output of local workers: detached
+ones', and attached ones' while `crawl --redis` shows its progress; `worker-<pid>.log`),
 `graph/` (the graph consumer's state: `follow.log`, and per crawl `<id>/journal.bin` and
 `<id>/stats.json`).
 
@@ -109,6 +110,8 @@ CONTROL: Final = "control.json"
 WORKER_RECORD: Final = "worker.json"
 RESOLVE: Final = "resolve.txt"
 SPAWN_LOGS: Final = "logs"
+_SPAWN_LOG: Final = "worker-"  # in the logs directory: worker-<pid>.log
+_LOG: Final = ".log"
 FOLLOW_LOG: Final = "follow.log"
 #: a graph consumer's journal, in its state directory (cluster/stream.py)
 JOURNAL: Final = "journal.bin"
@@ -298,6 +301,10 @@ class ClusterDir:
     @property
     def spawn_logs(self) -> Path:
         return self.path / SPAWN_LOGS
+
+    def spawn_log(self, pid: int) -> Path:
+        """The output (stdout and stderr) of the local worker of process id `pid`."""
+        return self.spawn_logs / f"{_SPAWN_LOG}{pid}{_LOG}"
 
     @property
     def graph_state(self) -> Path:

@@ -18,6 +18,7 @@ from gossamer.cluster.crawls import (
     mark_finished,
     open_frontier,
     request_stop,
+    resume_crawl,
 )
 from gossamer.cluster.members import Membership, WorkerStatus
 from gossamer.config import CrawlSettings, load_settings
@@ -154,6 +155,52 @@ def test_states_stop_with_live_workers_and_finish(client: RedisClient, tmp_path:
     assert mark_finished(client, load_crawl(client, other))
     assert load_crawl(client, other).state == "finished"
     assert request_stop(client, load_crawl(client, other)) == "finished"
+
+
+def test_resume_sets_a_stopped_crawl_running_with_every_lease_back(
+    client: RedisClient, tmp_path: Path
+) -> None:
+    """A worker dies holding a lease and the crawl is stopped (no live worker: at once), its
+    lease still out; a resume reclaims it (whatever its expiry) and sets the crawl running,
+    its record's end cleared. A running or finished crawl is not resumed."""
+    from gossamer.frontier._registry import FrontierPlace
+    from gossamer.frontier._registry import open_frontier as open_named
+
+    s = settings(tmp_path, max_pages=None)
+    crawl_id = create_crawl(client, s.seeds, s)
+    rec = load_crawl(client, crawl_id)
+    assert not resume_crawl(client, rec)  # running: nothing to resume
+    # a worker that took an id and a lease and died before its first beat (so no live
+    # worker is left: the stop is at once; its id is known from the id counter alone)
+    wid = Membership(client, crawl_id, ttl=rec.heartbeat_ttl).new_id()
+    place = FrontierPlace(redis=client, crawl_id=crawl_id, owner=wid)
+    worker = open_named("redis", rec.worker_settings(tmp_path / wid), place)
+    try:
+        (batch,) = worker.lease(1, 5)
+    finally:
+        worker.close()
+    assert batch.token.split("-", 1)[1].startswith(f"{wid}_")
+    assert request_stop(client, rec) == "stopped"
+    stopped = load_crawl(client, crawl_id, among=("stopped",))
+    assert stopped.ended is not None
+
+    def counts() -> tuple[int, int]:
+        frontier = open_frontier(client, crawl_id, rec.worker_settings(tmp_path))
+        try:
+            st = frontier.statistics()
+        finally:
+            frontier.close()
+        return st.queued, st.leased
+
+    assert counts() == (0, 1)
+    assert resume_crawl(client, stopped)
+    running = load_crawl(client, crawl_id)
+    assert (running.state, running.ended) == ("running", None)
+    assert json.loads(client.hget(REGISTRY, crawl_id))["state"] == "running"
+    assert counts() == (1, 0)  # the lease reclaimed long before its expiry (120 s)
+    assert not resume_crawl(client, stopped)  # (a stale record: the crawl runs already)
+    mark_finished(client, running)
+    assert not resume_crawl(client, load_crawl(client, crawl_id))
 
 
 def test_phase_options_round_trip(client: RedisClient, tmp_path: Path) -> None:

@@ -60,6 +60,20 @@ def status(redis_url: str, crawl_id: str) -> dict[str, Any]:
     return data
 
 
+def workers_by_pid(redis_url: str, crawl_id: str) -> dict[int, dict[str, Any]]:
+    """Each worker's status record (`status --json`), by its process id."""
+    return {w["pid"]: w for w in status(redis_url, crawl_id)["workers"]}
+
+
+def wait_for_pages(redis_url: str, crawl_id: str, pid: int, pages: int, timeout: float) -> None:
+    """Wait until the worker of process `pid` has fetched more than `pages` pages."""
+    wait_for(
+        f"pages from worker pid {pid}",
+        lambda: workers_by_pid(redis_url, crawl_id).get(pid, {}).get("pages", 0) > pages,
+        timeout,
+    )
+
+
 def wait_for(
     what: str, check: Callable[[], bool], timeout: float, show: Callable[[], object] | None = None
 ) -> None:
@@ -207,7 +221,9 @@ def test_stop_ends_every_worker_cleanly(tmp_path: Path, redis_url: str) -> None:
         gossamer("worker", "--redis", redis_url, "--crawl", crawl_id, "-o", str(out)),
         capture_output=True, text=True, timeout=30, check=False,
     )  # fmt: skip
-    assert again.returncode == 0 and "is stopped" in again.stderr
+    # a worker does not join a stopped crawl: it says how to resume it (exit 2)
+    assert again.returncode == 2 and "is stopped with" in again.stderr, again.stderr
+    assert f"gossamer crawl --resume --redis {redis_url} --crawl {crawl_id}" in again.stderr
 
 
 @pytest.mark.slow
@@ -319,7 +335,7 @@ def test_a_frozen_worker_comes_back_without_breaking_politeness(
         with workers(redis_url, crawl_id, out, 2) as procs:
 
             def by_pid() -> dict[int, dict[str, Any]]:
-                return {w["pid"]: w for w in status(redis_url, crawl_id)["workers"]}
+                return workers_by_pid(redis_url, crawl_id)
 
             wait_for(
                 "pages from both workers",
@@ -405,7 +421,8 @@ def test_crawl_with_local_workers_on_redis_cluster(tmp_path: Path, redis_cluster
     assert st["crawl"]["state"] == "finished"
     assert st["crawl"]["partition"] == {"name": "consistent"}
     assert sum(w["pages"] for w in st["workers"]) == len(truth.required)
-    assert sorted(p.name for p in out.iterdir()) == ["w1", "w2"]
+    # the workers' own lines in logs/ (the command showed its progress on stderr)
+    assert sorted(p.name for p in out.iterdir()) == ["logs", "w1", "w2"]
 
 
 def test_stop_wait_says_workers_are_still_running(redis_url: str, tmp_path: Path) -> None:

@@ -19,7 +19,9 @@ from test_cluster import (
     settings_file,
     status,
     wait_for,
+    wait_for_pages,
     workers,
+    workers_by_pid,
 )
 
 from gossamer.frontier.redis import connect, disconnect
@@ -104,13 +106,9 @@ def test_a_worker_killed_mid_crawl_costs_at_most_its_leased_urls(
             victim = procs[0]
 
             def by_pid() -> dict[int, dict[str, Any]]:
-                return {w["pid"]: w for w in status(redis_url, crawl_id)["workers"]}
+                return workers_by_pid(redis_url, crawl_id)
 
-            wait_for(
-                "the victim's first pages",
-                lambda: by_pid().get(victim.pid, {}).get("pages", 0) > 20,
-                30,
-            )
+            wait_for_pages(redis_url, crawl_id, victim.pid, 20, 30)  # the victim's first pages
             held: dict[str, tuple[str, frozenset[str]]] = {}
             for _attempt in range(20):
                 victim.send_signal(signal.SIGSTOP)

@@ -1,9 +1,12 @@
-"""The cluster's lifecycle commands: `crawl --redis`, `status`, `stop`, `workers --scale`.
+"""The cluster's lifecycle commands: `crawl --redis`, `crawl --resume --redis`, `status`,
+`stop`, `workers --scale`.
 
 Local workers are `gossamer worker` processes: attached ones (`crawl --redis --workers N`)
-are children the command waits for; detached ones (`--detach`, `workers --scale`) run in
-their own session with their output in `DIR/logs/worker-<pid>.log`, their pids recorded in
-Redis under this machine's name (`gs:<crawl>:{m}:spawned:<machine>`). Workers get the Redis
+are children the command waits for (their output in `DIR/logs/worker-<pid>.log` while the
+command shows its progress display, which their lines would cut into; the command says one
+line of each as it ends); detached ones (`--detach`, `workers --scale`) run in their own
+session with their output in `DIR/logs/worker-<pid>.log`, their pids recorded in Redis under
+this machine's name (`gs:<crawl>:{m}:spawned:<machine>`). Workers get the Redis
 URL in their environment (GOSSAMER_REDIS), not on their command line, where `ps` would show
 its password to every user of the machine.
 
@@ -15,6 +18,7 @@ which is "it cannot be reached" (exit 69) or "it refuses the password" (77) at o
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
 import logging
 import os
@@ -23,7 +27,7 @@ import socket
 import subprocess
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import IO, Any, Final, cast
 
@@ -54,6 +58,8 @@ from .crawls import (
     load_crawl,
     open_frontier,
     request_stop,
+    resume_command,
+    resume_crawl,
     settle_stopped,
 )
 from .members import Membership, WorkerStatus
@@ -62,6 +68,7 @@ _log = logging.getLogger(__name__)
 
 __all__ = [
     "crawl_status",
+    "resume_cluster_crawl",
     "run_cluster_crawl",
     "scale_message",
     "scale_workers",
@@ -102,7 +109,7 @@ def run_cluster_crawl(
         weights = shard_weights_of(settings.cluster)
     except ValueError as exc:  # before Redis: a bad SOURCE is the command line's error
         return report_failure(exc)
-    n = (os.cpu_count() or 1) if workers is None else workers
+    n = _local_workers(workers)
 
     def create(client: RedisClient) -> int:
         if n > 0:
@@ -123,19 +130,92 @@ def run_cluster_crawl(
                 extra={"crawl_id": crawl_id},
             )
             return 0
-        out = settings.output
-        if detach:
-            pids = spawn_detached(client, url, crawl_id, out, n)
-            _log.info(
-                f"crawl {crawl_id}: {n} detached workers (pids "
-                f"{', '.join(map(str, pids))}), outputs under {out}/",
-                extra={"crawl_id": crawl_id, "pids": pids, "path": str(out)},
-            )
-            return 0
         record = load_crawl(client, crawl_id)
-        return _run_attached(client, url, record, out, n, progress)
+        return _run_local(client, url, record, settings.output, n, detach, progress)
 
     return with_client(url, create)
+
+
+def _local_workers(workers: int | None) -> int:
+    """How many local workers `--workers` asks for (None: one per core)."""
+    return (os.cpu_count() or 1) if workers is None else workers
+
+
+def _run_local(
+    client: RedisClient,
+    url: str,
+    record: CrawlRecord,
+    out: Path,
+    n: int,
+    detach: bool,
+    progress: IO[str] | None,
+) -> int:
+    """Start n (> 0) local workers of a running crawl: detached (this command returns at
+    once), or attached (it waits for them)."""
+    if detach:
+        pids = spawn_detached(client, url, record.id, out, n)
+        _log.info(
+            f"crawl {record.id}: {n} detached workers (pids "
+            f"{', '.join(map(str, pids))}), outputs under {out}/",
+            extra={"crawl_id": record.id, "pids": pids, "path": str(out)},
+        )
+        return 0
+    return _run_attached(client, url, record, out, n, progress)
+
+
+def resume_cluster_crawl(
+    url: str,
+    crawl_id: str | None,
+    *,
+    out: Path,
+    workers: int | None = None,
+    detach: bool = False,
+    progress: IO[str] | None = None,
+) -> int:
+    """`gossamer crawl --resume --redis URL [--crawl ID]`: set a stopped crawl running again
+    (`crawls.resume_crawl`: its frontier as the stop left it, the leases of workers that
+    died reclaimed), its id on stdout, then start `workers` local workers as `crawl --redis`
+    does (None: one per core; 0: none, `gossamer worker` joins it), their outputs under
+    `out` beside those of its earlier workers (worker ids are never reused in a crawl). A
+    running crawl is left as it is and gets the workers; a finished one has nothing to
+    resume (exit 0); a stopping one, whose workers are still finishing their batches, is
+    resumed once they have left (exit 2 until then)."""
+    n = _local_workers(workers)
+
+    def resume(client: RedisClient) -> int:
+        record = load_crawl(client, crawl_id, among=("stopped", "stopping"))
+        if record.state == "stopping" and settle_stopped(client, record):  # its workers died
+            record = load_crawl(client, record.id)
+        if record.state == "finished":
+            _log.info(f"crawl {record.id} is finished: nothing to resume",
+                      extra={"crawl_id": record.id})  # fmt: skip
+            return Exit.OK
+        if record.state == "stopping":
+            raise CrawlRecordError(
+                f"crawl {record.id} is stopping: its workers are finishing their batches; "
+                "resume it once they have left (`gossamer stop --wait S` waits for them)"
+            )
+        resumed = resume_crawl(client, record)
+        record = load_crawl(client, record.id)
+        if record.state != "running":  # stopped again meanwhile
+            raise CrawlRecordError(f"crawl {record.id} is {record.state}: not resumed")
+        print(record.id, flush=True)
+        frontier = open_frontier(client, record.id, record.worker_settings(Path(".")))
+        try:
+            st = frontier.statistics()
+        finally:
+            frontier.close()
+        said = f"crawl {record.id} {'resumed' if resumed else 'is running already'}: " + (
+            f"{st.queued:,} URLs queued, {st.done:,} pages done"
+        )
+        if n <= 0:
+            said += f"; join it with `gossamer worker --redis {redact(url)} --crawl {record.id}`"
+        _log.info(said, extra={"crawl_id": record.id, "queued": st.queued, "done": st.done})
+        if n <= 0:
+            return Exit.OK
+        return _run_local(client, url, record, out, n, detach, progress)
+
+    return with_client(url, resume)
 
 
 def shard_weights_of(cluster: ClusterSettings) -> Sequence[tuple[int, float]] | None:
@@ -159,15 +239,22 @@ def _run_attached(
     n: int,
     progress: IO[str] | None,
 ) -> int:
-    """Start n workers as children, show progress, forward SIGINT/SIGTERM, wait.
+    """Start n workers as children, show progress, forward SIGINT/SIGTERM, wait; the exit
+    status is the crawl's outcome's (`_attached_exit`).
 
     A stop at any moment from the first spawn on reaches every worker once: SIGINT/SIGTERM
     are held (blocked) while the workers are spawned, with the forwarding handler already
     installed, and taken once every worker is in `procs`. Each worker is a fresh interpreter
     that inherits the blocked mask across exec and takes the signals once its own handlers
     are in place (`run_engine`), so a stop forwarded while it starts (connecting, joining
-    the member list) ends it cleanly instead of by the default action."""
+    the member list) ends it cleanly instead of by the default action.
+
+    With a progress display, each worker's output goes to `DIR/logs/worker-<pid>.log` (its
+    lines would cut into the display) and the display says one line of each as it ends;
+    without one (-q, JSON logs), the workers write on this command's stderr."""
     out.mkdir(parents=True, exist_ok=True)
+    logged = progress is not None
+    spawned_at = time.time()
     # --live-graph: the crawl's graph consumer beside the workers, started first (in its own
     # session, with the signals a stop uses not held: it stops when told below)
     follower = start_graph_follower(url, record, out) if record.settings.get("live_graph") else None
@@ -184,18 +271,28 @@ def _run_attached(
             stopped.append(signum)
             ask_to_stop(procs, hurried if repeated else asked, _attached_alive)
 
+        def ended(p: subprocess.Popen[bytes]) -> str:
+            who = _local_statuses(client, record, [p.pid], since=spawned_at).get(p.pid)
+            return _ended_line(p, who, ClusterDir(out).spawn_log(p.pid))
+
         with hold_stop_signals():
             previous = {sig: signal.signal(sig, forward) for sig in STOP_SIGNALS}
             try:
                 try:
                     for _ in range(n):
-                        proc = start(worker_command(url, record.id, out))
+                        proc = _start_worker(url, record.id, out, logged=logged)
                         procs.append(proc)  # at once: a failure below stops it too
                 except BaseException:
                     ask_to_stop(procs, asked, _attached_alive)  # no worker left crawling unattended
                     raise
                 signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)  # a held stop: forward it
-                _watch(client, record, procs, progress, stopped)
+                started = (
+                    f"{n} local worker{'s' if n > 1 else ''} (pids "
+                    f"{', '.join(str(p.pid) for p in procs)}): outputs in {out}/<worker id>/, "
+                    f"their diagnostics in {ClusterDir(out).spawn_logs}/worker-<pid>.log"
+                )
+                # (said on the display only: there is one exactly when the output is logged)
+                _watch(client, record, procs, progress, stopped, started=started, ended=ended)
             finally:
                 for sig, handler in previous.items():
                     signal.signal(sig, handler)
@@ -205,7 +302,127 @@ def _run_attached(
             _end_follower(follower, out)
     if stopped:
         return Exit.INTERRUPTED if stopped[0] == signal.SIGINT else Exit.TERMINATED
-    return next((c if c >= 0 else 128 - c for c in codes if c != 0), Exit.OK)
+    return _attached_exit(client, url, record, procs, since=spawned_at, codes=codes)
+
+
+def _start_worker(
+    url: str, crawl_id: str, out: Path, *, logged: bool, new_session: bool = False
+) -> subprocess.Popen[bytes]:
+    """Start one local worker; `logged`: its output in `out/logs/worker-<pid>.log`, else on
+    this command's stdout and stderr. `new_session`: it outlives this command (detached)."""
+    command = worker_command(url, crawl_id, out)
+    if not logged:
+        return start(command, new_session=new_session)
+    cluster = ClusterDir(out)
+    cluster.spawn_logs.mkdir(parents=True, exist_ok=True)
+    tmp = cluster.spawn_logs / f"worker-starting-{os.getpid()}-{next(_STARTED)}.log"
+    proc = start(command, log=tmp, new_session=new_session)
+    tmp.rename(cluster.spawn_log(proc.pid))
+    return proc
+
+
+_STARTED = itertools.count()  # the workers this process started: their logs' temporary names
+
+
+def _local_statuses(
+    client: RedisClient, record: CrawlRecord, pids: Sequence[int], *, since: float
+) -> dict[int, WorkerStatus]:
+    """The status records of this machine's workers of process ids `pids` started after
+    `since` (a pid of an earlier run's worker may be reused): pid -> record; {} when Redis
+    cannot tell (the lines that use it are best effort)."""
+    machine = socket.gethostname()
+    try:
+        statuses = Membership(client, record.id, ttl=record.heartbeat_ttl).statuses()
+    except Exception:
+        return {}
+    return {
+        w.pid: w for w in statuses
+        if w.machine == machine and w.pid in pids and w.started_at >= since - 1.0
+    }  # fmt: skip
+
+
+def _worker_name(pid: int, who: WorkerStatus | None) -> str:
+    return f"worker {who.id} (pid {pid})" if who is not None else f"worker pid {pid}"
+
+
+def _how_ended(code: int) -> str:
+    """How a worker process ended, from its exit status (`Popen.returncode`)."""
+    if code < 0:
+        try:
+            return f"was killed by {signal.Signals(-code).name}"
+        except ValueError:
+            return f"was killed by signal {-code}"
+    return f"exited {code}"
+
+
+def _last_line(log: Path) -> str:
+    """The last line a worker wrote to its log, without the `gossamer: ` of human lines."""
+    try:
+        with log.open("rb") as f:
+            f.seek(max(0, f.seek(0, os.SEEK_END) - 4096))
+            lines = f.read().decode("utf-8", "replace").splitlines()
+    except OSError:
+        return ""
+    last = next((line.strip() for line in reversed(lines) if line.strip()), "")
+    return last.removeprefix("gossamer: ")
+
+
+def _ended_line(p: subprocess.Popen[bytes], who: WorkerStatus | None, log: Path) -> str:
+    """The one line the progress display says of an attached worker that ended: its own
+    last line (`worker w1: N pages; WHY`), or how it ended and where its log is."""
+    code = p.returncode if p.returncode is not None else 0
+    name = _worker_name(p.pid, who)
+    last = _last_line(log)
+    if code == 0 and last:
+        return f"{last} (pid {p.pid})"
+    pages = f" after {who.pages:,} pages" if who is not None and code < 0 else ""
+    said = f": {last}" if last and code > 0 else ""
+    return f"{name} {_how_ended(code)}{pages}{said} (its log: {log})"
+
+
+def _attached_exit(
+    client: RedisClient,
+    url: str,
+    record: CrawlRecord,
+    procs: Sequence[subprocess.Popen[bytes]],
+    *,
+    since: float,
+    codes: Sequence[int],
+) -> int:
+    """The exit status of `crawl --redis --workers N` once its workers have ended: the
+    crawl's outcome's. Finished, or stopped (by `gossamer stop`): 0, also when a worker died
+    or failed on the way (its hosts were taken over by the other workers; a stopped crawl
+    queues its URLs again when resumed): one line says which. Still running (every local
+    worker gone, the crawl not over): the first non-zero status of the workers (a signal
+    N: 128 + N), else 0."""
+    first = next((c if c >= 0 else 128 - c for c in codes if c != 0), Exit.OK)
+    try:
+        state = load_crawl(client, record.id).state
+    except Exception:  # Redis gone: the workers' statuses are all there is to tell
+        return first
+    if state == "running":
+        return first
+    failed = [p for p, c in zip(procs, codes, strict=True) if c != 0]
+    if failed:
+        who = _local_statuses(client, record, [p.pid for p in failed], since=since)
+        names = [
+            f"{_worker_name(p.pid, who.get(p.pid))} "
+            f"{_how_ended(p.returncode if p.returncode is not None else 0)}"
+            for p in failed
+        ]
+        listed = ", ".join(names[:-1]) + (" and " if len(names) > 1 else "") + names[-1]
+        if state == "finished":
+            whose = "its hosts were" if len(failed) == 1 else "their hosts were"
+            tail = f"{whose} taken over by the other workers"
+        else:
+            whose = "its" if len(failed) == 1 else "their"
+            tail = (f"{whose} unfinished URLs are queued again when the crawl is resumed "
+                    f"(`{resume_command(url, record.id)}`)")  # fmt: skip
+        _log.warning(
+            f"crawl {record.id} {state}; {listed}; {tail}",
+            extra={"crawl_id": record.id, "workers": [p.pid for p in failed]},
+        )
+    return Exit.OK
 
 
 #: how long the workers' parent waits for the graph consumer's last statistics
@@ -253,9 +470,13 @@ def _watch(
     procs: Sequence[subprocess.Popen[bytes]],
     progress: IO[str] | None,
     stopped: Sequence[int] = (),
+    *,
+    started: str | None = None,
+    ended: Callable[[subprocess.Popen[bytes]], str] | None = None,
 ) -> None:
     """Wait for the workers, showing the crawl's progress (engine.progress) and saying at
-    once (within 0.1 s) what a stop in `stopped` (the signal handler's list) waits for."""
+    once (within 0.1 s) what a stop in `stopped` (the signal handler's list) waits for.
+    On the display: `started`, once; `ended(p)` of each worker as it is seen to end."""
     display = None
     if progress is not None:
         max_pages = record.settings.get("max_pages")
@@ -267,13 +488,26 @@ def _watch(
     reporter = WorkersProgress(
         display, stopped, grace_s=STOP_GRACE_S, kept="their URLs stay queued in Redis"
     )
+    said: set[int] = set()  # the workers whose end was said
+
+    def say_ends() -> None:
+        if display is None or ended is None:
+            return
+        for p in procs:
+            if p.pid not in said and p.poll() is not None:
+                said.add(p.pid)
+                display.note("worker", ended(p), pid=p.pid, exit=p.returncode)
+
     frontier = None
     try:
+        if display is not None and started is not None:
+            display.note("workers", started, pids=[p.pid for p in procs])
         while any(p.poll() is None for p in procs):
             deadline = time.monotonic() + reporter.interval
             while time.monotonic() < deadline and any(p.poll() is None for p in procs):
                 time.sleep(min(0.1, max(0.0, deadline - time.monotonic())))
                 reporter.say_stops()
+            say_ends()
             if display is None or not any(p.poll() is None for p in procs):
                 continue
             try:
@@ -283,6 +517,7 @@ def _watch(
             except Exception:  # progress is best effort; the workers report their own errors
                 continue
             reporter.show(st, workers=sum(1 for p in procs if p.poll() is None))
+        say_ends()
     finally:
         reporter.close()
         if frontier is not None:
@@ -295,14 +530,10 @@ def spawn_detached(
     """Start n `gossamer worker` processes in their own sessions (they outlive this
     command), record their pids in Redis under this machine's name; their pids."""
     machine = machine or socket.gethostname()
-    logs = ClusterDir(out.absolute()).spawn_logs
-    logs.mkdir(parents=True, exist_ok=True)
     pids = []
     key = Keys(crawl_id).spawned(machine)
-    for k in range(n):
-        tmp = logs / f"worker-starting-{os.getpid()}-{k}.log"
-        proc = start(worker_command(url, crawl_id, out.absolute()), log=tmp, new_session=True)
-        tmp.rename(logs / f"worker-{proc.pid}.log")
+    for _ in range(n):
+        proc = _start_worker(url, crawl_id, out.absolute(), logged=True, new_session=True)
         # waited for in a thread: no zombie when this process lives on (the dashboard), and
         # none of Popen's "still running" warnings when it drops the object
         threading.Thread(target=proc.wait, name=f"reap-{proc.pid}", daemon=True).start()

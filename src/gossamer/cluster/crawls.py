@@ -4,7 +4,7 @@ each crawl's record.
 A crawl's record is the hash `gs:<crawl>:{m}:meta` (the truth); `gs:crawls` lists every crawl
 for `status`. States::
 
-    running ──stop──► stopping ──last worker out──► stopped
+    running ──stop──► stopping ──last worker out──► stopped ──resume──► running
        │                  │
        └──────────────────┴──frontier exhausted──► finished
 
@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import secrets
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final, cast
@@ -26,7 +26,7 @@ from ..frontier import Frontier
 from ..frontier._registry import FrontierPlace
 from ..frontier._registry import open_frontier as open_named_frontier
 from ..partition import STRATEGY_OPTIONS, Strategy, strategy_named
-from ._redis import REGISTRY, Keys, RedisClient, server_time, text
+from ._redis import REGISTRY, Keys, RedisClient, redact, server_time, text
 
 __all__ = [
     "STATES",
@@ -38,6 +38,8 @@ __all__ = [
     "mark_finished",
     "open_frontier",
     "request_stop",
+    "resume_command",
+    "resume_crawl",
     "stored_settings",
 ]
 
@@ -139,12 +141,15 @@ def open_frontier(
     settings: CrawlSettings,
     *,
     partition: Callable[[float], tuple[frozenset[int] | None, float]] | None = None,
+    dead_owners: Callable[[], Mapping[str, int]] | None = None,
 ) -> Frontier:
     """The crawl's frontier in Redis (the registered "redis" backend), configured from its
-    settings like the embedded one."""
+    settings like the embedded one; `dead_owners`: the workers whose leases it reclaims."""
     from .stores import CLUSTER
 
-    place = FrontierPlace(redis=client, crawl_id=crawl_id, partition=partition)
+    place = FrontierPlace(
+        redis=client, crawl_id=crawl_id, partition=partition, dead_owners=dead_owners
+    )
     return open_named_frontier(CLUSTER.frontier, settings, place)
 
 
@@ -283,9 +288,15 @@ def _listing(crawls: Sequence[CrawlRecord]) -> str:
     return "crawls:\n" + "\n".join(lines)
 
 
-def load_crawl(client: RedisClient, crawl_id: str | None = None) -> CrawlRecord:
-    """The crawl `crawl_id`; with None, the only crawl there is, else the only running (or
-    stopping) one. CrawlRecordError (listing the crawls) when there is none or a choice."""
+def load_crawl(
+    client: RedisClient,
+    crawl_id: str | None = None,
+    *,
+    among: Sequence[str] = ("running", "stopping"),
+) -> CrawlRecord:
+    """The crawl `crawl_id`; with None, the only crawl there is, else the only one in a
+    state of `among` (running or stopping; a resume: stopped). CrawlRecordError (listing the
+    crawls) when there is none or a choice."""
     if crawl_id is not None:
         rec = _read(client, crawl_id)
         if rec is None:
@@ -296,13 +307,14 @@ def load_crawl(client: RedisClient, crawl_id: str | None = None) -> CrawlRecord:
     crawls = list_crawls(client)
     if len(crawls) == 1:
         return crawls[0]
-    running = [c for c in crawls if c.state in ("running", "stopping")]
+    running = [c for c in crawls if c.state in among]
     if len(running) == 1:
         return running[0]
+    which = among[0] if among else "running"
     if not running:
-        raise CrawlRecordError(f"no running crawl: give --crawl ID; {_listing(crawls)}")
+        raise CrawlRecordError(f"no {which} crawl: give --crawl ID; {_listing(crawls)}")
     raise CrawlRecordError(
-        f"{len(running)} crawls are running: give --crawl ID; {_listing(crawls)}"
+        f"{len(running)} crawls are {which}: give --crawl ID; {_listing(crawls)}"
     )
 
 
@@ -326,6 +338,7 @@ if new == 'stopping' then
 end
 redis.call('HSET', KEYS[1], 'state', new)
 if new ~= 'running' and new ~= 'stopping' then redis.call('HSET', KEYS[1], 'ended', now) end
+if new == 'running' then redis.call('HDEL', KEYS[1], 'ended') end
 return {cur, 1}
 """
 
@@ -370,3 +383,36 @@ def settle_stopped(client: RedisClient, record: CrawlRecord) -> bool:
     return _transition(client, record, "stopping", ("stopping",))[1] and (
         (_read(client, record.id) or record).state == "stopped"
     )
+
+
+#: an incarnation above any a worker reaches: `resume_crawl` reclaims every lease of a worker
+_EVERY_INCARNATION: Final = 2**62
+
+
+def resume_crawl(client: RedisClient, record: CrawlRecord) -> bool:
+    """Set a stopped crawl running again, its frontier as the stop left it (queued URLs,
+    seen-set, done and failed counts) but for the leases still out — those of workers that
+    died before or during the stop, which no live worker is left to reclaim —, which are
+    reclaimed first: their URLs are queued again at once, not when the leases expire. True
+    when this call resumed it (False: it was not stopped, or another resume came first).
+
+    A worker of the stopped crawl that was only frozen and comes back finds its leases
+    gone: its completions are refused (fencing) and it goes on under a new incarnation."""
+    if record.state != "stopped":
+        return False
+    seq = client.get(record.keys.seq)
+    known = {text(w) for w in cast(list[Any], client.hkeys(record.keys.workers))}
+    known |= {f"w{k}" for k in range(1, int(seq or 0) + 1)}
+    every = dict.fromkeys(known, _EVERY_INCARNATION)
+    settings = record.worker_settings(Path("."))
+    frontier = open_frontier(client, record.id, settings, dead_owners=lambda: every)
+    try:
+        frontier.reclaim_expired()  # expired or not: every owner counts dead
+    finally:
+        frontier.close()
+    return _transition(client, record, "running", ("stopped",))[1]
+
+
+def resume_command(url: str, crawl_id: str) -> str:
+    """The command that resumes the stopped crawl `crawl_id` (its password never shown)."""
+    return f"gossamer crawl --resume --redis {redact(url)} --crawl {crawl_id}"

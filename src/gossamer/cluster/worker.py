@@ -19,7 +19,9 @@ the crawl, leaving) is a `JoinedWorker` (joined.py); its start-up, stoppable at 
 is starting.py; the loop's lag in its stats.json, looplag.py.
 
 The worker exits 0 when the crawl finishes (its frontier is exhausted: it marks the crawl
-`finished`) or when it is asked to stop (`gossamer stop`, `workers --scale` down); 130/143
+`finished`) or when it is asked to stop (`gossamer stop`, `workers --scale` down), and at
+once for a crawl that is finished; 2 at once for a crawl that is stopped or stopping (the
+line says how to resume it: `gossamer crawl --resume --redis URL --crawl ID`); 130/143
 on SIGINT/SIGTERM (after completing its batches, as embedded workers do; at once while it
 starts, even with Redis paused: cluster/starting.py); 74 when its own
 outputs cannot be written; 2 when there is no such crawl; 69 when Redis cannot be reached
@@ -60,7 +62,7 @@ from ._redis import (
     retrying,
 )
 from .connect import connect_redis
-from .crawls import CrawlRecord, CrawlRecordError, load_crawl
+from .crawls import CrawlRecord, CrawlRecordError, load_crawl, open_frontier, resume_command
 from .fetchstream import FetchTailSink
 from .joined import JoinedWorker
 from .logstream import redis_diagnostics
@@ -152,11 +154,12 @@ def run_worker(
     except CrawlRecordError as exc:
         _log.error(f"{exc}")
         return Exit.USAGE
-    if record.state != "running":
-        _log.info(
-            f"crawl {record.id} is {record.state}: nothing to do", extra={"crawl_id": record.id}
-        )
+    if record.state == "finished":
+        _log.info(f"crawl {record.id} is finished: nothing to do", extra={"crawl_id": record.id})
         return Exit.OK
+    if record.state != "running":  # stopping or stopped: nothing is crawled until a resume
+        _log.error(_not_running(url, client, record), extra={"crawl_id": record.id})
+        return Exit.USAGE
     membership = Membership(client, record.id, ttl=record.heartbeat_ttl)
     worker_id = retrying(membership.new_id, what="crawl record")
     wcrawl = ClusterDir(out.absolute()).worker(worker_id)
@@ -205,6 +208,24 @@ def run_worker(
     with logs.diagnostics_file(wdir, worker_id), redis_diagnostics(client, record.id, worker_id):
         return _run_joined(url, client, record, worker_id, settings, wdir, capacity, machine,
                            progress)  # fmt: skip
+
+
+def _not_running(url: str, client: RedisClient, record: CrawlRecord) -> str:
+    """Why a worker does not join a stopped (or stopping) crawl, and how to resume it."""
+    queued = ""
+    try:
+        frontier = open_frontier(client, record.id, record.worker_settings(Path(".")))
+        try:
+            queued = f" with {frontier.statistics().queued:,} URLs queued"
+        finally:
+            frontier.close()
+    except Exception:  # (what is queued is worth saying, not worth failing for)
+        pass
+    once = " once its workers have left" if record.state == "stopping" else ""
+    return (
+        f"crawl {record.id} is {record.state}{queued}: no worker joins it until it is "
+        f"resumed; resume it{once} with `{resume_command(url, record.id)}`"
+    )
 
 
 def _run_joined(
