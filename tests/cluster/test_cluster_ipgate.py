@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import math
 import threading
 import time
@@ -328,3 +329,72 @@ def test_a_slot_let_go_in_this_process_wakes_its_poller(clients: list[RedisClien
         return polls
 
     assert asyncio.run(main()) == 1
+
+
+def test_a_waiting_worker_gets_the_ip_before_the_holders_other_hosts(
+    clients: list[RedisClient],
+) -> None:
+    """limit 1: w1's two hosts hold the IP in turn, back to back, 10 ms each, for 2 s; w2's
+    host, waiting meanwhile (polling every 50 ms), gets the slot at its first poll after it
+    queued (first come first served across workers: w1's other host, trying when the slot
+    is let go, queues behind it). Before: w1's other host, woken in-process at once, took
+    the slot every time, and w2 waited until w1 ran out of turns (2 s)."""
+
+    async def main() -> float:
+        a = RedisIpGate(clients[0], "c1", 1, owner="w1")
+        b = RedisIpGate(clients[1], "c1", 1, owner="w2", poll=0.05, max_poll=0.05)
+        stop = time.monotonic() + 2.0
+
+        async def host(gate: RedisIpGate) -> None:
+            while time.monotonic() < stop:
+                async with gate.hold(IP):
+                    await asyncio.sleep(0.01)
+
+        async with a, b:
+            hosts = [asyncio.create_task(host(a)) for _ in range(2)]
+            await _until(lambda: a.statistics().held_now == 1)
+            t0 = time.monotonic()
+            async with b.hold(IP):
+                waited = time.monotonic() - t0
+            await asyncio.gather(*hosts)
+        return waited
+
+    waited = asyncio.run(main())
+    assert waited < 0.5, f"w2 waited {waited:.2f} s"
+
+
+def test_a_waiter_that_stopped_trying_leaves_the_queue(clients: list[RedisClient]) -> None:
+    """A waiter that stops polling (its worker died, or the wait was cancelled) stops
+    blocking the IP's queue after the waiter TTL: a later waiter takes the free slot."""
+
+    async def main() -> float:
+        a = RedisIpGate(clients[0], "c1", 1, owner="w1")
+        b = RedisIpGate(clients[1], "c1", 1, owner="w2")
+        release = asyncio.Event()
+
+        async def holder() -> None:
+            async with a.hold(IP):
+                await release.wait()
+
+        async with a, b:
+            held = asyncio.create_task(holder())
+            await _until(lambda: a.statistics().held_now == 1)
+            waiter = asyncio.create_task(_hold_once(b))
+            await _until(lambda: b.statistics().polls >= 1)
+            waiter.cancel()  # queued, then gone without a word
+            with contextlib.suppress(asyncio.CancelledError):
+                await waiter
+            release.set()
+            await held
+            t0 = time.monotonic()
+            async with a.hold(IP):
+                waited = time.monotonic() - t0
+        return waited
+
+    waited = asyncio.run(main())
+    assert waited < 0.5 + 0.3, f"waited {waited:.2f} s"  # the waiter TTL + a margin
+
+
+async def _hold_once(gate: RedisIpGate) -> None:
+    async with gate.hold(IP):
+        pass

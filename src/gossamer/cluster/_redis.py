@@ -296,9 +296,13 @@ class Keys:
         """string with a TTL: slot k of an IP's per-IP limit, value = the holder's token"""
         return f"{self.prefix}ip:{ip}:{k}"
 
-    def ip_want(self, ip: str) -> str:
-        """string with a short TTL: someone waits for a slot of the IP"""
-        return f"{self.prefix}ipwant:{ip}"
+    def ip_queue(self, ip: str) -> str:
+        """sorted set, short TTL: the tokens waiting for a slot of the IP (score: arrival)"""
+        return f"{self.prefix}ipq:{ip}"
+
+    def ip_seen(self, ip: str) -> str:
+        """sorted set, short TTL: the same tokens (score: their last try), to drop the dead"""
+        return f"{self.prefix}ipqs:{ip}"
 
 
 def boot_clock() -> float:

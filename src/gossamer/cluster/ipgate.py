@@ -7,9 +7,11 @@ and a late release never frees another holder's slot. A hold also knows until wh
 surely its own (its last successful send plus the TTL, minus a margin, on this machine's
 monotonic clock); every request goes through the gate's fetcher guard (`guard(fetcher)`),
 which starts it at once inside that window and otherwise confirms or re-takes the slot first.
-The worker's leases are guarded the same way (`alive_until`, `lease_check`). `waiting(ip)`
-tells the engine to hand an IP over instead of renewing its lease (docs/cluster.md, "Per-IP
-politeness across machines")."""
+The worker's leases are guarded the same way (`alive_until`, `lease_check`). Waiters are
+served first come first served across workers: each IP has a queue of waiting tokens in
+Redis, and a slot let go goes to its head, not to the releasing worker's next host.
+`waiting(ip)` tells the engine to hand an IP over after the request in hand instead of
+keeping it (docs/cluster.md, "Per-IP politeness across machines")."""
 
 from __future__ import annotations
 
@@ -35,19 +37,49 @@ from ._redis import TRANSIENT, Keys, RedisClient, is_auth_error
 __all__ = ["GatedFetcher", "GatedStartingFetcher", "IpGateStats", "RedisIpGate"]
 
 _ACQUIRE = """
--- KEYS: slot 0..n-1, want. ARGV: token, TTL (ms), want TTL (ms)
--- the slot index held by the token (already or now), or -1 (every slot taken: IP wanted)
-local n = #KEYS - 1
+-- KEYS: slot 0..n-1, queue, seen. ARGV: token, TTL (ms), waiter TTL (ms)
+-- the slot index held by the token (already or now), or -1 (the token waits in the queue).
+-- The queue (score: arrival) is first come first served: a token takes a free slot only
+-- when fewer tokens wait ahead of it than there are free slots; `seen` (score: last try)
+-- drops waiters that stopped trying (a dead or cancelled worker) after the waiter TTL.
+local n = #KEYS - 2
+local q, seen = KEYS[n + 1], KEYS[n + 2]
+local tok = ARGV[1]
 for i = 1, n do
-  if redis.call('GET', KEYS[i]) == ARGV[1] then
+  if redis.call('GET', KEYS[i]) == tok then
     redis.call('PEXPIRE', KEYS[i], ARGV[2])
+    redis.call('ZREM', q, tok)
+    redis.call('ZREM', seen, tok)
     return i - 1
   end
 end
-for i = 1, n do
-  if redis.call('SET', KEYS[i], ARGV[1], 'NX', 'PX', ARGV[2]) then return i - 1 end
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local old = now - tonumber(ARGV[3])
+local stale = redis.call('ZRANGEBYSCORE', seen, '-inf', old)
+if #stale > 0 then
+  redis.call('ZREM', q, unpack(stale))
+  redis.call('ZREMRANGEBYSCORE', seen, '-inf', old)
 end
-redis.call('SET', KEYS[n + 1], '1', 'PX', ARGV[3])
+local free = 0
+for i = 1, n do
+  if redis.call('EXISTS', KEYS[i]) == 0 then free = free + 1 end
+end
+local ahead = redis.call('ZRANK', q, tok)
+if not ahead then ahead = redis.call('ZCARD', q) end
+if ahead < free then
+  for i = 1, n do
+    if redis.call('SET', KEYS[i], tok, 'NX', 'PX', ARGV[2]) then
+      redis.call('ZREM', q, tok)
+      redis.call('ZREM', seen, tok)
+      return i - 1
+    end
+  end
+end
+redis.call('ZADD', q, 'NX', now, tok)
+redis.call('ZADD', seen, now, tok)
+redis.call('PEXPIRE', q, 4 * tonumber(ARGV[3]))
+redis.call('PEXPIRE', seen, 4 * tonumber(ARGV[3]))
 return -1
 """
 
@@ -58,8 +90,9 @@ return 0
 """
 
 _REFRESH = """
--- KEYS: n slots, then want keys. ARGV: TTL (ms), n, n tokens.
--- 1/0 per slot (still the token's and refreshed / lost), then 1/0 per want key (exists)
+-- KEYS: n slots, then the seen keys of their IPs' queues. ARGV: TTL (ms), n, n tokens,
+-- waiter TTL (ms). 1/0 per slot (still the token's and refreshed / lost), then 1/0 per
+-- queue (a waiter tried within the waiter TTL)
 local n = tonumber(ARGV[2])
 local out = {}
 for i = 1, n do
@@ -70,7 +103,12 @@ for i = 1, n do
     out[i] = 0
   end
 end
-for j = n + 1, #KEYS do out[j] = redis.call('EXISTS', KEYS[j]) end
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local old = now - tonumber(ARGV[3 + n])
+for j = n + 1, #KEYS do
+  out[j] = redis.call('ZCOUNT', KEYS[j], '(' .. old, '+inf') > 0 and 1 or 0
+end
 return out
 """
 
@@ -150,7 +188,8 @@ class RedisIpGate:
         self.refresh = min(refresh, ttl / 4)
         self.margin = min(max(0.2 * ttl, 0.5), ttl / 2) if margin is None else margin
         self._ttl_ms = max(1, round(ttl * 1000))
-        self._want_ms = max(50, round(max(self.max_poll * 3, self.refresh * 2) * 1000))
+        # a waiter not trying for this long leaves the IP's queue (a dead or stopped worker)
+        self._want_ms = max(500, round(max(self.max_poll * 10, self.refresh * 2) * 1000))
         self._local = LocalIpGate(limit)
         self._acquire_s = client.register_script(_ACQUIRE)
         self._release_s = client.register_script(_RELEASE)
@@ -200,8 +239,8 @@ class RedisIpGate:
 
     # ------------------------------------------------------------------ the gate
     def waiting(self, ip: str) -> bool:
-        """Whether a host of this process, or (at the last refresh) of another worker,
-        waits for a slot of `ip`."""
+        """Whether a host of this process, or (at the last refresh: in the IP's queue)
+        of another worker, waits for a slot of `ip`."""
         return self._local.waiting(ip) or ip in self._polling or ip in self._wanted
 
     @asynccontextmanager
@@ -237,7 +276,8 @@ class RedisIpGate:
             if len(self._key_memo) > 100_000:
                 self._key_memo.clear()
             keys = [self.keys.ip_slot(ip, k) for k in range(self.limit)]
-            keys.append(self.keys.ip_want(ip))
+            keys.append(self.keys.ip_queue(ip))
+            keys.append(self.keys.ip_seen(ip))
             self._key_memo[ip] = keys
         return keys
 
@@ -344,8 +384,8 @@ class RedisIpGate:
             self._wanted = frozenset()
             return
         ips = sorted({h.ip for h in holds})
-        keys = [h.key for h in holds] + [self.keys.ip_want(ip) for ip in ips]
-        args: list[Any] = [self._ttl_ms, len(holds), *(h.token for h in holds)]
+        keys = [h.key for h in holds] + [self.keys.ip_seen(ip) for ip in ips]
+        args: list[Any] = [self._ttl_ms, len(holds), *(h.token for h in holds), self._want_ms]
         sent = _clock()
         try:
             reply = cast(list[int], self._refresh_s(keys=keys, args=args))

@@ -679,12 +679,21 @@ class Crawler:
                 if not retry and k < len(todo) and self._extend_due(lease.end):
                     # (tested first: no coroutine a page for the rare extension)
                     lease.end = await self._lease_end(batch, lease.end)
-                nxt = None if retry else self._next_fetch(todo, k, last_end, delay, lease)
+                # A host whose IP another host waits for (of this worker or another) ends its
+                # batch here: the URLs left go back and the IP's slot goes to the waiter, so the
+                # hosts of one IP take turns a request each (docs/cluster.md, "Per-IP
+                # politeness across machines"), not a batch of `per_host` requests each.
+                contended = self.ip_gate.waiting(ip)
+                nxt = (
+                    None
+                    if retry or contended
+                    else self._next_fetch(todo, k, last_end, delay, lease)
+                )
                 # The host with the most URLs left is processed first (engine.turns); a host
                 # whose IP another host waits for, first of all (priority inheritance: a small
                 # site sharing a big site's IP held it for a second at a few pages a second,
                 # its pages processed last, while the big site waited).
-                backlog = CONTENDED if self.ip_gate.waiting(ip) else batch.backlog + len(todo) - k
+                backlog = CONTENDED if contended else batch.backlog + len(todo) - k
                 if backlog >= KEEP_TURN_BACKLOG and nxt is not None and self._poll is not None:
                     # a big or contended host's next request on the wire now, not on the next
                     # loop iteration (after this page and a round of others): see _next_is_in
