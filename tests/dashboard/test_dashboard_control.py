@@ -29,7 +29,7 @@ from gossamer.dashboard import ClusterSource, EmbeddedSource, make_app
 from gossamer.dashboard._control import _error_line, start_log
 from gossamer.dashboard._setup import FIELDS, form_words
 from gossamer.engine.heartbeat import write_beat
-from gossamer.testweb import WebSpec, serve_in_thread
+from gossamer.testweb import TruthRules, WebSpec, audit, compute_truth, read_logs, serve_in_thread
 from gossamer.urls import url_password
 
 LOCAL = "http://127.0.0.1:8700"
@@ -390,7 +390,9 @@ def test_a_cluster_dashboard_before_any_crawl(
         assert s["crawl"]["state"] == "not started" and s["workers"] == []
         assert s["control"]["can_start"] and not s["control"]["can_scale"]
         code, answer = page.post("/api/resume", {})
-        assert code == 409 and "a cluster crawl is not resumed" in answer["error"]
+        assert code == 409 and re.fullmatch(
+            r"no crawl in redis://127\.0\.0\.1:\d+/0 yet: start one", answer["error"]
+        ), answer
         code, answer = page.post("/api/scale", {"workers": 2})
         assert code == 409 and "no crawl in redis://127.0.0.1:" in answer["error"]
         assert page.post("/api/stop", {})[0] == 409
@@ -470,3 +472,90 @@ def test_a_cluster_crawl_started_and_scaled_from_the_dashboard_keeps_the_passwor
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(pid, 9)
             source.close()
+
+
+#: the user agent of the resumed cluster crawl's requests, which its audit reads
+RESUME_UA = "gossamer-dashboard-resume-test/0.1"
+
+
+@pytest.mark.slow
+def test_a_stopped_cluster_crawl_is_resumed_from_the_dashboard(
+    redis_password_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A cluster crawl started from the dashboard (one local worker) and stopped once it has
+    pages is resumed through POST /api/resume: `crawl --resume --redis URL --crawl ID
+    --workers 2 --detach -o DIR` (the password in the environment, never in argv), its new
+    workers beside the first in the start's directory; it runs to the end: every page of
+    the simulated web crawled, none twice, politely. `control.can_resume` is true only for
+    the stopped crawl; a resume of the running and of the finished crawl is refused (409)
+    saying why."""
+    password = url_password(redis_password_url)
+    assert password
+    monkeypatch.chdir(tmp_path)
+    delay = 0.1  # seconds between two requests to a host: the crawl outlasts its stop
+    log = tmp_path / "web.log"
+    with serve_in_thread(WebSpec(seed=12, hosts=30, pages_mean=20), log_path=log) as web:
+        seed = web.url(0, 0)
+        monkeypatch.setenv("GOSSAMER_RESOLVE_FILE", str(web.write_resolve_file(tmp_path / "r")))
+        monkeypatch.setenv("GOSSAMER_ALLOW_PRIVATE", "true")
+        monkeypatch.setenv("GOSSAMER_USER_AGENT", RESUME_UA)
+        monkeypatch.delenv("GOSSAMER_LIVE_GRAPH", raising=False)
+        source = ClusterSource(redis_password_url, None)
+        page = Page(source)
+        try:
+            code, answer = page.post("/api/start", {"seeds": [seed], "workers": 1,
+                                                    "scope": "all", "delay": delay})  # fmt: skip
+            assert code == 200, answer
+            crawl_id = answer["message"].split()[2]
+            s = wait_for("a page", lambda: (s := page.status())["totals"]["pages"] > 0 and s)
+            assert s["crawl"]["state"] == "running" and not s["control"]["can_resume"]
+            code, answer = page.post("/api/resume", {})
+            assert (code, answer["error"]) == (409, f"crawl {crawl_id} is running: nothing "
+                                               "to resume (scale its workers to add some)")
+            assert page.post("/api/stop", {})[0] == 200
+            s = wait_for("the stop", lambda: (s := page.status())["crawl"]["state"] == "stopped"
+                         and s, timeout=60)  # fmt: skip
+            assert s["frontier"]["queued"] > 100, "nearly over at the stop: the test shows little"
+            assert s["control"]["can_resume"] and s["control"]["can_start"]
+            done_at_stop = s["frontier"]["done"]
+
+            code, answer = page.post("/api/resume", {"workers": 2})
+            assert code == 200, answer
+            (out,) = (tmp_path / "gossamer-worker").glob("crawl-*[0-9]")  # the start's -o
+            assert answer["message"] == (
+                f"resumed crawl {crawl_id} with 2 local workers; outputs in {out}, "
+                f"log {start_log(out)}"
+            )
+            s = page.status()
+            assert s["crawl"]["id"] == crawl_id and s["crawl"]["state"] == "running"
+            assert not s["control"]["can_resume"] and s["frontier"]["done"] >= done_at_stop
+
+            def live_workers() -> int:
+                return sum(w["state"] not in ("dead", "stopped") for w in page.status()["workers"])
+
+            wait_for("the resumed workers", lambda: live_workers() == 2)
+            for pid, line in _cmdlines().items():  # the resume's workers, running now
+                assert password.encode() not in line, (pid, line)
+            s = wait_for("the end", lambda: (s := page.status())["crawl"]["state"] == "finished"
+                         and s, timeout=180)  # fmt: skip
+            assert not s["control"]["can_resume"]
+            code, answer = page.post("/api/resume", {})
+            assert (code, answer["error"]) == (409, f"crawl {crawl_id} is finished: nothing "
+                                               "to resume")
+            assert [w["id"] for w in s["workers"]] == ["w1", "w2", "w3"]
+        finally:
+            for w in page.status()["workers"]:
+                if w["pid"] and w["state"] not in ("dead", "stopped"):
+                    with contextlib.suppress(ProcessLookupError):
+                        os.kill(w["pid"], 9)
+            source.close()
+        web.flush_log()
+        rules = TruthRules(seeds=(seed,), scope="all", user_agent=RESUME_UA)
+        truth = compute_truth(web.model, rules)
+        report = audit(web.model, read_logs([log]).records, rules, truth=truth,
+                       min_delay=delay, tolerance_s=0.01)  # fmt: skip
+    assert report.coverage == 1.0, report.format_table()
+    assert report.overlap == 0.0, report.format_table()
+    assert report.politeness_violations == 0, report.format_table()
+    assert s["frontier"]["done"] == len(truth.required)
+    assert sorted(p.name for p in out.glob("w*")) == ["w1", "w2", "w3"]

@@ -183,7 +183,8 @@ def test_the_politeness_flags_reach_the_crawl(tmp_path: Path) -> None:
     assert audit(web.model, records, rules, min_delay=0.2, per_ip_limit=1).politeness[
         "ip-concurrency"
     ] > 0
-    assert bad.returncode == 2 and "per_ip" in bad.stderr and "Traceback" not in bad.stderr
+    assert bad.returncode == 2 and "Traceback" not in bad.stderr
+    assert "--per-ip 0: must be at least 1" in bad.stderr
 
 
 def _gossamer(*args: str) -> subprocess.CompletedProcess[str]:

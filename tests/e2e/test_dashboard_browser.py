@@ -2,7 +2,8 @@
 crawls started from its Setup form against the simulated web, the numbers and the charts seen
 moving on the page, the workers scaled from 2 to 3 and back with the slider and the table seen
 following, the crawl stopped with the button and seen ending — an embedded crawl (a crawl
-directory) and a cluster crawl (a real redis-server); a site on this machine (nginx on
+directory) and a cluster crawl (a real redis-server, then resumed with the Setup form's
+button and seen crawling again); a site on this machine (nginx on
 127.0.0.1) started from the Setup form, refused for its private address with a message
 saying which box to tick, then started again in the same directory; and a finished crawl of
 two runs shown whole (its time, its workers' pages, its rate over time, its graph statistics
@@ -473,6 +474,21 @@ def test_cluster_crawl_from_setup_to_scaled_to_stopped(
                 wait_for_text(d, "#crawl-state", "stopped", timeout=60)
                 wait_for(d, lambda d: rows(browser, "live") == 0 or None, timeout=60,
                          what="no live worker rows", seen=lambda: row_states(browser))
+                # and the form resumes it (`crawl --resume --redis … --detach`): one local
+                # worker crawls again, and the page turns to the Status tab
+                d.find_element(CSS, "#tab-setup").click()
+                wait_for(d, lambda d: d.find_element(CSS, "#resume").is_enabled() or None)
+                d.find_element(CSS, "#resume").click()
+                wait_for(d, lambda d: d.find_element(CSS, "#tab-status").get_attribute(
+                    "aria-selected") == "true" or None, timeout=60)  # fmt: skip
+                said = d.find_element(CSS, "#setup-message").get_attribute("textContent")
+                assert (said or "").startswith("resumed crawl "), said  # (the tab is hidden)
+                # the first run's graph consumer ended with the stop: a new one follows it
+                assert "with 1 local worker and its live graph" in (said or ""), said
+                wait_for_text(d, "#crawl-state", "running", timeout=30)
+                wait_for(d, lambda d: rows(browser, "live") == 1 or None, timeout=60,
+                         what="1 live worker row", seen=lambda: row_states(browser))
+                assert not d.find_element(CSS, "#resume").is_enabled()
             finally:
                 _kill_leftovers(tmp_path)
 

@@ -386,14 +386,16 @@ def test_setup_of_a_cluster_crawl_offers_the_partition(
     s = status(source={"kind": "cluster", "redis": "redis://:***@127.0.0.1:6379/0"})
     s["control"].update(can_start=True, can_resume=True)
     source.set(s)
-    scripted.answer("/api/resume", 409, {"error": "a cluster crawl resumes by starting workers"})
+    finished = "crawl c1 is finished: nothing to resume"  # (it finished meanwhile)
+    scripted.answer("/api/resume", 409, {"error": finished})
     d.get(base + "/#setup")
     wait_for_text(d, "#source", "cluster redis://:***@")
     assert d.find_element(By_CSS, "#partition").is_displayed()
     d.find_element(By_CSS, "#seeds").send_keys("http://a.test/")
     d.find_element(By_CSS, "#partition option[value='consistent']").click()
     d.find_element(By_CSS, "#resume").click()
-    wait_for_text(d, "#setup-error", "a cluster crawl resumes by starting workers")
+    wait_for_text(d, "#setup-error", finished)
+    assert d.find_element(By_CSS, "#resume").is_enabled()  # refused: it may be clicked again
     assert scripted.posted("/api/resume") == [{}]
     d.find_element(By_CSS, "#start").click()  # the seed typed and not added is sent too
     wait_for(d, lambda d: scripted.posted("/api/start") or None)

@@ -145,7 +145,9 @@ def test_start_and_scale_a_cluster_crawl_from_the_dashboard(
             assert s["crawl"]["state"] == "running" and s["control"]["can_scale"]
             assert s["crawl"]["partition"] == "dynamic"
             r = httpx2.post(f"{base}/api/resume", json={}, headers=page.headers, timeout=30)
-            assert r.status_code == 409 and "not resumed" in r.json()["error"]
+            assert r.status_code == 409
+            assert r.json()["error"] == (f"crawl {crawl_id} is running: nothing to resume "
+                                         "(scale its workers to add some)")
             r = httpx2.post(f"{base}/api/start", json={"seeds": [seed]}, headers=page.headers,
                             timeout=30)  # fmt: skip
             assert r.status_code == 409

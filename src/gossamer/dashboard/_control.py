@@ -1,14 +1,15 @@
 """The dashboard's Setup and control requests (docs/dashboard.md, "Setup and control"):
 start a crawl, resume it, scale its workers.
 
-Start and resume run the real command line (`gossamer crawl … -o DIR`, or `gossamer crawl
---redis URL --detach …`) as a detached process in its own session, so the form refuses exactly
-what the command line refuses (in the form's words: its labels for the flags), and stopping
-the dashboard does not stop the crawl. A crawl that fetched no page may be started again in
-its directory (EmbeddedSource.new_crawl replaces its files). Scaling
-takes the code path of `gossamer workers --scale N`. Every function here is synchronous and
-called off the event loop; each raises ControlError with the HTTP status and the one line to
-answer."""
+Start and resume run the real command line (`gossamer crawl … -o DIR`, `gossamer crawl
+--resume DIR`; for a cluster crawl `gossamer crawl --redis URL --detach …` and `gossamer
+crawl --resume --redis URL --crawl ID --detach …`) as a detached process in its own
+session, so the form refuses exactly what the command line refuses (in the form's words: its
+labels for the flags), and stopping the dashboard does not stop the crawl. A crawl that
+fetched no page may be started again in its directory (EmbeddedSource.new_crawl replaces its
+files). Scaling takes the code path of `gossamer workers --scale N`. Every function here is
+synchronous and called off the event loop; each raises ControlError with the HTTP status and
+the one line to answer."""
 
 from __future__ import annotations
 
@@ -221,11 +222,32 @@ def _start_cluster(source: ClusterSource, seeds: list[str], workers: int, flags:
     # a new directory per start (`crawl --redis` refuses one that holds files), under
     # `crawl --redis`'s and `workers`'s default -o, in the dashboard's working directory
     out = Path("gossamer-worker").absolute() / f"crawl-{time.strftime('%Y%m%d-%H%M%S')}"
-    log = start_log(out)
     # the password (if any) in the environment, where `ps` does not show it; the command
     # and the workers it spawns read it there (cluster.connect.connect_redis)
     command = _gossamer("crawl", "--workers", str(workers), "--detach", "-o", str(out),
                         *flags, "-q", "--", *seeds, redis=source.redis_url())  # fmt: skip
+    code, crawl_id, log, said = _run_cluster_command(command, out, "crawl --redis")
+    if code != 0 or not crawl_id:
+        raise ControlError(400, form_words(said))
+    source.follow(crawl_id)
+    source.workers_out = out
+    graph = _follow_graph(source, crawl_id, out)
+    return (f"started crawl {crawl_id} with {_local(workers)}{graph}; outputs in {out}, "
+            f"log {log}")  # fmt: skip
+
+
+def _local(workers: int) -> str:
+    return f"{workers} local worker{'' if workers == 1 else 's'}"
+
+
+def _run_cluster_command(
+    command: spawn.Command, out: Path, what: str
+) -> tuple[int, str, Path, str]:
+    """Run a `gossamer crawl --redis … --detach` command in its own session, its stderr
+    appended to `start_log(out)`, and wait for it (at most START_WAIT_S: it exits once its
+    local workers are spawned). Its exit status, the crawl id it printed ("" for none), the
+    log, and its error line (`_error_line`) when it failed or printed no id."""
+    log = start_log(out)
     try:
         log.parent.mkdir(parents=True, exist_ok=True)
         with log.open("ab") as f:
@@ -236,18 +258,13 @@ def _start_cluster(source: ClusterSource, seeds: list[str], workers: int, flags:
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()
-                raise ControlError(409, f"`gossamer crawl --redis` did not answer in "
+                raise ControlError(409, f"`gossamer {what}` did not answer in "
                                    f"{START_WAIT_S:g} s; see {log}") from None  # fmt: skip
     except OSError as exc:
         raise ControlError(409, f"cannot start the crawl (log {log}): {exc}") from exc
     crawl_id = printed.decode("utf-8", "replace").strip()
-    if proc.returncode != 0 or not crawl_id:
-        raise ControlError(400, form_words(_error_line(_log_since(log, offset))))
-    source.follow(crawl_id)
-    source.workers_out = out
-    graph = _follow_graph(source, crawl_id, out)
-    return (f"started crawl {crawl_id} with {workers} local workers{graph}; outputs in {out}, "
-            f"log {log}")  # fmt: skip
+    failed = proc.returncode != 0 or not crawl_id
+    return proc.returncode, crawl_id, log, _error_line(_log_since(log, offset)) if failed else ""
 
 
 def _follow_graph(source: ClusterSource, crawl_id: str, out: Path) -> str:
@@ -263,21 +280,37 @@ def _follow_graph(source: ClusterSource, crawl_id: str, out: Path) -> str:
         return ""
     if not record.settings.get("live_graph"):
         return ""
-    _reap(start_graph_follower(source.redis_url(), record, out))
+    follower = start_graph_follower(source.redis_url(), record, out)
+    _reap(follower)
+    source.graph_follower = follower
     return " and its live graph (`gossamer graph follow`)"
 
 
+def _follower_ended(source: ClusterSource) -> bool:
+    """Whether the graph consumer this dashboard started last has exited (once the crawl
+    stopped it reads what the stream holds, writes its statistics and exits: well within
+    START_WAIT_S); a consumer still running when the crawl goes on again would share the
+    new events with the one the resume starts."""
+    follower = source.graph_follower
+    deadline = time.monotonic() + START_WAIT_S
+    while follower is not None and follower.poll() is None:  # (the reaper thread waits)
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(_POLL_S)
+    return True
+
+
 def resume_crawl(source: StatusSource, body: dict[str, Any]) -> str:
-    """POST /api/resume: `gossamer crawl --resume DIR` (embedded only)."""
-    if not isinstance(source, EmbeddedSource):
-        raise ControlError(
-            409, "a cluster crawl is not resumed: it goes on as long as workers join it — "
-            "scale its workers up (or run `gossamer worker --redis URL --crawl ID`)",
-        )  # fmt: skip
+    """POST /api/resume: `gossamer crawl --resume DIR` (embedded), `gossamer crawl --resume
+    --redis URL --crawl ID --detach` (a stopped cluster crawl)."""
     unknown = sorted(set(body) - {"workers"})
     if unknown:
         raise ControlError(400, f"unknown setting {unknown[0]!r}; a resume takes only workers")
     workers = _count(body, "workers", 1, MAX_POOL_WORKERS)
+    if isinstance(source, ClusterSource):
+        return _resume_cluster(source, workers or 1)
+    if not isinstance(source, EmbeddedSource):
+        raise ControlError(409, "this dashboard cannot resume a crawl")
     status = source.snapshot()
     if not status["control"]["can_resume"]:
         state, reason = status["crawl"]["state"], status["crawl"]["end_reason"]
@@ -286,6 +319,43 @@ def resume_crawl(source: StatusSource, body: dict[str, Any]) -> str:
     more = () if workers is None else ("--workers", str(workers))
     command = _gossamer("crawl", "--resume", str(source.directory.absolute()), "-q", *more)
     return _wait_started(source, command, "resumed")
+
+
+def _resume_cluster(source: ClusterSource, workers: int) -> str:
+    """`gossamer crawl --resume --redis URL --crawl ID --workers N --detach -o DIR`: the
+    stopped crawl is set running again (the leases of workers that died reclaimed), its new
+    local workers spawned in their own sessions beside the earlier ones (DIR: where this
+    dashboard's workers write, `workers_out`), and the command exits printing the crawl's
+    id. A crawl that is not stopped, or has nothing queued, is refused (409) saying why."""
+    status = source.snapshot()
+    crawl_id, state = status["crawl"]["id"], status["crawl"]["state"]
+    if crawl_id is None:
+        raise ControlError(409, f"no crawl in {status['source']['redis']} yet: start one")
+    if not status["control"]["can_resume"]:
+        why = {
+            "running": "nothing to resume (scale its workers to add some)",
+            "stopping": "its workers are finishing their batches; resume it once they have left",
+            "finished": "nothing to resume",
+        }
+        raise ControlError(409, f"crawl {crawl_id} is {state}: {why[state]}" if state in why
+                           else f"crawl {crawl_id} is {state} with no URL queued: nothing to "
+                           "resume")  # fmt: skip
+    live_graph = _follower_ended(source)
+    out = source.workers_out.absolute()
+    command = _gossamer("crawl", "--resume", "--crawl", crawl_id, "--workers", str(workers),
+                        "--detach", "-o", str(out), "-q", redis=source.redis_url())  # fmt: skip
+    code, printed, log, said = _run_cluster_command(command, out, "crawl --resume --redis")
+    if code == 0 and not printed:  # finished meanwhile: the command has nothing to resume
+        raise ControlError(409, f"crawl {crawl_id} is finished: nothing to resume")
+    if code != 0 or printed != crawl_id:  # stopping again meanwhile, or Redis went away
+        raise ControlError(409, form_words(said))
+    source.follow(crawl_id)
+    if live_graph:
+        graph = _follow_graph(source, crawl_id, out)
+    else:
+        graph = " (the live graph's consumer of its last run has not ended: none started)"
+    return (f"resumed crawl {crawl_id} with {_local(workers)}{graph}; outputs in {out}, "
+            f"log {log}")  # fmt: skip
 
 
 def scale_crawl(source: StatusSource, body: dict[str, Any]) -> str:

@@ -22,6 +22,7 @@ import os
 import signal
 import socket
 import sqlite3
+import subprocess
 import threading
 import time
 from collections import Counter, deque
@@ -621,6 +622,8 @@ class ClusterSource:
         #: where workers started from the dashboard write (the last start's -o), else the
         #: default of `gossamer workers`
         self.workers_out = Path("gossamer-worker")
+        #: the live graph's consumer (`gossamer graph follow`) the dashboard started last
+        self.graph_follower: subprocess.Popen[bytes] | None = None
 
     def read_log(self) -> None:
         """The workers' new diagnostics from the crawl's log stream (cluster/logstream.py)
@@ -812,7 +815,10 @@ class ClusterSource:
                 "workers": sum(1 for w in workers if w["machine"] == socket.gethostname()
                                and w["state"] not in ("dead", "stopped", "stopping")),
                 "can_start": c["state"] in ("stopped", "finished"),
-                "can_resume": False,  # a cluster crawl goes on by starting workers: scale
+                # stopped with URLs to crawl: queued, or leased by workers that died (the
+                # resume queues them again); a running crawl goes on as workers join it
+                "can_resume": c["state"] == "stopped" and fr is not None
+                and fr["queued"] + fr["leased"] > 0,
                 "can_stop": c["state"] == "running",
                 "can_scale": c["state"] == "running",
                 "max_workers": MAX_POOL_WORKERS,

@@ -20,7 +20,8 @@ from ._protocol import Frontier, FrontierError
 
 if TYPE_CHECKING:
     from ..config import CrawlSettings
-    from .redis import DeadOwners, Partition, RedisClient, Share
+    from ._share import Share
+    from .redis import DeadOwners, Partition, RedisClient
 
 __all__ = [
     "FRONTIERS",
@@ -69,11 +70,14 @@ def open_frontier(name: str, settings: CrawlSettings, place: FrontierPlace) -> F
 
 
 def _sqlite(settings: CrawlSettings, place: FrontierPlace) -> Frontier:
-    from .sqlite import SqliteFrontier
+    from .sqlite import SharedSqliteFrontier, SqliteFrontier
 
     if place.directory is None:
         raise FrontierError("the sqlite frontier lives in a crawl directory: none given")
-    return SqliteFrontier(CrawlDir(place.directory).frontier, **settings.frontier_knobs())
+    path = CrawlDir(place.directory).frontier
+    if place.share is not None:  # a pool's worker: capped at its share of the hosts
+        return SharedSqliteFrontier(path, share=place.share, **settings.frontier_knobs())
+    return SqliteFrontier(path, **settings.frontier_knobs())
 
 
 def _redis(settings: CrawlSettings, place: FrontierPlace) -> Frontier:

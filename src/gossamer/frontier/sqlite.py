@@ -55,8 +55,15 @@ from ._protocol import (
     StaleLeaseError,
 )
 from ._settle import death_cause, failure_errors, settle
+from ._share import Share, count_limit, hosts_over_share, lease_room
 
-__all__ = ["SqliteFrontier", "read_counts", "read_failures", "read_top_hosts"]
+__all__ = [
+    "SharedSqliteFrontier",
+    "SqliteFrontier",
+    "read_counts",
+    "read_failures",
+    "read_top_hosts",
+]
 
 SCHEMA_VERSION = 2
 _SIGN = 1 << 63
@@ -156,6 +163,16 @@ _BY_TOKEN = f"SELECT lease, pending, {_TIMING} FROM hosts WHERE id = ? AND lease
 _EXPIRED = (
     f"SELECT id, length(lease), {_TIMING} FROM hosts INDEXED BY hosts_expiry"
     " WHERE lease_token IS NOT NULL AND lease_expires <= ?"
+)
+#: (leases out, unleased hosts ready now, unleased hosts with URLs queued), each counted up
+#: to a limit: bounded walks of the partial indexes, never all the hosts
+_IN_PLAY = (
+    "SELECT (SELECT count(*) FROM (SELECT 1 FROM hosts INDEXED BY hosts_expiry"
+    " WHERE lease_token IS NOT NULL LIMIT :n)),"
+    " (SELECT count(*) FROM (SELECT 1 FROM hosts INDEXED BY hosts_ready"
+    " WHERE lease_token IS NULL AND pending > 0 AND next_fetch_at <= :now LIMIT :n)),"
+    " (SELECT count(*) FROM (SELECT 1 FROM hosts INDEXED BY hosts_ready"
+    " WHERE lease_token IS NULL AND pending > 0 LIMIT :n))"
 )
 _HOST_VIEW = f"name, pending, total, length(lease), {_TIMING}"
 #: every host, in `_hosts.top`'s order (`pending` counts the leased URLs too): a scan, as no
@@ -1222,3 +1239,82 @@ class SqliteFrontier:
         tb: TracebackType | None,
     ) -> None:
         self.close()
+
+
+class SharedSqliteFrontier(SqliteFrontier):
+    """A pool worker's `SqliteFrontier`, capped at its share of the hosts in play
+    (`share()`: 1 / the pool's workers), as the cluster's RedisFrontier caps a cluster
+    worker (`ShareCappedFrontier`, the same arithmetic: frontier/_share.py). `lease` leases
+    no more than the share leaves room for; `hosts_over_share` says how many of the hosts
+    this process holds are over it (a worker joined): the engine gives them back. The hosts
+    in play are counted up to what the answer needs (`count_limit`: at most ~held / share
+    rows of the partial indexes), so a crawl of many hosts never counts them all. Without a
+    share below 1 it is a `SqliteFrontier`."""
+
+    def __init__(
+        self,
+        path: str | PathLike[str],
+        *,
+        share: Share,
+        clock: Callable[[], float] = time.time,
+        busy_timeout: float = 60.0,
+        cache_mib: int = 64,
+        **knobs: Unpack[FrontierKnobs],
+    ) -> None:
+        super().__init__(path, clock=clock, busy_timeout=busy_timeout, cache_mib=cache_mib, **knobs)
+        self._share = share
+        self._held: set[str] = set()  # the tokens of this process's leases
+
+    def _in_play(self, limit: int, now: float) -> tuple[int, int, int]:
+        with self._lock:
+            self._check_open()
+            with self._read() as db:
+                row = db.execute(_IN_PLAY, {"n": limit, "now": now}).fetchone()
+        return int(row[0]), int(row[1]), int(row[2])
+
+    def lease(self, max_hosts: int, per_host: int, now: float | None = None) -> list[HostBatch]:
+        share = self._share()
+        if share is not None and share < 1 and max_hosts > 0 and per_host > 0:
+            at = self._clock() if now is None else now
+            held = len(self._held)
+            leases, ready, _ = self._in_play(count_limit(held + max_hosts, share), at)
+            max_hosts = max(0, lease_room(max_hosts, held, leases, ready, share))
+            if max_hosts == 0:
+                return []
+        batches = super().lease(max_hosts, per_host, now)
+        self._held.update(b.token for b in batches)
+        return batches
+
+    def complete(
+        self,
+        token: str,
+        outcomes: Sequence[Outcome],
+        next_fetch_at: float | None = None,
+        renew: int = 0,
+    ) -> HostBatch | None:
+        try:
+            batch = super().complete(token, outcomes, next_fetch_at, renew)
+        except StaleLeaseError:
+            self._held.discard(token)
+            raise
+        self._held.discard(token)
+        if batch is not None:
+            self._held.add(batch.token)
+        return batch
+
+    def extend(self, token: str, until: float) -> float:
+        try:
+            return super().extend(token, until)
+        except StaleLeaseError:
+            self._held.discard(token)
+            raise
+
+    def hosts_over_share(self) -> int:
+        """How many of the hosts this process holds are over its share now (`frontier/
+        _share.hosts_over_share`); 0 without a share below 1. One bounded read."""
+        share = self._share()
+        held = len(self._held)
+        if share is None or share >= 1 or held <= 1:
+            return 0
+        leases, _, waiting = self._in_play(count_limit(held, share), self._clock())
+        return hosts_over_share(held, leases, waiting, share)

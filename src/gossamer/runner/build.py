@@ -12,9 +12,13 @@ nothing themselves."""
 
 from __future__ import annotations
 
+import json
+import os
 import socket
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Final
 
 from .._version import __version__
@@ -30,12 +34,14 @@ from ..fetch._registry import open_fetcher
 from ..frontier import Frontier
 from ..frontier._registry import FrontierPlace
 from ..frontier._registry import open_frontier as open_named_frontier
+from ..frontier._share import Share
 from ..robots_store import RobotsStore, SqliteRobotsStore
 
 __all__ = [
     "EMBEDDED",
     "Backends",
     "EmbeddedStores",
+    "PoolShare",
     "WorkerParts",
     "embedded_stores",
     "open_frontier",
@@ -56,11 +62,52 @@ class Backends:
 EMBEDDED: Final = Backends()
 
 
-def open_frontier(settings: CrawlSettings, backends: Backends = EMBEDDED) -> Frontier:
+def open_frontier(
+    settings: CrawlSettings, backends: Backends = EMBEDDED, share: Share | None = None
+) -> Frontier:
     """The frontier in the crawl directory `settings.output` (the embedded crawl, a pool's
-    parent and its workers)."""
-    place = FrontierPlace(directory=settings.output)
+    parent and its workers; `share`: a pool worker's share of the hosts, `PoolShare`)."""
+    place = FrontierPlace(directory=settings.output, share=share)
     return open_named_frontier(backends.frontier, settings, place)
+
+
+class PoolShare:
+    """A pool worker's share of the crawl's hosts in play: 1 / the worker count its parent
+    publishes in the crawl directory's control record (`DIR/control.json`, written before
+    the first worker is forked and again by each `gossamer workers --scale N`), so the pool's
+    workers split the hosts about evenly and a worker that joins gets its share (the others
+    give hosts back: `ShareCappedFrontier`). None (no cap) for one worker or no record.
+    Re-read at most every `every` seconds (monotonic), and only when the file changed."""
+
+    def __init__(self, out: Path, every: float = 0.1) -> None:
+        self._path = CrawlDir(out).control
+        self._every = every
+        self._checked = -float("inf")
+        self._stamp: tuple[int, int] | None = None
+        self._share: float | None = None
+
+    def __call__(self) -> float | None:
+        now = time.monotonic()
+        if now - self._checked < self._every:
+            return self._share
+        self._checked = now
+        try:
+            st = os.stat(self._path)
+        except OSError:
+            self._stamp, self._share = None, None
+            return None
+        stamp = (st.st_mtime_ns, st.st_ino)
+        if stamp != self._stamp:
+            self._stamp = stamp
+            self._share = self._read()
+        return self._share
+
+    def _read(self) -> float | None:
+        try:
+            workers = int(json.loads(self._path.read_text())["workers"])
+        except (OSError, ValueError, TypeError, KeyError):
+            return None
+        return 1 / workers if workers >= 2 else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,7 +130,9 @@ def embedded_stores(
     pool's worker `part` (its IP gate: the pool's broker on `ip_gate_socket`; without one, a
     worker run by hand, lock files in the crawl directory)."""
     crawl = CrawlDir(settings.output)
-    frontier = open_frontier(settings, backends)
+    # a pool's worker keeps to its share of the hosts, as a cluster worker does
+    share = PoolShare(settings.output) if ip_gate_socket is not None else None
+    frontier = open_frontier(settings, backends, share)
     try:  # every process of the crawl (a pool's workers, a resumed run) reads it
         robots_store = SqliteRobotsStore(crawl.robots)
     except BaseException:

@@ -270,11 +270,13 @@ def _supervise(
     previous = {sig: signal.signal(sig, forward) for sig in STOP_SIGNALS}
     previous[SCALE_SIGNAL] = signal.signal(SCALE_SIGNAL, on_control)
     try:
+        # before the first fork: a worker's share of the hosts is 1 / this count
+        # (runner/build.PoolShare), so the first to start does not lease them all
+        _write_control(out, {"pid": os.getpid(), "workers": workers,
+                             "max_workers": MAX_POOL_WORKERS})  # fmt: skip
         for k in range(workers):
             fork(k)
         broker.start()
-        _write_control(out, {"pid": os.getpid(), "workers": workers,
-                             "max_workers": MAX_POOL_WORKERS})  # fmt: skip
         signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)  # a held stop: forward it
         display = None
         if progress is not None:
@@ -312,6 +314,7 @@ def _supervise(
         )  # fmt: skip
         write_stats(crawl.stats, summary)
     finally:
+        clear_control(out)  # (written before the forks: a failed fork leaves none either)
         broker.stop()
         for sig, handler in previous.items():
             signal.signal(sig, handler)

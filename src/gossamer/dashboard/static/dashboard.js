@@ -227,12 +227,18 @@ function showSetupError(message, field) {
   return input;
 }
 
+// embedded: `crawl --resume DIR`; a stopped cluster crawl: `crawl --resume --redis … --detach`
+// (the server waits until its workers are spawned: the button stays off meanwhile, as Start)
 $("resume").addEventListener("click", async () => {
   showSetupError("");
   $("setup-message").textContent = "resuming…";
+  $("resume").disabled = true;
   const r = await post("/api/resume", {});
   $("setup-message").textContent = r.ok ? r.message : "";
-  if (r.ok) { tabChosen = true; showTab("status"); } else showSetupError(r.message);
+  if (r.ok) { tabChosen = true; showTab("status"); } else {
+    showSetupError(r.message);
+    $("resume").disabled = false;
+  }
 });
 
 // ---- control: scale and stop ---------------------------------------------------------

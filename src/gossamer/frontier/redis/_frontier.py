@@ -39,6 +39,8 @@ from .._protocol import (
     StaleLeaseError,
 )
 from .._settle import settle
+from .._share import Share, lease_room
+from .._share import hosts_over_share as over_share
 from ._connect import _AUTH_ERRORS, RedisClient, _scan
 from ._keys import (
     _EDGE,
@@ -65,20 +67,12 @@ __all__ = ["DeadOwners", "Partition", "RedisFrontier", "Share"]
 Partition = Callable[[float], tuple[frozenset[int] | None, float]]
 #: dead_owners() -> {worker id: the last incarnation known dead}: their leases are reclaimed
 DeadOwners = Callable[[], Mapping[str, int]]
-#: share() -> the fraction of the hosts in play this worker may hold at once (None: any)
-Share = Callable[[], float | None]
 _RETRY_FOR: Final = 60.0  # seconds a call retries Redis connection errors before giving up
 _SWEEP_EVERY: Final = 5.0  # seconds (frontier clock) between index rebuilds from the shards
 _FLUSH_EVERY: Final = 0.05  # seconds (monotonic) index updates may wait for the next call
 _PUT_PART: Final = 250  # URLs at most in one put call on one Redis (see _put_streamed)
 _CLEARS_HELD: Final = 512  # lua/depth.lua's marks held before they are cleared
 _T = TypeVar("_T")
-
-
-def _share_cap(in_play: int, share: float) -> int:
-    """The hosts a worker with `share` of the hosts in play may hold: ceil(share x in_play),
-    at least one (the float's last bit aside: 4 x 0.5 is 2, not 3)."""
-    return max(1, math.ceil(in_play * share - 1e-9))
 
 
 class _Ask(NamedTuple):
@@ -763,7 +757,7 @@ class RedisFrontier:
         if self._in_play is None:
             self._global(now)
         leases, ready, _ = self._in_play or (0, 0, 0)
-        return min(max_hosts, _share_cap(leases + ready, share) - len(self._held))
+        return lease_room(max_hosts, len(self._held), leases, ready, share)
 
     def hosts_over_share(self) -> int:
         """How many of the hosts this worker holds are over its share (`share()`) now: what
@@ -785,7 +779,7 @@ class RedisFrontier:
         if share is None or share >= 1 or in_play is None:
             return 0
         leases, _, waiting = in_play
-        return max(0, len(self._held) - _share_cap(leases + waiting, share))
+        return over_share(len(self._held), leases, waiting, share)
 
     def _current_depths(self, batches: list[HostBatch]) -> list[HostBatch]:
         """The batches with each URL's depth now (`dp`, lua/depth.lua): a queued entry keeps
