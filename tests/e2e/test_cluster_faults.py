@@ -18,6 +18,7 @@ from test_cluster import (
     logs,
     settings_file,
     status,
+    status_now,
     wait_for,
     workers,
 )
@@ -104,12 +105,13 @@ def test_a_worker_killed_mid_crawl_costs_at_most_its_leased_urls(
             victim = procs[0]
 
             def by_pid() -> dict[int, dict[str, Any]]:
-                return {w["pid"]: w for w in status(redis_url, crawl_id)["workers"]}
+                # (read here, not by a `gossamer status` process: the crawl races these steps)
+                return {w["pid"]: w for w in status_now(redis_url, crawl_id)["workers"]}
 
             wait_for(
                 "the victim's first pages",
                 lambda: by_pid().get(victim.pid, {}).get("pages", 0) > 20,
-                30,
+                120,
             )
             held: dict[str, tuple[str, frozenset[str]]] = {}
             for _attempt in range(20):
@@ -126,8 +128,8 @@ def test_a_worker_killed_mid_crawl_costs_at_most_its_leased_urls(
             else:
                 pytest.fail("the victim never held a lease when frozen")
             victim.kill()  # SIGKILL (frozen: its leases are those of the snapshot)
+            remaining = status_now(redis_url, crawl_id)["frontier"]["queued"]
             bound = frozenset().union(*(urls for _, urls in held.values()))
-            remaining = status(redis_url, crawl_id)["frontier"]["queued"]
             codes = [p.wait(timeout=90) for p in procs]
         assert codes == [-signal.SIGKILL, 0, 0], logs(out)
         print(f"killed holding <= {len(bound)} URLs in {len(held)} leases, {remaining} queued")
