@@ -60,9 +60,27 @@ def status(redis_url: str, crawl_id: str) -> dict[str, Any]:
     return data
 
 
+def status_now(redis_url: str, crawl_id: str) -> dict[str, Any]:
+    """What `status --json` prints, read in this process: for a step that races a running
+    crawl (a `gossamer status` process takes a second or more to start on a loaded machine,
+    and the crawl goes on meanwhile)."""
+    from gossamer.cluster.control import crawl_status
+    from gossamer.cluster.crawls import load_crawl
+    from gossamer.frontier.redis import connect, disconnect
+
+    client = connect(redis_url)
+    try:
+        data: dict[str, Any] = json.loads(
+            json.dumps(crawl_status(client, load_crawl(client, crawl_id)))
+        )  # (as the command prints it: lists, not tuples)
+        return data
+    finally:
+        disconnect(client)
+
+
 def workers_by_pid(redis_url: str, crawl_id: str) -> dict[int, dict[str, Any]]:
-    """Each worker's status record (`status --json`), by its process id."""
-    return {w["pid"]: w for w in status(redis_url, crawl_id)["workers"]}
+    """Each worker's status record (`status --json`, read in this process), by its pid."""
+    return {w["pid"]: w for w in status_now(redis_url, crawl_id)["workers"]}
 
 
 def wait_for_pages(redis_url: str, crawl_id: str, pid: int, pages: int, timeout: float) -> None:

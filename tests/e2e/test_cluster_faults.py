@@ -18,6 +18,7 @@ from test_cluster import (
     logs,
     settings_file,
     status,
+    status_now,
     wait_for,
     wait_for_pages,
     workers,
@@ -108,7 +109,7 @@ def test_a_worker_killed_mid_crawl_costs_at_most_its_leased_urls(
             def by_pid() -> dict[int, dict[str, Any]]:
                 return workers_by_pid(redis_url, crawl_id)
 
-            wait_for_pages(redis_url, crawl_id, victim.pid, 20, 30)  # the victim's first pages
+            wait_for_pages(redis_url, crawl_id, victim.pid, 20, 120)  # the victim's first pages
             held: dict[str, tuple[str, frozenset[str]]] = {}
             for _attempt in range(20):
                 victim.send_signal(signal.SIGSTOP)
@@ -124,8 +125,8 @@ def test_a_worker_killed_mid_crawl_costs_at_most_its_leased_urls(
             else:
                 pytest.fail("the victim never held a lease when frozen")
             victim.kill()  # SIGKILL (frozen: its leases are those of the snapshot)
+            remaining = status_now(redis_url, crawl_id)["frontier"]["queued"]
             bound = frozenset().union(*(urls for _, urls in held.values()))
-            remaining = status(redis_url, crawl_id)["frontier"]["queued"]
             codes = [p.wait(timeout=90) for p in procs]
         assert codes == [-signal.SIGKILL, 0, 0], logs(out)
         print(f"killed holding <= {len(bound)} URLs in {len(held)} leases, {remaining} queued")

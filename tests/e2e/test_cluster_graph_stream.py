@@ -21,6 +21,7 @@ from test_cluster import (
     logs,
     settings_file,
     status,
+    status_now,
     wait_for,
     workers,
 )
@@ -85,7 +86,8 @@ def test_the_consumed_graph_survives_a_killed_worker_and_a_killed_consumer(
                 victim = procs[0]
 
                 def by_pid() -> dict[int, dict[str, Any]]:
-                    return {w["pid"]: w for w in status(redis_url, crawl_id)["workers"]}
+                    # (read here, not by a `gossamer status` process: the crawl races this)
+                    return {w["pid"]: w for w in status_now(redis_url, crawl_id)["workers"]}
 
                 wait_for("the consumer's first events", lambda: len(read_journal(state)) > 30, 60)
                 first.kill()  # SIGKILL, mid-crawl
@@ -96,7 +98,7 @@ def test_the_consumed_graph_survives_a_killed_worker_and_a_killed_consumer(
                     60,
                 )
                 victim.kill()  # SIGKILL: its leases expire, the survivor fetches them again
-                remaining = status(redis_url, crawl_id)["frontier"]["queued"]
+                remaining = status_now(redis_url, crawl_id)["frontier"]["queued"]
                 applied_before = len(read_journal(state))
                 second = consumer()
                 try:
