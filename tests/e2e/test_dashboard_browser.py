@@ -255,7 +255,7 @@ def test_the_setup_form_shows_gossamer_crawls_refusal(tmp_path: Path, browser: B
     assert cli.returncode == 2
     # the command's refusal, in the form's words: its label for the setting
     message = form_words(_error_line(cli.stderr))
-    assert message.startswith("invalid settings: Seed URLs: invalid seed URL"), message
+    assert message.startswith("invalid seed URL 'ftp://a.test/': only http and https"), message
     out = tmp_path / "crawl"
     with dashboard([str(out)], env, tmp_path) as base:
         d = browser.driver
