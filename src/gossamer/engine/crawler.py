@@ -195,6 +195,7 @@ class Crawler:
         self._html_only = settings.links.html_only
         self.frontier = frontier
         self._io = frontier.io_executor if isinstance(frontier, OffLoopFrontier) else None
+        self._settle_call: Callable[..., tuple[int, HostBatch | None, bool]] | None = None
         self.fetcher = fetcher
         # the fast path (CurlFetcher), decided once: `start(request) -> Future` begins a
         # request at once (else a task around `fetch()`), `poll()` settles transfers whose
@@ -394,6 +395,10 @@ class Crawler:
     async def run(self) -> CrawlCounters:
         """Crawl until the frontier is exhausted, the page budget is spent or a stop."""
         self._io = self.frontier.io_executor if isinstance(self.frontier, OffLoopFrontier) else None
+        # a frontier that puts a batch's links and completes it in one call (SqliteFrontier:
+        # one transaction); others get the two calls
+        settle = getattr(self.frontier, "settle", None)
+        self._settle_call = settle if self._io is None and callable(settle) else None
         active: set[asyncio.Task[None]] = set()
         wake = asyncio.Event()  # set when a batch ends: a slot is free, lease again
         # the snapshots other threads read: one timer, not a cost a page
@@ -591,6 +596,17 @@ class Crawler:
         thread, as `lease` is (docs/architecture.md, "Frontier calls on the loop thread"),
         or awaited on its I/O thread (`OffLoopFrontier`: Redis)."""
         self.sinks.flush()  # outputs on disk before the frontier counts the URLs done
+        one_call = self._settle_call
+        if one_call is not None:  # the links and the completion in one transaction (SQLite)
+            queued, renewed, stale = one_call(
+                batch.token, discovered, outcomes, next_fetch_at, renew
+            )
+            self.counters.discovered += queued
+            if stale:  # (its links went in all the same)
+                self.counters.errors["frontier/stale-lease"] += 1
+            if discovered and self._relax_depths:
+                self._note_sent(discovered)
+            return renewed
         # Links go in before the batch completes: a crash (or a full disk) between the two
         # then re-fetches the pages (dedupe absorbs the rediscovered links) instead of
         # counting them done with their links lost.

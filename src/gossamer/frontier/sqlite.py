@@ -380,7 +380,8 @@ class SqliteFrontier:
         self.options = FrontierOptions.of(**knobs)
         self.path = Path(path)
         self._clock = clock
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()  # re-entered by `settle` (a put, then a complete)
+        self._in_write = False  # inside `_write`: a nested `_write` joins its transaction
         self._seen: set[int] = set()
         self._max_id = 0
         self._full_hosts: set[str] = set()
@@ -475,13 +476,18 @@ class SqliteFrontier:
         to the next waiter the moment it is released, where SQLite's busy handler sleeps in
         steps of up to 100 ms before trying again (a host's complete-then-lease cycle in a
         worker pool waited tens of milliseconds that way)."""
+        if self._in_write:  # `settle`: the put and the complete share one transaction
+            yield self._db
+            return
         lock = self._writer_lock
         if lock is not None:
             fcntl.flock(lock, fcntl.LOCK_EX)
+        self._in_write = True
         try:
             with self._transaction() as db:
                 yield db
         finally:
+            self._in_write = False
             if lock is not None:
                 fcntl.flock(lock, fcntl.LOCK_UN)
 
@@ -534,6 +540,31 @@ class SqliteFrontier:
             self._max_id = rows[-1][0]
 
     # ------------------------------------------------------------------ the protocol
+    def settle(
+        self,
+        token: str,
+        discovered: Sequence[Discovered | Outlinks],
+        outcomes: Sequence[Outcome],
+        next_fetch_at: float | None = None,
+        renew: int = 0,
+    ) -> tuple[int, HostBatch | None, bool]:
+        """`put_discovered(discovered)` then `complete(token, ...)` in one write transaction:
+        one commit a batch instead of two, and the pages both dirty (the host's row, the
+        counters) written once. Returns (URLs queued, the renewed batch or None, whether the
+        lease was stale). A stale lease (the `StaleLeaseError` that `complete` raises before
+        it writes anything) still commits the links, as the two calls one after the other
+        would."""
+        with self._lock:
+            self._check_open()
+            stale = False
+            with self._write():
+                queued = self.put_discovered(discovered) if discovered else 0
+                try:
+                    batch = self.complete(token, outcomes, next_fetch_at, renew)
+                except StaleLeaseError:
+                    stale, batch = True, None
+            return queued, batch, stale
+
     def put_discovered(self, items: Sequence[Discovered | Outlinks]) -> int:
         """See `Frontier.put_discovered`. Duplicates are filtered in memory, new URLs batched."""
         with self._lock:
