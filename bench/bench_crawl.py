@@ -3,6 +3,7 @@
     .venv/bin/python bench/bench_crawl.py                     # every crawler, about 4 minutes
     .venv/bin/python bench/bench_crawl.py --webs default,shared-ip   # both webs, one run
     .venv/bin/python bench/bench_crawl.py --shared-ip         # every host on one IP
+    .venv/bin/python bench/bench_crawl.py --only gossamer,bare --webs few-hosts,link-heavy
     .venv/bin/python bench/bench_crawl.py --only gossamer     # gossamer alone, about 1.5 min
     .venv/bin/python bench/bench_crawl.py --profile           # + a py-spy profile of gossamer
     .venv/bin/python bench/bench_crawl.py --experiments       # + what-if runs (heap, GC, WARC)
@@ -57,6 +58,22 @@ politeness delay, so both crawlers run with delay 0; each keeps one request in f
    ceiling this machine sets for it: its measured parallel speed-up, nginx's CPU a page beside
    the crawler's), gossamer's default / the best Scrapy (pages/s) and gossamer's 1-worker CPU
    a page / the bare loop's.
+
+8. Issue 30's webs, both on one IP with every root a seed and gossamer at `--per-ip 64`
+   (`--shared-per-ip`), audited with that limit like the shared-IP web: `few-hosts` (60 hosts
+   x 251 pages = 15,060: fewer hosts than concurrency x workers, so a pool's workers must
+   share hosts; `--few-hosts`, `--few-pages`) and `link-heavy` (200 hosts x 100 pages of ~15
+   KB with ~31 absolute links each, every link to a page of another host: locality 0;
+   `--heavy-*`). Every run reports pages/s, CPU ms a page, pages per CPU-second (pages over
+   the user+sys CPU of the crawler's process tree: scaling read apart from nginx sharing the
+   cores) and, for gossamer, each worker's share of the pages (stats.json's
+   `pages_per_worker`). The bare loop resolves hrefs with can_ada by default, its fastest
+   form (`--bare-joins can_ada,urljoin` runs both; the ratios take the one with the least CPU
+   a page). The last section, "done means", prints issue 30's checks per web, each with its
+   figure and PASS or FAIL: few-hosts, each of 2 workers >= 35 % of the pages, 2 workers >=
+   1.5x 1 worker's pages/s and >= 0.9x its pages per CPU-second; shared-ip and default, 2
+   workers' pages per CPU-second >= 0.9x 1 worker's; every web, 1 worker's CPU a page <= 1.5x
+   the fastest bare loop + WARC's.
 
 Figures are printed, never asserted; bench/README.md and docs/crawler/bench.md record them.
 Loopback only; every subprocess has a time limit (SIGTERM, then SIGKILL).
