@@ -4,13 +4,14 @@
         --resolve-file export/resolve.txt --concurrency 64 --stats-out bare.json
 
 One process, one thread: pycurl's multi interface (libcurl keeps the connections alive) and
-selectolax's link extraction, a set of seen URLs and a deque of URLs per host — no frontier,
-no robots.txt, no WARC, no crawl log, no graph, no URL canonicalisation beyond the join's and
-dropping the fragment. The same shape as the crawlers it is the floor of: every host of the
-web (`*.example`), one request in flight per host, `--concurrency` in all, no delay (every
-request of the simulated web's hosts share one IP on the one-IP webs: the concurrency, at most
-the `per_ip` the others get, is then the limit per IP too). What it does not do, every crawler
-must: so gossamer's CPU a page over this one's is the price of a real crawler, in Python.
+selectolax's link extraction (`<a href>` and `<area href>`), a set of seen URLs and a deque of
+URLs per host — no frontier, no robots.txt, no WARC, no crawl log, no graph, no URL
+canonicalisation beyond the join's and dropping the fragment. The same shape as the crawlers
+it is the floor of: every host of the web (`*.example`), one request in flight per host,
+`--concurrency` in all, no delay (every request of the simulated web's hosts share one IP on
+the one-IP webs: the concurrency, at most the `per_ip` the others get, is then the limit per IP
+too). What it does not do, every crawler must: so gossamer's CPU a page over this one's is the
+price of a real crawler, in Python.
 
 `--joins` says how an href becomes a URL: `can_ada` (the default, the fastest form: the page's
 URL parsed once by can_ada, each href joined with `base + href` under the WHATWG rules in C++,
@@ -44,6 +45,9 @@ from selectolax.lexbor import LexborHTMLParser as HTMLParser
 
 #: how the loop resolves a page's hrefs (`--joins`)
 JOINS = ("can_ada", "urljoin")
+#: the links it follows: anchors and image-map areas, as gossamer's parser does (the simulated
+#: web links some pages from an <area> alone)
+LINKS = "a[href], area[href]"
 
 
 def connect_to(path: Path) -> list[str]:
@@ -147,7 +151,7 @@ def crawl(
                 if joins == "can_ada":
                     # WHATWG parsing in C++: the page's URL parsed once, each href joined to it
                     base = can_ada.parse(url)
-                    for node in HTMLParser(body).css("a[href]"):
+                    for node in HTMLParser(body).css(LINKS):
                         href = node.attributes.get("href")
                         if not href:
                             continue
@@ -170,7 +174,7 @@ def crawl(
                             ready.append(lhost)
                         todo[lhost].append(link)
                 else:
-                    for node in HTMLParser(body).css("a[href]"):
+                    for node in HTMLParser(body).css(LINKS):
                         href = node.attributes.get("href")
                         if not href:
                             continue
