@@ -1165,10 +1165,10 @@ def print_done_means(runs: list[CrawlRun]) -> None:
     asserted): on the few-hosts web each of 2 workers does >= 35 % of the pages, 2 workers do
     >= 1.5x 1 worker's pages/s and >= 0.9x its pages per CPU-second; on the shared-IP and
     default webs 2 workers' pages per CPU-second are >= 0.9x 1 worker's; on every web 1
-    worker's CPU a page is <= 1.5x the fastest bare loop's with WARC (ratios to 3 decimals, so
-    a figure at a line reads as on which side it is). Gossamer's runs of the
-    first round, by worker count; a run whose checks failed (audit: coverage 1.000, overlap 0,
-    no violation; the graph's edges) fails every line it is in."""
+    worker's CPU a page is <= 1.5x the fastest bare loop's with WARC. Ratios have 3 decimals,
+    so a figure next to its threshold shows which side it is on. It reads gossamer's runs of
+    the first round, by worker count; a run whose checks failed (audit: coverage 1.000,
+    overlap 0, no violation; the graph's edges) fails every line it is in."""
     print("\n## done means (issue 30)\n")
     for web in dict.fromkeys(r.web for r in runs):
         ours = [
