@@ -3,6 +3,7 @@
     .venv/bin/python bench/bench_crawl.py                     # every crawler, about 4 minutes
     .venv/bin/python bench/bench_crawl.py --webs default,shared-ip   # both webs, one run
     .venv/bin/python bench/bench_crawl.py --shared-ip         # every host on one IP
+    .venv/bin/python bench/bench_crawl.py --only gossamer,bare --webs few-hosts,link-heavy
     .venv/bin/python bench/bench_crawl.py --only gossamer     # gossamer alone, about 1.5 min
     .venv/bin/python bench/bench_crawl.py --profile           # + a py-spy profile of gossamer
     .venv/bin/python bench/bench_crawl.py --experiments       # + what-if runs (heap, GC, WARC)
@@ -58,6 +59,22 @@ politeness delay, so both crawlers run with delay 0; each keeps one request in f
    the crawler's), gossamer's default / the best Scrapy (pages/s) and gossamer's 1-worker CPU
    a page / the bare loop's.
 
+8. Issue 30's webs, both on one IP with every root a seed and gossamer at `--per-ip 64`
+   (`--shared-per-ip`), audited with that limit like the shared-IP web: `few-hosts` (60 hosts
+   x 251 pages = 15,060: fewer hosts than concurrency x workers, so a pool's workers must
+   share hosts; `--few-hosts`, `--few-pages`) and `link-heavy` (200 hosts x 100 pages of ~15
+   KB with ~31 absolute links each, every link to a page of another host: locality 0;
+   `--heavy-*`). Every run reports pages/s, CPU ms a page, pages per CPU-second (pages over
+   the user+sys CPU of the crawler's process tree: scaling read apart from nginx sharing the
+   cores) and, for gossamer, each worker's share of the pages (stats.json's
+   `pages_per_worker`). The bare loop resolves hrefs with can_ada by default, its fastest
+   form (`--bare-joins can_ada,urljoin` runs both; the ratios take the one with the least CPU
+   a page). The last section, "done means", prints issue 30's checks per web, each with its
+   figure and PASS or FAIL: few-hosts, each of 2 workers >= 35 % of the pages, 2 workers >=
+   1.5x 1 worker's pages/s and >= 0.9x its pages per CPU-second; shared-ip and default, 2
+   workers' pages per CPU-second >= 0.9x 1 worker's; every web, 1 worker's CPU a page <= 1.5x
+   the fastest bare loop + WARC's.
+
 Figures are printed, never asserted; bench/README.md and docs/crawler/bench.md record them.
 Loopback only; every subprocess has a time limit (SIGTERM, then SIGKILL).
 """
@@ -67,6 +84,7 @@ from __future__ import annotations
 import argparse
 import collections
 import contextlib
+import functools
 import json
 import os
 import shutil
@@ -245,15 +263,30 @@ class CrawlRun:
     audit: dict[str, Any] | None = None
     checks: list[str] = field(default_factory=list)  # failed checks, human-readable
     notes: list[str] = field(default_factory=list)
-    web: str = "default"  # which web: "default" or "shared-ip"
+    web: str = "default"  # which web: one of WEBS
     server_cpu_s: float | None = None  # nginx's CPU over the crawl (it shares the machine)
     workers: int = 1  # crawler processes
     fetch_span_s: float | None = None  # first to last fetch start in the crawl log
     round: int = 0  # which round of gossamer runs (--gossamer-rounds), from 0
+    pages_per_worker: list[int] | None = None  # gossamer: stats.json's, one entry a worker
 
     @property
     def pages_per_s(self) -> float:
         return self.pages / self.m.wall_s if self.m.wall_s else 0.0
+
+    @property
+    def pages_per_cpu_s(self) -> float:
+        """Pages over the CPU seconds of the crawler's process tree (user + sys): its speed
+        read apart from the server and anything else sharing the cores."""
+        return self.pages / self.m.cpu_s if self.m.cpu_s else float("nan")
+
+    @property
+    def worker_shares(self) -> list[float] | None:
+        """Each worker's share of the pages (stats.json's `pages_per_worker`)."""
+        if not self.pages_per_worker or not sum(self.pages_per_worker):
+            return None
+        total = sum(self.pages_per_worker)
+        return [n / total for n in self.pages_per_worker]
 
     @property
     def cpu_ms_per_page(self) -> float:
@@ -415,6 +448,8 @@ def run_gossamer(
         server_cpu_s=server_cpu,
         workers=workers or os.cpu_count() or 1,
         fetch_span_s=_fetch_span(out / "crawl.log.jsonl"),
+        # a pool's stats.json lists its workers' pages; one worker's has only its own
+        pages_per_worker=[int(n) for n in stats.get("pages_per_worker", [stats["pages"]])],
     )
     if m.returncode != 0 or m.timed_out:
         run.checks.append(f"exit status {m.returncode}{' (timed out)' if m.timed_out else ''}")
@@ -812,13 +847,22 @@ def _mb(n: float | None) -> str:
     return f"{n / 1e6:,.0f}" if n is not None else "-"
 
 
+def _shares(r: CrawlRun) -> str:
+    """Each worker's share of the pages, e.g. "51 / 49 %"; "-" when not known."""
+    shares = r.worker_shares
+    if shares is None:
+        return "-"
+    return " / ".join(f"{x * 100:.0f}" for x in shares) + " %"
+
+
 def print_table(runs: list[CrawlRun]) -> None:
     print("\n## summary (markdown)\n")
     print(
         "| web | crawler | configuration | pages | wall s | pages/s | CPU s | CPU ms/page "
+        "| pages per CPU-s | worker shares "
         "| peak RSS MB | RSS growth B/URL | frontier B/URL | coverage | overlap | checks |"
     )
-    print("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+    print("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
     for r in runs:
         cov = ov = "-"
         if r.audit:
@@ -829,6 +873,7 @@ def print_table(runs: list[CrawlRun]) -> None:
         print(
             f"| {r.web} | {r.crawler} | {r.config} | {r.pages:,} | {r.m.wall_s:.1f} "
             f"| **{r.pages_per_s:,.0f}** | {r.m.cpu_s:.1f} | {r.cpu_ms_per_page:.2f} "
+            f"| {r.pages_per_cpu_s:,.0f} | {_shares(r)} "
             f"| {_mb(r.m.peak_rss)} | {f'{growth:,.0f}' if growth is not None else '-'} "
             f"| {f'{fpu:,.0f}' if fpu is not None else '-'} | {cov} | {ov} "
             f"| {'; '.join(r.checks) or 'OK'} |"
@@ -843,7 +888,8 @@ def describe(r: CrawlRun) -> None:
         f"  {r.crawler} ({r.config}): {r.pages:,} pages + {r.requests - r.pages:,} other "
         f"requests in {r.m.wall_s:.1f} s = {r.pages_per_s:,.0f} pages/s; CPU {r.m.cpu_s:.1f} s "
         f"(user {r.m.user_s:.1f}, sys {r.m.sys_s:.1f}; {procs}busiest thread {busiest:.1f} s, "
-        f"other threads {others:.1f} s) = {r.cpu_ms_per_page:.2f} ms/page; "
+        f"other threads {others:.1f} s) = {r.cpu_ms_per_page:.2f} ms/page = "
+        f"{r.pages_per_cpu_s:,.0f} pages per CPU-s; "
         f"RSS {_mb(r.start_rss)} MB at start, peak {_mb(r.m.peak_rss)} MB; "
         f"{r.urls_seen:,} URLs seen",
         flush=True,
@@ -860,6 +906,12 @@ def describe(r: CrawlRun) -> None:
     if r.server_ms_per_page is not None:
         print(f"    server: nginx CPU {r.server_cpu_s:.1f} s = {r.server_ms_per_page:.3f} ms/page "
               "(on the same cores as the crawler)")  # fmt: skip
+    if r.pages_per_worker is not None:
+        print(
+            "    pages per worker (stats.json): "
+            + ", ".join(f"{n:,}" for n in r.pages_per_worker)
+            + f" = {_shares(r)}"
+        )
     for note in r.notes:
         print(f"    {note}")
     for c in r.checks:
@@ -867,13 +919,19 @@ def describe(r: CrawlRun) -> None:
 
 
 def run_bare(
-    work: Path, export: Path, args: argparse.Namespace, *, warc: bool = False
+    work: Path,
+    export: Path,
+    args: argparse.Namespace,
+    *,
+    warc: bool = False,
+    joins: str = "can_ada",
 ) -> CrawlRun:
     """bench/bare_loop.py (pycurl + selectolax, one process, no frontier, robots.txt or
-    WARC): the floor of CPU a page; with `warc`, also writing each page's WARC records
-    (gzip members, digests): the floor of an archiving crawler. Audited for overlap only (it
-    ignores robots.txt, and its one bound per IP is its concurrency)."""
-    name = f"bare{'-warc' if warc else ''}-{args.web_name}"
+    WARC; hrefs resolved by `joins`: can_ada or urljoin): the floor of CPU a page; with
+    `warc`, also writing each page's WARC records (gzip members, digests): the floor of an
+    archiving crawler. Audited for overlap only (it ignores robots.txt, and its one bound per
+    IP is its concurrency)."""
+    name = f"bare{'-warc' if warc else ''}-{joins}-{args.web_name}"
     access = export / "logs" / "access.log"
     _fresh_log(access)
     stats_out = work / f"{name}.stats.json"
@@ -888,6 +946,8 @@ def run_bare(
         str(args.concurrency),
         "--stats-out",
         str(stats_out),
+        "--joins",
+        joins,
     ]
     if warc:
         cmd += ["--warc", str(work / f"{name}.warc.gz")]
@@ -903,9 +963,10 @@ def run_bare(
         raise RuntimeError(f"bare loop failed ({m.returncode}): {tail}") from None
     run = CrawlRun(
         crawler="bare loop + WARC" if warc else "bare loop",
-        config="pycurl + selectolax + WARC records (ISA-L gzip, SHA-1 digests), 1 process"
+        config=f"pycurl + selectolax + {joins} joins + WARC records (ISA-L gzip, SHA-1 "
+        "digests), 1 process"
         if warc
-        else "pycurl + selectolax, 1 process, no frontier/robots/WARC",
+        else f"pycurl + selectolax + {joins} joins, 1 process, no frontier/robots/WARC",
         m=m,
         pages=int(st["pages"]),
         requests=int(st["requests"]),
@@ -1038,8 +1099,8 @@ def print_ratios(runs: list[CrawlRun]) -> None:
             default = max(ours, key=lambda r: r.m.processes)
         scrapy = [r for r in here if r.crawler.startswith("Scrapy")]
         best = max(scrapy, key=lambda r: r.pages_per_s, default=None)
-        bare = next((r for r in here if r.crawler == "bare loop"), None)
-        bare_warc = next((r for r in here if r.crawler == "bare loop + WARC"), None)
+        bare = _fastest(here, "bare loop")
+        bare_warc = _fastest(here, "bare loop + WARC")
         lines = []
         if one is not None and one.pages_per_s:
             lines.extend(
@@ -1074,6 +1135,98 @@ def print_ratios(runs: list[CrawlRun]) -> None:
         print(f"- {web} web: " + ("; ".join(lines) or "nothing to compare (failed checks?)"))
         if len({r.round for r in every_round}) > 1:
             print(_rounds_summary(web, every_round, bare))
+    print_done_means(runs)
+
+
+def _fastest(runs: Sequence[CrawlRun], crawler: str) -> CrawlRun | None:
+    """The run of `crawler` (a bare loop's form, with or without WARC) with the least CPU a
+    page: its fastest form, e.g. can_ada joins over urljoin when --bare-joins asks for both."""
+    return min(
+        (r for r in runs if r.crawler == crawler and r.pages),
+        key=lambda r: r.cpu_ms_per_page,
+        default=None,
+    )
+
+
+def _joins(bare: CrawlRun) -> str:
+    """A bare loop's href resolution, from its configuration: "can_ada joins"."""
+    return next((part for part in bare.config.split(" + ") if part.endswith(" joins")), "?")
+
+
+def _check(lines: list[str], text: str, ok: bool, *used: CrawlRun) -> None:
+    """One done-means line: PASS when `ok` and none of the runs it reads failed its checks."""
+    failed = [f"{r.config}: {'; '.join(r.checks)}" for r in used if r.checks]
+    note = f" (checks failed: {' | '.join(failed)})" if failed else ""
+    lines.append(f"  - {'PASS' if ok and not failed else 'FAIL'}: {text}{note}")
+
+
+def print_done_means(runs: list[CrawlRun]) -> None:
+    """Issue 30's "done means", per web, each with its figure and PASS or FAIL (printed, never
+    asserted): on the few-hosts web each of 2 workers does >= 35 % of the pages, 2 workers do
+    >= 1.5x 1 worker's pages/s and >= 0.9x its pages per CPU-second; on the shared-IP and
+    default webs 2 workers' pages per CPU-second are >= 0.9x 1 worker's; on every web 1
+    worker's CPU a page is <= 1.5x the fastest bare loop's with WARC. Ratios have 3 decimals,
+    so a figure next to its threshold shows which side it is on. It reads gossamer's runs of
+    the first round, by worker count; a run whose checks failed (audit: coverage 1.000,
+    overlap 0, no violation; the graph's edges) fails every line it is in."""
+    print("\n## done means (issue 30)\n")
+    for web in dict.fromkeys(r.web for r in runs):
+        ours = [
+            r
+            for r in runs
+            if r.web == web
+            and r.crawler == "gossamer"
+            and "what-if" not in r.config
+            and r.round == 0
+        ]
+        one = next((r for r in ours if r.workers == 1), None)
+        two = next((r for r in ours if r.workers == 2), None)
+        bare_warc = _fastest([r for r in runs if r.web == web], "bare loop + WARC")
+        lines: list[str] = []
+        check = functools.partial(_check, lines)
+        if web == "few-hosts" and two is not None:
+            shares = two.worker_shares
+            if shares is not None:
+                check(
+                    "each of 2 workers does >= 35 % of the pages: "
+                    + " / ".join(f"{x * 100:.1f} %" for x in shares)
+                    + f" ({', '.join(f'{n:,}' for n in two.pages_per_worker or [])} pages)",
+                    len(shares) == 2 and min(shares) >= 0.35,
+                    two,
+                )
+            if one is not None and one.pages_per_s:
+                ratio = two.pages_per_s / one.pages_per_s
+                check(
+                    f"2 workers >= 1.5x 1 worker's pages/s: {ratio:.3f}x "
+                    f"({two.pages_per_s:,.0f} / {one.pages_per_s:,.0f})",
+                    ratio >= 1.5,
+                    one,
+                    two,
+                )
+        if one is not None and two is not None:
+            ratio = two.pages_per_cpu_s / one.pages_per_cpu_s
+            text = (
+                f"2 workers' pages per CPU-second{{}} 1 worker's: {ratio:.3f}x "
+                f"({two.pages_per_cpu_s:,.0f} / {one.pages_per_cpu_s:,.0f})"
+            )
+            if web in ("few-hosts", "shared-ip", "default"):
+                check(text.format(" >= 0.9x"), ratio >= 0.9, one, two)
+            else:  # no target on this web: the figure alone
+                lines.append(f"  - (no target) {text.format(' /')}")
+        if one is not None and bare_warc is not None:
+            ratio = one.cpu_ms_per_page / bare_warc.cpu_ms_per_page
+            check(
+                f"1 worker's CPU a page <= 1.5x the fastest bare loop + WARC's: {ratio:.3f}x "
+                f"({one.cpu_ms_per_page:.3f} / {bare_warc.cpu_ms_per_page:.3f} ms, "
+                f"{_joins(bare_warc)})",
+                ratio <= 1.5,
+                one,
+                bare_warc,
+            )
+        if not lines:
+            lines.append("  - nothing to check (needs gossamer with 1 and 2 workers, and bare)")
+        print(f"- {web} web:")
+        print("\n".join(lines))
 
 
 def _spread(values: list[float]) -> str:
@@ -1219,7 +1372,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument(
         "--webs",
         default="default",
-        help="webs, comma-separated: default (400 hosts, 1 seed, per_ip 1), shared-ip",
+        help="webs, comma-separated: default (400 hosts, 1 seed, per_ip 1), shared-ip (200 "
+        "hosts x 101 pages on one IP), few-hosts (60 hosts x 251 pages on one IP), link-heavy "
+        "(200 hosts x 100 pages on one IP, ~31 links a page, all to other hosts)",
     )
     p.add_argument(
         "--shared-ip",
@@ -1229,7 +1384,28 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--shared-hosts", type=int, default=200, help="shared-IP web: hosts")
     p.add_argument("--shared-pages", type=int, default=101, help="shared-IP web: pages a host")
     p.add_argument(
-        "--shared-per-ip", type=int, default=64, help="shared-IP web: gossamer's --per-ip"
+        "--shared-per-ip",
+        type=int,
+        default=64,
+        help="the one-IP webs (shared-ip, few-hosts, link-heavy): gossamer's --per-ip",
+    )
+    p.add_argument("--few-hosts", type=int, default=60, help="few-hosts web: hosts")
+    p.add_argument(
+        "--few-pages", type=int, default=251, help="few-hosts web: pages a host (every host)"
+    )
+    p.add_argument("--heavy-hosts", type=int, default=200, help="link-heavy web: hosts")
+    p.add_argument("--heavy-pages", type=int, default=100, help="link-heavy web: pages a host")
+    p.add_argument(
+        "--heavy-links", type=float, default=31.0, help="link-heavy web: links a page (mean)"
+    )
+    p.add_argument(
+        "--heavy-locality",
+        type=float,
+        default=0.0,
+        help="link-heavy web: share of links to the same host (0: every link to another host)",
+    )
+    p.add_argument(
+        "--heavy-page-bytes", type=int, default=15_000, help="link-heavy web: bytes a page (mean)"
     )
     p.add_argument(
         "--scrapy-concurrent-items",
@@ -1243,6 +1419,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--experiments", action="store_true", help="gossamer what-if runs")
     p.add_argument("--pipeline", action="store_true", help="per-page steps, in process")
     p.add_argument("--pipeline-pages", type=int, default=4000)
+    p.add_argument(
+        "--bare-joins",
+        default="can_ada",
+        help="the bare loop's href resolution, comma-separated: can_ada (the fastest form), "
+        "urljoin (urllib.parse); the ratios take the fastest bare loop of the web",
+    )
     p.add_argument("--workdir", type=Path, help="keep everything here (default: a temp dir)")
     p.add_argument(
         "--cluster",
@@ -1257,6 +1439,8 @@ def main(argv: list[str] | None = None) -> int:
         p.error(f"unknown web {bad[0]!r}: choose from {', '.join(WEBS)}")
     if bad := sorted(parts - {"gossamer", "scrapy", "scrapy-plain", "bare", "none"}):
         p.error(f"unknown crawler {bad[0]!r} in --only")
+    if bad := sorted(set(args.bare_joins.split(",")) - {"can_ada", "urljoin"}):
+        p.error(f"unknown --bare-joins {bad[0]!r}: choose from can_ada, urljoin")
 
     print("# gossamer crawl benchmark")
     print(
@@ -1282,13 +1466,43 @@ def main(argv: list[str] | None = None) -> int:
     return 1 if bad_runs else 0
 
 
-#: The webs: "default", today's (400 hosts, one seed, 1 request per IP), and "shared-ip",
-#: issue 21's (every host on one IP, most links to other hosts, every root a seed).
-WEBS = ("default", "shared-ip")
+#: The webs: "default", today's (400 hosts, one seed, 1 request per IP); "shared-ip",
+#: issue 21's (every host on one IP, most links to other hosts, every root a seed); and issue
+#: 30's "few-hosts" (60 hosts of 251 pages on one IP: fewer hosts than concurrency x workers,
+#: where a pool's workers must share hosts) and "link-heavy" (200 hosts of 100 pages on one
+#: IP, ~15 KB pages of ~31 absolute links, every one to a page of another host).
+WEBS = ("default", "shared-ip", "few-hosts", "link-heavy")
+
+#: The webs whose every host is on one IP and whose every root is a seed (per_ip: --shared-per-ip)
+ONE_IP_WEBS = ("shared-ip", "few-hosts", "link-heavy")
 
 
 def web_spec(web: str, args: argparse.Namespace) -> WebSpec:
     robots = (("robots_disallow", args.robots_disallow),)
+    if web == "few-hosts":
+        # pages_mean far above the cap: every host has the cap (60 x 251 = 15,060 pages)
+        return WebSpec(
+            seed=args.seed,
+            hosts=args.few_hosts,
+            pages_mean=1000.0,
+            pages_max=args.few_pages,
+            max_ips=1,
+            overrides=robots,
+        )
+    if web == "link-heavy":
+        # every host at the cap (200 x 100 pages); locality 0: every link to another host;
+        # the clean profile writes every href absolute
+        return WebSpec(
+            seed=args.seed,
+            hosts=args.heavy_hosts,
+            pages_mean=1000.0,
+            pages_max=args.heavy_pages,
+            outdegree_mean=args.heavy_links,
+            locality=args.heavy_locality,
+            page_bytes_mean=args.heavy_page_bytes,
+            max_ips=1,
+            overrides=robots,
+        )
     if web == "shared-ip":
         # 200 hosts x 101 pages: pages_mean far above the cap, so every host has the cap;
         # locality 0.2: 4 in 5 links go to another host (of the same IP)
@@ -1310,7 +1524,7 @@ def bench_web(web: str, parts: set[str], args: argparse.Namespace, work: Path) -
     spec = web_spec(web, args)
     model = model_for(spec)
     args.web_name = web
-    if web == "shared-ip":
+    if web in ONE_IP_WEBS:
         args.seeds = [f"http://{h.name}/" for h in model.hosts]
         args.per_ip = args.shared_per_ip
         args.scrapy_slot = "host"  # one request per host, the concurrency in all (<= per_ip)
@@ -1324,7 +1538,12 @@ def bench_web(web: str, parts: set[str], args: argparse.Namespace, work: Path) -
     print(
         f"  web     seed {spec.seed}, {len(model.hosts)} hosts, {len(model.ips())} IPs, "
         f"{model.total_pages:,} pages, clean profile + robots_disallow={args.robots_disallow}"
-        + (", locality 0.2" if web == "shared-ip" else "")
+        + (
+            f", locality {spec.locality:g}, {spec.outdegree_mean:g} links a page (mean), "
+            f"{spec.page_bytes_mean:,} B a page (mean)"
+            if web in ONE_IP_WEBS
+            else ""
+        )
     )
     print(
         f"  limits  {limits}, scope all, robots obeyed, delay 0 (the simulated web asks "
@@ -1403,14 +1622,18 @@ def bench_web(web: str, parts: set[str], args: argparse.Namespace, work: Path) -
                 describe(sr)
                 runs.append(sr)
     if "bare" in parts:
-        print("\n## bare loop (pycurl + selectolax: the floor)", flush=True)
-        br = run_bare(work, export, args)
-        describe(br)
-        runs.append(br)
-        print("\n## bare loop + WARC (the floor of a crawler that archives)", flush=True)
-        br = run_bare(work, export, args, warc=True)
-        describe(br)
-        runs.append(br)
+        for joins in args.bare_joins.split(","):
+            print(f"\n## bare loop (pycurl + selectolax + {joins}: the floor)", flush=True)
+            br = run_bare(work, export, args, joins=joins)
+            describe(br)
+            runs.append(br)
+            print(
+                f"\n## bare loop + WARC ({joins}; the floor of a crawler that archives)",
+                flush=True,
+            )
+            br = run_bare(work, export, args, warc=True, joins=joins)
+            describe(br)
+            runs.append(br)
     if args.experiments:
         print("\n## gossamer what-if runs, 1 worker (not audited)", flush=True)
         gc_entry = [  # `python -c CODE crawl …`: sys.argv[1:] are the crawl arguments
