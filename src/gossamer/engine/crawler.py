@@ -72,6 +72,12 @@ RENEW_MAX_S = 2.0  # a host keeps its IP slot through lease renewals at most thi
 CONTENDED = 1 << 30  # the processing-turn backlog of a host whose IP another host waits for
 KEEP_TURN_BACKLOG = 100  # hosts with this many URLs left (or a contended IP) may keep a turn
 KEEP_TURN_PAGES = 4  # … for at most this many more pages in a row
+# A host whose IP another host waits for gives its IP slot up after the response in hand when
+# its next request would wait for the host's delay, or once it has held the slot this long:
+# with no delay, a turn of one request each made every batch one page (a lease and a settle a
+# page: twice the CPU a page with two workers sharing one IP's 64 slots).
+TURN_QUANTUM_S = 0.25
+
 _T = TypeVar("_T")
 MAX_SITEMAP_FILES = 50  # sitemap files read per host (an index and its children)
 _EDGE_KINDS = frozenset({"redirect", "canonical", "sitemap"})  # the rest are "link"
@@ -90,6 +96,13 @@ SNAPSHOT_INTERVAL_S = 0.1
 #: pages when this much has passed since the last: at most two a second, on a clock read the
 #: page loop makes anyway
 OUTPUTS_FLUSH_S = 0.5
+
+
+def turn_over(waited_for: bool, delay: float, held_s: float) -> bool:
+    """Whether a host gives its IP's slot up after the response in hand: another host
+    waits for the IP (`waited_for`) and the host's next request would wait for its delay,
+    or it has held the slot `held_s` >= TURN_QUANTUM_S."""
+    return waited_for and (delay > 0 or held_s >= TURN_QUANTUM_S)
 
 
 @dataclass(slots=True)
@@ -523,7 +536,7 @@ class Crawler:
             while current is not None:
                 outcomes: list[Outcome] = []
                 last_end = await self._fetch_batch(
-                    current, ip, policy, delay, last_end, outcomes, discovered
+                    current, ip, policy, delay, last_end, outcomes, discovered, held_since
                 )
                 token = current.token
                 given_back = token in self._giving_back
@@ -533,22 +546,24 @@ class Crawler:
                         outcomes,
                         discovered,
                         last_end + delay if last_end else None,
-                        0 if given_back else self._renew_size(ip, held_since),
+                        0 if given_back else self._renew_size(ip, held_since, delay),
                     )
                 finally:
                     if given_back:
                         self._giving_back.discard(token)
                 discovered = []
 
-    def _renew_size(self, ip: str, held_since: float) -> int:
+    def _renew_size(self, ip: str, held_since: float, delay: float = 0.0) -> int:
         """URLs to ask for when renewing a host's lease: none once a stop is requested, when
-        another host of this worker waits for the same IP, or after RENEW_MAX_S of holding
-        the IP (then the host goes back to the frontier's lease order, so hosts of that IP in
-        other workers get their turn too)."""
+        another host (of this worker or another) waits for the same IP and the turn is over
+        (the host has a delay, or has held the IP's slot TURN_QUANTUM_S), or after
+        RENEW_MAX_S of holding the IP (then the host goes back to the frontier's lease order,
+        so hosts of that IP in other workers get their turn too)."""
+        held = self.clock() - held_since
         if (
             self._stop.is_set()
-            or self.ip_gate.waiting(ip)
-            or self.clock() - held_since > RENEW_MAX_S
+            or turn_over(self.ip_gate.waiting(ip), delay, held)
+            or held > RENEW_MAX_S
         ):
             return 0
         return self.settings.frontier.per_host
@@ -633,11 +648,15 @@ class Crawler:
         last_end: float,
         outcomes: list[Outcome],
         discovered: list[Discovered | Outlinks],
+        turn_start: float | None = None,
     ) -> float:
         """Fetch, record and parse the URLs of `batch` over the host's connection, appending
         to `outcomes` and `discovered`. Returns the end time of the last request (or
         `last_end` when none was made). URLs not reached (a stop, the lease's end, a back-off)
-        get no outcome: the frontier requeues them."""
+        get no outcome: the frontier requeues them. `turn_start`: when the IP's slot was had
+        (TURN_QUANTUM_S); now when not given."""
+        if turn_start is None:
+            turn_start = self.clock()
         todo: list[LeasedURL] = []
         for leased in batch.urls:
             if policy is not None and not policy.allowed(leased.url):
@@ -696,10 +715,13 @@ class Crawler:
                     # (tested first: no coroutine a page for the rare extension)
                     lease.end = await self._lease_end(batch, lease.end)
                 # A host whose IP another host waits for (of this worker or another) ends its
-                # batch here: the URLs left go back and the IP's slot goes to the waiter, so the
-                # hosts of one IP take turns a request each (docs/cluster.md, "Per-IP
-                # politeness across machines"), not a batch of `per_host` requests each.
-                contended = self.ip_gate.waiting(ip)
+                # batch here when its next request would wait for the host's delay (or it has
+                # held the IP's slot TURN_QUANTUM_S): the URLs left go back and the slot goes
+                # to the waiter, so the hosts of one IP take turns a request each (docs/
+                # cluster.md, "Per-IP politeness across machines"), not a batch of `per_host`
+                # requests each.
+                waited_for = self.ip_gate.waiting(ip)
+                contended = turn_over(waited_for, delay, last_end - turn_start)
                 nxt = (
                     None
                     if retry or contended
@@ -709,7 +731,7 @@ class Crawler:
                 # whose IP another host waits for, first of all (priority inheritance: a small
                 # site sharing a big site's IP held it for a second at a few pages a second,
                 # its pages processed last, while the big site waited).
-                backlog = CONTENDED if contended else batch.backlog + len(todo) - k
+                backlog = CONTENDED if waited_for else batch.backlog + len(todo) - k
                 if backlog >= KEEP_TURN_BACKLOG and nxt is not None and self._poll is not None:
                     # a big or contended host's next request on the wire now, not on the next
                     # loop iteration (after this page and a round of others): see _next_is_in

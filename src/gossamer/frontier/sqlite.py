@@ -382,6 +382,9 @@ class SqliteFrontier:
         self._clock = clock
         self._lock = threading.RLock()  # re-entered by `settle` (a put, then a complete)
         self._in_write = False  # inside `_write`: a nested `_write` joins its transaction
+        # what a nested call changes in memory once the outer transaction commits (nothing
+        # if it rolls back): `_after_commit`
+        self._after: list[Callable[[], None]] | None = None
         self._seen: set[int] = set()
         self._max_id = 0
         self._full_hosts: set[str] = set()
@@ -483,13 +486,26 @@ class SqliteFrontier:
         if lock is not None:
             fcntl.flock(lock, fcntl.LOCK_EX)
         self._in_write = True
+        after = self._after = []
         try:
             with self._transaction() as db:
                 yield db
         finally:
             self._in_write = False
+            self._after = None
             if lock is not None:
                 fcntl.flock(lock, fcntl.LOCK_UN)
+        for change in after:  # (committed: an exception above skips them)
+            change()
+
+    def _after_commit(self, change: Callable[[], None]) -> None:
+        """Apply `change` to the in-memory state now, or, inside an enclosing `_write`
+        (`settle`), when its transaction commits: a rolled-back put leaves no URL counted
+        seen that the file does not hold."""
+        if self._after is not None:
+            self._after.append(change)
+        else:
+            change()
 
     @contextmanager
     def _transaction(self) -> Iterator[sqlite3.Connection]:
@@ -594,10 +610,14 @@ class SqliteFrontier:
             with self._write() as db:
                 ins = self._insert(db, fresh, again, self._clock())
                 ins.count(db, pending.duplicates, pending.dropped)
-            self._pending = _Pending()
-            seen.update(ins.accepted)
-            self._max_id += len(ins.accepted)
-            full.update(ins.full_hosts)
+
+            def accepted() -> None:
+                self._pending = _Pending()
+                seen.update(ins.accepted)
+                self._max_id += len(ins.accepted)
+                full.update(ins.full_hosts)
+
+            self._after_commit(accepted)
             return ins.queued
 
     def _put_relaxing(self, items: Sequence[Discovered | Outlinks], max_depth: int) -> int:
@@ -616,11 +636,15 @@ class SqliteFrontier:
                     "UPDATE depth_counters SET parked = parked + ?, lowered = lowered + ?",
                     (parked, lowered),
                 )
-        self._pending = _Pending()
-        self._seen.update(ins.accepted)
-        self._max_id += len(ins.accepted)
-        for fp in ins.accepted:
-            self._depth_seen[fp] = fresh[fp].depth
+
+        def accepted() -> None:
+            self._pending = _Pending()
+            self._seen.update(ins.accepted)
+            self._max_id += len(ins.accepted)
+            for fp in ins.accepted:
+                self._depth_seen[fp] = fresh[fp].depth
+
+        self._after_commit(accepted)
         return ins.queued
 
     def _relax(
