@@ -818,13 +818,16 @@ def _run_graph_follow(args: argparse.Namespace) -> int:
 
 
 def _add_gather(sub: Any) -> None:
+    from .crawldir import ClusterDir
+
     p = sub.add_parser(
         "gather",
         help="copy every machine's worker directories into DIR over SSH, check, index, report",
         description="Copy the worker directories (w1/, w2/, …: WARCs, crawl logs, graph parts, "
         "stats) of every machine of --machines FILE into DIR over SSH (rsync when installed, "
         "else tar), only what DIR lacks or what grew; check each copied file's SHA-256 against "
-        "the machine's; write DIR/index.cdxj, the merged CDXJ index of every worker's WARCs; "
+        f"the machine's; write {ClusterDir(Path('DIR')).merged_index}, the merged CDXJ index "
+        "of every worker's WARCs; "
         "then print `gossamer report DIR` (docs/deploy.md, \"Gathering the outputs\").",
     )
     p.add_argument("dir", type=Path, metavar="DIR", help="where the outputs go")

@@ -65,6 +65,16 @@ class Machine:
         """Its line in a machine list."""
         return f"{self.host}:{self.port} out={self.out}"
 
+    def start(self) -> None:
+        """Start its sshd (again) and wait until it listens."""
+        log = (self.root / "sshd.log").open("ab")
+        self.proc = subprocess.Popen(
+            [SSHD, "-D", "-e", "-f", str(self.root / "sshd_config")],
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log,
+        )  # fmt: skip
+        log.close()
+        _wait_listening(self.host, self.port, self.proc, 20)
+
     def kill_all(self) -> None:
         """SIGKILL its sshd and every process under it (the sessions and their workers)."""
         if self.proc is None or self.proc.poll() is not None:
@@ -178,16 +188,8 @@ def ssh_machines(
                 "PermitRootLogin prohibit-password\n"
                 f"SetEnv HOME={m.home}\n"
             )
-            m.proc = subprocess.Popen(
-                [SSHD, "-D", "-e", "-f", str(conf)],
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.DEVNULL,
-                stderr=(root / "sshd.log").open("wb"),
-            )
             machines.append(m)
-        for m in machines:
-            assert m.proc is not None
-            _wait_listening(m.host, m.port, m.proc, 20)
+            m.start()
         yield Machines(machines, config)
     finally:
         for m in machines:

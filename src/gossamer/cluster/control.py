@@ -439,8 +439,7 @@ def _remote_launchers(
 
 def _remote_log(out: Path, machine: Machine, k: int) -> Path:
     """`DIR/logs/machine-<machine>-<k>.log`: the output of the k-th worker on `machine`."""
-    safe = "".join(c if c.isalnum() or c in ".-_" else "_" for c in machine.name)
-    return ClusterDir(out).spawn_logs / f"machine-{safe}-{k}.log"
+    return ClusterDir(out).machine_log(machine.name, k)
 
 
 def _remote_started(remote: tuple[RemotePlan, str], out: Path) -> str:

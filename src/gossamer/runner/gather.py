@@ -7,9 +7,11 @@ sizes); those DIR lacks or holds with another size are copied — by rsync when 
 machine (and the other), else by tar over the same SSH — and each copied file's SHA-256 is
 checked against the machine's (`sha256sum` there). A second run copies only what is new or
 grew. Worker ids are never reused within a crawl, so the machines' directories never
-collide in DIR. Then every worker's WARC index is written (`sinks.cdx.write_crawl_index`)
-and merged into `DIR/index.cdxj`, its `filename`s relative to DIR (`w3/warc/…`), and
-`gossamer report DIR` is printed.
+collide in DIR. A WARC file still open there (`….warc.gz.open`: its worker is writing it,
+or was killed) is copied and checked by its size, then recovered here (its complete
+records; `sinks.warc.recover`). Then every worker's WARC index is written
+(`sinks.cdx.write_crawl_index`) and merged into `DIR/index.cdxj`, its `filename`s
+relative to DIR (`w3/warc/…`), and `gossamer report DIR` is printed.
 
 A machine that cannot be reached, or whose directory is missing, is one line; the others
 are gathered. Exit: 0; 74 when a copy failed its check; 69 when no machine answered.
@@ -27,10 +29,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..crawldir import CDX_INDEX, ClusterDir
+from ..crawldir import ClusterDir
 from ..exitcodes import Exit
 from ..report.cluster import print_directory_report
 from ..sinks.cdx import write_crawl_index
+from ..sinks.warc import OPEN_SUFFIX, recover
 from .machines import Machine, remote_shell, ssh_argv
 
 __all__ = ["GatherResult", "gather", "gather_main", "merge_index"]
@@ -71,7 +74,7 @@ def _listing(machine: Machine, ssh: str, out: str) -> dict[str, int] | str:
     the line saying why they cannot be listed."""
     line = (
         f"cd {shlex.quote(out)} && for d in w*/; do [ -d \"$d\" ] && "
-        "find \"${d%/}\" -type f ! -name '*.tmp' ! -name '*.open' -printf '%s %p\\n'; "
+        "find \"${d%/}\" -type f ! -name '*.tmp' ! -name '*.cdxj.open' -printf '%s %p\\n'; "
         "done; true"
     )
     done = _run(ssh_argv(ssh, machine, line))
@@ -144,16 +147,32 @@ def gather_machine(machine: Machine, ssh: str, out: str, into: Path, via: str) -
     files = _listing(machine, ssh, out)
     if isinstance(files, str):
         return GatherResult(machine, problem=files)
-    new = sorted(
-        p for p, size in files.items()
-        if not (into / p).is_file() or (into / p).stat().st_size != size
-    )  # fmt: skip
+    new = sorted(p for p, size in files.items() if _wanted(into, p, size))
     if new:
         if (problem := _copy(machine, ssh, out, new, into, via)) is not None:
             return GatherResult(machine, len(files), problem=problem, bad_copy=True)
-        if (problem := _check(machine, ssh, out, new, into)) is not None:
+        # a WARC file still open there may grow while it is copied: its size is checked
+        growing = [p for p in new if p.endswith(OPEN_SUFFIX)]
+        short = [p for p in growing if (into / p).stat().st_size < files[p]]
+        if short:
+            problem = f"machine {machine.name}: {short[0]} is shorter than the machine's"
+            return GatherResult(machine, len(files), problem=problem, bad_copy=True)
+        closed = [p for p in new if not p.endswith(OPEN_SUFFIX)]
+        if closed and (problem := _check(machine, ssh, out, closed, into)) is not None:
             return GatherResult(machine, len(files), problem=problem, bad_copy=True)
     return GatherResult(machine, len(files), len(new), sum(files[p] for p in new))
+
+
+def _wanted(into: Path, path: str, size: int) -> bool:
+    """Whether the machine's file `path` of `size` bytes is to be copied: DIR lacks it or
+    holds it with another size. A WARC file a killed worker left open (`….warc.gz.open`)
+    that DIR holds recovered (`merge_index`: without `.open`) is not copied again."""
+    local = into / path
+    if local.is_file():
+        return local.stat().st_size != size
+    if path.endswith(OPEN_SUFFIX):
+        return not (into / path.removesuffix(OPEN_SUFFIX)).is_file()
+    return True
 
 
 def merge_index(into: Path) -> tuple[Path | None, int]:
@@ -162,6 +181,8 @@ def merge_index(into: Path) -> tuple[Path | None, int]:
     `into`); (its path, its lines), (None, 0) without a WARC."""
     lines: list[bytes] = []
     for worker in ClusterDir(into).workers():
+        if worker.warc_dir.is_dir():
+            recover(worker.warc_dir)  # a killed worker's open WARC: its complete records
         report = write_crawl_index(worker.warc_dir)
         if report.path is None:
             continue
@@ -177,7 +198,7 @@ def merge_index(into: Path) -> tuple[Path | None, int]:
     if not lines:
         return None, 0
     lines.sort()
-    index = into / CDX_INDEX
+    index = ClusterDir(into).merged_index
     tmp = index.with_name(index.name + ".tmp")
     tmp.write_bytes(b"".join(lines))
     tmp.replace(index)

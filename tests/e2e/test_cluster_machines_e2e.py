@@ -1,0 +1,200 @@
+"""Workers on other machines over SSH: `gossamer crawl --redis URL --machines FILE`
+starts them through OpenSSH on two "machines" (an sshd of the test's on 127.0.0.2 and one on
+127.0.0.3, each with its own home and output directory, key authentication only), one
+machine is lost mid-crawl (its sshd and workers SIGKILLed) and the other takes its hosts
+over; `gossamer gather` brings every machine's outputs into one directory and `gossamer
+report` reads them. Also: an unreachable machine and one running another version are one
+line each and the others go on. Real sshd, redis-server, nginx and processes."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import re
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from _sshd import Machines, remote_gossamer, ssh_machines
+from _static_site import StaticSite, static_site
+from test_cluster import wait_for
+
+from gossamer._version import __version__
+from gossamer.testweb._nginx import run_nginx
+
+PAGES = 40  # a site's pages: /, index.html's links p1…p39 (and index.html itself)
+SITES = 4
+
+
+def gossamer(*args: str) -> list[str]:
+    return [sys.executable, "-m", "gossamer", *args]
+
+
+def _sites(tmp_path: Path) -> list[StaticSite]:
+    sites = []
+    for k in range(SITES):
+        root = tmp_path / f"site{k}"
+        root.mkdir()
+        sites.append(static_site(root, PAGES))
+    return sites
+
+
+def _log_lines(out: Path) -> int:
+    """The crawl log lines of every worker directory under `out`."""
+    total = 0
+    for log in out.glob("w*/crawl.log.jsonl"):
+        with contextlib.suppress(OSError):
+            total += log.read_bytes().count(b"\n")
+    return total
+
+
+def _fetches(sites: list[StaticSite]) -> Counter[tuple[int, str]]:
+    """(site, path) -> GET requests with 200, robots.txt aside, from nginx's access logs."""
+    seen: Counter[tuple[int, str]] = Counter()
+    for k, site in enumerate(sites):
+        for line in site.access_log.read_text().splitlines():
+            method, target, status = line.split()
+            if method == "GET" and status == "200" and target != "/robots.txt":
+                seen[(k, target)] += 1
+    return seen
+
+
+def _crawl_args(redis_url: str, sites: list[StaticSite], machines: Machines, listing: Path,
+                out: Path, *extra: str) -> list[str]:  # fmt: skip
+    return gossamer(
+        "crawl", "--redis", redis_url, *(s.base for s in sites), "-o", str(out),
+        "--allow-private", "--machines", str(listing), "--ssh", machines.ssh,
+        "--remote-command", remote_gossamer(), "-q", *extra,
+    )  # fmt: skip
+
+
+@pytest.mark.slow
+def test_two_machines_one_lost_then_gathered(tmp_path: Path, redis_url: str) -> None:
+    sites = _sites(tmp_path)
+    with ssh_machines(tmp_path) as machines, contextlib.ExitStack() as stack:
+        for site in sites:
+            stack.enter_context(run_nginx(site.server))
+        listing = machines.write_list(tmp_path / "machines.txt")
+        m1, m2 = machines.machines
+        out = tmp_path / "coordinator"
+        args = _crawl_args(redis_url, sites, machines, listing, out, "--workers", "4",
+                           "--delay", "0.2", "--heartbeat-ttl", "3")  # fmt: skip
+        with subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE) as proc:
+            try:
+                wait_for(
+                    "pages from both machines",
+                    lambda: _log_lines(m1.out) >= 8 and _log_lines(m2.out) >= 8,
+                    60,
+                    show=lambda: (_log_lines(m1.out), _log_lines(m2.out), proc.poll()),
+                )
+                m2.kill_all()  # the machine is lost: its sshd, sessions and workers
+                at_kill = sum(_fetches(sites).values())
+                stdout, stderr = proc.communicate(timeout=180)
+            finally:
+                if proc.poll() is None:
+                    proc.kill()
+                    proc.wait()
+        err = stderr.decode()
+        assert proc.returncode == 0, err
+        crawl_id = stdout.decode().strip()
+        assert re.fullmatch(r"\d{8}-\d{6}-[0-9a-f]{4}", crawl_id), stdout
+        assert at_kill < SITES * PAGES - 20, "the crawl was nearly over at the kill"
+        lost = f"machine {m2.host}:{m2.port}"
+        assert f"{lost}: the worker over SSH on {m2.host}:{m2.port}" in err, err
+        assert "was lost" in err and "taken over by the other workers" in err, err
+        # every page fetched; none more than twice, and those twice only the lost
+        # machine's in-flight batches (two workers, ≤ 20 URLs a lease each)
+        fetched = _fetches(sites)
+        wanted = {(k, "/") for k in range(SITES)} | {
+            (k, f"/p{n}.html") for k in range(SITES) for n in range(1, PAGES)
+        } | {(k, "/index.html") for k in range(SITES)}  # fmt: skip
+        assert wanted <= set(fetched), sorted(wanted - set(fetched))
+        assert max(fetched.values()) <= 2, fetched.most_common(3)
+        assert sum(1 for c in fetched.values() if c == 2) <= 2 * 20
+
+        # the lost machine comes back: gather both machines' outputs, twice
+        m2.start()
+        gathered = tmp_path / "gathered"
+        done = subprocess.run(
+            gossamer("gather", str(gathered), "--machines", str(listing), "--ssh", machines.ssh,
+                     "--json"),
+            capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        assert f"machine {m1.host}:{m1.port}: " in done.stderr, done.stderr
+        assert f"{lost}: " in done.stderr and "checked" in done.stderr, done.stderr
+        report = json.loads(done.stdout)
+        (crawl,) = report["crawls"]
+        assert crawl["crawl"] == crawl_id
+        assert len(crawl["workers"]) == 4
+        assert crawl["totals"]["pages"] == len(wanted), crawl["totals"]
+        index = (gathered / "index.cdxj").read_text().splitlines()
+        urls = {json.loads(line.split(" ", 2)[2])["url"] for line in index}
+        pages = {f"{sites[k].base.rstrip('/')}{path}" for k, path in wanted}
+        assert pages <= urls, sorted(pages - urls)[:5]
+        for line in index:
+            record = json.loads(line.split(" ", 2)[2])
+            assert (gathered / record["filename"]).is_file(), record
+        # a second run copies nothing
+        again = subprocess.run(
+            gossamer("gather", str(gathered), "--machines", str(listing), "--ssh", machines.ssh,
+                     "--via", "tar"),
+            capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+        assert again.returncode == 0, again.stderr
+        assert again.stderr.count(" 0 copied (0 bytes), checked") == 2, again.stderr
+        # and `gossamer report DIR` reads the gathered directory
+        shown = subprocess.run(
+            gossamer("report", str(gathered), "--json"), capture_output=True, text=True,
+            timeout=60,
+        )  # fmt: skip
+        assert shown.returncode == 0, shown.stderr
+        assert json.loads(shown.stdout)["crawls"][0]["totals"]["pages"] == len(wanted)
+
+
+def test_an_unreachable_machine_is_one_line_and_the_others_go_on(
+    tmp_path: Path, redis_url: str
+) -> None:
+    sites = _sites(tmp_path)[:1]
+    with ssh_machines(tmp_path, hosts=("127.0.0.2",)) as machines, run_nginx(sites[0].server):
+        with contextlib.closing(__import__("socket").socket()) as s:
+            s.bind(("127.0.0.4", 0))
+            dead_port = s.getsockname()[1]  # bound, not listening: connection refused
+            listing = machines.write_list(tmp_path / "machines.txt", f"127.0.0.4:{dead_port}")
+            done = subprocess.run(
+                _crawl_args(redis_url, sites, machines, listing, tmp_path / "c", "--workers",
+                            "2", "--delay", "0"),
+                capture_output=True, text=True, timeout=120,
+            )  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        said = [line for line in done.stderr.splitlines() if "127.0.0.4" in line]
+        assert len(said) == 1, done.stderr
+        assert said[0].startswith(f"gossamer: error: machine 127.0.0.4:{dead_port}: cannot be "
+                                  "reached over SSH: "), said  # fmt: skip
+        assert "Connection refused" in said[0], said
+        assert set(_fetches(sites)) >= {(0, f"/p{n}.html") for n in range(1, PAGES)}
+
+
+def test_another_version_is_refused_in_one_line(tmp_path: Path, redis_url: str) -> None:
+    fake = tmp_path / "old-gossamer"
+    fake.write_text("#!/bin/sh\necho 'gossamer 0.0.1'\n")
+    fake.chmod(0o755)
+    with ssh_machines(tmp_path, hosts=("127.0.0.2",)) as machines:
+        listing = machines.write_list(tmp_path / "machines.txt")
+        done = subprocess.run(
+            gossamer("crawl", "--redis", redis_url, "http://127.0.0.1:9/", "-o",
+                     str(tmp_path / "c"), "--machines", str(listing), "--ssh", machines.ssh,
+                     "--remote-command", str(fake)),
+            capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+    m = machines.machines[0]
+    assert done.returncode == 69, done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert lines[0] == (
+        f"gossamer: error: machine {m.host}:{m.port} runs gossamer 0.0.1, this is gossamer "
+        f"{__version__}: refused (install the same version on both)"
+    ), done.stderr
+    assert "the crawl is not created" in lines[-1]
+    assert done.stdout == ""
