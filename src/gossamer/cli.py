@@ -468,10 +468,13 @@ def _workers(text: str) -> int | str:
     return value
 
 
-def _check_workers(args: argparse.Namespace, settings: CrawlSettings) -> int | None:
+def _check_workers(
+    args: argparse.Namespace, settings: CrawlSettings, *, local: bool = True
+) -> int | None:
     """The local worker processes to start (None: refused, said on stderr); above the cores
-    this process may use, a warning says so. A cluster crawl's --workers (0: none) is
-    checked here, an embedded crawl's by its settings."""
+    this process may use, a warning says so (not for workers on other machines: `local`
+    false). A cluster crawl's --workers (0: none) is checked here, an embedded crawl's by
+    its settings."""
     from .config import AUTO, MAX_WORKERS, available_cores, workers_problem
 
     cores = available_cores()
@@ -487,7 +490,7 @@ def _check_workers(args: argparse.Namespace, settings: CrawlSettings) -> int | N
         n = settings.effective_workers()
         if settings.workers is None:
             return n
-    if n > cores:
+    if n > cores and local:
         _log.warning(
             f"--workers {n}: more than the {cores} core{'s' * (cores != 1)} this crawl may "
             f"use; its workers will share them (fine while they wait on slow sites; {AUTO}: "
@@ -570,17 +573,17 @@ def _run_crawl(args: argparse.Namespace) -> int:
     try:
         settings = crawl_settings(args)
         if args.redis:
-            if (workers := _check_workers(args, settings)) is None:
+            try:
+                machines = _machines_of(args)
+            except ValueError as exc:
+                return _usage_error(str(exc))
+            if (workers := _check_workers(args, settings, local=machines is None)) is None:
                 return Exit.USAGE
             if (proxy_status := _check_proxy(settings)) is not None:
                 return proxy_status
             from .cluster.control import run_cluster_crawl
             from .config import AUTO
 
-            try:
-                machines = _machines_of(args)
-            except ValueError as exc:
-                return _usage_error(str(exc))
             if machines is not None and args.workers in (None, AUTO):
                 workers = None  # each machine's cores, or its workers=N
             return run_cluster_crawl(
@@ -671,8 +674,9 @@ def _redis_arguments(
         required=required and env is None,
         help="redis://host:port/db of the cluster (default: $GOSSAMER_REDIS)"
         + (
-            "; `-`: the first line of standard input, which then stays open: a `stop` line "
-            "or its end stops the worker (how `crawl --machines` starts workers over SSH)"
+            "; `-`: the first line of standard input (the second: the password of a URL "
+            "without one, or empty), which then stays open: a `stop` line or its end stops "
+            "the worker (how `crawl --machines` starts workers over SSH)"
             if stdin_url else ""
         ),
     )

@@ -102,8 +102,11 @@ def test_two_machines_one_lost_then_gathered(tmp_path: Path, redis_url: str) -> 
         assert re.fullmatch(r"\d{8}-\d{6}-[0-9a-f]{4}", crawl_id), stdout
         assert at_kill < SITES * PAGES - 20, "the crawl was nearly over at the kill"
         lost = f"machine {m2.host}:{m2.port}"
-        assert f"{lost}: the worker over SSH on {m2.host}:{m2.port}" in err, err
-        assert "was lost" in err and "taken over by the other workers" in err, err
+        assert err.count(f"{lost}: the worker over SSH (ssh pid ") == 2, err
+        assert "was lost (its SSH session ended with 255" in err, err
+        assert f"crawl {crawl_id} finished; the worker over SSH on {m2.host}:{m2.port}" in err
+        assert "their hosts were taken over by the other workers" in err, err
+        assert "cores" not in err, err  # no warning about this machine's cores
         # every page fetched; none more than twice, and those twice only the lost
         # machine's in-flight batches (two workers, ≤ 20 URLs a lease each)
         fetched = _fetches(sites)
@@ -198,3 +201,68 @@ def test_another_version_is_refused_in_one_line(tmp_path: Path, redis_url: str) 
     ), done.stderr
     assert "the crawl is not created" in lines[-1]
     assert done.stdout == ""
+
+
+def _cmdlines() -> list[bytes]:
+    """Every process's command line on this machine (the "machines" are this machine)."""
+    lines = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            with contextlib.suppress(OSError):
+                lines.append((entry / "cmdline").read_bytes())
+    return lines
+
+
+@pytest.mark.slow
+def test_a_stop_reaches_the_remote_workers_and_no_password_is_on_a_command_line(
+    tmp_path: Path, redis_password_url: str
+) -> None:
+    """A Redis with a password; two machines × 1 worker. While they crawl, no command line
+    on the machine (ssh's, sshd's sessions', the remote workers') holds the password. Then
+    SIGINT to the command: it sends each remote worker its stop line over SSH, each ends
+    as on SIGTERM (its stats.json: `SIGTERM`) and the command exits 130 with nothing left
+    running under either sshd."""
+    import os
+    import signal
+
+    from _sshd import descendants
+
+    from gossamer.urls import url_password, without_password
+
+    password = url_password(redis_password_url)
+    assert password is not None and len(password) >= 8
+    secrets = (password.encode(), redis_password_url.split(":")[2].split("@")[0].encode())
+    # the command gets it as a user should give it: in REDISCLI_AUTH, not on its command line
+    env = {**os.environ, "REDISCLI_AUTH": password}
+    sites = _sites(tmp_path)
+    with ssh_machines(tmp_path) as machines, contextlib.ExitStack() as stack:
+        for site in sites:
+            stack.enter_context(run_nginx(site.server))
+        listing = machines.write_list(tmp_path / "machines.txt")
+        args = _crawl_args(without_password(redis_password_url), sites, machines, listing,
+                           tmp_path / "c", "--workers", "2", "--delay", "0.3")  # fmt: skip
+        with subprocess.Popen(
+            args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env
+        ) as proc:
+            try:
+                wait_for(
+                    "pages from both machines",
+                    lambda: all(_log_lines(m.out) >= 3 for m in machines.machines),
+                    60,
+                    show=lambda: [_log_lines(m.out) for m in machines.machines],
+                )
+                shown = [c for c in _cmdlines() if any(s in c for s in secrets)]
+                proc.send_signal(signal.SIGINT)
+                _, stderr = proc.communicate(timeout=60)
+            finally:
+                if proc.poll() is None:
+                    proc.kill()
+                    proc.wait()
+        assert shown == [], shown
+        assert proc.returncode == 130, stderr.decode()
+        for m in machines.machines:
+            assert m.proc is not None
+            wait_for(f"no session left on {m.host}", lambda m=m: not descendants(m.proc.pid), 20)
+            (stats,) = m.out.glob("w*/stats.json")
+            assert json.loads(stats.read_text())["ended"] == "SIGTERM"
+        assert not any(s in stderr for s in secrets)

@@ -460,12 +460,13 @@ def _remote_ended_line(p: RemoteWorker, log: Path | None) -> str:
     where = f"machine {p.machine.name}"
     if code == 0 and last:
         return f"{where}: {last}"
-    return f"{where}: {_remote_name(p)}{': ' + last if last else ''}" + (
+    return f"{where}: {_remote_name(p, on=False)}{': ' + last if last else ''}" + (
         f" (its log: {log})" if log is not None else ""
     )
 
 
-def _remote_name(p: RemoteWorker) -> str:
+def _remote_name(p: RemoteWorker, *, on: bool = True) -> str:
+    """`the worker over SSH on MACHINE (ssh pid N) HOW` (`on`: with the machine's name)."""
     code = p.returncode if p.returncode is not None else 0
     how = (
         "was lost (its SSH session ended with 255: the connection dropped, or the worker "
@@ -473,7 +474,8 @@ def _remote_name(p: RemoteWorker) -> str:
         if code == 255
         else _how_ended(code)
     )
-    return f"the worker over SSH on {p.machine.name} (ssh pid {p.pid}) {how}"
+    where = f" on {p.machine.name}" if on else ""
+    return f"the worker over SSH{where} (ssh pid {p.pid}) {how}"
 
 
 def _local_statuses(

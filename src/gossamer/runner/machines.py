@@ -16,9 +16,10 @@ honoured). The gossamer run on the other side is `gossamer` on its PATH (settabl
 `--remote-command`, $GOSSAMER_REMOTE_COMMAND, a shell fragment such as `env
 PYTHONPATH=/opt/src /opt/venv/bin/python -m gossamer`).
 
-A remote worker is `REMOTE worker --redis - …`: the Redis URL, password and all, is the first
-line of its standard input (never on a command line, where `ps` shows it on both machines),
-and its standard input then stays its control channel: a `stop` line asks it to stop as
+A remote worker is `REMOTE worker --redis - …`: the Redis URL is the first line of its
+standard input, and the second the password of a URL without one (this command's
+$REDISCLI_AUTH; empty otherwise) — never on a command line, where `ps` shows it on both
+machines — and its standard input then stays its control channel: a `stop` line asks it to stop as
 SIGTERM does, and its end (the SSH connection gone) too (`watch_control`). ssh forwards no
 signal, so `RemoteWorker.ask_to_stop` writes that line.
 """
@@ -41,6 +42,8 @@ from typing import IO
 
 from .._version import __version__
 from ..logs import child_env
+from ..urls import url_password
+from .spawn import REDIS_PASSWORD_ENV
 
 __all__ = [
     "MACHINES_ENV",
@@ -287,15 +290,22 @@ def start_remote_worker(
     )
     proc.machine = machine
     assert proc.stdin is not None
+    password = "" if url_password(url) is not None else os.environ.get(REDIS_PASSWORD_ENV, "")
     with contextlib.suppress(OSError):
-        proc.stdin.write(f"{url}\n".encode())
+        proc.stdin.write(f"{url}\n{password}\n".encode())
         proc.stdin.flush()
     return proc
 
 
 def read_url(stdin: IO[str]) -> str:
-    """`--redis -`: the Redis URL, the first line of standard input."""
-    return stdin.readline().strip()
+    """`--redis -`: the Redis URL, the first line of standard input; the second line, when
+    not empty, is the password of a URL without one (put in $REDISCLI_AUTH, where every
+    Redis connection of gossamer looks for it)."""
+    url = stdin.readline().strip()
+    password = stdin.readline().rstrip("\n")
+    if password:
+        os.environ[REDIS_PASSWORD_ENV] = password
+    return url
 
 
 def watch_control(stdin: IO[str] = sys.stdin) -> threading.Thread:
