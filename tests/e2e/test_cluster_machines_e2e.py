@@ -17,6 +17,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from _pywb import get, pywb_serving
 from _sshd import Machines, remote_gossamer, ssh_machines
 from _static_site import StaticSite, static_site
 from test_cluster import wait_for
@@ -137,9 +138,20 @@ def test_two_machines_one_lost_then_gathered(tmp_path: Path, redis_url: str) -> 
         urls = {json.loads(line.split(" ", 2)[2])["url"] for line in index}
         pages = {f"{sites[k].base.rstrip('/')}{path}" for k, path in wanted}
         assert pages <= urls, sorted(pages - urls)[:5]
+        captures: dict[str, str] = {}  # page URL -> a timestamp of a 200 capture
         for line in index:
-            record = json.loads(line.split(" ", 2)[2])
+            _, stamp, fields = line.split(" ", 2)
+            record = json.loads(fields)
             assert (gathered / record["filename"]).is_file(), record
+            if record.get("status") == "200":
+                captures.setdefault(record["url"], stamp)
+        # pywb, given the merged index and the gathered directory, replays every page
+        with pywb_serving(tmp_path / "pywb", [gathered / "index.cdxj"], [gathered]) as base:
+            for k, path in sorted(wanted):
+                url = f"{sites[k].base.rstrip('/')}{path}"
+                status, _, body = get(f"{base}{captures[url]}id_/{url}")
+                name = "index.html" if path == "/" else path.lstrip("/")
+                assert (status, body) == (200, (tmp_path / f"site{k}" / "www" / name).read_bytes())
         # a second run copies nothing
         again = subprocess.run(
             gossamer("gather", str(gathered), "--machines", str(listing), "--ssh", machines.ssh,
