@@ -183,6 +183,20 @@ def test_an_unreachable_machine_is_one_line_and_the_others_go_on(
                             "2", "--delay", "0"),
                 capture_output=True, text=True, timeout=120,
             )  # fmt: skip
+            # gathering: the unreachable machine is one line too, the other is gathered
+            gathered = subprocess.run(
+                gossamer("gather", str(tmp_path / "g"), "--machines", str(listing), "--ssh",
+                         machines.ssh, "--json"),
+                capture_output=True, text=True, timeout=120,
+            )  # fmt: skip
+        assert gathered.returncode == 0, gathered.stderr
+        (line,) = [x for x in gathered.stderr.splitlines() if "127.0.0.4" in x]
+        assert line.startswith(f"gossamer: error: machine 127.0.0.4:{dead_port}: cannot be "
+                               "reached over SSH: "), line  # fmt: skip
+        m = machines.machines[0]
+        assert f"machine {m.host}:{m.port}: " in gathered.stderr
+        (crawl,) = json.loads(gathered.stdout)["crawls"]
+        assert crawl["totals"]["pages"] == PAGES + 1  # /, index.html, p1…p39
         assert done.returncode == 0, done.stderr
         said = [line for line in done.stderr.splitlines() if "127.0.0.4" in line]
         assert len(said) == 1, done.stderr
