@@ -8,7 +8,10 @@ line of each as it ends); detached ones (`--detach`, `workers --scale`) run in t
 session with their output in `DIR/logs/worker-<pid>.log`, their pids recorded in Redis under
 this machine's name (`gs:<crawl>:{m}:spawned:<machine>`). Workers get the Redis
 URL in their environment (GOSSAMER_REDIS), not on their command line, where `ps` would show
-its password to every user of the machine.
+its password to every user of the machine. With `--machines FILE` the attached workers run
+on other machines instead, each an ssh process (`runner.machines.RemoteWorker`, the URL on
+its standard input) waited for and stopped like a local one (`plan_machines`,
+`_remote_launchers`; docs/deploy.md).
 
 These commands try Redis once (CONTROL_PATIENCE): a person or script waits for their answer,
 which is "it cannot be reached" (exit 69) or "it refuses the password" (77) at once; only
