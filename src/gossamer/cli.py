@@ -722,15 +722,18 @@ def _add_cluster(sub: Any) -> None:
         description="With DIR: the worker pool of the crawl running in DIR (`gossamer crawl "
         "--workers N`) grows or shrinks to N (1 to 64; docs/crawler.md). With --redis URL: "
         "local workers of a cluster crawl are started or stopped so that N run on this "
-        "machine (docs/cluster.md).",
+        "machine (docs/cluster.md); with --machines FILE too, so that N run across those "
+        "machines, started over SSH (docs/deploy.md).",
     )
     p.add_argument("dir", type=Path, nargs="?", metavar="DIR", help="an embedded crawl's directory")
     _redis_arguments(p, required=False)
     p.add_argument("--scale", type=int, required=True, metavar="N", help="workers on this machine")
     p.add_argument(
         "-o", "--output", type=Path, default=Path("gossamer-worker"), metavar="DIR",
-        help="outputs of started workers (default ./gossamer-worker)",
+        help="outputs of started workers (default ./gossamer-worker; with --machines: on a "
+        "machine whose line has no out=DIR, relative to its home)",
     )  # fmt: skip
+    _machine_flags(p)
     _log_flags(p)
     p.set_defaults(func=_run_scale)
 
@@ -787,7 +790,11 @@ def _run_scale(args: argparse.Namespace) -> int:
         return _usage_error(f"--scale {args.scale}: {problem}")
     from .cluster.control import workers_main
 
-    return workers_main(args.redis, args.crawl, args.scale, out=args.output)
+    try:
+        machines = _machines_of(args)
+    except ValueError as exc:
+        return _usage_error(str(exc))
+    return workers_main(args.redis, args.crawl, args.scale, out=args.output, machines=machines)
 
 
 def _add_graph_follow(actions: Any) -> None:

@@ -292,3 +292,86 @@ def test_a_stop_reaches_the_remote_workers_and_no_password_is_on_a_command_line(
             (stats,) = m.out.glob("w*/stats.json")
             assert json.loads(stats.read_text())["ended"] == "SIGTERM"
         assert not any(s in stderr for s in secrets)
+
+
+@pytest.mark.slow
+def test_workers_scale_across_machines(tmp_path: Path, redis_url: str) -> None:
+    """`crawl --machines FILE --workers 2` (one a machine), then `workers --scale 4
+    --machines FILE`: two detached workers started over SSH, one on each machine (their
+    outputs under each machine's own directory); `--scale 2`: the newest worker of each
+    machine asked to leave; `gossamer stop` ends them all and the command."""
+    import os
+    import signal
+
+    from test_cluster import status
+
+    sites = _sites(tmp_path)
+    with ssh_machines(tmp_path) as machines, contextlib.ExitStack() as stack:
+        for site in sites:
+            stack.enter_context(run_nginx(site.server))
+        listing = machines.write_list(tmp_path / "machines.txt")
+        m1, m2 = machines.machines
+        args = _crawl_args(redis_url, sites, machines, listing, tmp_path / "c", "--workers",
+                           "2", "--delay", "0.5")  # fmt: skip
+        proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        crawl_id = ""
+        try:
+            assert proc.stdout is not None
+            crawl_id = proc.stdout.readline().decode().strip()
+
+            def live() -> dict[str, list[str]]:
+                """Each machine's live workers (ids), by their output directories."""
+                found: dict[str, list[str]] = {"m1": [], "m2": []}
+                for w in status(redis_url, crawl_id)["workers"]:
+                    if w["state"] in ("dead", "stopped", "stopping"):
+                        continue
+                    where = "m1" if w["out"].startswith(str(m1.out)) else "m2"
+                    found[where].append(w["id"])
+                return found
+
+            wait_for("one worker a machine", lambda: list(map(len, live().values())) == [1, 1],
+                     60, show=live)  # fmt: skip
+
+            def scale(n: int) -> str:
+                done = subprocess.run(
+                    gossamer("workers", "--scale", str(n), "--redis", redis_url, "--crawl",
+                             crawl_id, "--machines", str(listing), "--ssh", machines.ssh,
+                             "--remote-command", remote_gossamer()),
+                    capture_output=True, text=True, timeout=60,
+                )  # fmt: skip
+                assert done.returncode == 0, done.stderr
+                return done.stderr
+
+            said = scale(4)
+            assert f"machine {m1.host}:{m1.port}: 1 -> 2 workers; started 1" in said, said
+            assert f"machine {m2.host}:{m2.port}: 1 -> 2 workers; started 1" in said, said
+            wait_for("two workers a machine", lambda: list(map(len, live().values())) == [2, 2],
+                     60, show=live)  # fmt: skip
+            before = live()
+            said = scale(2)
+            assert said.count("2 -> 1 workers; asked w") == 2, said
+            wait_for("one worker a machine again",
+                     lambda: list(map(len, live().values())) == [1, 1], 60, show=live)  # fmt: skip
+            after = live()
+            newest = {k: max(v, key=lambda i: int(i[1:])) for k, v in before.items()}
+            assert all(newest[k] not in after[k] for k in after), (before, after)
+            stopped = subprocess.run(
+                gossamer("stop", "--redis", redis_url, "--crawl", crawl_id, "--wait", "60"),
+                capture_output=True, text=True, timeout=90,
+            )  # fmt: skip
+            assert stopped.returncode == 0, stopped.stderr
+            proc.wait(timeout=60)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+            if crawl_id:  # the detached workers are no one's children: ended by their pids
+                for w in status(redis_url, crawl_id)["workers"]:
+                    if w["state"] not in ("dead", "stopped"):
+                        with contextlib.suppress(ProcessLookupError):
+                            os.kill(w["pid"], signal.SIGKILL)
+            for stream in (proc.stdout, proc.stderr):
+                if stream is not None:
+                    stream.close()
+        logs = sorted(p.name for m in machines.machines for p in (m.out / "logs").glob("*.log"))
+        assert len(logs) == 2 and all(n.startswith("worker-remote-") for n in logs), logs

@@ -44,9 +44,11 @@ from ..partition import PartitionError
 from ..report.progress import ProgressDisplay, WorkersProgress
 from ..runner.machines import (
     Machine,
+    Probe,
     RemoteWorker,
     probe_all,
     spread,
+    start_detached_remote,
     start_remote_worker,
 )
 from ..runner.spawn import Command, gossamer_command, start
@@ -978,6 +980,66 @@ def scale_workers(
     return result
 
 
+def _on_line(w: WorkerStatus, probe: Probe, shared_name: bool, default_out: str) -> bool:
+    """Whether worker `w` runs on the machine of `probe`: its machine name is the one the
+    machine answers with; when several lines answer with one name (one host, several
+    output directories), its output directory is the line's too."""
+    if w.machine != probe.hostname:
+        return False
+    if not shared_name:
+        return True
+    out = (probe.machine.out or default_out).rstrip("/")
+    parent = os.path.dirname(w.out.rstrip("/"))
+    return parent == out or parent.endswith("/" + out.lstrip("./"))
+
+
+def scale_machines(
+    client: RedisClient, url: str, record: CrawlRecord, target: int, machines: Machines,
+    default_out: str,
+) -> list[str]:  # fmt: skip
+    """`workers --scale N --machines FILE`: `target` workers across the machines (spread as
+    `crawl --machines` does): on each machine, detached workers started over SSH
+    (`start_detached_remote`) or its newest workers asked to leave. A machine that cannot
+    be reached (or runs another version) is one error line and keeps its workers. What was
+    done, one line a machine."""
+    probes = probe_all(machines.machines, machines.ssh, machines.remote)
+    usable = [p for p in probes if p.problem is None]
+    for p in probes:
+        if p.problem is not None:
+            _log.error(p.problem, extra={"machine": p.machine.name})
+    counts = spread(target, usable)
+    membership = Membership(client, record.id, ttl=record.heartbeat_ttl)
+    asked = membership.stop_requested()
+    live = [
+        w for w in membership.statuses()
+        if w.state not in ("dead", "stopped", "stopping") and w.id not in asked
+    ]  # fmt: skip
+    names = [p.hostname for p in usable]
+    said = []
+    for p, want in zip(usable, counts, strict=True):
+        shared = names.count(p.hostname) > 1
+        here = [w for w in live if _on_line(w, p, shared, default_out)]
+        line = f"machine {p.machine.name}: {len(here)} -> {want} workers"
+        if want > len(here):
+            failed = None
+            for _ in range(want - len(here)):
+                failed = start_detached_remote(
+                    p.machine, ssh=machines.ssh, remote=machines.remote, url=url,
+                    crawl_id=record.id, out=p.machine.out or default_out,
+                )  # fmt: skip
+                if failed is not None:
+                    break
+            line += f"; {failed}" if failed else f"; started {want - len(here)}"
+        elif want < len(here):
+            newest = sorted(here, key=_worker_number, reverse=True)[: len(here) - want]
+            membership.ask_to_stop([w.id for w in newest])
+            line += f"; asked {', '.join(w.id for w in newest)} to stop"
+        else:
+            line += "; nothing to do"
+        said.append(line)
+    return said
+
+
 def _worker_number(w: WorkerStatus) -> int:
     try:
         return int(w.id.lstrip("w"))
@@ -986,7 +1048,12 @@ def _worker_number(w: WorkerStatus) -> int:
 
 
 def workers_main(
-    url: str, crawl_id: str | None, target: int, *, out: Path = Path("gossamer-worker")
+    url: str,
+    crawl_id: str | None,
+    target: int,
+    *,
+    out: Path = Path("gossamer-worker"),
+    machines: Machines | None = None,
 ) -> int:
     if target < 0:
         return report_failure(ValueError(f"--scale must be >= 0, not {target}"))
@@ -995,6 +1062,14 @@ def workers_main(
         record = load_crawl(client, crawl_id)
         if record.state != "running":
             return report_failure(CrawlRecordError(f"crawl {record.id} is {record.state}"))
+        if machines is not None:
+            try:
+                lines = scale_machines(client, url, record, target, machines, str(out))
+            except ValueError as exc:
+                return report_failure(exc)
+            for line in lines:
+                _log.info(f"crawl {record.id} on {line}", extra={"crawl_id": record.id})
+            return Exit.OK
         _report_scale(record, target, scale_workers(client, url, record, target, out))
         return Exit.OK
 

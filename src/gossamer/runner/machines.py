@@ -58,6 +58,7 @@ __all__ = [
     "remote_shell",
     "spread",
     "ssh_argv",
+    "start_detached_remote",
     "start_remote_worker",
     "watch_control",
 ]
@@ -175,11 +176,12 @@ class Probe:
     version: str | None = None
     cores: int | None = None
     problem: str | None = None
+    hostname: str | None = None  # what its workers call their machine (`hostname`)
 
 
 def probe(machine: Machine, ssh: str, remote: str, timeout: float = PROBE_TIMEOUT_S) -> Probe:
     """Ask `machine` for its gossamer's version (`REMOTE --version`) and its cores."""
-    line = f"{remote} --version; getconf _NPROCESSORS_ONLN"
+    line = f"{remote} --version; getconf _NPROCESSORS_ONLN; hostname"
     try:
         done = subprocess.run(
             ssh_argv(ssh, machine, line),
@@ -195,7 +197,8 @@ def probe(machine: Machine, ssh: str, remote: str, timeout: float = PROBE_TIMEOU
     out = done.stdout.decode("utf-8", "replace").split()
     err = [x.strip() for x in done.stderr.decode("utf-8", "replace").splitlines() if x.strip()]
     version = out[1] if len(out) >= 2 and out[0] == "gossamer" else None
-    cores = int(out[-1]) if out and out[-1].isdigit() else None
+    cores = int(out[2]) if version is not None and len(out) >= 4 and out[2].isdigit() else None
+    hostname = out[3] if cores is not None else None
     if done.returncode == 255 and version is None:
         said = err[-1] if err else "ssh exited 255"
         return Probe(machine, problem=f"machine {machine.name}: cannot be reached over SSH: {said}")
@@ -211,7 +214,7 @@ def probe(machine: Machine, ssh: str, remote: str, timeout: float = PROBE_TIMEOU
             problem=f"machine {machine.name} runs gossamer {version}, this is gossamer "
             f"{__version__}: refused (install the same version on both)",
         )
-    return Probe(machine, version, cores)
+    return Probe(machine, version, cores, hostname=hostname)
 
 
 def probe_all(machines: Sequence[Machine], ssh: str, remote: str) -> list[Probe]:
@@ -295,6 +298,45 @@ def start_remote_worker(
         proc.stdin.write(f"{url}\n{password}\n".encode())
         proc.stdin.flush()
     return proc
+
+
+def start_detached_remote(
+    machine: Machine, *, ssh: str, remote: str, url: str, crawl_id: str, out: str
+) -> str | None:
+    """Start `REMOTE worker --crawl ID -o OUT -q` on `machine` in a session of its own there
+    (`setsid`, `nohup`): it outlives the SSH connection and this command (`gossamer workers
+    --scale`), its output in `OUT/logs/worker-remote-<shell pid>.log` there. The URL and a
+    password for it go through the connection's standard input into the remote shell's
+    variables GOSSAMER_REDIS and REDISCLI_AUTH (the worker's environment), never on a
+    command line. None, or the line saying why it could not be started."""
+    q = shlex.quote(out)
+    env = " ".join(f"{k}={shlex.quote(v)}" for k, v in sorted(child_env().items()))
+    line = (
+        "IFS= read -r GOSSAMER_REDIS; IFS= read -r REDISCLI_AUTH; export GOSSAMER_REDIS; "
+        '[ -n "$REDISCLI_AUTH" ] && export REDISCLI_AUTH || unset REDISCLI_AUTH; '
+        f"mkdir -p {q}/logs && "
+        f"{{ setsid nohup {'env ' + env + ' ' if env else ''}{remote} worker "
+        f"--crawl {shlex.quote(crawl_id)} -o {q} -q "
+        f"</dev/null >>{q}/logs/worker-remote-$$.log 2>&1 & }}"
+    )
+    password = "" if url_password(url) is not None else os.environ.get(REDIS_PASSWORD_ENV, "")
+    try:
+        done = subprocess.run(
+            ssh_argv(ssh, machine, line),
+            input=f"{url}\n{password}\n".encode(),
+            capture_output=True,
+            timeout=PROBE_TIMEOUT_S,
+            preexec_fn=_no_held_signals,
+        )
+    except (subprocess.TimeoutExpired, OSError) as exc:
+        return f"machine {machine.name}: cannot start a worker over SSH: {exc}"
+    if done.returncode != 0:
+        err = done.stderr.decode("utf-8", "replace").strip().splitlines()
+        return (
+            f"machine {machine.name}: cannot start a worker over SSH: "
+            f"{err[-1] if err else f'exit {done.returncode}'}"
+        )
+    return None
 
 
 def read_url(stdin: IO[str]) -> str:
