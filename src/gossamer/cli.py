@@ -611,7 +611,7 @@ def _run_crawl(args: argparse.Namespace) -> int:
 def _resume_cluster_crawl(args: argparse.Namespace) -> int:
     """`crawl --resume --redis URL [--crawl ID] [--workers N] [-o DIR] [--detach]`: the
     crawl goes on with the settings stored with it; a flag for one of them is refused."""
-    from .config import FLAG_NAMES, CrawlSettings
+    from .config import AUTO, FLAG_NAMES, CrawlSettings
 
     if args.resume is not _RESUME_IN_REDIS:
         return _usage_error(
@@ -632,13 +632,21 @@ def _resume_cluster_crawl(args: argparse.Namespace) -> int:
         )
     from .cluster.control import resume_cluster_crawl
 
+    try:
+        machines = _machines_of(args)
+    except ValueError as exc:
+        return _usage_error(str(exc))
+    workers = args.workers
+    if machines is not None and workers == AUTO:
+        workers = None  # each machine's cores, or its workers=N
     return resume_cluster_crawl(
         args.redis,
         args.crawl,
         out=args.output,
-        workers=args.workers,
+        workers=workers,
         detach=bool(args.detach),
         progress=_progress(args),
+        machines=machines,
     )
 
 

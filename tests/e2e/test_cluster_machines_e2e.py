@@ -375,3 +375,38 @@ def test_workers_scale_across_machines(tmp_path: Path, redis_url: str) -> None:
                     stream.close()
         logs = sorted(p.name for m in machines.machines for p in (m.out / "logs").glob("*.log"))
         assert len(logs) == 2 and all(n.startswith("worker-remote-") for n in logs), logs
+
+
+def test_a_stopped_crawl_resumed_on_the_machines(tmp_path: Path, redis_url: str) -> None:
+    """`crawl --redis … --workers 0` creates the crawl, `stop` stops it, and `crawl --resume
+    --redis … --crawl ID --machines FILE --workers 2` finishes it on the two machines."""
+    sites = _sites(tmp_path)[:2]
+    with ssh_machines(tmp_path) as machines, contextlib.ExitStack() as stack:
+        for site in sites:
+            stack.enter_context(run_nginx(site.server))
+        listing = machines.write_list(tmp_path / "machines.txt")
+        created = subprocess.run(
+            gossamer("crawl", "--redis", redis_url, *(s.base for s in sites), "--allow-private",
+                     "--delay", "0", "--workers", "0", "-q"),
+            capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+        assert created.returncode == 0, created.stderr
+        crawl_id = created.stdout.strip()
+        stopped = subprocess.run(
+            gossamer("stop", "--redis", redis_url, "--crawl", crawl_id, "--wait", "10"),
+            capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+        assert stopped.returncode == 0, stopped.stderr
+        resumed = subprocess.run(
+            gossamer("crawl", "--resume", "--redis", redis_url, "--crawl", crawl_id,
+                     "--machines", str(listing), "--ssh", machines.ssh, "--remote-command",
+                     remote_gossamer(), "--workers", "2", "-o", str(tmp_path / "c"), "-q"),
+            capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+        assert resumed.returncode == 0, resumed.stderr
+        assert resumed.stdout.strip() == crawl_id
+        for m in machines.machines:  # one worker each joined the crawl
+            (record,) = m.out.glob("w*/worker.json")
+            assert json.loads(record.read_text())["crawl"] == crawl_id
+        fetched = _fetches(sites)
+        assert {(k, f"/p{n}.html") for k in range(2) for n in range(1, PAGES)} <= set(fetched)

@@ -236,6 +236,7 @@ def resume_cluster_crawl(
     workers: int | None = None,
     detach: bool = False,
     progress: IO[str] | None = None,
+    machines: Machines | None = None,
 ) -> int:
     """`gossamer crawl --resume --redis URL [--crawl ID]`: set a stopped crawl running again
     (`crawls.resume_crawl`: its frontier as the stop left it, the leases of workers that
@@ -244,8 +245,19 @@ def resume_cluster_crawl(
     `out` beside those of its earlier workers (worker ids are never reused in a crawl). A
     running crawl is left as it is and gets the workers; a finished one has nothing to
     resume (exit 0); a stopping one, whose workers are still finishing their batches, is
-    resumed once they have left (exit 2 until then)."""
-    n = _local_workers(workers)
+    resumed once they have left (exit 2 until then). With `machines`, the workers run on
+    those machines over SSH, as for `run_cluster_crawl`."""
+    plan: RemotePlan | None = None
+    if machines is not None:
+        if detach:
+            return report_failure(ValueError("--detach is for local workers, not --machines"))
+        planned = plan_machines(machines, workers)
+        if isinstance(planned, int):
+            return planned
+        plan = planned
+        n = sum(c for _, c in plan[1])
+    else:
+        n = _local_workers(workers)
 
     def resume(client: RedisClient) -> int:
         record = load_crawl(client, crawl_id, among=("stopped", "stopping"))
@@ -278,6 +290,8 @@ def resume_cluster_crawl(
         _log.info(said, extra={"crawl_id": record.id, "queued": st.queued, "done": st.done})
         if n <= 0:
             return Exit.OK
+        if plan is not None:
+            return _run_attached(client, url, record, out, n, progress, remote=(plan, str(out)))
         return _run_local(client, url, record, out, n, detach, progress)
 
     return with_client(url, resume)
