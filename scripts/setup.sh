@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Set up gossamer from nothing on Debian/Ubuntu with Python >= 3.11:
 # Debian packages (servers used by tests and benchmarks, and the headless Chromium with its
-# chromedriver that the browser tests drive: gossamer/testweb/_browser.py), then a .venv.
+# chromedriver that the browser tests drive: gossamer/testweb/_browser.py; OpenSSH's sshd and
+# rsync for the tests of workers on other machines: tests/e2e/_sshd.py), then a .venv.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
-DEB_PACKAGES="redis-server nginx-light wrk tinyproxy chromium chromium-driver"
+DEB_PACKAGES="redis-server nginx-light wrk tinyproxy chromium chromium-driver openssh-server rsync"
 missing=""
 for p in $DEB_PACKAGES; do
   # "install ok installed": `dpkg -s` alone also succeeds for a removed package whose config
@@ -19,7 +20,7 @@ if [ -n "$missing" ]; then
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends $missing >/dev/null
   # The packages may start system services; gossamer never uses them (tests start their own).
-  for svc in redis-server nginx tinyproxy; do
+  for svc in redis-server nginx tinyproxy ssh; do
     $SUDO systemctl disable --now "$svc" >/dev/null 2>&1 || $SUDO service "$svc" stop >/dev/null 2>&1 || true
   done
 fi

@@ -128,6 +128,7 @@ def build_parser(with_testweb: bool = True) -> argparse.ArgumentParser:
     _add_worker(sub)
     _add_cluster(sub)
     _add_report(sub)
+    _add_gather(sub)
     _add_graph(sub)
     _add_graphbench(sub)
     _add_experiment(sub)
@@ -264,6 +265,7 @@ def _add_crawl(sub: Any) -> None:
         default=None,
         help="start the local workers in the background and return at once",
     )
+    _machine_flags(c)
     groups["politeness"].add_argument(
         "--ignore-robots",
         dest="obey_robots",
@@ -272,6 +274,57 @@ def _add_crawl(sub: Any) -> None:
         help="do not obey robots.txt (the same as --no-obey-robots)",
     )
     p.set_defaults(func=_run_crawl)
+
+
+def _machine_flags(c: Any) -> None:
+    """--machines, --ssh and --remote-command (docs/deploy.md, "Machines"), their defaults
+    from $GOSSAMER_MACHINES, $GOSSAMER_SSH and $GOSSAMER_REMOTE_COMMAND."""
+    c.add_argument(
+        "--machines",
+        type=Path,
+        metavar="FILE",
+        help="start the workers on these machines over SSH, one `[user@]host[:port] "
+        "[workers=N] [out=DIR]` a line (default: $GOSSAMER_MACHINES; docs/deploy.md)",
+    )
+    c.add_argument(
+        "--ssh",
+        metavar="CMD",
+        help="the ssh command and its options, e.g. \"ssh -F FILE\" (default: $GOSSAMER_SSH, "
+        "else ssh; BatchMode=yes is always added)",
+    )
+    c.add_argument(
+        "--remote-command",
+        metavar="CMD",
+        help="the gossamer command on the machines, a shell fragment (default: "
+        "$GOSSAMER_REMOTE_COMMAND, else gossamer on their PATH)",
+    )
+
+
+def _machines_of(args: argparse.Namespace) -> Any:
+    """The machines of --machines (or $GOSSAMER_MACHINES) with the ssh and remote commands
+    (cluster.control.Machines), None without; ValueError for a bad list."""
+    from .runner.machines import (
+        DEFAULT_REMOTE,
+        DEFAULT_SSH,
+        MACHINES_ENV,
+        REMOTE_ENV,
+        SSH_ENV,
+        read_machines,
+    )
+
+    path = args.machines or (Path(env) if (env := os.environ.get(MACHINES_ENV)) else None)
+    if path is None:
+        for name in ("ssh", "remote_command"):
+            if getattr(args, name) is not None:
+                raise ValueError(f"--{name.replace('_', '-')} is for --machines FILE")
+        return None
+    from .cluster.control import Machines
+
+    return Machines(
+        read_machines(path),
+        ssh=args.ssh or os.environ.get(SSH_ENV) or DEFAULT_SSH,
+        remote=args.remote_command or os.environ.get(REMOTE_ENV) or DEFAULT_REMOTE,
+    )
 
 
 def _setting_flags(
@@ -302,7 +355,7 @@ def _cluster_flags() -> dict[str, str]:
     settings, --detach and --crawl. Given without --redis they are an error."""
     from .config import ClusterSettings
 
-    names = [*ClusterSettings.model_fields, "detach", "crawl"]
+    names = [*ClusterSettings.model_fields, "detach", "crawl", "machines", "ssh", "remote_command"]
     return {name: "--" + name.replace("_", "-") for name in names}
 
 
@@ -415,10 +468,13 @@ def _workers(text: str) -> int | str:
     return value
 
 
-def _check_workers(args: argparse.Namespace, settings: CrawlSettings) -> int | None:
+def _check_workers(
+    args: argparse.Namespace, settings: CrawlSettings, *, local: bool = True
+) -> int | None:
     """The local worker processes to start (None: refused, said on stderr); above the cores
-    this process may use, a warning says so. A cluster crawl's --workers (0: none) is
-    checked here, an embedded crawl's by its settings."""
+    this process may use, a warning says so (not for workers on other machines: `local`
+    false). A cluster crawl's --workers (0: none) is checked here, an embedded crawl's by
+    its settings."""
     from .config import AUTO, MAX_WORKERS, available_cores, workers_problem
 
     cores = available_cores()
@@ -434,7 +490,7 @@ def _check_workers(args: argparse.Namespace, settings: CrawlSettings) -> int | N
         n = settings.effective_workers()
         if settings.workers is None:
             return n
-    if n > cores:
+    if n > cores and local:
         _log.warning(
             f"--workers {n}: more than the {cores} core{'s' * (cores != 1)} this crawl may "
             f"use; its workers will share them (fine while they wait on slow sites; {AUTO}: "
@@ -517,18 +573,26 @@ def _run_crawl(args: argparse.Namespace) -> int:
     try:
         settings = crawl_settings(args)
         if args.redis:
-            if (workers := _check_workers(args, settings)) is None:
+            try:
+                machines = _machines_of(args)
+            except ValueError as exc:
+                return _usage_error(str(exc))
+            if (workers := _check_workers(args, settings, local=machines is None)) is None:
                 return Exit.USAGE
             if (proxy_status := _check_proxy(settings)) is not None:
                 return proxy_status
             from .cluster.control import run_cluster_crawl
+            from .config import AUTO
 
+            if machines is not None and args.workers in (None, AUTO):
+                workers = None  # each machine's cores, or its workers=N
             return run_cluster_crawl(
                 args.redis,
                 settings,
                 workers=workers,
                 detach=bool(args.detach),
                 progress=_progress(args),
+                machines=machines,
             )
         if changed := settings.cluster.changed():  # from GOSSAMER_*, -s or --config
             name = changed[0]
@@ -547,7 +611,7 @@ def _run_crawl(args: argparse.Namespace) -> int:
 def _resume_cluster_crawl(args: argparse.Namespace) -> int:
     """`crawl --resume --redis URL [--crawl ID] [--workers N] [-o DIR] [--detach]`: the
     crawl goes on with the settings stored with it; a flag for one of them is refused."""
-    from .config import FLAG_NAMES, CrawlSettings
+    from .config import AUTO, FLAG_NAMES, CrawlSettings
 
     if args.resume is not _RESUME_IN_REDIS:
         return _usage_error(
@@ -568,13 +632,21 @@ def _resume_cluster_crawl(args: argparse.Namespace) -> int:
         )
     from .cluster.control import resume_cluster_crawl
 
+    try:
+        machines = _machines_of(args)
+    except ValueError as exc:
+        return _usage_error(str(exc))
+    workers = args.workers
+    if machines is not None and workers == AUTO:
+        workers = None  # each machine's cores, or its workers=N
     return resume_cluster_crawl(
         args.redis,
         args.crawl,
         out=args.output,
-        workers=args.workers,
+        workers=workers,
         detach=bool(args.detach),
         progress=_progress(args),
+        machines=machines,
     )
 
 
@@ -599,14 +671,22 @@ def _run_worker(args: argparse.Namespace) -> int:
     return run_worker(args.dir, args.part)
 
 
-def _redis_arguments(p: argparse.ArgumentParser, *, required: bool = True) -> None:
+def _redis_arguments(
+    p: argparse.ArgumentParser, *, required: bool = True, stdin_url: bool = False
+) -> None:
     env = os.environ.get("GOSSAMER_REDIS")
     p.add_argument(
         "--redis",
         metavar="URL",
         default=env,
         required=required and env is None,
-        help="redis://host:port/db of the cluster (default: $GOSSAMER_REDIS)",
+        help="redis://host:port/db of the cluster (default: $GOSSAMER_REDIS)"
+        + (
+            "; `-`: the first line of standard input (the second: the password of a URL "
+            "without one, or empty), which then stays open: a `stop` line or its end stops "
+            "the worker (how `crawl --machines` starts workers over SSH)"
+            if stdin_url else ""
+        ),
     )
     p.add_argument("--crawl", metavar="ID", help="the crawl (default: the only running one)")
 
@@ -618,7 +698,7 @@ def _add_cluster(sub: Any) -> None:
         description="Join a crawl created with `gossamer crawl --redis` and crawl until it "
         "finishes or is stopped. Outputs (WARC, crawl log, graph, stats) go to DIR/<worker id>/.",
     )
-    _redis_arguments(p)
+    _redis_arguments(p, stdin_url=True)
     p.add_argument("--capacity", type=float, default=1.0, help="relative capacity (default 1)")
     p.add_argument(
         "-o", "--output", type=Path, default=Path("gossamer-worker"), metavar="DIR",
@@ -650,15 +730,18 @@ def _add_cluster(sub: Any) -> None:
         description="With DIR: the worker pool of the crawl running in DIR (`gossamer crawl "
         "--workers N`) grows or shrinks to N (1 to 64; docs/crawler.md). With --redis URL: "
         "local workers of a cluster crawl are started or stopped so that N run on this "
-        "machine (docs/cluster.md).",
+        "machine (docs/cluster.md); with --machines FILE too, so that N run across those "
+        "machines, started over SSH (docs/deploy.md).",
     )
     p.add_argument("dir", type=Path, nargs="?", metavar="DIR", help="an embedded crawl's directory")
     _redis_arguments(p, required=False)
     p.add_argument("--scale", type=int, required=True, metavar="N", help="workers on this machine")
     p.add_argument(
         "-o", "--output", type=Path, default=Path("gossamer-worker"), metavar="DIR",
-        help="outputs of started workers (default ./gossamer-worker)",
+        help="outputs of started workers (default ./gossamer-worker; with --machines: on a "
+        "machine whose line has no out=DIR, relative to its home)",
     )  # fmt: skip
+    _machine_flags(p)
     _log_flags(p)
     p.set_defaults(func=_run_scale)
 
@@ -666,8 +749,16 @@ def _add_cluster(sub: Any) -> None:
 def _run_cluster_worker(args: argparse.Namespace) -> int:
     from .cluster.worker import worker_main
 
+    url = args.redis
+    if url == "-":  # a worker started over SSH (runner/machines.py): stdin is its channel
+        from .runner.machines import read_url, watch_control
+
+        url = read_url(sys.stdin)
+        if not url:
+            return _usage_error("--redis -: the first line of standard input is empty")
+        watch_control(sys.stdin)
     return worker_main(
-        args.redis,
+        url,
         args.crawl,
         capacity=args.capacity,
         out=args.output,
@@ -707,7 +798,11 @@ def _run_scale(args: argparse.Namespace) -> int:
         return _usage_error(f"--scale {args.scale}: {problem}")
     from .cluster.control import workers_main
 
-    return workers_main(args.redis, args.crawl, args.scale, out=args.output)
+    try:
+        machines = _machines_of(args)
+    except ValueError as exc:
+        return _usage_error(str(exc))
+    return workers_main(args.redis, args.crawl, args.scale, out=args.output, machines=machines)
 
 
 def _add_graph_follow(actions: Any) -> None:
@@ -738,6 +833,68 @@ def _run_graph_follow(args: argparse.Namespace) -> int:
 
     return follow_main(
         args.redis, args.crawl, args.state, consumer=args.consumer, as_json=args.json
+    )
+
+
+def _add_gather(sub: Any) -> None:
+    from .crawldir import ClusterDir
+
+    p = sub.add_parser(
+        "gather",
+        help="copy every machine's worker directories into DIR over SSH, check, index, report",
+        description="Copy the worker directories (w1/, w2/, …: WARCs, crawl logs, graph parts, "
+        "stats) of every machine of --machines FILE into DIR over SSH (rsync when installed, "
+        "else tar), only what DIR lacks or what grew; check each copied file's SHA-256 against "
+        f"the machine's; write {ClusterDir(Path('DIR')).merged_index}, the merged CDXJ index "
+        "of every worker's WARCs; "
+        "then print `gossamer report DIR` (docs/deploy.md, \"Gathering the outputs\").",
+    )
+    p.add_argument("dir", type=Path, metavar="DIR", help="where the outputs go")
+    p.add_argument(
+        "--machines",
+        type=Path,
+        metavar="FILE",
+        help="the machine list (default: $GOSSAMER_MACHINES)",
+    )
+    p.add_argument(
+        "--ssh",
+        metavar="CMD",
+        help="the ssh command and its options (default: $GOSSAMER_SSH, else ssh)",
+    )
+    p.add_argument(
+        "--remote-out",
+        metavar="DIR",
+        default="gossamer-worker",
+        help="the workers' -o DIR on a machine whose line has no out=DIR (default "
+        "gossamer-worker, relative to the remote home)",
+    )
+    p.add_argument(
+        "--via",
+        choices=("rsync", "tar"),
+        help="how files are copied (default: rsync when installed, else tar over SSH)",
+    )
+    p.add_argument("--json", action="store_true", help="the report as JSON")
+    p.set_defaults(func=_run_gather)
+
+
+def _run_gather(args: argparse.Namespace) -> int:
+    from .runner.gather import gather_main
+    from .runner.machines import DEFAULT_SSH, MACHINES_ENV, SSH_ENV, read_machines
+
+    path = args.machines or (Path(env) if (env := os.environ.get(MACHINES_ENV)) else None)
+    if path is None:
+        return _usage_error("give the machine list: --machines FILE (or $GOSSAMER_MACHINES)")
+    try:
+        machines = read_machines(path)
+    except ValueError as exc:
+        return _usage_error(str(exc))
+    return gather_main(
+        machines,
+        args.dir,
+        ssh=args.ssh or os.environ.get(SSH_ENV) or DEFAULT_SSH,
+        out=args.remote_out,
+        via=args.via,
+        as_json=args.json,
     )
 
 
@@ -1002,7 +1159,7 @@ def _run_experiment(args: argparse.Namespace) -> int:
 _LIGHT_COMMANDS = frozenset(
     {
         "crawl", "crawl-worker", "report", "worker", "status", "stop", "workers", "experiment",
-        "graph", "graphbench", "dashboard",
+        "graph", "graphbench", "dashboard", "gather",
     }
 )
 

@@ -24,9 +24,11 @@ here and nowhere else: `CrawlDir(path)` gives each file's path (docs/crawler/out
 
 `ClusterDir(path)`: the -o directory of a cluster crawl's workers on one machine: a crawl
 directory per worker (`w1/`, `w2/`, …), `logs/` (the output of local workers: detached
-ones', and attached ones' while `crawl --redis` shows its progress; `worker-<pid>.log`),
+ones', and attached ones' while `crawl --redis` shows its progress; `worker-<pid>.log`;
+workers started over SSH by `crawl --machines`: `machine-<machine>-<k>.log`),
 `graph/` (the graph consumer's state: `follow.log`, and per crawl `<id>/journal.bin` and
-`<id>/stats.json`).
+`<id>/stats.json`), and after `gossamer gather` every machine's worker directories and
+`index.cdxj`, the merged CDXJ index of their WARCs.
 
 Imports nothing of gossamer, so every package may use it.
 """
@@ -111,6 +113,7 @@ WORKER_RECORD: Final = "worker.json"
 RESOLVE: Final = "resolve.txt"
 SPAWN_LOGS: Final = "logs"
 _SPAWN_LOG: Final = "worker-"  # in the logs directory: worker-<pid>.log
+_MACHINE_LOG: Final = "machine-"  # … and machine-<machine>-<k>.log (a worker over SSH)
 _LOG: Final = ".log"
 FOLLOW_LOG: Final = "follow.log"
 #: a graph consumer's journal, in its state directory (cluster/stream.py)
@@ -305,6 +308,18 @@ class ClusterDir:
     def spawn_log(self, pid: int) -> Path:
         """The output (stdout and stderr) of the local worker of process id `pid`."""
         return self.spawn_logs / f"{_SPAWN_LOG}{pid}{_LOG}"
+
+    def machine_log(self, machine: str, k: int) -> Path:
+        """The output of the k-th worker started over SSH on `machine` (`[user@]host[:port]`,
+        its other characters than letters, digits and `.-_` as `_`)."""
+        safe = "".join(c if c.isalnum() or c in ".-_" else "_" for c in machine)
+        return self.spawn_logs / f"{_MACHINE_LOG}{safe}-{k}{_LOG}"
+
+    @property
+    def merged_index(self) -> Path:
+        """The CDXJ index of every worker's WARCs (`gossamer gather`), its file names
+        relative to this directory."""
+        return self.path / CDX_INDEX
 
     @property
     def graph_state(self) -> Path:

@@ -8,7 +8,10 @@ line of each as it ends); detached ones (`--detach`, `workers --scale`) run in t
 session with their output in `DIR/logs/worker-<pid>.log`, their pids recorded in Redis under
 this machine's name (`gs:<crawl>:{m}:spawned:<machine>`). Workers get the Redis
 URL in their environment (GOSSAMER_REDIS), not on their command line, where `ps` would show
-its password to every user of the machine.
+its password to every user of the machine. With `--machines FILE` the attached workers run
+on other machines instead, each an ssh process (`runner.machines.RemoteWorker`, the URL on
+its standard input) waited for and stopped like a local one (`plan_machines`,
+`_remote_launchers`; docs/deploy.md).
 
 These commands try Redis once (CONTROL_PATIENCE): a person or script waits for their answer,
 which is "it cannot be reached" (exit 69) or "it refuses the password" (77) at once; only
@@ -28,6 +31,7 @@ import subprocess
 import threading
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, Final, cast
 
@@ -38,6 +42,15 @@ from ..frontier import FrontierStats
 from ..outdir import new_directory_problem
 from ..partition import PartitionError
 from ..report.progress import ProgressDisplay, WorkersProgress
+from ..runner.machines import (
+    Machine,
+    Probe,
+    RemoteWorker,
+    probe_all,
+    spread,
+    start_detached_remote,
+    start_remote_worker,
+)
 from ..runner.spawn import Command, gossamer_command, start
 from ..runner.stopping import STOP_GRACE_S, STOP_SIGNALS, ask_to_stop, hold_stop_signals
 from ._redis import (
@@ -67,6 +80,7 @@ from .members import Membership, WorkerStatus
 _log = logging.getLogger(__name__)
 
 __all__ = [
+    "Machines",
     "crawl_status",
     "resume_cluster_crawl",
     "run_cluster_crawl",
@@ -94,6 +108,39 @@ def worker_command(url: str, crawl_id: str, out: Path) -> Command:
 # ---------------------------------------------------------------------------- crawl --redis
 
 
+@dataclass(frozen=True, slots=True)
+class Machines:
+    """`crawl --redis --machines FILE`: the machines (runner/machines.py), the ssh command
+    and the gossamer run on them."""
+
+    machines: Sequence[Machine]
+    ssh: str = "ssh"
+    remote: str = "gossamer"
+
+
+#: the remote workers to start: (machine, how many) with the ssh and remote commands
+RemotePlan = tuple[Machines, Sequence[tuple[Machine, int]]]
+
+
+def plan_machines(machines: Machines, workers: int | None) -> RemotePlan | int:
+    """Ask every machine for its gossamer's version and cores (at once), say one line of each
+    that cannot take workers (unreachable, another version), and spread `workers` (None: each
+    machine's cores) over the others; the plan, or an exit status when none can."""
+    probes = probe_all(machines.machines, machines.ssh, machines.remote)
+    for p in probes:
+        if p.problem is not None:
+            _log.error(p.problem, extra={"machine": p.machine.name})
+    usable = [p for p in probes if p.problem is None]
+    if not usable:
+        _log.error("no machine of the list can take workers: the crawl is not created")
+        return Exit.UNAVAILABLE
+    try:
+        counts = spread(workers, usable)
+    except ValueError as exc:
+        return report_failure(exc)
+    return machines, [(p.machine, c) for p, c in zip(usable, counts, strict=True) if c > 0]
+
+
 def run_cluster_crawl(
     url: str,
     settings: CrawlSettings,
@@ -101,15 +148,29 @@ def run_cluster_crawl(
     workers: int | None = None,
     detach: bool = False,
     progress: IO[str] | None = None,
+    machines: Machines | None = None,
 ) -> int:
     """Create the crawl in Redis (its id on stdout) with its cluster settings
     (`settings.cluster`: partition, heartbeat TTL, …), then start `workers` local workers
-    (None: one per core; 0: none) and wait for them, or leave them running (`detach`)."""
+    (None: one per core; 0: none) and wait for them, or leave them running (`detach`).
+    With `machines`: the workers run on those machines over SSH (`plan_machines`; None:
+    each machine's cores), and the command waits for them."""
     try:
         weights = shard_weights_of(settings.cluster)
     except ValueError as exc:  # before Redis: a bad SOURCE is the command line's error
         return report_failure(exc)
-    n = _local_workers(workers)
+    plan: RemotePlan | None = None
+    if machines is not None:
+        if detach:
+            return report_failure(ValueError("--detach is for local workers, not --machines"))
+        planned = plan_machines(machines, workers)
+        if isinstance(planned, int):
+            return planned
+        plan = planned
+        n = sum(c for _, c in plan[1])
+        remote_out = str(settings.output)
+    else:
+        n = _local_workers(workers)
 
     def create(client: RedisClient) -> int:
         if n > 0:
@@ -131,6 +192,10 @@ def run_cluster_crawl(
             )
             return 0
         record = load_crawl(client, crawl_id)
+        if plan is not None:
+            return _run_attached(
+                client, url, record, settings.output, n, progress, remote=(plan, remote_out)
+            )
         return _run_local(client, url, record, settings.output, n, detach, progress)
 
     return with_client(url, create)
@@ -171,6 +236,7 @@ def resume_cluster_crawl(
     workers: int | None = None,
     detach: bool = False,
     progress: IO[str] | None = None,
+    machines: Machines | None = None,
 ) -> int:
     """`gossamer crawl --resume --redis URL [--crawl ID]`: set a stopped crawl running again
     (`crawls.resume_crawl`: its frontier as the stop left it, the leases of workers that
@@ -179,8 +245,19 @@ def resume_cluster_crawl(
     `out` beside those of its earlier workers (worker ids are never reused in a crawl). A
     running crawl is left as it is and gets the workers; a finished one has nothing to
     resume (exit 0); a stopping one, whose workers are still finishing their batches, is
-    resumed once they have left (exit 2 until then)."""
-    n = _local_workers(workers)
+    resumed once they have left (exit 2 until then). With `machines`, the workers run on
+    those machines over SSH, as for `run_cluster_crawl`."""
+    plan: RemotePlan | None = None
+    if machines is not None:
+        if detach:
+            return report_failure(ValueError("--detach is for local workers, not --machines"))
+        planned = plan_machines(machines, workers)
+        if isinstance(planned, int):
+            return planned
+        plan = planned
+        n = sum(c for _, c in plan[1])
+    else:
+        n = _local_workers(workers)
 
     def resume(client: RedisClient) -> int:
         record = load_crawl(client, crawl_id, among=("stopped", "stopping"))
@@ -213,6 +290,8 @@ def resume_cluster_crawl(
         _log.info(said, extra={"crawl_id": record.id, "queued": st.queued, "done": st.done})
         if n <= 0:
             return Exit.OK
+        if plan is not None:
+            return _run_attached(client, url, record, out, n, progress, remote=(plan, str(out)))
         return _run_local(client, url, record, out, n, detach, progress)
 
     return with_client(url, resume)
@@ -238,9 +317,13 @@ def _run_attached(
     out: Path,
     n: int,
     progress: IO[str] | None,
+    *,
+    remote: tuple[RemotePlan, str] | None = None,
 ) -> int:
     """Start n workers as children, show progress, forward SIGINT/SIGTERM, wait; the exit
-    status is the crawl's outcome's (`_attached_exit`).
+    status is the crawl's outcome's (`_attached_exit`). `remote`: the workers are started
+    over SSH by that plan (their -o there: the machine's `out=`, else the string given),
+    each one's output in `DIR/logs/machine-<machine>-<k>.log` (`_remote_launchers`).
 
     A stop at any moment from the first spawn on reaches every worker once: SIGINT/SIGTERM
     are held (blocked) while the workers are spawned, with the forwarding handler already
@@ -271,16 +354,28 @@ def _run_attached(
             stopped.append(signum)
             ask_to_stop(procs, hurried if repeated else asked, _attached_alive)
 
+        remote_logs: dict[int, Path] = {}
+
         def ended(p: subprocess.Popen[bytes]) -> str:
+            if isinstance(p, RemoteWorker):
+                return _remote_ended_line(p, remote_logs.get(p.pid))
             who = _local_statuses(client, record, [p.pid], since=spawned_at).get(p.pid)
             return _ended_line(p, who, ClusterDir(out).spawn_log(p.pid))
+
+        launchers: list[Callable[[], subprocess.Popen[bytes]]]
+        if remote is None:
+            launchers = [lambda: _start_worker(url, record.id, out, logged=logged)] * n
+        else:
+            launchers = _remote_launchers(
+                url, record.id, out, remote, logged=logged, logs=remote_logs
+            )
 
         with hold_stop_signals():
             previous = {sig: signal.signal(sig, forward) for sig in STOP_SIGNALS}
             try:
                 try:
-                    for _ in range(n):
-                        proc = _start_worker(url, record.id, out, logged=logged)
+                    for launch in launchers:
+                        proc = launch()
                         procs.append(proc)  # at once: a failure below stops it too
                 except BaseException:
                     ask_to_stop(procs, asked, _attached_alive)  # no worker left crawling unattended
@@ -290,7 +385,7 @@ def _run_attached(
                     f"{n} local worker{'s' if n > 1 else ''} (pids "
                     f"{', '.join(str(p.pid) for p in procs)}): outputs in {out}/<worker id>/, "
                     f"their diagnostics in {ClusterDir(out).spawn_logs}/worker-<pid>.log"
-                )
+                ) if remote is None else _remote_started(remote, out)
                 # (said on the display only: there is one exactly when the output is logged)
                 _watch(client, record, procs, progress, stopped, started=started, ended=ended)
             finally:
@@ -322,6 +417,84 @@ def _start_worker(
 
 
 _STARTED = itertools.count()  # the workers this process started: their logs' temporary names
+
+
+def _remote_launchers(
+    url: str,
+    crawl_id: str,
+    out: Path,
+    remote: tuple[RemotePlan, str],
+    *,
+    logged: bool,
+    logs: dict[int, Path],
+) -> list[Callable[[], subprocess.Popen[bytes]]]:
+    """One starter a remote worker of the plan; a started one's log (when `logged`) is
+    recorded in `logs` by its ssh's pid."""
+    (machines, counts), default_out = remote
+    launchers: list[Callable[[], subprocess.Popen[bytes]]] = []
+    for machine, count in counts:
+        for k in range(1, count + 1):
+
+            def launch(machine: Machine = machine, k: int = k) -> subprocess.Popen[bytes]:
+                where = machine.out or default_out
+                if not logged:
+                    return start_remote_worker(
+                        machine, ssh=machines.ssh, remote=machines.remote, url=url,
+                        crawl_id=crawl_id, out=where,
+                    )  # fmt: skip
+                log = _remote_log(out, machine, k)
+                log.parent.mkdir(parents=True, exist_ok=True)
+                with log.open("ab") as opened:
+                    proc = start_remote_worker(
+                        machine, ssh=machines.ssh, remote=machines.remote, url=url,
+                        crawl_id=crawl_id, out=where, log=opened,
+                    )  # fmt: skip
+                logs[proc.pid] = log
+                return proc
+
+            launchers.append(launch)
+    return launchers
+
+
+def _remote_log(out: Path, machine: Machine, k: int) -> Path:
+    """`DIR/logs/machine-<machine>-<k>.log`: the output of the k-th worker on `machine`."""
+    return ClusterDir(out).machine_log(machine.name, k)
+
+
+def _remote_started(remote: tuple[RemotePlan, str], out: Path) -> str:
+    """The line saying where the remote workers were started."""
+    (_, counts), default_out = remote
+    each = ", ".join(f"{c} on {m.name} (outputs in {m.out or default_out}/)" for m, c in counts)
+    return (
+        f"{sum(c for _, c in counts)} workers over SSH: {each}; their diagnostics in "
+        f"{ClusterDir(out).spawn_logs}/machine-<machine>-<k>.log"
+    )
+
+
+def _remote_ended_line(p: RemoteWorker, log: Path | None) -> str:
+    """The one line said of a remote worker that ended: its own last line, or how its SSH
+    session ended (255: the connection was lost or the worker killed: the machine lost)."""
+    code = p.returncode if p.returncode is not None else 0
+    last = _last_line(log) if log is not None else ""
+    where = f"machine {p.machine.name}"
+    if code == 0 and last:
+        return f"{where}: {last}"
+    return f"{where}: {_remote_name(p, on=False)}{': ' + last if last else ''}" + (
+        f" (its log: {log})" if log is not None else ""
+    )
+
+
+def _remote_name(p: RemoteWorker, *, on: bool = True) -> str:
+    """`the worker over SSH on MACHINE (ssh pid N) HOW` (`on`: with the machine's name)."""
+    code = p.returncode if p.returncode is not None else 0
+    how = (
+        "was lost (its SSH session ended with 255: the connection dropped, or the worker "
+        "was killed)"
+        if code == 255
+        else _how_ended(code)
+    )
+    where = f" on {p.machine.name}" if on else ""
+    return f"the worker over SSH{where} (ssh pid {p.pid}) {how}"
 
 
 def _local_statuses(
@@ -406,7 +579,9 @@ def _attached_exit(
     if failed:
         who = _local_statuses(client, record, [p.pid for p in failed], since=since)
         names = [
-            f"{_worker_name(p.pid, who.get(p.pid))} "
+            _remote_name(p)
+            if isinstance(p, RemoteWorker)
+            else f"{_worker_name(p.pid, who.get(p.pid))} "
             f"{_how_ended(p.returncode if p.returncode is not None else 0)}"
             for p in failed
         ]
@@ -491,6 +666,11 @@ def _watch(
     said: set[int] = set()  # the workers whose end was said
 
     def say_ends() -> None:
+        if display is None and ended is not None:  # no display: a lost machine said at once
+            for p in procs:
+                if isinstance(p, RemoteWorker) and p.pid not in said and p.poll() not in (None, 0):
+                    said.add(p.pid)
+                    _log.warning(ended(p), extra={"machine": p.machine.name})
         if display is None or ended is None:
             return
         for p in procs:
@@ -814,6 +994,66 @@ def scale_workers(
     return result
 
 
+def _on_line(w: WorkerStatus, probe: Probe, shared_name: bool, default_out: str) -> bool:
+    """Whether worker `w` runs on the machine of `probe`: its machine name is the one the
+    machine answers with; when several lines answer with one name (one host, several
+    output directories), its output directory is the line's too."""
+    if w.machine != probe.hostname:
+        return False
+    if not shared_name:
+        return True
+    out = (probe.machine.out or default_out).rstrip("/")
+    parent = os.path.dirname(w.out.rstrip("/"))
+    return parent == out or parent.endswith("/" + out.lstrip("./"))
+
+
+def scale_machines(
+    client: RedisClient, url: str, record: CrawlRecord, target: int, machines: Machines,
+    default_out: str,
+) -> list[str]:  # fmt: skip
+    """`workers --scale N --machines FILE`: `target` workers across the machines (spread as
+    `crawl --machines` does): on each machine, detached workers started over SSH
+    (`start_detached_remote`) or its newest workers asked to leave. A machine that cannot
+    be reached (or runs another version) is one error line and keeps its workers. What was
+    done, one line a machine."""
+    probes = probe_all(machines.machines, machines.ssh, machines.remote)
+    usable = [p for p in probes if p.problem is None]
+    for p in probes:
+        if p.problem is not None:
+            _log.error(p.problem, extra={"machine": p.machine.name})
+    counts = spread(target, usable)
+    membership = Membership(client, record.id, ttl=record.heartbeat_ttl)
+    asked = membership.stop_requested()
+    live = [
+        w for w in membership.statuses()
+        if w.state not in ("dead", "stopped", "stopping") and w.id not in asked
+    ]  # fmt: skip
+    names = [p.hostname for p in usable]
+    said = []
+    for p, want in zip(usable, counts, strict=True):
+        shared = names.count(p.hostname) > 1
+        here = [w for w in live if _on_line(w, p, shared, default_out)]
+        line = f"machine {p.machine.name}: {len(here)} -> {want} workers"
+        if want > len(here):
+            failed = None
+            for _ in range(want - len(here)):
+                failed = start_detached_remote(
+                    p.machine, ssh=machines.ssh, remote=machines.remote, url=url,
+                    crawl_id=record.id, out=p.machine.out or default_out,
+                )  # fmt: skip
+                if failed is not None:
+                    break
+            line += f"; {failed}" if failed else f"; started {want - len(here)}"
+        elif want < len(here):
+            newest = sorted(here, key=_worker_number, reverse=True)[: len(here) - want]
+            membership.ask_to_stop([w.id for w in newest])
+            line += f"; asked {', '.join(w.id for w in newest)} to stop"
+        else:
+            line += "; nothing to do"
+        said.append(line)
+    return said
+
+
 def _worker_number(w: WorkerStatus) -> int:
     try:
         return int(w.id.lstrip("w"))
@@ -822,7 +1062,12 @@ def _worker_number(w: WorkerStatus) -> int:
 
 
 def workers_main(
-    url: str, crawl_id: str | None, target: int, *, out: Path = Path("gossamer-worker")
+    url: str,
+    crawl_id: str | None,
+    target: int,
+    *,
+    out: Path = Path("gossamer-worker"),
+    machines: Machines | None = None,
 ) -> int:
     if target < 0:
         return report_failure(ValueError(f"--scale must be >= 0, not {target}"))
@@ -831,6 +1076,14 @@ def workers_main(
         record = load_crawl(client, crawl_id)
         if record.state != "running":
             return report_failure(CrawlRecordError(f"crawl {record.id} is {record.state}"))
+        if machines is not None:
+            try:
+                lines = scale_machines(client, url, record, target, machines, str(out))
+            except ValueError as exc:
+                return report_failure(exc)
+            for line in lines:
+                _log.info(f"crawl {record.id} on {line}", extra={"crawl_id": record.id})
+            return Exit.OK
         _report_scale(record, target, scale_workers(client, url, record, target, out))
         return Exit.OK
 

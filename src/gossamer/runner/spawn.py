@@ -9,6 +9,9 @@ its password and the password in REDISCLI_AUTH, which every subcommand reads for
 has none (cluster.connect.connect_redis). A `gossamer` child logs as this process was told
 to (`logs.child_env`) unless asked not to.
 
+Workers on other machines are ssh processes started by runner/machines.py: their
+interpreter is the other machine's, and the Redis URL goes on their standard input.
+
 The fork pool of `--workers N` (runner/pool.py) starts no interpreter: its workers are forks
 of the crawl's process, which inherit its imports, its settings and the IP gate broker's
 sockets; they have no command line or environment to build, so they are not started here.

@@ -54,11 +54,16 @@ def ask_to_stop(procs: Iterable[_P], asked: set[int], alive: Callable[[_P], bool
     — a pool's forked workers, a cluster command's attached ones. Once is enough: a worker
     handles SIGTERM until its outputs are written (`run_engine`), one still starting holds
     it until then (`hold_stop_signals`), and a second one (a repeated Ctrl-C, a sibling's
-    failure) only ever raced its exit."""
+    failure) only ever raced its exit. A process with an `ask_to_stop()` (a worker over
+    SSH, runner/machines.py) is asked by it instead of a signal."""
     for p in procs:
         pid = p.pid
         if pid is not None and pid not in asked and alive(p):
             asked.add(pid)
+            remote = getattr(p, "ask_to_stop", None)  # a worker over SSH: its stop line
+            if callable(remote):
+                remote()
+                continue
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGTERM)
 
