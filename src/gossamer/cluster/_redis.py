@@ -55,6 +55,8 @@ AUTH_ERRORS: Final = (
 )
 
 _HIDDEN: Final = "***"
+#: query parameters of a Redis URL that hold a password (a Sentinel URL's sentinels' own)
+_SECRET_PARAMS: Final = ("password", "sentinel_password")
 
 
 def _cause(exc: BaseException) -> BaseException:
@@ -97,7 +99,8 @@ def url_username(url: str) -> str | None:
 
 def redact(url: str) -> str:
     """`url` fit to print, log or store: its password replaced by *** (the userinfo's and a
-    `password=` query parameter's): redis://:***@host:6379/0, rediss://user:***@host/0.
+    `password=` and `sentinel_password=` query parameters'): redis://:***@host:6379/0,
+    rediss://user:***@host/0, redis+sentinel://:***@h1:26379,h2:26379/mymaster/0.
     The userinfo ends at the last "@", so that an unquoted "/", "#" or "@" in the password
     (which redis-py cannot parse either) does not show it."""
     scheme, sep, rest = url.partition("://")
@@ -109,7 +112,8 @@ def redact(url: str) -> str:
     head, qmark, query = rest.partition("?")
     if qmark:
         query = "&".join(
-            f"password={_HIDDEN}" if pair.partition("=")[0] == "password" else pair
+            f"{pair.partition('=')[0]}={_HIDDEN}" if pair.partition("=")[0] in _SECRET_PARAMS
+            else pair
             for pair in query.split("&")
         )
     return scrub(f"{scheme}{sep}{head}{qmark}{query}", url)
