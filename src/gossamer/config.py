@@ -82,6 +82,7 @@ SECONDS = frozenset(
         "low_speed_time",
         "heartbeat_ttl",
         "phase_period",
+        "replica_ack_timeout",
     }
 )
 #: a setting's flags where they are not `--<name with dashes>` (messages name the last)
@@ -491,6 +492,15 @@ class ClusterSettings(_Group):
     )
     seen_set: Literal["exact", "bloom"] = Field(
         "exact", description="cluster mode: the Redis frontier's seen-set (docs/cluster.md)"
+    )
+    replica_acks: int = Field(
+        0,
+        ge=0,
+        description="Redis replicas that must acknowledge each batch's completion (WAIT) "
+        "before the worker goes on; 0: none (docs/cluster.md, \"Redis Sentinel\")",
+    )
+    replica_ack_timeout: float = Field(
+        1.0, gt=0, description="seconds a completion waits for --replica-acks replicas"
     )
 
     def changed(self) -> list[str]:

@@ -93,7 +93,10 @@ def served(access_log: Path) -> list[tuple[float, int, str, int]]:
     return out
 
 
-def test_a_crawl_survives_the_sentinel_masters_death(tmp_path: Path) -> None:
+@pytest.mark.parametrize("acks", [0, 1], ids=["no-wait", "replica-acks-1"])
+def test_a_crawl_survives_the_sentinel_masters_death(tmp_path: Path, acks: int) -> None:
+    """With `--replica-acks 1` every completion is on the replica before the worker goes
+    on: the failover loses none, so no page is fetched twice but those in flight."""
     try:
         find_nginx()
         find_redis_server()
@@ -107,6 +110,7 @@ def test_a_crawl_survives_the_sentinel_masters_death(tmp_path: Path) -> None:
             sys.executable, "-m", "gossamer", "crawl", "--redis", group.url, *seeds,
             "-o", str(tmp_path / "out"), "--workers", "2", "--allow-private",
             "--delay", "0.05", "--per-ip", str(PORTS), "--heartbeat-ttl", "3", "-q",
+            "--replica-acks", str(acks),
         ]  # fmt: skip
         with subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE) as proc:
             try:
@@ -130,7 +134,9 @@ def test_a_crawl_survives_the_sentinel_masters_death(tmp_path: Path) -> None:
         crawl_id = stdout.decode().split()[0]
         with new.client() as c:
             raw = c.hgetall(f"gs:{crawl_id}:{{m}}:meta")
+            stored = json.loads(c.hget(f"gs:{crawl_id}:{{m}}:meta", "settings") or "{}")
         meta = {k.decode(): v.decode() for k, v in raw.items()}
+    assert stored.get("replica_acks", 0) == acks, stored
     assert meta["state"] == "finished", meta
     log = served(access_log)
     pages = [(port, path) for _, port, path, status in log if path != "/robots.txt"]
@@ -143,7 +149,8 @@ def test_a_crawl_survives_the_sentinel_masters_death(tmp_path: Path) -> None:
     stall = max(b - a for a, b in itertools.pairwise(times) if b > killed_at)
     duplicates = len(pages) - len(set(pages))
     print(
-        f"\nsentinel failover: promoted {promoted_at - killed_at:.2f} s after the kill; "
+        f"\nsentinel failover (replica_acks {acks}): promoted "
+        f"{promoted_at - killed_at:.2f} s after the kill; "
         f"longest pause of the site's requests after it {stall:.2f} s; {len(before)} requests "
         f"before, {len(after)} after; pages fetched twice: {duplicates} of {len(want)}"
     )

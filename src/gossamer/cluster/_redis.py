@@ -215,6 +215,11 @@ class Keys:
         return self.prefix + "meta"
 
     @property
+    def acked(self) -> str:
+        """string: written just before a WAIT, so that the WAIT covers every earlier write"""
+        return self.prefix + "acked"
+
+    @property
     def seq(self) -> str:
         """counter: worker ids are w<INCR>"""
         return self.prefix + "seq"
@@ -354,3 +359,23 @@ def retrying(
         if told:
             _log.info(f"Redis reachable again ({what})")
         return result
+
+
+def wait_replicas(client: RedisClient, crawl: str, acks: int, timeout: float) -> int | None:
+    """Wait until `acks` replicas have every write the master ran so far (a write of the
+    crawl's `acked` key, then `WAIT acks timeout` on the same connection: WAIT counts the
+    replicas that have the connection's last write, and so everything before it); the
+    replicas that did, None when not asked (`acks` 0, or Redis Cluster). Used after the
+    writes a failover must not lose outside the frontier: the crawl's creation, its end."""
+    if acks <= 0 or isinstance(client, redis.cluster.RedisCluster):
+        return None
+    pipe = client.pipeline(transaction=False)
+    pipe.set(Keys(crawl).acked, "1")
+    pipe.execute_command("WAIT", acks, max(1, round(timeout * 1000)))  # type: ignore[no-untyped-call]
+    got = int(pipe.execute()[1])
+    if got < acks:
+        _log.warning(
+            f"only {got} of {acks} Redis replicas acknowledged crawl {crawl}'s record within "
+            f"{timeout:g} s: a failover now may lose it"
+        )
+    return got

@@ -46,6 +46,7 @@ from ._redis import (
     redact,
     server_time,
     text,
+    wait_replicas,
 )
 from .connect import (
     report_failure,
@@ -122,6 +123,8 @@ def run_cluster_crawl(
             crawl_id = create_crawl(client, settings.seeds, settings, weights=weights)
         except PartitionError as exc:
             return report_failure(exc)
+        cl = settings.cluster
+        wait_replicas(client, crawl_id, cl.replica_acks, cl.replica_ack_timeout)
         print(crawl_id, flush=True)
         if n <= 0:
             _log.info(

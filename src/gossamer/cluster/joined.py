@@ -26,7 +26,7 @@ from ..engine.crawler import Crawler
 from ..fetch import FetchRequest
 from ..frontier import FrontierStats, StaleLeaseError
 from ..urls import URLError, host_key
-from ._redis import RedisClient, retrying
+from ._redis import RedisClient, retrying, wait_replicas
 from .crawls import CrawlRecord, mark_finished, refresh_summary
 from .heartbeat import Heartbeat
 from .ipgate import RedisIpGate
@@ -238,6 +238,14 @@ class JoinedWorker:
         if exhausted(stats, self.settings.max_pages):
             retrying(
                 lambda: mark_finished(self.client, self.record),
+                what="crawl record",
+                deadline=deadline,
+            )
+            cl = self.settings.cluster
+            retrying(
+                lambda: wait_replicas(
+                    self.client, self.record.id, cl.replica_acks, cl.replica_ack_timeout
+                ),
                 what="crawl record",
                 deadline=deadline,
             )
