@@ -194,6 +194,7 @@ _METAVARS = {
     "user_agent": "TEXT",
     "max_body": "BYTES",
     "warc_max_bytes": "BYTES",
+    "disk_margin": "MB",
     "low_speed_limit": "BYTES",
     "adaptive_delay": "N",
     "site_sizes": "SOURCE",

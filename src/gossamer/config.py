@@ -458,6 +458,12 @@ class SinksSettings(_Group):
 
     warc: bool = Field(True, description="write WARC files")
     warc_max_bytes: int = Field(1024**3, ge=1024 * 1024, description="bytes per WARC file")
+    disk_margin: int = Field(
+        256,
+        ge=0,
+        description="MB: when the output directory's disk has less free, the worker takes "
+        "no more hosts and stops (exit 74) before a WARC could be cut short; 0: never",
+    )
     live_graph: bool = Field(
         False,
         description="keep the crawled web graph live and write its statistics to "
