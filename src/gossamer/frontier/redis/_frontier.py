@@ -185,6 +185,7 @@ class RedisFrontier:
         #: completions WAITed for, and those fewer replicas acknowledged within the time-out
         self.replica_waits = 0
         self.replica_shortfalls = 0
+        self._short_of_replicas = False
         # (leases out, shards with a ready host, shards with a host with URLs queued) at the
         # last index call: the hosts in play
         self._in_play: tuple[int, int, int] | None = None
@@ -295,21 +296,30 @@ class RedisFrontier:
         many replicas when this returns — or the time-out passed (counted; the write
         stands on the master)."""
 
+        # short of replicas (a failover left none): wait 1 ms, not the time-out, until
+        # they are back, or every completion would stall the worker for the time-out
+        wait_ms = 1 if self._short_of_replicas else self._ack_ms
+
         def run() -> list[Any]:
             pipe = self.client.pipeline(transaction=False)
             self._eval(name, shard, args, pipe)
-            pipe.execute_command("WAIT", self.replica_acks, self._ack_ms)
+            pipe.execute_command("WAIT", self.replica_acks, wait_ms)
             return cast(list[Any], pipe.execute())
 
         reply, acks = self._call(run)
         self.replica_waits += 1
-        if int(acks) < self.replica_acks:
+        short = int(acks) < self.replica_acks
+        if short:
             self.replica_shortfalls += 1
-            if self.replica_shortfalls == 1:
-                _log.warning(
-                    f"only {int(acks)} of {self.replica_acks} Redis replicas acknowledged a "
-                    f"completion within {self._ack_ms} ms: a failover now may lose it"
-                )
+        if short and not self._short_of_replicas:
+            _log.warning(
+                f"only {int(acks)} of {self.replica_acks} Redis replicas acknowledged a "
+                f"completion within {self._ack_ms} ms: a failover now may lose it; "
+                "completions wait for them again once they are back"
+            )
+        elif not short and self._short_of_replicas:
+            _log.info(f"{self.replica_acks} Redis replicas acknowledge completions again")
+        self._short_of_replicas = short
         return reply
 
     def _shard_many(self, calls: Sequence[tuple[str, int, Sequence[Any]]]) -> list[Any]:
