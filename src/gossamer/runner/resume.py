@@ -109,6 +109,8 @@ DEFINITION = frozenset(
         "phases",
         "epsilon",
         "heartbeat_ttl",
+        "replica_acks",
+        "replica_ack_timeout",
         "warc",
         "recrawl",
         "seeds_file",
