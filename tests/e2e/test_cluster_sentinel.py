@@ -136,6 +136,13 @@ def test_a_crawl_survives_the_sentinel_masters_death(tmp_path: Path, acks: int) 
             raw = c.hgetall(f"gs:{crawl_id}:{{m}}:meta")
             stored = json.loads(c.hget(f"gs:{crawl_id}:{{m}}:meta", "settings") or "{}")
         meta = {k.decode(): v.decode() for k, v in raw.items()}
+        status = subprocess.run(  # a one-shot command through the sentinels, after the failover
+            [sys.executable, "-m", "gossamer", "status", "--redis", group.url, "--crawl",
+             crawl_id, "--json"],
+            capture_output=True, text=True, timeout=60, check=False,
+        )  # fmt: skip
+    assert status.returncode == 0, status.stderr
+    assert json.loads(status.stdout)["frontier"]["done"] == PAGES * PORTS
     assert stored.get("replica_acks", 0) == acks, stored
     assert meta["state"] == "finished", meta
     log = served(access_log)
