@@ -178,3 +178,39 @@ def test_a_worker_stops_before_its_disk_fills(tmp_path: Path, redis_url: str) ->
         f"w1 stopped with {free_after / 2**20:.1f} MB free of {TMPFS_MB} MB after "
         f"{len(w1_pages)} pages in {len(warcs)} WARC file(s); w2 fetched the rest"
     )
+
+
+def test_an_embedded_crawl_stops_before_its_disk_fills_and_resumes(tmp_path: Path) -> None:
+    """The same guard in an embedded crawl: exit 74, `ended` `error`, the line once, its WARC
+    whole; resumed into a roomier margin (`--disk-margin 1`) the crawl completes."""
+    try:
+        find_nginx()
+    except NginxError as exc:
+        pytest.skip(str(exc))
+    small = tmp_path / "small"
+    ports = _free_ports(1)
+    access_log = build_site(tmp_path / "site", ports)
+    with tmpfs(small, TMPFS_MB), run_nginx(tmp_path / "site" / "nginx"):
+        out = small / "crawl"
+        first = subprocess.run(
+            gossamer("crawl", f"http://127.0.0.1:{ports[0]}/p0.html", "-o", str(out),
+                     "--allow-private", "--delay", "0", "--workers", "1", "-q",
+                     "--disk-margin", str(TMPFS_MB - 4)),
+            capture_output=True, text=True, timeout=120, check=False,
+        )  # fmt: skip
+        stats = json.loads((out / "stats.json").read_text())
+        leftover = list((out / "warc").glob("*.open"))
+        second = subprocess.run(
+            gossamer("crawl", "--resume", str(out), "-q", "--disk-margin", "1"),
+            capture_output=True, text=True, timeout=120, check=False,
+        )  # fmt: skip
+        done = json.loads((out / "stats.json").read_text())
+    line = f"under the margin of {TMPFS_MB - 4} MB (--disk-margin): it takes no more hosts"
+    assert first.returncode == 74, first.stderr
+    assert first.stderr.count(line) == 1, first.stderr
+    assert stats["ended"] == "error"
+    assert not leftover
+    assert second.returncode == 0, second.stderr
+    assert done["ended"] == "complete", done
+    pages = {path for _, _, path, _ in served(access_log) if path != "/robots.txt"}
+    assert pages == {f"/p{i}.html" for i in range(PAGES)}
