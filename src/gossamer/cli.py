@@ -250,7 +250,12 @@ def _add_crawl(sub: Any) -> None:
     g.add_argument("-q", "--quiet", action="store_true", help="no progress output")
     _log_flags(g)
     c = groups["cluster mode"]
-    c.add_argument("--redis", metavar="URL", help="redis://host:port/db: create a cluster crawl")
+    c.add_argument(
+        "--redis",
+        metavar="URL",
+        help="redis://host:port/db (or redis+sentinel://host:port,…/service/db): create a "
+        "cluster crawl",
+    )
     c.add_argument(
         "--crawl",
         metavar="ID",
@@ -607,7 +612,8 @@ def _redis_arguments(p: argparse.ArgumentParser, *, required: bool = True) -> No
         metavar="URL",
         default=env,
         required=required and env is None,
-        help="redis://host:port/db of the cluster (default: $GOSSAMER_REDIS)",
+        help="redis://host:port/db (or redis+sentinel://host:port,…/service/db) of the "
+        "cluster (default: $GOSSAMER_REDIS)",
     )
     p.add_argument("--crawl", metavar="ID", help="the crawl (default: the only running one)")
 
