@@ -93,10 +93,17 @@ def served(access_log: Path) -> list[tuple[float, int, str, int]]:
     return out
 
 
-@pytest.mark.parametrize("acks", [0, 1], ids=["no-wait", "replica-acks-1"])
-def test_a_crawl_survives_the_sentinel_masters_death(tmp_path: Path, acks: int) -> None:
+@pytest.mark.parametrize(
+    ("acks", "down_after_ms"),
+    [(0, 1000), (1, 1000), (0, 4000)],
+    ids=["no-wait", "replica-acks-1", "stall-over-ttl"],
+)
+def test_a_crawl_survives_the_sentinel_masters_death(
+    tmp_path: Path, acks: int, down_after_ms: int
+) -> None:
     """With `--replica-acks 1` every completion is on the replica before the worker goes
-    on: the failover loses none, so no page is fetched twice but those in flight."""
+    on: the failover loses none, so no page is fetched twice but those in flight. A stall
+    longer than the heartbeat TTL (3 s) counts no worker dead."""
     try:
         find_nginx()
         find_redis_server()
@@ -105,7 +112,10 @@ def test_a_crawl_survives_the_sentinel_masters_death(tmp_path: Path, acks: int) 
     ports = _free_ports(PORTS)
     access_log = build_site(tmp_path / "site", ports)
     seeds = [f"http://127.0.0.1:{p}/p0.html" for p in ports]
-    with RedisSentinels(tmp_path / "redis") as group, run_nginx(tmp_path / "site" / "nginx"):
+    with (
+        RedisSentinels(tmp_path / "redis", down_after_ms=down_after_ms) as group,
+        run_nginx(tmp_path / "site" / "nginx"),
+    ):
         args = [
             sys.executable, "-m", "gossamer", "crawl", "--redis", group.url, *seeds,
             "-o", str(tmp_path / "out"), "--workers", "2", "--allow-private",
@@ -145,6 +155,9 @@ def test_a_crawl_survives_the_sentinel_masters_death(tmp_path: Path, acks: int) 
     assert json.loads(status.stdout)["frontier"]["done"] == PAGES * PORTS
     assert stored.get("replica_acks", 0) == acks, stored
     assert meta["state"] == "finished", meta
+    # a stall over the TTL: each worker's record expired, and it came back under a new
+    # incarnation (its batches given back), none answered dead to the others
+    expired = err.count("heartbeat record had expired")
     log = served(access_log)
     pages = [(port, path) for _, port, path, status in log if path != "/robots.txt"]
     want = {(p, f"/p{i}.html") for p in ports for i in range(PAGES)}
@@ -156,10 +169,11 @@ def test_a_crawl_survives_the_sentinel_masters_death(tmp_path: Path, acks: int) 
     stall = max(b - a for a, b in itertools.pairwise(times) if b > killed_at)
     duplicates = len(pages) - len(set(pages))
     print(
-        f"\nsentinel failover (replica_acks {acks}): promoted "
+        f"\nsentinel failover (replica_acks {acks}, down-after {down_after_ms} ms): promoted "
         f"{promoted_at - killed_at:.2f} s after the kill; "
         f"longest pause of the site's requests after it {stall:.2f} s; {len(before)} requests "
-        f"before, {len(after)} after; pages fetched twice: {duplicates} of {len(want)}"
+        f"before, {len(after)} after; pages fetched twice: {duplicates} of {len(want)}; "
+        f"workers back after their record expired: {expired}"
     )
     # at least once, at most the in-flight batches twice: 2 workers x 16 hosts x 20 URLs
     assert duplicates <= 2 * PORTS * 20
