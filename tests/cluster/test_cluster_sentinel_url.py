@@ -38,3 +38,15 @@ def test_a_malformed_sentinel_url_is_refused(url: str) -> None:
 def test_the_passwords_of_a_sentinel_url_are_hidden() -> None:
     url = "redis+sentinel://:pw1@h1:1,h2:2/svc/0?sentinel_password=pw2"
     assert redact(url) == "redis+sentinel://:***@h1:1,h2:2/svc/0?sentinel_password=***"
+
+
+def test_no_sentinel_answering_is_one_short_line() -> None:
+    from gossamer.cluster._redis import RedisUnavailable
+    from gossamer.testweb.redisd import _free_ports
+
+    a, b = _free_ports(2)  # nothing listens there
+    with pytest.raises(RedisUnavailable) as caught:
+        connect_redis(f"redis+sentinel://:pw@127.0.0.1:{a},127.0.0.1:{b}/svc/0", patience=0)
+    text = str(caught.value)
+    assert f"the sentinels at 127.0.0.1:{a}, 127.0.0.1:{b} name no master of service 'svc'" in text
+    assert "pw" not in text.replace("password", "") and len(text) < 400

@@ -124,7 +124,16 @@ def _sentinel_master(parsed: SentinelURL, kw: dict[str, Any]) -> redis.Redis:
         sentinel_kwargs["ssl"] = True
     sentinel = redis.sentinel.Sentinel(list(parsed.sentinels), sentinel_kwargs=sentinel_kwargs)
     client = cast(redis.Redis, sentinel.master_for(parsed.service, **own))
-    client.ping()  # no master known, a refused password: now, not at the first call
+    try:
+        client.ping()  # no master known, a refused password: now, not at the first call
+    except redis.sentinel.MasterNotFoundError:
+        # (redis-py's message repeats every sentinel client's repr: a screenful)
+        client.close()
+        where = ", ".join(f"{h}:{p}" for h, p in parsed.sentinels)
+        raise redis.exceptions.ConnectionError(
+            f"the sentinels at {where} name no master of service {parsed.service!r} (none "
+            "answers, none monitors that name, or its master is down and not yet replaced)"
+        ) from None
     return client
 
 
