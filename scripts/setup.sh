@@ -6,7 +6,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
-DEB_PACKAGES="redis-server nginx-light wrk tinyproxy chromium chromium-driver openssh-server rsync"
+DEB_PACKAGES="redis-server redis-sentinel nginx-light wrk tinyproxy chromium chromium-driver openssh-server rsync"
 missing=""
 for p in $DEB_PACKAGES; do
   # "install ok installed": `dpkg -s` alone also succeeds for a removed package whose config
@@ -20,7 +20,7 @@ if [ -n "$missing" ]; then
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends $missing >/dev/null
   # The packages may start system services; gossamer never uses them (tests start their own).
-  for svc in redis-server nginx tinyproxy ssh; do
+  for svc in redis-server redis-sentinel nginx tinyproxy ssh; do
     $SUDO systemctl disable --now "$svc" >/dev/null 2>&1 || $SUDO service "$svc" stop >/dev/null 2>&1 || true
   done
 fi

@@ -145,7 +145,8 @@ def test_a_recrawl_carries_what_defines_a_crawl_and_how_its_hosts_were_reached()
     from gossamer.runner.resume import DEFINITION
 
     # the cluster's settings are a cluster crawl's only: an embedded re-crawl has its defaults
-    cluster = {"seen_set", "partition", "site_sizes", "phase_period", "phases", "epsilon"}
+    cluster = {"seen_set", "partition", "site_sizes", "phase_period", "phases", "epsilon",
+               "replica_acks", "replica_ack_timeout"}
     own = {"seeds", "seeds_file", "output", "recrawl", "heartbeat_ttl"} | cluster
     reach = {"allow_private", "resolve", "resolve_file", "proxy"}
     assert (DEFINITION - own) | reach == RECRAWL_CARRIED

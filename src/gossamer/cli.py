@@ -195,6 +195,7 @@ _METAVARS = {
     "user_agent": "TEXT",
     "max_body": "BYTES",
     "warc_max_bytes": "BYTES",
+    "disk_margin": "MB",
     "low_speed_limit": "BYTES",
     "adaptive_delay": "N",
     "site_sizes": "SOURCE",
@@ -250,7 +251,12 @@ def _add_crawl(sub: Any) -> None:
     g.add_argument("-q", "--quiet", action="store_true", help="no progress output")
     _log_flags(g)
     c = groups["cluster mode"]
-    c.add_argument("--redis", metavar="URL", help="redis://host:port/db: create a cluster crawl")
+    c.add_argument(
+        "--redis",
+        metavar="URL",
+        help="redis://host:port/db (or redis+sentinel://host:port,…/service/db): create a "
+        "cluster crawl",
+    )
     c.add_argument(
         "--crawl",
         metavar="ID",
@@ -680,7 +686,8 @@ def _redis_arguments(
         metavar="URL",
         default=env,
         required=required and env is None,
-        help="redis://host:port/db of the cluster (default: $GOSSAMER_REDIS)"
+        help="redis://host:port/db (or redis+sentinel://host:port,…/service/db) of the "
+        "cluster (default: $GOSSAMER_REDIS)"
         + (
             "; `-`: the first line of standard input (the second: the password of a URL "
             "without one, or empty), which then stays open: a `stop` line or its end stops "

@@ -82,6 +82,7 @@ SECONDS = frozenset(
         "low_speed_time",
         "heartbeat_ttl",
         "phase_period",
+        "replica_ack_timeout",
     }
 )
 #: a setting's flags where they are not `--<name with dashes>` (messages name the last)
@@ -457,6 +458,12 @@ class SinksSettings(_Group):
 
     warc: bool = Field(True, description="write WARC files")
     warc_max_bytes: int = Field(1024**3, ge=1024 * 1024, description="bytes per WARC file")
+    disk_margin: int = Field(
+        256,
+        ge=0,
+        description="MB: when the output directory's disk has less free, the worker takes "
+        "no more hosts and stops (exit 74) before a WARC could be cut short; 0: never",
+    )
     live_graph: bool = Field(
         False,
         description="keep the crawled web graph live and write its statistics to "
@@ -491,6 +498,15 @@ class ClusterSettings(_Group):
     )
     seen_set: Literal["exact", "bloom"] = Field(
         "exact", description="cluster mode: the Redis frontier's seen-set (docs/cluster.md)"
+    )
+    replica_acks: int = Field(
+        0,
+        ge=0,
+        description="Redis replicas that must acknowledge each batch's completion (WAIT) "
+        "before the worker goes on; 0: none (docs/cluster.md, \"Redis Sentinel\")",
+    )
+    replica_ack_timeout: float = Field(
+        1.0, gt=0, description="seconds a completion waits for --replica-acks replicas"
     )
 
     def changed(self) -> list[str]:

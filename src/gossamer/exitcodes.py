@@ -29,7 +29,8 @@ MEANINGS: dict[int, str] = {
     Exit.USAGE: "bad input: flags, settings, seed URLs or file, an unusable -o directory",
     Exit.NOTHING_FETCHED: "the crawl ran but fetched no page (every fetch failed)",
     Exit.UNAVAILABLE: "Redis (or another needed service) cannot be reached",
-    Exit.IOERR: "the outputs cannot be written (disk full, …); nothing is lost, resume later",
+    Exit.IOERR: "the outputs cannot be written (disk full, or under --disk-margin, …); "
+    "nothing is lost, resume later",
     Exit.TEMPFAIL: "not done yet: `gossamer stop --wait S` found workers still running after S s",
     Exit.NOPERM: "Redis refused the password, or asks for one that was not given",
     Exit.INTERRUPTED: "stopped by SIGINT (Ctrl-C); resume to go on",

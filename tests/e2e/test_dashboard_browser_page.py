@@ -606,3 +606,27 @@ def test_a_finished_crawl_shows_its_history_not_live_and_its_graph_when_computed
     wait_for_text(d, '#graph [data-field="updated"]', "computed 07:39:48")
     assert field(browser, "graph", "nodes") == "2,100"
     wait_for_js(d, "Number(document.querySelector('#chart-in-degree').dataset.points) === 10")
+
+
+def test_worker_table_shows_what_each_worker_costs_its_machine(
+    base: str, source: ScriptedSource, browser: Browser
+) -> None:
+    """CPU, memory, free disk and bytes/s per worker; the Machines table per machine; a worker
+    stopped by its disk margin marked."""
+    d = browser.driver
+    w0 = {**worker(0, 10), "cpu_percent": 42.0, "rss_bytes": 80 * 2**20,
+          "disk_free_bytes": 5 * 2**20, "bytes_in_per_s": 2 * 2**20, "bytes_out_per_s": 2048,
+          "disk_low": True}  # fmt: skip
+    machines = [{"machine": "m1", "workers": 2, "cpu_percent": 60.0, "rss_bytes": 160 * 2**20,
+                 "disk_free_bytes": 5 * 2**20, "bytes_in_per_s": 3 * 2**20,
+                 "bytes_out_per_s": 4096, "disk_low": 1}]  # fmt: skip
+    source.set(status(workers=[w0, worker(1, 20)], machines=machines))
+    d.get(base + "/")
+    wait_for(d, lambda d: d.find_elements(By_CSS, "#machine-table tbody tr") or None)
+    row = texts(browser, '#worker-table tbody tr[data-worker="w0"] td')
+    assert row[8:13] == ["42 %", "80.0 MiB", "5.0 MiB (low: stopped)", "2.0 MiB/s", "2.0 KiB/s"]
+    assert texts(browser, '#worker-table tbody tr[data-worker="w1"] td')[8] == "-"
+    assert texts(browser, "#machine-table tbody tr td") == [
+        "m1", "2", "60 %", "160.0 MiB", "5.0 MiB (low: 1 stopped)", "3.0 MiB/s", "4.0 KiB/s",
+    ]  # fmt: skip
+    assert d.find_element(By_CSS, "#machines").is_displayed()

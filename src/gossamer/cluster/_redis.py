@@ -55,6 +55,8 @@ AUTH_ERRORS: Final = (
 )
 
 _HIDDEN: Final = "***"
+#: query parameters of a Redis URL that hold a password (a Sentinel URL's sentinels' own)
+_SECRET_PARAMS: Final = ("password", "sentinel_password")
 
 
 def _cause(exc: BaseException) -> BaseException:
@@ -97,7 +99,8 @@ def url_username(url: str) -> str | None:
 
 def redact(url: str) -> str:
     """`url` fit to print, log or store: its password replaced by *** (the userinfo's and a
-    `password=` query parameter's): redis://:***@host:6379/0, rediss://user:***@host/0.
+    `password=` and `sentinel_password=` query parameters'): redis://:***@host:6379/0,
+    rediss://user:***@host/0, redis+sentinel://:***@h1:26379,h2:26379/mymaster/0.
     The userinfo ends at the last "@", so that an unquoted "/", "#" or "@" in the password
     (which redis-py cannot parse either) does not show it."""
     scheme, sep, rest = url.partition("://")
@@ -109,7 +112,8 @@ def redact(url: str) -> str:
     head, qmark, query = rest.partition("?")
     if qmark:
         query = "&".join(
-            f"password={_HIDDEN}" if pair.partition("=")[0] == "password" else pair
+            f"{pair.partition('=')[0]}={_HIDDEN}" if pair.partition("=")[0] in _SECRET_PARAMS
+            else pair
             for pair in query.split("&")
         )
     return scrub(f"{scheme}{sep}{head}{qmark}{query}", url)
@@ -209,6 +213,11 @@ class Keys:
     def meta(self) -> str:
         """hash: the crawl's record (state, settings, seeds, partition, times)"""
         return self.prefix + "meta"
+
+    @property
+    def acked(self) -> str:
+        """string: written just before a WAIT, so that the WAIT covers every earlier write"""
+        return self.prefix + "acked"
 
     @property
     def seq(self) -> str:
@@ -350,3 +359,23 @@ def retrying(
         if told:
             _log.info(f"Redis reachable again ({what})")
         return result
+
+
+def wait_replicas(client: RedisClient, crawl: str, acks: int, timeout: float) -> int | None:
+    """Wait until `acks` replicas have every write the master ran so far (a write of the
+    crawl's `acked` key, then `WAIT acks timeout` on the same connection: WAIT counts the
+    replicas that have the connection's last write, and so everything before it); the
+    replicas that did, None when not asked (`acks` 0, or Redis Cluster). Used after the
+    writes a failover must not lose outside the frontier: the crawl's creation, its end."""
+    if acks <= 0 or isinstance(client, redis.cluster.RedisCluster):
+        return None
+    pipe = client.pipeline(transaction=False)
+    pipe.set(Keys(crawl).acked, "1")
+    pipe.execute_command("WAIT", acks, max(1, round(timeout * 1000)))  # type: ignore[no-untyped-call]
+    got = int(pipe.execute()[1])
+    if got < acks:
+        _log.warning(
+            f"only {got} of {acks} Redis replicas acknowledged crawl {crawl}'s record within "
+            f"{timeout:g} s: a failover now may lose it"
+        )
+    return got

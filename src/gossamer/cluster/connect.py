@@ -92,8 +92,10 @@ def connect_redis(
             if isinstance(exc, ValueError):  # from redis-py's URL parser
                 raise RedisBadURL(
                     f"--redis {safe}: not a Redis URL ({why}); it reads "
-                    "redis://[[USER]:PASSWORD@]HOST[:PORT][/DB] (rediss:// for TLS), with a "
-                    "/ # ? @ : or % in the password written %2F %23 %3F %40 %3A %25"
+                    "redis://[[USER]:PASSWORD@]HOST[:PORT][/DB] (rediss:// for TLS), or for "
+                    "Redis Sentinel redis+sentinel://[[USER]:PASSWORD@]HOST[:PORT][,HOST[:PORT]"
+                    "…]/SERVICE[/DB], with a / # ? @ : or % in the password written %2F %23 "
+                    "%3F %40 %3A %25"
                 ) from None
             if not is_transient(exc):
                 raise RedisConnectError(f"cannot use Redis at {safe}: {why}") from None

@@ -59,6 +59,7 @@ from ._redis import (
     redact,
     server_time,
     text,
+    wait_replicas,
 )
 from .connect import (
     report_failure,
@@ -183,6 +184,8 @@ def run_cluster_crawl(
             crawl_id = create_crawl(client, settings.seeds, settings, weights=weights)
         except PartitionError as exc:
             return report_failure(exc)
+        cl = settings.cluster
+        wait_replicas(client, crawl_id, cl.replica_acks, cl.replica_ack_timeout)
         print(crawl_id, flush=True)
         if n <= 0:
             _log.info(
@@ -788,9 +791,45 @@ def crawl_status(client: RedisClient, record: CrawlRecord) -> dict[str, Any]:
             }
             for w in workers
         ],
+        "machines": machine_totals(live),
         "server_time": now,
         "graph": _graph_stats(client, record.id),
     }
+
+
+def machine_totals(live: list[WorkerStatus]) -> list[dict[str, Any]]:
+    """The live workers' resources summed per machine (free disk: the least any of its
+    workers sees — they may write to different disks), machines by name."""
+    out: dict[str, dict[str, Any]] = {}
+    for w in live:
+        m = out.setdefault(
+            w.machine,
+            {"machine": w.machine, "workers": 0, "cpu_percent": 0.0, "rss_bytes": 0,
+             "disk_free_bytes": None, "bytes_in_per_s": 0.0, "bytes_out_per_s": 0.0,
+             "disk_low": 0},
+        )  # fmt: skip
+        m["workers"] += 1
+        m["cpu_percent"] = round(m["cpu_percent"] + w.cpu_percent, 1)
+        m["rss_bytes"] += w.rss_bytes
+        if w.disk_free_bytes is not None:
+            free = m["disk_free_bytes"]
+            least = w.disk_free_bytes if free is None else min(free, w.disk_free_bytes)
+            m["disk_free_bytes"] = least
+        m["bytes_in_per_s"] = round(m["bytes_in_per_s"] + w.bytes_in_per_s, 1)
+        m["bytes_out_per_s"] = round(m["bytes_out_per_s"] + w.bytes_out_per_s, 1)
+        m["disk_low"] += int(w.disk_low)
+    return [out[k] for k in sorted(out)]
+
+
+def human_bytes(n: float | None) -> str:
+    """1.5 kB, 12.3 MB, 4.0 GB (powers of 1000: what df -H says); '-' for None."""
+    if n is None:
+        return "-"
+    for unit in ("B", "kB", "MB", "GB"):
+        if abs(n) < 1000 or unit == "GB":
+            return f"{n:,.0f} {unit}" if unit == "B" else f"{n:,.1f} {unit}"
+        n /= 1000
+    return f"{n:,.1f} TB"
 
 
 def _graph_stats(client: RedisClient, crawl_id: str) -> dict[str, Any] | None:
@@ -869,12 +908,17 @@ def format_status(data: dict[str, Any]) -> str:
     if not workers:
         lines.append("no workers yet")
         return "\n".join(lines)
-    head = ("WORKER", "MACHINE", "PID", "STATE", "PAGES", "ERRORS", "PAGES/S", "BEAT", "HOSTS")
+    head = (
+        "WORKER", "MACHINE", "PID", "STATE", "PAGES", "ERRORS", "PAGES/S", "CPU", "RSS",
+        "DISK FREE", "IN/S", "OUT/S", "BEAT", "HOSTS",
+    )  # fmt: skip
     rows = [head]
     for w in workers:
         hosts = w["hosts"]
         shown = ", ".join(hosts[:3]) + (f" (+{len(hosts) - 3})" if len(hosts) > 3 else "")
         age = w["beat_age_s"]
+        live = w["state"] not in ("dead", "stopped")
+        free = human_bytes(w.get("disk_free_bytes"))
         rows.append(
             (
                 w["id"],
@@ -883,16 +927,46 @@ def format_status(data: dict[str, Any]) -> str:
                 w["state"],
                 f"{w['pages']:,}",
                 f"{w['errors']:,}",
-                f"{w['pages_per_s']:,.1f}" if w["state"] not in ("dead", "stopped") else "-",
+                f"{w['pages_per_s']:,.1f}" if live else "-",
+                f"{w.get('cpu_percent', 0.0):.0f}%" if live else "-",
+                human_bytes(w.get("rss_bytes", 0)) if live else "-",
+                free + (" LOW" if w.get("disk_low") else ""),
+                human_bytes(w.get("bytes_in_per_s", 0.0)) if live else "-",
+                human_bytes(w.get("bytes_out_per_s", 0.0)) if live else "-",
                 _ago(age) if age is not None else "-",
                 shown,
             )
         )
-    widths = [max(len(r[i]) for r in rows) for i in range(len(head) - 1)]
-    lines.extend(
-        "  ".join(v.ljust(widths[i]) for i, v in enumerate(r[:-1])) + "  " + r[-1] for r in rows
-    )
+    lines.extend(_table(rows))
+    machines = data.get("machines") or []
+    if machines:
+        mrows = [("MACHINE", "WORKERS", "CPU", "RSS", "DISK FREE", "IN/S", "OUT/S")]
+        mrows += [
+            (
+                m["machine"],
+                str(m["workers"]),
+                f"{m['cpu_percent']:.0f}%",
+                human_bytes(m["rss_bytes"]),
+                human_bytes(m["disk_free_bytes"])
+                + (f" LOW ({m['disk_low']} stopped)" if m["disk_low"] else ""),
+                human_bytes(m["bytes_in_per_s"]),
+                human_bytes(m["bytes_out_per_s"]),
+            )
+            for m in machines
+        ]
+        lines.extend(_table(mrows, last_free=False))
     return "\n".join(line.rstrip() for line in lines)
+
+
+def _table(rows: Sequence[tuple[str, ...]], *, last_free: bool = True) -> list[str]:
+    """Rows as aligned columns (the last one left as long as it is when `last_free`)."""
+    n = len(rows[0]) - (1 if last_free else 0)
+    widths = [max(len(r[i]) for r in rows) for i in range(n)]
+    return [
+        "  ".join(v.ljust(widths[i]) for i, v in enumerate(r[:n]))
+        + ("  " + r[-1] if last_free else "")
+        for r in rows
+    ]
 
 
 # ---------------------------------------------------------------------------- stop

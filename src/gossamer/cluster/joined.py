@@ -23,10 +23,11 @@ from typing import Any
 
 from ..config import CrawlSettings
 from ..engine.crawler import Crawler
+from ..engine.machine import ResourceSampler
 from ..fetch import FetchRequest
 from ..frontier import FrontierStats, StaleLeaseError
 from ..urls import URLError, host_key
-from ._redis import RedisClient, retrying
+from ._redis import RedisClient, retrying, wait_replicas
 from .crawls import CrawlRecord, mark_finished, refresh_summary
 from .heartbeat import Heartbeat
 from .ipgate import RedisIpGate
@@ -98,6 +99,7 @@ class JoinedWorker:
         self.gate: RedisIpGate | None = None
         self.loop: asyncio.AbstractEventLoop | None = None
         self.loop_lag = LoopLag()
+        self._resources = ResourceSampler(settings.output)
         self.stop_reason: str | None = None
         self._rate = _PageRate()
         self._state = "starting"
@@ -113,9 +115,12 @@ class JoinedWorker:
         the crawler's last published snapshot, never the counters the loop mutates)."""
         c = self.crawler.snapshot if self.crawler is not None else None
         pages = c.pages if c is not None else 0
+        res = self._resources.sample(c.wire_in, c.wire_out) if c is not None else (
+            self._resources.sample())  # fmt: skip
+        disk_low = self.crawler is not None and self.crawler.disk.tripped is not None
         if state is None:
             state = self._state
-            if self.stop_reason is not None:
+            if self.stop_reason is not None or disk_low:
                 state = "stopping"
             elif c is not None:
                 state = "crawling" if c.active_hosts else "idle"
@@ -135,6 +140,12 @@ class JoinedWorker:
             body_bytes=c.bytes if c is not None else 0,
             statuses=_most_common(c.statuses if c is not None else {}),
             outcomes=_most_common(c.outcomes if c is not None else {}),
+            cpu_percent=res.cpu_percent,
+            rss_bytes=res.rss_bytes,
+            disk_free_bytes=res.disk_free_bytes,
+            bytes_in_per_s=res.bytes_in_per_s,
+            bytes_out_per_s=res.bytes_out_per_s,
+            disk_low=disk_low,
         )
 
     def on_beat(self, beat: Beat) -> None:
@@ -238,6 +249,14 @@ class JoinedWorker:
         if exhausted(stats, self.settings.max_pages):
             retrying(
                 lambda: mark_finished(self.client, self.record),
+                what="crawl record",
+                deadline=deadline,
+            )
+            cl = self.settings.cluster
+            retrying(
+                lambda: wait_replicas(
+                    self.client, self.record.id, cl.replica_acks, cl.replica_ack_timeout
+                ),
                 what="crawl record",
                 deadline=deadline,
             )

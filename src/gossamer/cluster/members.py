@@ -59,6 +59,16 @@ class WorkerStatus:
     body_bytes: int = 0
     statuses: dict[str, int] = field(default_factory=dict)
     outcomes: dict[str, int] = field(default_factory=dict)
+    # what the worker costs its machine, over the last beat's interval (engine.machine):
+    # CPU percent of one core, resident bytes, free bytes of its output directory's disk
+    # (None: unknown), HTTP bytes a second received and sent; `disk_low`: it stopped
+    # taking hosts because that disk is under --disk-margin
+    cpu_percent: float = 0.0
+    rss_bytes: int = 0
+    disk_free_bytes: int | None = None
+    bytes_in_per_s: float = 0.0
+    bytes_out_per_s: float = 0.0
+    disk_low: bool = False
 
     def to_json(self) -> str:
         return json.dumps(asdict(self))

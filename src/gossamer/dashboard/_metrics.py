@@ -123,6 +123,13 @@ class StatusCollector(Collector):
                 "gossamer_worker_heartbeat_age_seconds", "seconds since each worker's last beat",
                 labels=["crawl", "worker", "machine"],
             )  # fmt: skip
+            # what each live worker costs its machine (its last heartbeat's)
+            resources = {
+                key: GaugeMetricFamily(
+                    f"gossamer_worker_{name}", doc, labels=["crawl", "worker", "machine"]
+                )
+                for key, name, doc in WORKER_RESOURCES
+            }
             for w in workers:
                 wkey = [*cid, str(w["id"]), str(w["machine"])]
                 w_pages.add_metric(wkey, float(w["pages"]))
@@ -132,7 +139,10 @@ class StatusCollector(Collector):
                 w_up.add_metric(wkey, 1.0 if up else 0.0)
                 if w.get("beat_age_s") is not None:
                     w_age.add_metric(wkey, float(w["beat_age_s"]))
-            yield from (w_pages, w_rate, w_errors, w_up, w_age)
+                for key, family in resources.items():
+                    if isinstance(w.get(key), int | float) and up:
+                        family.add_metric(wkey, float(w[key]))
+            yield from (w_pages, w_rate, w_errors, w_up, w_age, *resources.values())
         g = s.get("graph")
         if g:
             for key, doc in GRAPH_GAUGES:
@@ -157,6 +167,16 @@ class StatusCollector(Collector):
             for h in top:
                 queued.add_metric([*cid, str(h["host"])], float(h["queued"]))
             yield queued
+
+
+#: (status key, metric name, help) of the resources a worker's heartbeat carries
+WORKER_RESOURCES = (
+    ("cpu_percent", "cpu_percent", "each worker's CPU, percent of one core"),
+    ("rss_bytes", "resident_memory_bytes", "each worker's resident memory"),
+    ("disk_free_bytes", "disk_free_bytes", "free bytes on each worker's output disk"),
+    ("bytes_in_per_s", "received_bytes_per_second", "each worker's HTTP bytes received a second"),
+    ("bytes_out_per_s", "sent_bytes_per_second", "each worker's HTTP bytes sent a second"),
+)
 
 
 def metrics_registry(snapshot: Callable[[], dict[str, Any]]) -> CollectorRegistry:

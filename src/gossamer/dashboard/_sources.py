@@ -477,9 +477,17 @@ def _beat_rows(out: Path, now: float, *, running: bool) -> list[dict[str, Any]]:
                 "requests": int(b.get("requests") or 0),
                 "last_heartbeat": last,
                 "beat_age_s": round(max(0.0, now - float(last)), 1) if last else None,
+                **{k: b.get(k) for k in _RESOURCE_KEYS},
+                "disk_low": bool(b.get("disk_low")),
             }
         )
     return rows
+
+
+#: what a worker's beat says it costs its machine (engine/machine.py)
+_RESOURCE_KEYS = (
+    "cpu_percent", "rss_bytes", "disk_free_bytes", "bytes_in_per_s", "bytes_out_per_s",
+)  # fmt: skip
 
 
 def _run_spans(
@@ -774,11 +782,20 @@ class ClusterSource:
                 "hosts": w["hosts"],
                 "last_heartbeat": w["last_beat"] or None,
                 "beat_age_s": w["beat_age_s"],
+                # what the worker costs its machine (its heartbeat's: docs/cluster.md,
+                # "Machines watched"); a dead or stopped worker's are its last
+                "cpu_percent": w.get("cpu_percent"),
+                "rss_bytes": w.get("rss_bytes"),
+                "disk_free_bytes": w.get("disk_free_bytes"),
+                "bytes_in_per_s": w.get("bytes_in_per_s"),
+                "bytes_out_per_s": w.get("bytes_out_per_s"),
+                "disk_low": bool(w.get("disk_low")),
             }
             for w in data["workers"]
         ]
         return {
             "source": {"kind": self.kind, "redis": self._shown_url},
+            "machines": data.get("machines") or [],
             "crawl": {
                 "id": c["id"],
                 "state": c["state"],

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import math
 import time
 from collections import Counter
@@ -56,6 +57,7 @@ from ..scope import Scope
 from ..traps import QueryTraps, calendar_window
 from ..urls import LinkResolver, URLError, canonicalize, fingerprint, host_key, split_host_key
 from .ipgate import LocalIpGate
+from .machine import MB, DiskGuard
 from .recrawl import NOT_MODIFIED_OUTCOME, Recrawl
 from .seams import IpGate, Sinks
 from .turns import Turns
@@ -97,6 +99,8 @@ SNAPSHOT_INTERVAL_S = 0.1
 #: page loop makes anyway
 OUTPUTS_FLUSH_S = 0.5
 
+_log = logging.getLogger(__name__)
+
 
 def turn_over(waited_for: bool, delay: float, held_s: float) -> bool:
     """Whether a host gives its IP's slot up after the response in hand: another host
@@ -112,6 +116,9 @@ class CrawlCounters:
     pages: int = 0  # responses recorded for page URLs (DONE outcomes)
     requests: int = 0  # every HTTP request made, robots.txt included
     bytes: int = 0
+    # HTTP bytes on the wire: response heads and bodies received, request heads sent
+    wire_in: int = 0
+    wire_out: int = 0
     errors: Counter[str] = field(default_factory=Counter)
     statuses: Counter[int] = field(default_factory=Counter)  # every response's, robots.txt too
     # robots.txt's and sitemaps' responses apart ("robots/404"): not the pages' HTTP errors
@@ -145,6 +152,8 @@ class CrawlSnapshot:
     pages: int = 0
     requests: int = 0
     bytes: int = 0
+    wire_in: int = 0
+    wire_out: int = 0
     discovered: int = 0
     active_hosts: int = 0
     in_flight: int = 0
@@ -169,6 +178,8 @@ class CrawlSnapshot:
             pages=c.pages,
             requests=c.requests,
             bytes=c.bytes,
+            wire_in=c.wire_in,
+            wire_out=c.wire_out,
             discovered=c.discovered,
             active_hosts=c.active_hosts,
             in_flight=in_flight,
@@ -202,6 +213,8 @@ class Crawler:
         robots_store: RobotsStore | None = None,
     ) -> None:
         self.settings = settings
+        # free space of the output directory's disk under --disk-margin: no more hosts, stop
+        self.disk = DiskGuard(settings.output, settings.sinks.disk_margin * MB)
         self.revalidate = revalidate  # --recrawl: conditional GETs, old links on a 304
         # pages are fetched html_only: a body that is not HTML is stopped after its head
         # (robots.txt and sitemaps never: `_fetch_aux` requests are plain)
@@ -424,6 +437,13 @@ class Crawler:
         try:
             async with asyncio.TaskGroup() as tg:
                 while not self._stop.is_set():
+                    if self.disk.low():
+                        # before the outputs could be cut short: the requests in flight
+                        # end and are recorded (the margin holds them), the batches are
+                        # completed, their URLs left go back to the frontier
+                        _log.error(self.disk.message(), extra={"path": str(self.disk.path)})
+                        self.request_stop()
+                        break
                     free = self.settings.fetch.concurrency - len(active)
                     batches: list[HostBatch] = []
                     wake.clear()
@@ -457,7 +477,8 @@ class Crawler:
                         # (and with a share to keep to, every slot busy or not: hosts over it
                         # go back within 50 ms of the member list that says so)
                         full = len(active) >= self.settings.fetch.concurrency
-                        timeout = None if full and self._over_share is None else 0.05
+                        # (every slot busy: the disk guard is read every 0.1 s)
+                        timeout = 0.1 if full and self._over_share is None else 0.05
                         with contextlib.suppress(TimeoutError):
                             await asyncio.wait_for(wake.wait(), timeout)
         finally:
@@ -981,6 +1002,8 @@ class Crawler:
             return verdict, key
         c.statuses[result.status] += 1
         c.bytes += result.raw_body_len
+        c.wire_in += len(result.response_head) + result.raw_body_len
+        c.wire_out += len(result.request_head)
         if result.not_html:
             self._count_not_html(result)
         self.sinks.exchange(result)

@@ -19,6 +19,7 @@ from typing import Any, Protocol
 
 from ..crawldir import CrawlDir
 from .crawler import CrawlCounters
+from .machine import ResourceSampler
 
 __all__ = [
     "BEAT_INTERVAL_S",
@@ -139,6 +140,7 @@ class Heartbeat:
         self.started = time.time()
         self._samples: deque[tuple[float, int]] = deque()
         self._timer: asyncio.TimerHandle | None = None
+        self._resources = ResourceSampler(out)
 
     def record(self, state: str) -> dict[str, Any]:
         c = self.crawler.counters
@@ -147,6 +149,8 @@ class Heartbeat:
         while len(self._samples) > 2 and now - self._samples[1][0] >= RATE_WINDOW_S:
             self._samples.popleft()
         t0, p0 = self._samples[0]
+        res = self._resources.sample(c.wire_in, c.wire_out)
+        disk = getattr(self.crawler, "disk", None)
         return {
             "id": self.worker_id,
             "pid": os.getpid(),
@@ -158,6 +162,13 @@ class Heartbeat:
             "errors": sum(c.errors.values()),
             "started": self.started,
             "last_heartbeat": now,
+            # what this process costs its machine (engine/machine.py)
+            "cpu_percent": res.cpu_percent,
+            "rss_bytes": res.rss_bytes,
+            "disk_free_bytes": res.disk_free_bytes,
+            "bytes_in_per_s": res.bytes_in_per_s,
+            "bytes_out_per_s": res.bytes_out_per_s,
+            "disk_low": disk is not None and disk.tripped is not None,
         }
 
     def beat(self, state: str | None = None) -> None:

@@ -91,6 +91,8 @@ def _redis(settings: CrawlSettings, place: FrontierPlace) -> Frontier:
         **settings.frontier_knobs(),
         partition=place.partition,
         seen=settings.cluster.seen_set,
+        replica_acks=settings.cluster.replica_acks,
+        replica_ack_timeout=settings.cluster.replica_ack_timeout,
         # a worker's last responses may be processed (and its batch completed) a little
         # after its lease's end, which under `phase` is the phase's end: the next phase's
         # worker takes the host only then, so those pages are not fetched twice

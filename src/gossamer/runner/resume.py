@@ -71,6 +71,7 @@ RUN_TIME = frozenset(
         "max_body",
         "robots_ttl",
         "warc_max_bytes",
+        "disk_margin",
         "live_graph",
         "proxy",
     }
@@ -108,6 +109,8 @@ DEFINITION = frozenset(
         "phases",
         "epsilon",
         "heartbeat_ttl",
+        "replica_acks",
+        "replica_ack_timeout",
         "warc",
         "recrawl",
         "seeds_file",

@@ -205,6 +205,8 @@ async def run_engine(
         else:
             async with hooks.session(crawler):
                 await crawler.run()
+        if crawler.disk.tripped is not None:  # it said so, once (Crawler.run)
+            exit_code = 74  # EX_IOERR: its outputs could not be written for long
     except* errors as group:
         exc = group.exceptions[0]
         full = getattr(exc, "errno", None) in (errno.ENOSPC, errno.EFBIG, errno.EDQUOT)

@@ -35,6 +35,7 @@ import redis.cluster
 
 __all__ = [
     "RedisClusterServers",
+    "RedisSentinels",
     "RedisServer",
     "RedisServerError",
     "find_redis_cli",
@@ -549,6 +550,194 @@ class RedisClusterServers:
             raise errors[0]
 
     def __enter__(self) -> RedisClusterServers:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+
+# ---------------------------------------------------------------------------- Redis Sentinel
+
+
+class _SentinelNode(RedisServer):
+    """A `redis-server --sentinel` watching one master (quorum 2 of 3); its config file is
+    its own (Sentinel rewrites it as it learns the replicas and the other sentinels)."""
+
+    def __init__(
+        self, directory: Path, *, service: str, master_port: int, down_after_ms: int
+    ) -> None:
+        self.service = service
+        self.master_port = master_port
+        self.down_after_ms = down_after_ms
+        super().__init__(directory, aof=False)
+
+    def _config_lines(self, port: int) -> list[str]:
+        name = self.service
+        return [
+            f"port {port}",
+            f"bind {HOST}",
+            "daemonize no",
+            "protected-mode no",
+            f"dir {_quote(str(self.directory))}",
+            f"logfile {_quote(str(self.log_path))}",
+            f"sentinel monitor {name} {HOST} {self.master_port} 2",
+            f"sentinel down-after-milliseconds {name} {self.down_after_ms}",
+            f"sentinel failover-timeout {name} {max(3 * self.down_after_ms, 3000)}",
+            f"sentinel parallel-syncs {name} 1",
+        ]
+
+    def _spawn_and_wait(self, timeout: float) -> None:
+        binary = self._binary  # redis-server, in sentinel mode by --sentinel
+        self.config_path.write_text("\n".join(self._config_lines(self.port)) + "\n")
+        log_size = self.log_path.stat().st_size if self.log_path.exists() else 0
+        with self.output_path.open("ab") as out:
+            proc = subprocess.Popen(
+                [binary, str(self.config_path), "--sentinel"],
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                cwd=self.directory,
+                start_new_session=True,
+                preexec_fn=_die_with_parent_fn(),
+            )
+        self._proc = proc
+        try:
+            self._wait_until_ready(proc, self.port, log_size, timeout)
+        except BaseException:
+            self._stop_locked(kill=True)
+            raise
+
+
+class RedisSentinels:
+    """A Redis Sentinel service on loopback: a master and `replicas` replicas (each a
+    `RedisServer`, AOF on) watched by `sentinels` sentinels (quorum 2), every one on a free
+    port under `directory`. Ready when the constructor returns: every replica in sync and
+    every sentinel knowing the replicas and the other sentinels. `url` is the service's
+    `redis+sentinel://` URL; `master` the current master's server (`kill()` it to make the
+    sentinels promote a replica: `wait_for_failover`). Stopping stops every process.
+    """
+
+    def __init__(
+        self,
+        directory: str | os.PathLike[str],
+        *,
+        service: str = "gossamer",
+        replicas: int = 1,
+        sentinels: int = 3,
+        down_after_ms: int = 1000,
+        ready_timeout: float = 30.0,
+    ) -> None:
+        self.directory = Path(directory).resolve()
+        self.service = service
+        self.servers: list[RedisServer] = []
+        self.sentinels: list[RedisServer] = []
+        try:
+            self.servers.append(RedisServer(self.directory / "redis-0"))
+            master_port = self.servers[0].port
+            for i in range(replicas):
+                self.servers.append(
+                    RedisServer(
+                        self.directory / f"redis-{i + 1}",
+                        extra=(f"replicaof {HOST} {master_port}",),
+                    )
+                )
+            for i in range(sentinels):
+                self.sentinels.append(
+                    _SentinelNode(
+                        self.directory / f"sentinel-{i}",
+                        service=service,
+                        master_port=master_port,
+                        down_after_ms=down_after_ms,
+                    )
+                )
+            self._wait_ready(ready_timeout)
+        except BaseException:
+            self.stop()
+            raise
+
+    @property
+    def url(self) -> str:
+        """redis+sentinel://127.0.0.1:P1,127.0.0.1:P2,…/SERVICE/0"""
+        hosts = ",".join(f"{HOST}:{s.port}" for s in self.sentinels)
+        return f"redis+sentinel://{hosts}/{self.service}/0"
+
+    def master_port(self) -> int:
+        """The master's port as the first sentinel that answers says it."""
+        for s in self.sentinels:
+            if not s.running:
+                continue
+            try:
+                with s.client(socket_timeout=2.0) as c:
+                    addr = c.execute_command("SENTINEL", "GET-MASTER-ADDR-BY-NAME", self.service)
+                return int(addr[1])
+            except redis.RedisError:
+                continue
+        raise RedisServerError("no sentinel answers")
+
+    @property
+    def master(self) -> RedisServer:
+        """The server the sentinels call master now."""
+        port = self.master_port()
+        return next(s for s in self.servers if s.port == port)
+
+    def wait_for_failover(self, old_port: int, timeout: float = 30.0) -> RedisServer:
+        """Until the sentinels name another master than `old_port` and it says it is a
+        master; that server."""
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                port = self.master_port()
+                if port != old_port:
+                    server = next(s for s in self.servers if s.port == port)
+                    with server.client(socket_timeout=2.0) as c:
+                        if c.info("replication").get("role") == "master":
+                            return server
+            except (redis.RedisError, RedisServerError):
+                pass
+            if time.monotonic() > deadline:
+                raise RedisServerError(f"no failover from port {old_port} within {timeout:g}s")
+            time.sleep(0.05)
+
+    def _wait_ready(self, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        want_replicas = len(self.servers) - 1
+        want_peers = len(self.sentinels) - 1
+        last: object = None
+        while True:
+            try:
+                ok = True
+                for r in self.servers[1:]:
+                    with r.client(socket_timeout=2.0) as c:
+                        info = c.info("replication")
+                    ok &= info.get("master_link_status") == "up"
+                for s in self.sentinels:
+                    with s.client(socket_timeout=2.0) as c:
+                        reps = c.execute_command("SENTINEL", "REPLICAS", self.service)
+                        peers = c.execute_command("SENTINEL", "SENTINELS", self.service)
+                    ok &= len(reps) >= want_replicas and len(peers) >= want_peers
+                last = ok
+                if ok:
+                    return
+            except redis.RedisError as exc:
+                last = exc
+            if time.monotonic() > deadline:
+                raise RedisServerError(
+                    f"the Sentinel service is not ready after {timeout:g}s: {last!r}"
+                )
+            time.sleep(0.1)
+
+    def stop(self) -> None:
+        """Stop every sentinel and server (SIGTERM, then SIGKILL after a bound). Idempotent."""
+        for node in [*self.sentinels, *self.servers]:
+            with contextlib.suppress(Exception):
+                node.stop()
+
+    def __enter__(self) -> RedisSentinels:
         return self
 
     def __exit__(

@@ -444,6 +444,12 @@ function renderWorkers(workers) {
     cell(tr, num(w.pages), "n");
     cell(tr, num(w.pages_per_s, 1), "n");
     cell(tr, num(w.errors), "n");
+    cell(tr, w.cpu_percent === null || w.cpu_percent === undefined ? "-" : num(w.cpu_percent, 0) + " %", "n");
+    cell(tr, bytes(w.rss_bytes), "n");
+    const d = cell(tr, bytes(w.disk_free_bytes) + (w.disk_low ? " (low: stopped)" : ""), "n");
+    if (w.disk_low) d.classList.add("warn");
+    cell(tr, bytes(w.bytes_in_per_s, "/s"), "n");
+    cell(tr, bytes(w.bytes_out_per_s, "/s"), "n");
     cell(tr, w.beat_age_s === null || w.beat_age_s === undefined ? "-" : num(w.beat_age_s, 1) + " s ago", "n");
     return tr;
   });
@@ -461,6 +467,24 @@ function renderWorkers(workers) {
     o.value = o.textContent = String(w.id);
     select.appendChild(o);
   }
+}
+
+function renderMachines(machines) {
+  $("machines").hidden = !machines || machines.length === 0;
+  if (!machines) return;
+  document.querySelector("#machine-table tbody").replaceChildren(...machines.map((m) => {
+    const tr = document.createElement("tr");
+    tr.dataset.machine = m.machine;
+    cell(tr, text(m.machine));
+    cell(tr, num(m.workers), "n");
+    cell(tr, num(m.cpu_percent, 0) + " %", "n");
+    cell(tr, bytes(m.rss_bytes), "n");
+    const d = cell(tr, bytes(m.disk_free_bytes) + (m.disk_low ? ` (low: ${m.disk_low} stopped)` : ""), "n");
+    if (m.disk_low) d.classList.add("warn");
+    cell(tr, bytes(m.bytes_in_per_s, "/s"), "n");
+    cell(tr, bytes(m.bytes_out_per_s, "/s"), "n");
+    return tr;
+  }));
 }
 
 function renderHosts(hosts) {
@@ -531,6 +555,7 @@ function render(s) {
     : g.final ? "final" : s.graph_state === "computing" ? "computing…" : updatedAt(g.updated_at));
 
   renderWorkers(s.workers || []);
+  renderMachines(s.machines);
   renderHosts(s.top_hosts === undefined ? null : s.top_hosts);
   // the rate chart: a point per event while the crawl fetches; once it stops, its whole
   // history from its files (GET /api/history) replaces what the page collected

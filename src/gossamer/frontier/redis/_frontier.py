@@ -8,6 +8,7 @@ the index updates not yet sent and the leases it holds.
 from __future__ import annotations
 
 import heapq
+import logging
 import math
 import secrets
 import threading
@@ -73,6 +74,7 @@ _FLUSH_EVERY: Final = 0.05  # seconds (monotonic) index updates may wait for the
 _PUT_PART: Final = 250  # URLs at most in one put call on one Redis (see _put_streamed)
 _CLEARS_HELD: Final = 512  # lua/depth.lua's marks held before they are cleared
 _T = TypeVar("_T")
+_log = logging.getLogger(__name__)
 
 
 class _Ask(NamedTuple):
@@ -148,6 +150,8 @@ class RedisFrontier:
         owner: str = "",
         dead_owners: DeadOwners | None = None,
         share: Share | None = None,
+        replica_acks: int = 0,
+        replica_ack_timeout: float = 1.0,
         **knobs: Unpack[FrontierKnobs],
     ) -> None:
         if not crawl or any(c in crawl for c in "{}: \t\r\n"):
@@ -172,6 +176,16 @@ class RedisFrontier:
         self._dead_owners = dead_owners
         self._reclaimed_owners: dict[str, int] = {}  # dead owners whose leases were reclaimed
         self._share = share
+        if replica_acks < 0 or not replica_ack_timeout > 0:
+            raise ValueError("replica_acks must be >= 0 and replica_ack_timeout > 0")
+        #: replicas that must acknowledge a completion (WAIT) before `complete` returns;
+        #: 0: none (one Redis, or Redis Cluster, where WAIT is not sent)
+        self.replica_acks = 0 if isinstance(client, redis.cluster.RedisCluster) else replica_acks
+        self._ack_ms = max(1, round(replica_ack_timeout * 1000))
+        #: completions WAITed for, and those fewer replicas acknowledged within the time-out
+        self.replica_waits = 0
+        self.replica_shortfalls = 0
+        self._short_of_replicas = False
         # (leases out, shards with a ready host, shards with a host with URLs queued) at the
         # last index call: the hosts in play
         self._in_play: tuple[int, int, int] | None = None
@@ -275,6 +289,38 @@ class RedisFrontier:
         if name == "put":  # put takes its shards' prefixes in its arguments (`shard`: the first)
             return target.evalsha(self._sha[name], 1, prefix + "n", *args)
         return target.evalsha(self._sha[name], 1, prefix + "n", prefix, *args)
+
+    def _acknowledged(self, name: str, shard: int, args: Sequence[Any]) -> Any:
+        """One shard call followed by `WAIT replica_acks timeout` on the same connection
+        (one round trip): the call, and every write the master ran before it, is on that
+        many replicas when this returns — or the time-out passed (counted; the write
+        stands on the master)."""
+
+        # short of replicas (a failover left none): wait 1 ms, not the time-out, until
+        # they are back, or every completion would stall the worker for the time-out
+        wait_ms = 1 if self._short_of_replicas else self._ack_ms
+
+        def run() -> list[Any]:
+            pipe = self.client.pipeline(transaction=False)
+            self._eval(name, shard, args, pipe)
+            pipe.execute_command("WAIT", self.replica_acks, wait_ms)
+            return cast(list[Any], pipe.execute())
+
+        reply, acks = self._call(run)
+        self.replica_waits += 1
+        short = int(acks) < self.replica_acks
+        if short:
+            self.replica_shortfalls += 1
+        if short and not self._short_of_replicas:
+            _log.warning(
+                f"only {int(acks)} of {self.replica_acks} Redis replicas acknowledged a "
+                f"completion within {self._ack_ms} ms: a failover now may lose it; "
+                "completions wait for them again once they are back"
+            )
+        elif not short and self._short_of_replicas:
+            _log.info(f"{self.replica_acks} Redis replicas acknowledge completions again")
+        self._short_of_replicas = short
+        return reply
 
     def _shard_many(self, calls: Sequence[tuple[str, int, Sequence[Any]]]) -> list[Any]:
         """Several shard calls in one round trip (a non-transactional pipeline)."""
@@ -937,7 +983,10 @@ class RedisFrontier:
             for fp, attempts in s.requeued:
                 args += [_to_redis(fp), attempts]
             args += [_to_redis(fp) for fp in s.unfinished]
-            reply = self._shard_many([("complete", held.shard, args)])[0]
+            if self.replica_acks:
+                reply = self._acknowledged("complete", held.shard, args)
+            else:
+                reply = self._shard_many([("complete", held.shard, args)])[0]
             self._held.pop(token, None)
             if _s(reply[0]) == "stale":
                 if granted > 0:
