@@ -36,12 +36,14 @@ _INT_TOKEN = re.compile(rb"[+-]?[0-9]+")
 class LoadedGraph:
     """A graph read from a file: `adj` n × n CSR (a 1 per distinct edge), `ids` the original
     id of each node (str, as ids may exceed 64 bits), `pending` the links to pages not
-    crawled (None for an edge list, which has no such notion)."""
+    crawled (None for an edge list, which has no such notion), `urls` each node's URL (a
+    crawl directory's; None for an edge list)."""
 
     adj: sp.csr_array
     ids: list[str] | npt.NDArray[np.int64]
     pending: int | None
     source: str
+    urls: list[str] | None = None
 
     @property
     def nodes(self) -> int:
@@ -278,15 +280,74 @@ def edge_lines(
     return src, dst
 
 
+def node_records(directory: Path) -> dict[str, tuple[int, int | None, str | None]]:
+    """{URL: (status, depth, content type)} of each page of the crawl in `directory` that is a
+    node, from the first crawl log line that makes it one (the export's node attributes)."""
+    records: dict[str, tuple[int, int | None, str | None]] = {}
+    for log in sorted(log for d in crawl_dirs(directory) for log in d.crawl_logs()):
+        with open(log, "rb") as f:
+            for raw in f:
+                try:
+                    record = json.loads(raw)
+                except ValueError:
+                    continue
+                if not isinstance(record, dict) or record.get("depth") is None:
+                    continue
+                url, status = record.get("url"), record.get("status")
+                if (isinstance(status, int) and is_node_status(status)
+                        and isinstance(url, str) and url not in records):  # fmt: skip
+                    depth, kind = record.get("depth"), record.get("type")
+                    records[url] = (
+                        status,
+                        depth if isinstance(depth, int) else None,
+                        kind if isinstance(kind, str) else None,
+                    )
+    return records
+
+
+def edge_kind_parts(
+    directory: Path, kinds: Iterable[str]
+) -> list[tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]]:
+    """For each of `kinds`, (src ids, dst ids) of the arcs of that kind in every graph part
+    of the crawl in `directory` (repeats kept)."""
+    names = [k.encode() for k in kinds]
+    found: list[list[tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]]] = [[] for _ in names]
+    for path in (p for d in crawl_dirs(directory) for p in d.graph_edge_files()):
+        data = path.read_bytes()
+        data = data[: data.rfind(b"\n") + 1]
+        if data.startswith(b"src\t"):
+            data = data[data.find(b"\n") + 1 :]
+        tokens = data.split()
+        src, dst = edge_lines(data, path)
+        column = np.array(tokens[2::3])
+        for i, name in enumerate(names):
+            hit = column == name
+            found[i].append((src[hit], dst[hit]))
+    empty = np.empty(0, dtype=np.int64)
+    return [
+        (np.concatenate([s for s, _ in parts]), np.concatenate([d for _, d in parts]))
+        if parts else (empty, empty)
+        for parts in found
+    ]  # fmt: skip
+
+
 def crawled_pages(directory: Path) -> list[int]:
     """The graph ids (`node_id`) of the pages of the crawl in `directory` that are nodes
     (fetched with status 200–399), in the order the crawl logs first name them; [] when it
     has no crawl log yet."""
+    return list(crawled_page_urls(directory))
+
+
+def crawled_page_urls(directory: Path) -> dict[int, str]:
+    """`crawled_pages` with each page's URL: {graph id: URL}, in the same order."""
     try:
         urls = _crawled_urls(directory)
     except ValueError:
-        return []
-    return list(dict.fromkeys(node_id(u) for u in urls))
+        return {}
+    pages: dict[int, str] = {}
+    for url in urls:
+        pages.setdefault(node_id(url), url)
+    return pages
 
 
 def edge_parts(directory: Path) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
@@ -302,11 +363,12 @@ def edge_parts(directory: Path) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.i
 
 def load_crawl_dir(directory: Path) -> LoadedGraph:
     """Read a crawl directory (see the module docstring)."""
-    urls = _crawled_urls(directory)
-    ids = np.array(sorted({node_id(u) for u in urls}), dtype=np.int64)
+    by_id = {node_id(u): u for u in reversed(_crawled_urls(directory))}  # (the first URL)
+    ids = np.array(sorted(by_id), dtype=np.int64)
     src, dst = edge_parts(directory)
     adj, pending = crawl_graph(ids, src, dst)
-    return LoadedGraph(adj=adj, ids=ids, pending=pending, source=str(directory))
+    urls = [by_id[i] for i in ids.tolist()]
+    return LoadedGraph(adj=adj, ids=ids, pending=pending, source=str(directory), urls=urls)
 
 
 def crawl_graph(
