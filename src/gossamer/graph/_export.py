@@ -29,7 +29,7 @@ import shutil
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final
+from typing import Final
 from urllib.parse import urlsplit
 
 import numpy as np
@@ -160,25 +160,31 @@ _NODE_KEYS: Final = (
 )
 
 
-def _node_values(table: NodeTable, lo: int, hi: int) -> Iterator[list[tuple[int, str]]]:
-    """For nodes lo..hi-1: (index in _NODE_KEYS, text) of each attribute the node has."""
-    columns: list[tuple[int, list[Any]]] = []
+def _node_attributes(table: NodeTable, lo: int, hi: int, wrap: str) -> list[str]:
+    """For nodes lo..hi-1, the text of their attributes: each attribute the node has
+    formatted with `wrap` ({0}: its index in _NODE_KEYS, {1}: its key, {2}: its value),
+    built column by column (a comprehension per attribute, not a loop per node)."""
+    texts: list[list[str]] = []
     for k, (key, _g, _x) in enumerate(_NODE_KEYS):
         column = getattr(table, key)
         if column is None:
             continue
         part = column[lo:hi]
-        if key == "pagerank":
-            part = [repr(v) for v in part.tolist()]
-        elif isinstance(part, np.ndarray):
+        if isinstance(part, np.ndarray):
             part = part.tolist()
-        columns.append((k, part))
-    for j in range(hi - lo):
-        yield [
-            (k, _xml(v) if isinstance(v, str) else str(v))
-            for k, col in columns
-            if (v := col[j]) is not None
-        ]
+        head, tail = wrap.format(k, key, "\0").split("\0")
+        if key == "pagerank":
+            texts.append([f"{head}{v!r}{tail}" for v in part])
+        elif key in ("in_degree", "out_degree"):
+            texts.append([f"{head}{v}{tail}" for v in part])
+        else:
+            texts.append([
+                "" if v is None else f"{head}{_xml(v) if isinstance(v, str) else v}{tail}"
+                for v in part
+            ])  # fmt: skip
+    if not texts:
+        return [""] * (hi - lo)
+    return ["".join(row) for row in zip(*texts, strict=True)]
 
 
 def _edge_texts(
@@ -192,13 +198,12 @@ def _edge_texts(
     for lo in range(0, len(src), _CHUNK):
         s, d = src[lo : lo + _CHUNK].tolist(), dst[lo : lo + _CHUNK].tolist()
         if kinds is None:
-            yield "".join(template.format(names[a], names[b]) for a, b in zip(s, d, strict=True))
+            yield "".join(map(template.format, map(names.__getitem__, s),
+                              map(names.__getitem__, d)))  # fmt: skip
         else:
-            ks = kinds[lo : lo + _CHUNK].tolist()
-            yield "".join(
-                with_kind.format(names[a], names[b], _KIND_NAMES[k], lo + j)
-                for j, (a, b, k) in enumerate(zip(s, d, ks, strict=True))
-            )
+            ks = map(_KIND_NAMES.__getitem__, kinds[lo : lo + _CHUNK].tolist())
+            yield "".join(map(with_kind.format, map(names.__getitem__, s),
+                              map(names.__getitem__, d), ks, range(lo, lo + len(s))))  # fmt: skip
 
 
 def _graphml(graph: LoadedGraph, table: NodeTable) -> Iterator[str]:
@@ -214,14 +219,12 @@ def _graphml(graph: LoadedGraph, table: NodeTable) -> Iterator[str]:
         yield '<key id="kind" for="edge" attr.name="kind" attr.type="string"/>\n'
     yield '<graph id="G" edgedefault="directed">\n'
     names = _names(graph, one_based=False)
-    keys = [key for key, _g, _x in _NODE_KEYS]
     for lo in range(0, graph.nodes, _CHUNK):
         hi = min(graph.nodes, lo + _CHUNK)
+        attributes = _node_attributes(table, lo, hi, '<data key="{1}">{2}</data>')
         yield "".join(
-            f'<node id="{names[lo + j]}">'
-            + "".join(f'<data key="{keys[k]}">{v}</data>' for k, v in values)
-            + "</node>\n"
-            for j, values in enumerate(_node_values(table, lo, hi))
+            f'<node id="{name}">{text}</node>\n'
+            for name, text in zip(names[lo:hi], attributes, strict=True)
         )
     yield from _edge_texts(
         graph, table, '<edge source="{}" target="{}"/>\n',
@@ -251,12 +254,11 @@ def _gexf(graph: LoadedGraph, table: NodeTable) -> Iterator[str]:
     urls = table.url
     for lo in range(0, graph.nodes, _CHUNK):
         hi = min(graph.nodes, lo + _CHUNK)
+        attributes = _node_attributes(table, lo, hi, '<attvalue for="n{0}" value="{2}"/>')
+        labels = [_xml(u) for u in urls[lo:hi]] if urls is not None else names[lo:hi]
         yield "".join(
-            f'<node id="{names[lo + j]}" label="'
-            f'{_xml(urls[lo + j]) if urls is not None else names[lo + j]}"><attvalues>'
-            + "".join(f'<attvalue for="n{k}" value="{v}"/>' for k, v in values)
-            + "</attvalues></node>\n"
-            for j, values in enumerate(_node_values(table, lo, hi))
+            f'<node id="{name}" label="{label}"><attvalues>{text}</attvalues></node>\n'
+            for name, label, text in zip(names[lo:hi], labels, attributes, strict=True)
         )
     yield "</nodes>\n<edges>\n"
     yield from _edge_texts(
