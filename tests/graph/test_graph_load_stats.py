@@ -278,3 +278,39 @@ def test_estimated_figures_show_their_standard_error_in_text() -> None:
     assert "average distance ~6.94," in graph_stats_line(unknown)
     assert "6.939" in format_table(unknown) and "±" not in format_table(unknown).split(
         "average distance", 1)[1].splitlines()[0]  # fmt: skip
+
+
+def test_export_of_an_edge_list_carries_degrees_and_pagerank(tmp_path: Path) -> None:
+    """An edge list has no URLs: GraphML, GEXF and Parquet carry its ids, degrees and
+    PageRank (networkx's), and no kind; `-o` and OUT after SOURCE are the same; both at once
+    or neither is one error line."""
+    import pyarrow.parquet as pq
+
+    edges = random_digraph(5, 300, 1500)
+    src = tmp_path / "g.txt"
+    src.write_text("".join(f"{a}\t{b}\n" for a, b in edges))
+    truth = nx.DiGraph(edges)
+    rank = nx.pagerank(truth, tol=1e-13, max_iter=1000)
+    graphs = {}
+    for fmt in ("graphml", "gexf"):
+        out = tmp_path / f"g.{fmt}"
+        assert run("graph", "export", src, "-o", out, "--format", fmt).returncode == 0
+        graphs[fmt] = nx.read_graphml(out) if fmt == "graphml" else nx.read_gexf(out)
+    assert run("graph", "export", src, "-o", tmp_path / "p", "--format", "parquet").returncode == 0
+    nodes = pq.read_table(tmp_path / "p" / "nodes.parquet").to_pylist()
+    parquet_edges = pq.read_table(tmp_path / "p" / "edges.parquet").to_pylist()
+    assert {(r["src"], r["dst"]) for r in parquet_edges} == set(truth.edges)
+    assert len(parquet_edges) == truth.number_of_edges()
+    assert set(nodes[0]) == {"id", "in_degree", "out_degree", "pagerank"}
+    for row in nodes:
+        assert abs(row["pagerank"] - rank[row["id"]]) < 1e-9
+        assert row["in_degree"] == truth.in_degree(row["id"])
+    for g in graphs.values():
+        assert set(g.edges) == {(str(a), str(b)) for a, b in truth.edges}
+        for node, attrs in g.nodes(data=True):
+            assert "url" not in attrs and attrs["out_degree"] == truth.out_degree(int(node))
+            assert abs(attrs["pagerank"] - rank[int(node)]) < 1e-9
+        assert all("kind" not in attrs for _a, _b, attrs in g.edges(data=True))
+    for args in ((src, tmp_path / "a", "-o", tmp_path / "b"), (src,)):
+        done = run("graph", "export", *args, "--format", "edgelist")
+        assert done.returncode == 2 and "give the file to write once" in done.stderr

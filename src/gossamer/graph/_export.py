@@ -190,8 +190,8 @@ def _node_attributes(table: NodeTable, lo: int, hi: int, wrap: str) -> list[str]
 def _edge_texts(
     graph: LoadedGraph, table: NodeTable, template: str, with_kind: str
 ) -> Iterator[str]:
-    """Each edge formatted with `template` (source name, target name) or, when the graph has
-    kinds, with `with_kind` (source, target, kind names, edge number)."""
+    """Each edge formatted with `template` (source name, target name, edge number) or, when
+    the graph has kinds, with `with_kind` (source, target, kind names, edge number)."""
     src, dst = graph.edge_pairs()
     names = _names(graph, one_based=False)
     kinds = table.kinds
@@ -199,7 +199,7 @@ def _edge_texts(
         s, d = src[lo : lo + _CHUNK].tolist(), dst[lo : lo + _CHUNK].tolist()
         if kinds is None:
             yield "".join(map(template.format, map(names.__getitem__, s),
-                              map(names.__getitem__, d)))  # fmt: skip
+                              map(names.__getitem__, d), range(lo, lo + len(s))))  # fmt: skip
         else:
             ks = map(_KIND_NAMES.__getitem__, kinds[lo : lo + _CHUNK].tolist())
             yield "".join(map(with_kind.format, map(names.__getitem__, s),
@@ -262,7 +262,7 @@ def _gexf(graph: LoadedGraph, table: NodeTable) -> Iterator[str]:
         )
     yield "</nodes>\n<edges>\n"
     yield from _edge_texts(
-        graph, table, '<edge source="{}" target="{}"/>\n',
+        graph, table, '<edge id="{2}" source="{0}" target="{1}"/>\n',
         '<edge id="{3}" source="{0}" target="{1}"><attvalues>'
         '<attvalue for="e0" value="{2}"/></attvalues></edge>\n',
     )  # fmt: skip
