@@ -34,10 +34,9 @@ from urllib.parse import urlsplit
 
 import numpy as np
 import numpy.typing as npt
-import scipy.sparse as sp
 
 from ..sinks.graph import EDGE_KINDS
-from ._load import LoadedGraph, crawl_graph, edge_kind_parts, node_records
+from ._load import LoadedGraph, edge_kind_parts, node_records
 from ._rank import pagerank
 
 __all__ = ["EXPORT_FORMATS", "NodeTable", "node_table", "write_graph"]
@@ -96,21 +95,35 @@ def node_table(graph: LoadedGraph) -> NodeTable:
 
 def edge_kinds(graph: LoadedGraph) -> npt.NDArray[np.uint8]:
     """One byte per edge of a crawl directory's graph, in CSR order: bit i set when its
-    graph files record the edge with kind KIND_ORDER[i]. Built from one CSR per kind whose
-    entries are the kind's bit: their sum has the graph's own sparsity, entry for entry."""
+    graph files record the edge with kind KIND_ORDER[i]. Each arc between two nodes becomes
+    one int64, (source index · n + target index) · 16 + its kind's bit; sorted, those are in
+    the CSR's order, and the bits of one edge are OR-ed together."""
     ids = np.asarray(graph.ids, dtype=np.int64)
-    total: sp.csr_array | None = None
+    n = len(ids)
+    codes: list[npt.NDArray[np.int64]] = []
     for bit, (src, dst) in enumerate(edge_kind_parts(Path(graph.source), KIND_ORDER)):
-        part, _pending = crawl_graph(ids, src, dst)
-        part = part.astype(np.uint8)
-        part.data[:] = 1 << bit
-        total = part if total is None else total + part
-    if total is None or total.nnz != graph.edges:
+        if not n or not len(src):
+            continue
+        si = np.searchsorted(ids, src).clip(0, n - 1)
+        di = np.searchsorted(ids, dst).clip(0, n - 1)
+        keep = (ids[si] == src) & (ids[di] == dst) & (src != dst)
+        codes.append((si[keep] * n + di[keep]) * 16 + (1 << bit))
+    merged = np.concatenate(codes) if codes else np.empty(0, dtype=np.int64)
+    merged.sort()  # (np.unique hashes first: 4.8 s for 3M codes, against 0.3 s for a sort)
+    merged = merged[np.diff(merged, prepend=-1) != 0]
+    edge = merged >> 4
+    starts = np.flatnonzero(np.diff(edge, prepend=-1))
+    kinds = np.bitwise_or.reduceat((merged & 15).astype(np.uint8), starts) if len(starts) else (
+        np.empty(0, dtype=np.uint8)
+    )  # fmt: skip
+    edge = edge[starts]
+    adj = graph.adj
+    if len(edge) != graph.edges or not (
+        np.array_equal(edge % max(n, 1), adj.indices)
+        and np.array_equal(np.bincount(edge // max(n, 1), minlength=n), np.diff(adj.indptr))
+    ):
         raise ValueError(f"{graph.source}: the graph files changed while being read")
-    total.sort_indices()
-    if not np.array_equal(total.indices, graph.adj.indices):
-        raise ValueError(f"{graph.source}: the graph files changed while being read")
-    return np.asarray(total.data, dtype=np.uint8)
+    return np.asarray(kinds, dtype=np.uint8)
 
 
 _KIND_NAMES: Final = [

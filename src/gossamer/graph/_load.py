@@ -256,10 +256,29 @@ def node_urls(lines: Iterable[bytes]) -> Iterator[str]:
             yield url
 
 
+_BLOCK = 32 << 20  # bytes of a graph part parsed at a time
+
+
+def _line_blocks(path: Path) -> Iterator[bytes]:
+    """The whole lines of `path` in blocks of about _BLOCK bytes (a torn last line left out):
+    splitting a block into tokens holds ~12 times its size, not the whole file's."""
+    with open(path, "rb") as f:
+        rest = b""
+        while block := f.read(_BLOCK):
+            block = rest + block
+            cut = block.rfind(b"\n") + 1
+            rest = block[cut:]
+            if cut:
+                yield block[:cut]
+
+
 def _edge_part(path: Path) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
     """(src ids, dst ids) of one graph/edges*.tsv part: header and a torn last line skipped."""
-    data = path.read_bytes()
-    return edge_lines(data[: data.rfind(b"\n") + 1], path)
+    parts = [edge_lines(block, path) for block in _line_blocks(path)]
+    if not parts:
+        empty = np.empty(0, dtype=np.int64)
+        return empty, empty
+    return np.concatenate([s for s, _ in parts]), np.concatenate([d for _, d in parts])
 
 
 def edge_lines(
@@ -310,16 +329,25 @@ def edge_kind_parts(
 ) -> list[tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]]:
     """For each of `kinds`, (src ids, dst ids) of the arcs of that kind in every graph part
     of the crawl in `directory` (repeats kept)."""
-    names = [k.encode() for k in kinds]
+    names = [k.encode()[:1] for k in kinds]  # (their first letters differ)
+    if len(set(names)) != len(names):
+        raise ValueError(f"edge kinds whose first letters are the same: {kinds}")
     found: list[list[tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]]] = [[] for _ in names]
-    for path in (p for d in crawl_dirs(directory) for p in d.graph_edge_files()):
-        data = path.read_bytes()
-        data = data[: data.rfind(b"\n") + 1]
+    blocks = (b for d in crawl_dirs(directory) for p in d.graph_edge_files()
+              for b in _line_blocks(p))  # fmt: skip
+    for data in blocks:
         if data.startswith(b"src\t"):
             data = data[data.find(b"\n") + 1 :]
         tokens = data.split()
-        src, dst = edge_lines(data, path)
-        column = np.array(tokens[2::3])
+        try:
+            if len(tokens) % 3:
+                raise ValueError
+            src = np.array(tokens[0::3]).astype(np.int64)
+            dst = np.array(tokens[1::3]).astype(np.int64)
+        except (ValueError, OverflowError):
+            raise ValueError(f"{directory}: not `src<TAB>dst<TAB>kind` lines") from None
+        column = np.array(tokens[2::3], dtype="S1")
+        del tokens
         for i, name in enumerate(names):
             hit = column == name
             found[i].append((src[hit], dst[hit]))
