@@ -840,7 +840,9 @@ def _add_graph(sub: Any) -> None:
         "`follow` consumes a cluster crawl's page events.",
     )
     g_sub = p.add_subparsers(dest="graph_command", required=True, metavar="ACTION")
-    s = g_sub.add_parser("stats", help="nodes, edges, components, degrees, distances")
+    s = g_sub.add_parser(
+        "stats", help="nodes, edges, components, degrees, distances, top pages by PageRank"
+    )
     s.add_argument("source", type=Path, metavar="SOURCE", help="crawl directory or edge list")
     s.add_argument("--json", action="store_true", help="print one JSON object")
     _log_flags(s)
