@@ -314,3 +314,33 @@ def test_export_of_an_edge_list_carries_degrees_and_pagerank(tmp_path: Path) -> 
     for args in ((src, tmp_path / "a", "-o", tmp_path / "b"), (src,)):
         done = run("graph", "export", *args, "--format", "edgelist")
         assert done.returncode == 2 and "give the file to write once" in done.stderr
+
+
+def test_export_escapes_urls_and_joins_kinds(tmp_path: Path) -> None:
+    """URLs with XML's special characters come back whole from GraphML and GEXF; a character
+    XML cannot hold is percent-encoded; an edge recorded as a link and as canonical is
+    `link,canonical`; an arc to a page not crawled is not an edge."""
+    from gossamer.crawldir import CrawlDir
+    from gossamer.sinks.crawllog import CrawlLog
+    from gossamer.sinks.graph import GraphWriter
+
+    crawl = tmp_path / "crawl"
+    a, b, c = "http://x.test/?a=1&b=<2>", 'http://x.test/"q"', "http://x.test/\x01ctl"
+    with CrawlLog(CrawlDir(crawl).crawl_log) as log:
+        for depth, url in enumerate((a, b, c)):
+            log.write(url=url, status=200, outcome="ok", depth=depth, content_type="text/html")
+    with GraphWriter(crawl) as writer:
+        writer.add_edge(a, b, "link")
+        writer.add_edge(a, b, "canonical")
+        writer.add_edge(b, c, "redirect")
+        writer.add_edge(c, "http://x.test/never-crawled", "link")
+    for fmt in ("graphml", "gexf"):
+        out = tmp_path / f"g.{fmt}"
+        assert run("graph", "export", crawl, "-o", out, "--format", fmt).returncode == 0, fmt
+        g = nx.read_graphml(out) if fmt == "graphml" else nx.read_gexf(out)
+        url = {n: attrs["url"] for n, attrs in g.nodes(data=True)}
+        assert sorted(url.values()) == sorted([a, b, "http://x.test/%01ctl"])
+        edges = {(url[s], url[d]): attrs["kind"] for s, d, attrs in g.edges(data=True)}
+        assert edges == {(a, b): "link,canonical", (b, "http://x.test/%01ctl"): "redirect"}
+        depth = {attrs["url"]: attrs["depth"] for _n, attrs in g.nodes(data=True)}
+        assert depth[a] == 0 and depth[b] == 1
