@@ -1,5 +1,5 @@
-"""The web graph's costs: statistics (all but distances) on a generated web-like graph of
-1,000,000 nodes and 10,000,000 edges, OnlineGraph's update rate and memory per edge, and
+"""The web graph's costs: statistics (all but distances) and PageRank on a generated web-like
+graph of 1,000,000 nodes and 10,000,000 edges, OnlineGraph's update rate and memory per edge, and
 cnr-2000 (tests/data/graphs) loaded and measured, in process and through `gossamer graph stats`.
 
     .venv/bin/python bench/bench_graph.py [--nodes 1000000] [--edges 10000000] [--seed 1]
@@ -79,6 +79,13 @@ def bench_statistics(n: int, m: int, seed: int, repeat: int) -> tuple[np.ndarray
     ):
         t, _ = best_of(repeat, fn)
         print(f"{label}: {t:.3f} s")
+    from gossamer.graph._rank import pagerank
+
+    t_rank, rank = best_of(repeat, lambda: pagerank(adj))
+    print(
+        f"  PageRank (damping 0.85, L1 tolerance 1e-9): {t_rank:.3f} s, {rank.iterations} "
+        f"iterations ({t_rank / rank.iterations * 1000:.0f} ms each, the transpose included)"
+    )
     from gossamer.graph._stats import fit_power_law
 
     ins = np.bincount(adj.indices, minlength=n)
@@ -129,6 +136,10 @@ def bench_cnr(repeat: int) -> None:
     command = [sys.executable, "-m", "gossamer", "graph", "stats", str(CNR), "--json"]
     t_cli, _done = best_of(repeat, lambda: subprocess.run(command, capture_output=True, check=True))
     print(f"cnr-2000: `gossamer graph stats --json` end to end {t_cli:.2f} s (best of {repeat})")
+    from gossamer.graph._rank import pagerank
+
+    t_rank, rank = best_of(repeat, lambda: pagerank(graph.adj))
+    print(f"cnr-2000: PageRank {t_rank:.2f} s, {rank.iterations} iterations")
 
 
 def main() -> None:

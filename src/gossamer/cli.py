@@ -1004,20 +1004,35 @@ def _add_graph(sub: Any) -> None:
         "`follow` consumes a cluster crawl's page events.",
     )
     g_sub = p.add_subparsers(dest="graph_command", required=True, metavar="ACTION")
-    s = g_sub.add_parser("stats", help="nodes, edges, components, degrees, distances")
+    s = g_sub.add_parser(
+        "stats", help="nodes, edges, components, degrees, distances, top pages by PageRank"
+    )
     s.add_argument("source", type=Path, metavar="SOURCE", help="crawl directory or edge list")
     s.add_argument("--json", action="store_true", help="print one JSON object")
     _log_flags(s)
     s.set_defaults(func=_run_graph_stats)
-    e = g_sub.add_parser("export", help="write the graph as an edge list, DIMACS or GraphML")
+    e = g_sub.add_parser(
+        "export",
+        help="write the graph as GraphML, GEXF, Parquet, an edge list or DIMACS",
+        description="GraphML, GEXF and Parquet carry each node's URL, host, status, depth, "
+        "content type, in- and out-degree and PageRank, and each edge's kind "
+        "(docs/graph.md, \"Exporting\").",
+    )
     e.add_argument("source", type=Path, metavar="SOURCE", help="crawl directory or edge list")
-    e.add_argument("out", type=Path, metavar="OUT", help="the file to write")
+    e.add_argument(
+        "out", type=Path, nargs="?", metavar="OUT", help="the file to write (or give -o)"
+    )
+    e.add_argument(
+        "-o", "--output", type=Path, metavar="OUT",
+        help="the file to write (a directory for parquet)",
+    )  # fmt: skip
     e.add_argument(
         "--format",
         required=True,
         metavar="FORMAT",
-        help="edgelist (src<TAB>dst), dimacs (p sp N M / a U V 1, 1-based, as GraphBench "
-        "reads it) or graphml (for Gephi and networkx)",
+        help="graphml (Gephi, networkx), gexf (Gephi), parquet (a directory: nodes.parquet "
+        "and edges.parquet, for pandas, DuckDB, polars), edgelist (src<TAB>dst) or dimacs "
+        "(p sp N M / a U V 1, 1-based, as GraphBench reads it)",
     )
     e.add_argument("--force", action="store_true", help="overwrite OUT if it exists")
     _log_flags(e)
@@ -1031,7 +1046,7 @@ def _run_graph_stats(args: argparse.Namespace) -> int:
     from .graph import format_table, load_graph, statistics_of
 
     graph = load_graph(args.source)
-    stats = statistics_of(graph.adj, pending=graph.pending)
+    stats = statistics_of(graph.adj, pending=graph.pending, ids=graph.ids, urls=graph.urls)
     print(json.dumps(stats) if args.json else format_table(stats))
     return Exit.OK
 
@@ -1042,6 +1057,9 @@ def _run_graph_export(args: argparse.Namespace) -> int:
     if args.format not in EXPORT_FORMATS:  # checked here, not by argparse: one error line
         choices = ", ".join(EXPORT_FORMATS)
         raise ValueError(f"--format must be one of {choices}, not {args.format!r}")
+    if (args.out is None) == (args.output is None):
+        raise ValueError("give the file to write once: -o OUT (or OUT after SOURCE)")
+    args.out = args.out or args.output
     if args.out.exists() and not args.force:  # before the (long) load
         raise ValueError(f"{args.out}: exists (give --force to overwrite it)")
     graph = load_graph(args.source)

@@ -367,6 +367,9 @@ def test_a_site_on_this_machine_started_from_setup(tmp_path: Path, browser: Brow
         assert d.find_element(CSS, "#connection").text == "ended"
         wait_for(d, lambda d: number(browser, '#graph [data-field="nodes"]') == 31 or None,
                  timeout=60)  # fmt: skip
+        links = wait_for(d, lambda d: d.find_elements(CSS, '#graph [data-field="top_page"] a')
+                         or None)  # fmt: skip
+        assert links[0].get_attribute("href").startswith(site.base)  # the top page, linked
         d.execute_script("document.querySelector('#log').scrollIntoView()")
         wait_for_log_line(browser, r" INFO .*200 ok http://127\.0\.0\.1")
         shot(browser, "local-site.png")

@@ -36,6 +36,9 @@ _KEYS = (
     "dangling",
     "in_degree",
     "out_degree",
+    "pagerank",
+    "top_pages",  # with the pages' URLs
+    "top_pages_by_in_degree",
 )
 _SPEC = WebSpec(
     seed=11,
@@ -122,6 +125,9 @@ def test_the_statistics_are_rewritten_while_pages_arrive(tmp_path: Path) -> None
             assert seen["pending"] == 1  # the link to the page after the last one
     final = json.loads(path.read_text())
     assert final["final"] is True and final["nodes"] == 30 and final["edges"] == 29
+    # a chain's last page ranks first; the pages are named by the URLs fed
+    assert [p["url"] for p in final["top_pages"][:2]] == ["http://a.test/29", "http://a.test/28"]
+    assert final["top_pages"][0]["in_degree"] == 1
     assert live.writes >= 4
 
 
@@ -136,6 +142,18 @@ def test_seeding_from_a_crawl_directory_applies_its_pages(tmp_path: Path) -> Non
     assert pages == files["nodes"] == live.graph.nodes
     assert live.graph.edges == files["edges"]
     assert node_id(_first_url(out)) in set(live.graph.node_ids().tolist())
+    # the pages of the earlier run are named: the same top pages as `graph stats DIR`
+    stats = live.write(final=True)
+    assert stats is not None
+    for key in ("top_pages", "top_pages_by_in_degree"):
+        ours = [(p["url"], p["in_degree"]) for p in stats[key]]
+        theirs = [(p["url"], p["in_degree"]) for p in files[key]]
+        assert [p["pagerank"] for p in stats[key]] == pytest.approx(
+            [p["pagerank"] for p in files[key]], abs=1e-9
+        )
+        if key == "top_pages_by_in_degree":
+            assert sorted(d for _, d in ours) == sorted(d for _, d in theirs)
+        assert all(url and url.startswith("http://") for url, _ in ours)
 
 
 def _first_url(out: Path) -> str:

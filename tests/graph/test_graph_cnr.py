@@ -9,6 +9,7 @@ from pathlib import Path
 
 import networkx as nx
 import numpy as np
+import pytest
 import scipy.sparse as sp
 from scipy.sparse import csgraph
 
@@ -72,6 +73,17 @@ def test_cnr_2000_subgraph_every_figure_equals_networkx(tmp_path: Path) -> None:
     assert stats["in_degree"]["max"] == max(d for _, d in g.in_degree())  # type: ignore[index]
     assert stats["out_degree"]["max"] == max(d for _, d in g.out_degree())  # type: ignore[index]
     assert stats["self_loops"] == nx.number_of_selfloops(g)
+    # PageRank: networkx's (self-loops included, as in the graph), the same top 10
+    rank = nx.pagerank(g, alpha=0.85, tol=1e-13, max_iter=1000)
+    top = stats["top_pages"]
+    assert isinstance(top, list) and len(top) == 10
+    best = sorted(rank.values(), reverse=True)
+    assert [p["pagerank"] for p in top] == pytest.approx(best[:10], abs=1e-6)
+    for page in top:
+        assert page["url"] is None
+        assert abs(page["pagerank"] - rank[int(page["id"])]) < 1e-6
+        assert page["in_degree"] == g.in_degree(int(page["id"]))
+    assert max(abs(rank[int(p["id"])] - p["pagerank"]) for p in top) < 1e-9
     # the scipy path agrees on the whole graph's SCCs as networkx does on the prefix
     assert csgraph.connected_components(nx.to_scipy_sparse_array(g), connection="strong")[0] == len(
         sccs

@@ -278,3 +278,69 @@ def test_estimated_figures_show_their_standard_error_in_text() -> None:
     assert "average distance ~6.94," in graph_stats_line(unknown)
     assert "6.939" in format_table(unknown) and "±" not in format_table(unknown).split(
         "average distance", 1)[1].splitlines()[0]  # fmt: skip
+
+
+def test_export_of_an_edge_list_carries_degrees_and_pagerank(tmp_path: Path) -> None:
+    """An edge list has no URLs: GraphML, GEXF and Parquet carry its ids, degrees and
+    PageRank (networkx's), and no kind; `-o` and OUT after SOURCE are the same; both at once
+    or neither is one error line."""
+    import pyarrow.parquet as pq
+
+    edges = random_digraph(5, 300, 1500)
+    src = tmp_path / "g.txt"
+    src.write_text("".join(f"{a}\t{b}\n" for a, b in edges))
+    truth = nx.DiGraph(edges)
+    rank = nx.pagerank(truth, tol=1e-13, max_iter=1000)
+    graphs = {}
+    for fmt in ("graphml", "gexf"):
+        out = tmp_path / f"g.{fmt}"
+        assert run("graph", "export", src, "-o", out, "--format", fmt).returncode == 0
+        graphs[fmt] = nx.read_graphml(out) if fmt == "graphml" else nx.read_gexf(out)
+    assert run("graph", "export", src, "-o", tmp_path / "p", "--format", "parquet").returncode == 0
+    nodes = pq.read_table(tmp_path / "p" / "nodes.parquet").to_pylist()
+    parquet_edges = pq.read_table(tmp_path / "p" / "edges.parquet").to_pylist()
+    assert {(r["src"], r["dst"]) for r in parquet_edges} == set(truth.edges)
+    assert len(parquet_edges) == truth.number_of_edges()
+    assert set(nodes[0]) == {"id", "in_degree", "out_degree", "pagerank"}
+    for row in nodes:
+        assert abs(row["pagerank"] - rank[row["id"]]) < 1e-9
+        assert row["in_degree"] == truth.in_degree(row["id"])
+    for g in graphs.values():
+        assert set(g.edges) == {(str(a), str(b)) for a, b in truth.edges}
+        for node, attrs in g.nodes(data=True):
+            assert "url" not in attrs and attrs["out_degree"] == truth.out_degree(int(node))
+            assert abs(attrs["pagerank"] - rank[int(node)]) < 1e-9
+        assert all("kind" not in attrs for _a, _b, attrs in g.edges(data=True))
+    for args in ((src, tmp_path / "a", "-o", tmp_path / "b"), (src,)):
+        done = run("graph", "export", *args, "--format", "edgelist")
+        assert done.returncode == 2 and "give the file to write once" in done.stderr
+
+
+def test_export_escapes_urls_and_joins_kinds(tmp_path: Path) -> None:
+    """URLs with XML's special characters come back whole from GraphML and GEXF; a character
+    XML cannot hold is percent-encoded; an edge recorded as a link and as canonical is
+    `link,canonical`; an arc to a page not crawled is not an edge."""
+    from gossamer.crawldir import CrawlDir
+    from gossamer.sinks.crawllog import CrawlLog
+    from gossamer.sinks.graph import GraphWriter
+
+    crawl = tmp_path / "crawl"
+    a, b, c = "http://x.test/?a=1&b=<2>", 'http://x.test/"q"', "http://x.test/\x01ctl"
+    with CrawlLog(CrawlDir(crawl).crawl_log) as log:
+        for depth, url in enumerate((a, b, c)):
+            log.write(url=url, status=200, outcome="ok", depth=depth, content_type="text/html")
+    with GraphWriter(crawl) as writer:
+        writer.add_edge(a, b, "link")
+        writer.add_edge(a, b, "canonical")
+        writer.add_edge(b, c, "redirect")
+        writer.add_edge(c, "http://x.test/never-crawled", "link")
+    for fmt in ("graphml", "gexf"):
+        out = tmp_path / f"g.{fmt}"
+        assert run("graph", "export", crawl, "-o", out, "--format", fmt).returncode == 0, fmt
+        g = nx.read_graphml(out) if fmt == "graphml" else nx.read_gexf(out)
+        url = {n: attrs["url"] for n, attrs in g.nodes(data=True)}
+        assert sorted(url.values()) == sorted([a, b, "http://x.test/%01ctl"])
+        edges = {(url[s], url[d]): attrs["kind"] for s, d, attrs in g.edges(data=True)}
+        assert edges == {(a, b): "link,canonical", (b, "http://x.test/%01ctl"): "redirect"}
+        depth = {attrs["url"]: attrs["depth"] for _n, attrs in g.nodes(data=True)}
+        assert depth[a] == 0 and depth[b] == 1

@@ -2,11 +2,12 @@
 
 `OnlineGraph` (SPAWC's UPDATE_GRAPH with pending edges), `load_graph` (an edge list or a crawl
 directory), `graph_statistics` and `distance_statistics` (exact, or estimated with their
-errors), `write_graph` (edge list, DIMACS, GraphML), `LiveGraph` (an OnlineGraph fed page
-events, its statistics written every few seconds: `gossamer graph follow`); `_follow.py` is
-an embedded crawl's live graph, read from the crawl's files in a child process. This package
-imports numpy and scipy: a crawl's own process never imports it. What a node, an edge and
-each figure are: docs/graph.md."""
+errors), PageRank and the top pages (`_rank.py`, in the statistics), `write_graph`
+(GraphML, GEXF and Parquet with each node's URL and attributes, edge list, DIMACS),
+`LiveGraph` (an OnlineGraph fed page events, its statistics written every few seconds:
+`gossamer graph follow`); `_follow.py` is an embedded crawl's live graph, read from the
+crawl's files in a child process. This package imports numpy and scipy: a crawl's own
+process never imports it. What a node, an edge and each figure are: docs/graph.md."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ import os
 for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
 
+from collections.abc import Sequence  # noqa: E402
 from typing import Any  # noqa: E402
 
 import scipy.sparse as sp  # noqa: E402
@@ -47,6 +49,13 @@ __all__ = [
 ]
 
 
-def statistics_of(adj: sp.csr_array, *, pending: int | None = None) -> dict[str, Any]:
-    """`graph_statistics` with the distance figures when `distance_statistics` is present."""
-    return graph_statistics(adj, pending=pending, distances=distance_statistics)
+def statistics_of(
+    adj: sp.csr_array,
+    *,
+    pending: int | None = None,
+    ids: Any = None,
+    urls: Sequence[str | None] | None = None,
+) -> dict[str, Any]:
+    """`graph_statistics` with the distance figures when `distance_statistics` is present;
+    `ids` and `urls` (one per node) name the top pages."""
+    return graph_statistics(adj, pending=pending, distances=distance_statistics, ids=ids, urls=urls)

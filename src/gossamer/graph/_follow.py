@@ -23,6 +23,7 @@ from ..sinks.graph import FOLLOW_END as END
 from ..sinks.graph import node_id
 from ..sinks.stats import write_stats
 from ._load import crawl_dirs, crawl_graph, edge_lines, node_urls
+from ._rank import UrlLookup
 
 __all__ = ["END", "CrawlFollower", "write_once"]
 
@@ -33,6 +34,7 @@ class CrawlFollower:
     def __init__(self, directory: Path) -> None:
         self.directory = directory
         self.nodes: set[int] = set()
+        self.urls: dict[int, str] = {}  # node id -> its URL (the top pages are named)
         self._offsets: dict[Path, int] = {}
         self._src: list[npt.NDArray[np.int64]] = []
         self._dst: list[npt.NDArray[np.int64]] = []
@@ -47,7 +49,11 @@ class CrawlFollower:
                 data = self._new_bytes(log, whole_lines=not final)
                 if data:
                     grew = True
-                    self.nodes.update(node_id(u) for u in node_urls(data.splitlines()))
+                    for url in node_urls(data.splitlines()):
+                        nid = node_id(url)
+                        if nid not in self.nodes:
+                            self.nodes.add(nid)
+                            self.urls[nid] = url
             for part in d.graph_edge_files():
                 data = self._new_bytes(part, whole_lines=True)
                 if data:
@@ -90,7 +96,9 @@ class CrawlFollower:
         src, dst = self.edges()
         adj, pending = crawl_graph(ids, src, dst)
         memory = ids.nbytes + src.nbytes + dst.nbytes + sys.getsizeof(self.nodes)
-        return {"memory_bytes": memory, **statistics_of(adj, pending=pending)}
+        memory += sys.getsizeof(self.urls) + sum(map(sys.getsizeof, self.urls.values()))
+        urls = UrlLookup(ids, self.urls)
+        return {"memory_bytes": memory, **statistics_of(adj, pending=pending, ids=ids, urls=urls)}
 
 
 def write_once(follower: CrawlFollower, path: Path, *, final: bool) -> tuple[float, float]:

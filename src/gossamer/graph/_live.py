@@ -25,9 +25,11 @@ import numpy as np
 # times the last computation's time: an embedded crawl's live graph's (runner/livegraph.py)
 from ..sinks.graph import REFRESH_BACKOFF as BACKOFF
 from ..sinks.graph import REFRESH_INTERVAL_S as INTERVAL_S
+from ..sinks.graph import node_id
 from ..sinks.stats import write_stats
-from ._load import crawled_pages, edge_parts
+from ._load import crawled_page_urls, edge_parts
 from ._online import OnlineGraph
+from ._rank import UrlLookup
 
 __all__ = ["LiveGraph"]
 
@@ -53,6 +55,7 @@ class LiveGraph:
         # consumer publishes it to Redis, where `gossamer status` reads it)
         self.on_write = on_write
         self.graph = OnlineGraph()
+        self._urls: dict[int, str] = {}  # page id -> URL (the top pages are named)
         self.writes = 0  # statistics written
         self.last_compute_s = 0.0
         self._lock = threading.Lock()
@@ -69,13 +72,14 @@ class LiveGraph:
         """A crawled page and the URLs it links to (GraphLike)."""
         with self._lock:
             self.graph.update(page, links)
+            self._urls.setdefault(node_id(page), page)
             self._version += 1
 
     def seed_from(self, crawl_dir: Path) -> int:
         """Apply the pages an earlier run of the crawl in `crawl_dir` recorded (a resume):
         the crawl logs' pages that are nodes, with their edges from the graph files. The
         number of pages applied."""
-        pages = crawled_pages(crawl_dir)
+        pages = crawled_page_urls(crawl_dir)
         if not pages:
             return 0
         src, dst = edge_parts(crawl_dir)
@@ -85,6 +89,8 @@ class LiveGraph:
             for page_id in pages:
                 lo, hi = np.searchsorted(src, [page_id, page_id + 1])
                 self.graph.update_ids(page_id, dst[lo:hi].tolist())
+            for page_id, url in pages.items():
+                self._urls.setdefault(page_id, url)
             self._version += len(pages)
         return len(pages)
 
@@ -120,8 +126,10 @@ class LiveGraph:
             adj = self.graph.csr()
             pending = self.graph.pending
             memory = self.graph.memory_bytes()
+            ids = self.graph.node_ids()
         began = time.perf_counter()
-        stats = statistics_of(adj, pending=pending)
+        # (the URL map only grows, and the lookups are of ids already in it)
+        stats = statistics_of(adj, pending=pending, ids=ids, urls=UrlLookup(ids, self._urls))
         self.last_compute_s = time.perf_counter() - began
         stats = {
             "updated_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),

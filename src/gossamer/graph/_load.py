@@ -36,12 +36,14 @@ _INT_TOKEN = re.compile(rb"[+-]?[0-9]+")
 class LoadedGraph:
     """A graph read from a file: `adj` n × n CSR (a 1 per distinct edge), `ids` the original
     id of each node (str, as ids may exceed 64 bits), `pending` the links to pages not
-    crawled (None for an edge list, which has no such notion)."""
+    crawled (None for an edge list, which has no such notion), `urls` each node's URL (a
+    crawl directory's; None for an edge list)."""
 
     adj: sp.csr_array
     ids: list[str] | npt.NDArray[np.int64]
     pending: int | None
     source: str
+    urls: list[str] | None = None
 
     @property
     def nodes(self) -> int:
@@ -254,10 +256,29 @@ def node_urls(lines: Iterable[bytes]) -> Iterator[str]:
             yield url
 
 
+_BLOCK = 32 << 20  # bytes of a graph part parsed at a time
+
+
+def _line_blocks(path: Path) -> Iterator[bytes]:
+    """The whole lines of `path` in blocks of about _BLOCK bytes (a torn last line left out):
+    splitting a block into tokens holds ~12 times its size, not the whole file's."""
+    with open(path, "rb") as f:
+        rest = b""
+        while block := f.read(_BLOCK):
+            block = rest + block
+            cut = block.rfind(b"\n") + 1
+            rest = block[cut:]
+            if cut:
+                yield block[:cut]
+
+
 def _edge_part(path: Path) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
     """(src ids, dst ids) of one graph/edges*.tsv part: header and a torn last line skipped."""
-    data = path.read_bytes()
-    return edge_lines(data[: data.rfind(b"\n") + 1], path)
+    parts = [edge_lines(block, path) for block in _line_blocks(path)]
+    if not parts:
+        empty = np.empty(0, dtype=np.int64)
+        return empty, empty
+    return np.concatenate([s for s, _ in parts]), np.concatenate([d for _, d in parts])
 
 
 def edge_lines(
@@ -278,15 +299,83 @@ def edge_lines(
     return src, dst
 
 
+def node_records(directory: Path) -> dict[str, tuple[int, int | None, str | None]]:
+    """{URL: (status, depth, content type)} of each page of the crawl in `directory` that is a
+    node, from the first crawl log line that makes it one (the export's node attributes)."""
+    records: dict[str, tuple[int, int | None, str | None]] = {}
+    for log in sorted(log for d in crawl_dirs(directory) for log in d.crawl_logs()):
+        with open(log, "rb") as f:
+            for raw in f:
+                try:
+                    record = json.loads(raw)
+                except ValueError:
+                    continue
+                if not isinstance(record, dict) or record.get("depth") is None:
+                    continue
+                url, status = record.get("url"), record.get("status")
+                if (isinstance(status, int) and is_node_status(status)
+                        and isinstance(url, str) and url not in records):  # fmt: skip
+                    depth, kind = record.get("depth"), record.get("type")
+                    records[url] = (
+                        status,
+                        depth if isinstance(depth, int) else None,
+                        kind if isinstance(kind, str) else None,
+                    )
+    return records
+
+
+def edge_kind_parts(
+    directory: Path, kinds: Iterable[str]
+) -> list[tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]]:
+    """For each of `kinds`, (src ids, dst ids) of the arcs of that kind in every graph part
+    of the crawl in `directory` (repeats kept)."""
+    names = [k.encode()[:1] for k in kinds]  # (their first letters differ)
+    if len(set(names)) != len(names):
+        raise ValueError(f"edge kinds whose first letters are the same: {kinds}")
+    found: list[list[tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]]] = [[] for _ in names]
+    blocks = (b for d in crawl_dirs(directory) for p in d.graph_edge_files()
+              for b in _line_blocks(p))  # fmt: skip
+    for data in blocks:
+        if data.startswith(b"src\t"):
+            data = data[data.find(b"\n") + 1 :]
+        tokens = data.split()
+        try:
+            if len(tokens) % 3:
+                raise ValueError
+            src = np.array(tokens[0::3]).astype(np.int64)
+            dst = np.array(tokens[1::3]).astype(np.int64)
+        except (ValueError, OverflowError):
+            raise ValueError(f"{directory}: not `src<TAB>dst<TAB>kind` lines") from None
+        column = np.array(tokens[2::3], dtype="S1")
+        del tokens
+        for i, name in enumerate(names):
+            hit = column == name
+            found[i].append((src[hit], dst[hit]))
+    empty = np.empty(0, dtype=np.int64)
+    return [
+        (np.concatenate([s for s, _ in parts]), np.concatenate([d for _, d in parts]))
+        if parts else (empty, empty)
+        for parts in found
+    ]  # fmt: skip
+
+
 def crawled_pages(directory: Path) -> list[int]:
     """The graph ids (`node_id`) of the pages of the crawl in `directory` that are nodes
     (fetched with status 200–399), in the order the crawl logs first name them; [] when it
     has no crawl log yet."""
+    return list(crawled_page_urls(directory))
+
+
+def crawled_page_urls(directory: Path) -> dict[int, str]:
+    """`crawled_pages` with each page's URL: {graph id: URL}, in the same order."""
     try:
         urls = _crawled_urls(directory)
     except ValueError:
-        return []
-    return list(dict.fromkeys(node_id(u) for u in urls))
+        return {}
+    pages: dict[int, str] = {}
+    for url in urls:
+        pages.setdefault(node_id(url), url)
+    return pages
 
 
 def edge_parts(directory: Path) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
@@ -302,11 +391,12 @@ def edge_parts(directory: Path) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.i
 
 def load_crawl_dir(directory: Path) -> LoadedGraph:
     """Read a crawl directory (see the module docstring)."""
-    urls = _crawled_urls(directory)
-    ids = np.array(sorted({node_id(u) for u in urls}), dtype=np.int64)
+    by_id = {node_id(u): u for u in reversed(_crawled_urls(directory))}  # (the first URL)
+    ids = np.array(sorted(by_id), dtype=np.int64)
     src, dst = edge_parts(directory)
     adj, pending = crawl_graph(ids, src, dst)
-    return LoadedGraph(adj=adj, ids=ids, pending=pending, source=str(directory))
+    urls = [by_id[i] for i in ids.tolist()]
+    return LoadedGraph(adj=adj, ids=ids, pending=pending, source=str(directory), urls=urls)
 
 
 def crawl_graph(

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -18,6 +18,8 @@ import numpy.typing as npt
 import scipy.sparse as sp
 from scipy import optimize, special
 from scipy.sparse import csgraph
+
+from ._rank import DAMPING, TOLERANCE, TOP_K, pagerank, top_pages
 
 __all__ = [
     "DISTANCE_KEYS",
@@ -154,10 +156,14 @@ def graph_statistics(
     *,
     pending: int | None = None,
     distances: DistanceFunction | None = None,
+    ids: Sequence[Any] | npt.NDArray[Any] | None = None,
+    urls: Sequence[str | None] | None = None,
+    top: int = TOP_K,
 ) -> dict[str, object]:
     """Every statistic of the graph whose adjacency is `adj` (n × n CSR, one entry per
     distinct edge): see docs/graph.md. `pending` (an online graph's links to pages not
-    crawled) is reported as given; `distances`, when given, computes the distance figures."""
+    crawled) is reported as given; `distances`, when given, computes the distance figures;
+    `ids` and `urls` (one per node, in node order) name the `top` pages of the ranking."""
     started = time.perf_counter()
     n = int(adj.shape[0])
     indptr, indices = adj.indptr, adj.indices
@@ -194,6 +200,18 @@ def graph_statistics(
     exact: dict[str, object] = {key: True for key in result}
     exact["in_degree"] = exact["out_degree"] = {"histogram": True, "power_law": False}
     seconds = {"structure": round(time.perf_counter() - started, 3)}
+    rank = pagerank(adj)
+    result["pagerank"] = {
+        "damping": DAMPING,
+        "tolerance": TOLERANCE,
+        "iterations": rank.iterations,
+        "max": float(rank.values.max()) if n else None,
+    }
+    result.update(top_pages(rank.values, in_degree, out_degree, ids=ids, urls=urls, k=top))
+    exact["pagerank"] = False  # within the tolerance (docs/graph.md, "Ranking")
+    exact["top_pages"] = False
+    exact["top_pages_by_in_degree"] = True
+    seconds["pagerank"] = round(rank.seconds, 3)
     if distances is None:
         result.update(dict.fromkeys(DISTANCE_KEYS))
         result["distances"] = "not computed"
@@ -292,4 +310,30 @@ def format_table(stats: Mapping[str, Any]) -> str:
             for b in bins
         )  # fmt: skip
         lines.append(f"{label} histogram (log bins): {cells}")
+    lines.extend(_top_lines(stats))
     return "\n".join(lines)
+
+
+def _top_lines(stats: Mapping[str, Any]) -> list[str]:
+    """The ranking's lines: the top pages by PageRank, then by in-degree, each with its URL
+    (or its id, for an edge list)."""
+    rank = stats.get("pagerank")
+    lines: list[str] = []
+    for key, title in (
+        ("top_pages", "top pages by PageRank"),
+        ("top_pages_by_in_degree", "top pages by in-degree"),
+    ):
+        pages = stats.get(key)
+        if not pages:
+            continue
+        if key == "top_pages" and isinstance(rank, Mapping):
+            title += f" (damping {rank['damping']}, {rank['iterations']} iterations)"
+        lines.append(f"{title}:")
+        width = max(len(f"{p['in_degree']:,}") for p in pages)
+        for i, p in enumerate(pages, 1):
+            name = p["url"] if p.get("url") is not None else f"id {p['id']}"
+            lines.append(
+                f"{i:>4}  PageRank {p['pagerank']:.6f}  in-degree {p['in_degree']:>{width},}"
+                f"  {name}"
+            )
+    return lines

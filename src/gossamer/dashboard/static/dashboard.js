@@ -516,6 +516,26 @@ let startedHere = false;  // this page started the crawl shown
 let problemShown = null;  // the crawl problem shown in the Setup tab (its crawl's start time)
 let wasLive = null;  // whether the last status was of a crawl fetching
 
+// the page of highest PageRank (docs/graph.md, "Ranking"): its URL as a link (http(s) only)
+function renderTopPage(top) {
+  const el = document.querySelector('#graph [data-field="top_page"]');
+  if (!el) return;
+  const url = top && top.url;
+  const tip = top ? `PageRank ${top.pagerank.toFixed(4)}, in-degree ${top.in_degree}` : "";
+  if (el.dataset.url === (url || "") && el.title === tip) return;
+  el.dataset.url = url || "";
+  el.title = tip;
+  el.textContent = top && !url ? "id " + top.id : url ? "" : "-";
+  if (url && /^https?:\/\//.test(url)) {
+    const a = document.createElement("a");
+    a.href = url;
+    a.rel = "noreferrer noopener";
+    a.target = "_blank";
+    a.textContent = url;
+    el.append(a);
+  } else if (url) el.textContent = url;
+}
+
 function render(s) {
   const started = performance.now();
   const c = s.crawl, t = s.totals, fr = s.frontier || {}, g = s.graph || {};
@@ -551,6 +571,7 @@ function render(s) {
   set("graph", "diameter", g.diameter !== undefined && g.diameter !== null ? num(g.diameter)
     : (g.diameter_lower_bound !== undefined && g.diameter_lower_bound !== null ? "≥" + num(g.diameter_lower_bound) : "-"));
   set("graph", "average_distance", num(g.average_distance, 2));
+  renderTopPage((g.top_pages || [])[0]);
   set("graph", "updated", g.computed ? "computed " + updatedAt(g.updated_at)
     : g.final ? "final" : s.graph_state === "computing" ? "computing…" : updatedAt(g.updated_at));
 
