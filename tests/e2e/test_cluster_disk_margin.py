@@ -193,8 +193,10 @@ def test_an_embedded_crawl_stops_before_its_disk_fills_and_resumes(tmp_path: Pat
     with tmpfs(small, TMPFS_MB), run_nginx(tmp_path / "site" / "nginx"):
         out = small / "crawl"
         first = subprocess.run(
+            # (--delay 0.05: 20 pages a second, ~5 MB/s, so the guard's reading every 0.1 s
+            # sees the margin crossed; at full speed the 40 pages came within two readings)
             gossamer("crawl", f"http://127.0.0.1:{ports[0]}/p0.html", "-o", str(out),
-                     "--allow-private", "--delay", "0", "--workers", "1", "-q",
+                     "--allow-private", "--delay", "0.05", "--workers", "1", "-q",
                      "--disk-margin", str(TMPFS_MB - 4)),
             capture_output=True, text=True, timeout=120, check=False,
         )  # fmt: skip

@@ -84,7 +84,10 @@ def test_ssh_command_line() -> None:
 
 
 def test_the_url_and_password_from_stdin(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv("REDISCLI_AUTH", raising=False)
+    # (recorded as absent first: read_url sets it outside monkeypatch, and the delenv below
+    # would otherwise restore its value, "secret", for every later test of the session)
+    monkeypatch.setenv("REDISCLI_AUTH", "")
+    monkeypatch.delenv("REDISCLI_AUTH")
     assert read_url(io.StringIO("redis://h:6379/0\nsecret\nstop\n")) == "redis://h:6379/0"
     assert os.environ["REDISCLI_AUTH"] == "secret"
     monkeypatch.delenv("REDISCLI_AUTH")

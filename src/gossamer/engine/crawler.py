@@ -583,6 +583,7 @@ class Crawler:
         held = self.clock() - held_since
         if (
             self._stop.is_set()
+            or self.disk.low()  # (--disk-margin: no more URLs; the lease loop then stops)
             or turn_over(self.ip_gate.waiting(ip), delay, held)
             or held > RENEW_MAX_S
         ):
@@ -844,6 +845,7 @@ class Crawler:
             k >= len(todo)
             or self._stop.is_set()
             or lease.giving_back
+            or self.disk.low()  # under --disk-margin: the URLs left go back
             or self.clock() > lease.end - self._safety
         ):
             lease.current = None
