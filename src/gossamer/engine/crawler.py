@@ -705,20 +705,24 @@ class Crawler:
                     verdict, error = self._record(
                         result, leased.depth, leased.parent, leased.attempts
                     )
-                    outcomes.append(
-                        Outcome(
-                            leased.url,
-                            leased.fp,
-                            verdict,
-                            status=result.status,
-                            retry_after=_retry_after(result),
-                            elapsed=result.elapsed if result.status is not None else None,
-                            error=error,
-                        )
-                    )
+                    taken = True
                     if verdict is Verdict.DONE:
                         edges = self._links(result, leased.depth, discovered)
-                        self.sinks.page(result, leased.depth, edges)
+                        # a subscriber may refuse the page (a Python program that stopped
+                        # reading pages): no outcome then, and the frontier queues it again
+                        taken = self.sinks.page(result, leased.depth, edges)
+                    if taken:
+                        outcomes.append(
+                            Outcome(
+                                leased.url,
+                                leased.fp,
+                                verdict,
+                                status=result.status,
+                                retry_after=_retry_after(result),
+                                elapsed=result.elapsed if result.status is not None else None,
+                                error=error,
+                            )
+                        )
                     if last_end - self._flushed_at >= OUTPUTS_FLUSH_S:
                         # a long batch's pages on disk as they come, not at its end
                         self._flushed_at = last_end

@@ -3,7 +3,8 @@ order, and hands each what it implements. The built-in ones (`warc`, `crawl-log`
 register themselves in engine/recorder.py; a new output is one module with a `PageSink`
 subclass and a `register_sink(name, factory)` call (tests/engine/_titles_sink.py is one).
 The registry is also the subscriber list of the crawl's events (engine/events.py): a sink
-that overrides `page` receives a `PageEvent` for every crawled page.
+that overrides `page` receives a `PageEvent` for every crawled page, one that overrides
+`fetched` the page's whole response.
 
 A factory gets the `SinkContext` and returns its sink, or None when the settings turn it
 off (`warc` with --no-warc). Sinks never call back into the engine."""
@@ -63,6 +64,13 @@ class PageSink:
 
     def page(self, event: PageEvent) -> None:
         """One crawled page and its edges (engine/events.py), after its `log` and `edges`."""
+
+    def fetched(self, result: FetchResult, depth: int, edges: list[tuple[str, str]]) -> bool:
+        """One crawled page in full (its response, body included), after `page`: for a
+        sink that reads the page itself (extractors, a Python program's `Page` objects).
+        False refuses the page: it gets no outcome, and the frontier queues it again (a
+        program that stopped reading pages)."""
+        return True
 
     def flush(self) -> None:
         """Hand buffered output to the OS."""

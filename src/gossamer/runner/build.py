@@ -16,7 +16,7 @@ import json
 import os
 import socket
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
@@ -29,6 +29,7 @@ from ..engine.ipgate import FileIpGate, LocalIpGate, PoolIpGate
 from ..engine.recorder import Recorder
 from ..engine.recrawl import Recrawl
 from ..engine.seams import IpGate
+from ..engine.sink_registry import PageSink
 from ..fetch import Fetcher, Fetching, Resolver
 from ..fetch._registry import open_fetcher
 from ..frontier import Frontier
@@ -170,10 +171,12 @@ def worker(
     clock: Callable[[], float],
     revalidate: Recrawl | None = None,
     robots_store: RobotsStore | None = None,
+    extra_sinks: Sequence[PageSink] = (),
 ) -> WorkerParts:
     """The `Crawler` of one worker writing into `settings.output`: its resolver, the
     fetcher registered as `fetcher` (wrapped by `guard_fetcher`: a cluster's IP gate), and
-    its sinks (`part`: the pool worker's part files)."""
+    its sinks (`part`: the pool worker's part files; `extra_sinks` after the registered
+    ones)."""
     resolver = Resolver.from_settings(
         settings.fetch.resolve,
         settings.fetch.resolve_file,
@@ -181,7 +184,12 @@ def worker(
     )
     client = open_fetcher(fetcher, settings, resolver)
     recorder = Recorder(
-        settings.output, settings, version=__version__, part=part, recrawl=revalidate
+        settings.output,
+        settings,
+        version=__version__,
+        part=part,
+        recrawl=revalidate,
+        extra=extra_sinks,
     )
     crawler = Crawler(
         settings,

@@ -33,7 +33,7 @@ from .graphfeed import GraphFeed
 from .manifest import load_manifest, write_manifest
 from .pool import clear_control, run_pool
 from .stopping import hold_stop_signals
-from .worker import loop_factory, run_embedded
+from .worker import WorkerHooks, loop_factory, run_embedded
 
 _log = logging.getLogger(__name__)
 
@@ -113,6 +113,7 @@ def run_crawl(
     progress: IO[str] | None = None,
     backends: build.Backends = build.EMBEDDED,
     feed: GraphFeed | None = None,
+    hooks: WorkerHooks | None = None,
 ) -> int:
     """Run (or resume) an embedded crawl to the end or until SIGINT/SIGTERM. Exit status.
     `feed`: the graph consumer the crawl's page events go to (runner/graphfeed.py; entered).
@@ -120,7 +121,9 @@ def run_crawl(
     A SIGINT/SIGTERM at any moment from here on stops the crawl cleanly (exit 130/143,
     `stats.json`, no lease left, WARC files closed): one that arrives while the crawl starts
     is held until its handlers are in place. `backends`: the registered frontier backend
-    and fetcher it is built with (runner/build.py)."""
+    and fetcher it is built with (runner/build.py). `hooks`: what a Python program adds to
+    a crawl of one worker (its sinks; SIGINT/SIGTERM left to it: `WorkerHooks`); refused
+    with a pool (ValueError)."""
     changed: dict[str, Any] = {}
     retry: tuple[str, ...] = ()
     with hold_stop_signals():
@@ -142,6 +145,8 @@ def run_crawl(
             settings = prepare_directory(settings, resume=False)
         out = settings.output
         workers = settings.effective_workers()
+        if hooks is not None and workers > 1:
+            raise ValueError("a crawl with hooks runs one worker, not a pool")
         # diagnostics also to DIR/gossamer.log.jsonl (the dashboard's log tail), once the
         # directory is this process's
         with _dir_lock(out), logs.diagnostics_file(out):
@@ -170,7 +175,11 @@ def run_crawl(
                     with asyncio.Runner(loop_factory=loop_factory()) as runner:
                         code = runner.run(
                             run_embedded(
-                                settings, resume=resume, progress=progress, backends=backends
+                                settings,
+                                resume=resume,
+                                progress=progress,
+                                backends=backends,
+                                hooks=hooks,
                             )
                         )
             code = write_cdx_index(out, code) if settings.sinks.warc else code
