@@ -465,6 +465,12 @@ class SinksSettings(_Group):
         "costs a 2-worker pool on 2 cores about 4 percent of its pages/s); with --redis, "
         "`gossamer graph follow` runs beside the local workers",
     )
+    extract: str | None = Field(
+        None,
+        description="run an extractor on every page, in every worker: NAME, an entry point "
+        "of the gossamer.extractors group (`gossamer plugins` lists them), or "
+        f"MODULE:CALLABLE; its items go to {CrawlDir(Path('DIR')).items} (docs/python.md)",
+    )
 
 
 class ClusterSettings(_Group):

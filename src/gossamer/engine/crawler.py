@@ -73,6 +73,9 @@ CONTENDED = 1 << 30  # the processing-turn backlog of a host whose IP another ho
 KEEP_TURN_BACKLOG = 100  # hosts with this many URLs left (or a contended IP) may keep a turn
 KEEP_TURN_PAGES = 4  # … for at most this many more pages in a row
 _T = TypeVar("_T")
+#: which links of a fetched HTML page (its result, its depth, its (url, kind) links) the
+#: crawl follows: engine/extract.py's `Extraction.follow`
+FollowHook = Callable[[FetchResult, int, Sequence[tuple[str, str]]], Sequence[tuple[str, str]]]
 MAX_SITEMAP_FILES = 50  # sitemap files read per host (an index and its children)
 _EDGE_KINDS = frozenset({"redirect", "canonical", "sitemap"})  # the rest are "link"
 ROUTE_MEMO_MAX = 200_000  # URLs whose routing facts are memoised (~40 MB at the cap)
@@ -187,8 +190,11 @@ class Crawler:
         clock: Callable[[], float] = time.time,
         revalidate: Recrawl | None = None,
         robots_store: RobotsStore | None = None,
+        follow: FollowHook | None = None,
     ) -> None:
         self.settings = settings
+        # which of an HTML page's links to follow (an extractor's `follow`): None, all
+        self.follow = follow
         self.revalidate = revalidate  # --recrawl: conditional GETs, old links on a 304
         # pages are fetched html_only: a body that is not HTML is stopped after its head
         # (robots.txt and sitemaps never: `_fetch_aux` requests are plain)
@@ -1012,7 +1018,10 @@ class Crawler:
         if result.status != 200 or not is_html(result.header("content-type"), result.body):
             return []
         page = parse_html(result.body, url, _headers(result), self.parse_options)
-        return self._route(url, page.links, depth, out)  # (ExtractedLinks: (url, kind) pairs)
+        links: Sequence[tuple[str, str]] = page.links  # (ExtractedLinks: (url, kind) pairs)
+        if self.follow is not None:
+            links = self.follow(result, depth, links)
+        return self._route(url, links, depth, out)
 
     def _route(
         self,

@@ -25,11 +25,12 @@ from .._version import __version__
 from ..config import CrawlSettings
 from ..crawldir import CrawlDir
 from ..engine.crawler import Crawler
+from ..engine.extract import Extraction, load_extractor
 from ..engine.ipgate import FileIpGate, LocalIpGate, PoolIpGate
 from ..engine.recorder import Recorder
 from ..engine.recrawl import Recrawl
 from ..engine.seams import IpGate
-from ..engine.sink_registry import PageSink
+from ..engine.sink_registry import PageSink, SinkContext
 from ..fetch import Fetcher, Fetching, Resolver
 from ..fetch._registry import open_fetcher
 from ..frontier import Frontier
@@ -176,13 +177,19 @@ def worker(
     """The `Crawler` of one worker writing into `settings.output`: its resolver, the
     fetcher registered as `fetcher` (wrapped by `guard_fetcher`: a cluster's IP gate), and
     its sinks (`part`: the pool worker's part files; `extra_sinks` after the registered
-    ones)."""
+    ones), and the extractor the settings name (`extract`: engine/extract.py; PluginError
+    when it cannot be loaded)."""
     resolver = Resolver.from_settings(
         settings.fetch.resolve,
         settings.fetch.resolve_file,
         allow_private=settings.fetch.allow_private,
     )
     client = open_fetcher(fetcher, settings, resolver)
+    extraction = None
+    if settings.sinks.extract is not None:  # an extractor: its items, its `follow`
+        ctx = SinkContext(settings.output, settings, __version__, part, revalidate)
+        extraction = Extraction(load_extractor(settings.sinks.extract), ctx)
+        extra_sinks = (extraction, *extra_sinks)
     recorder = Recorder(
         settings.output,
         settings,
@@ -202,5 +209,6 @@ def worker(
         clock=clock,
         revalidate=revalidate,
         robots_store=robots_store,
+        follow=extraction.follow if extraction and extraction.extractor.follow else None,
     )
     return WorkerParts(crawler, client, recorder)

@@ -72,6 +72,7 @@ RUN_TIME = frozenset(
         "robots_ttl",
         "warc_max_bytes",
         "live_graph",
+        "extract",
         "proxy",
     }
 )

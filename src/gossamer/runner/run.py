@@ -21,13 +21,16 @@ from .. import logs
 from ..config import CrawlSettings, SettingsError
 from ..crawldir import CrawlDir, CrawlError
 from ..crawldir import dir_lock as _dir_lock
+from ..engine.extract import load_extractor
 from ..engine.heartbeat import clear_beats
 from ..exitcodes import Exit
 from ..fetch.options import dead_proxy
 from ..outdir import new_directory_problem
+from ..plugins import PluginError
 from ..report.crawl import end_run, fetched_nothing, start_run
 from ..report.progress import print_summary
 from ..sinks.cdx import write_crawl_index
+from ..sinks.items import merge_items
 from . import build, livegraph, spawn
 from .graphfeed import GraphFeed
 from .manifest import load_manifest, write_manifest
@@ -141,6 +144,11 @@ def run_crawl(
         if problem is not None:
             _log.error(problem)
             return int(Exit.UNAVAILABLE)
+        if settings.sinks.extract is not None:  # before anything is written: one line
+            try:
+                load_extractor(settings.sinks.extract)
+            except PluginError as exc:
+                raise SettingsError(f"--extract: {exc}") from None
         if not resume:
             settings = prepare_directory(settings, resume=False)
         out = settings.output
@@ -183,6 +191,7 @@ def run_crawl(
                             )
                         )
             code = write_cdx_index(out, code) if settings.sinks.warc else code
+            code = write_items_feed(out, code)
             code = _end_summary(settings, code, progress, began)
             with contextlib.suppress(OSError):  # the crawl's own exit status says more
                 end_run(out, run, started, code)
@@ -255,6 +264,29 @@ def write_cdx_index(out: Path, code: int) -> int:
             extra={"path": str(out)},
         )
         return code or Exit.IOERR
+    return code
+
+
+def write_items_feed(out: Path, code: int) -> int:
+    """Merge the workers' item parts (every run's) into `out/items.jsonl`, each crawled
+    page's items once (sinks/items.py), when the crawl has any. The exit status: `code`, or
+    IOERR when the feed cannot be written (the parts are whole: the next run writes it)."""
+    crawl = CrawlDir(out)
+    try:
+        parts = crawl.items_parts()
+        if not parts:
+            return code
+        items, pages = merge_items(parts, crawl.items)
+    except OSError as exc:
+        _log.error(
+            f"cannot write {crawl.items}: {exc.strerror or exc}; the items are whole in "
+            f"{crawl.items_dir}: resume the crawl once that is fixed",
+            extra={"path": str(out)},
+        )
+        return code or Exit.IOERR
+    _log.info(
+        f"{crawl.items}: {items:,} items of {pages:,} pages", extra={"path": str(out)}
+    )
     return code
 
 
