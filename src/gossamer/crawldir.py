@@ -28,7 +28,8 @@ here and nowhere else: `CrawlDir(path)` gives each file's path (docs/crawler/out
 directory per worker (`w1/`, `w2/`, …), `logs/` (the output of local workers: detached
 ones', and attached ones' while `crawl --redis` shows its progress; `worker-<pid>.log`),
 `graph/` (the graph consumer's state: `follow.log`, and per crawl `<id>/journal.bin` and
-`<id>/stats.json`).
+`<id>/stats.json`), and `items-<id>.jsonl`, an extractor's items of the crawl `<id>`
+merged from its workers' parts by `gossamer report`.
 
 Imports nothing of gossamer, so every package may use it.
 """
@@ -343,6 +344,10 @@ class ClusterDir:
     @property
     def follow_log(self) -> Path:
         return self.graph_state / FOLLOW_LOG
+
+    def items(self, crawl_id: str) -> Path:
+        """The items of the crawl `crawl_id`'s workers here, merged (`gossamer report`)."""
+        return self.path / f"{_ITEMS_PART}{crawl_id}{_JSONL}"
 
 
 def graph_part(path: Path) -> str:

@@ -189,3 +189,50 @@ def test_an_extractor_that_fails_to_load_is_one_line_and_exit_2(tmp_path: Path) 
         assert len(r.stderr.strip().splitlines()) == 1, r.stderr
         assert said in r.stderr
         assert not out.exists()
+
+
+def test_an_installed_extractor_in_a_two_worker_cluster(
+    tmp_path: Path, redis_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two `gossamer worker` processes on a real redis-server import the crawl's extractor
+    by its entry point's name; `gossamer report DIR` merges their items: one per page."""
+    server, port = _site(tmp_path, 25)
+    env = _env(_plugin(tmp_path))
+    monkeypatch.setenv("PYTHONPATH", env["PYTHONPATH"])  # the workers' too
+    out = tmp_path / "out"
+    gossamer = [sys.executable, "-m", "gossamer"]
+    with run_nginx(server):
+        r = subprocess.run(
+            [
+                *gossamer, "crawl", "--redis", redis_url, "http://h1.example/", "--workers", "0",
+                "--scope", "all", *_resolve(port), "--allow-private", "--delay", "0.02",
+                "--extract", "titles",
+            ],
+            capture_output=True, text=True, timeout=60, check=False,
+        )  # fmt: skip
+        assert r.returncode == 0, r.stderr
+        crawl_id = r.stdout.strip()
+        out.mkdir()
+        worker = [*gossamer, "worker", "--redis", redis_url, "--crawl", crawl_id, "-o", str(out)]
+        procs = [
+            subprocess.Popen(worker, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            for _ in range(2)
+        ]
+        try:
+            for p in procs:
+                assert p.wait(timeout=180) == 0
+        finally:
+            for p in procs:
+                if p.poll() is None:
+                    p.kill()
+                    p.wait()
+    r = subprocess.run(
+        [*gossamer, "report", str(out), "--json"],
+        capture_output=True, text=True, timeout=60, check=True,
+    )  # fmt: skip
+    (crawl,) = json.loads(r.stdout)["crawls"]
+    assert crawl["items"]["pages"] == crawl["totals"]["pages"] == 4 * 25
+    feed = [json.loads(line) for line in Path(crawl["items"]["path"]).read_text().splitlines()]
+    assert len(feed) == 4 * 25 == len({line["url"] for line in feed})
+    workers_with_items = [w for w in out.glob("w*") if list((w / "items").glob("*.jsonl"))]
+    assert len(workers_with_items) == 2  # both workers ran it
