@@ -132,6 +132,7 @@ def build_parser(with_testweb: bool = True) -> argparse.ArgumentParser:
     _add_graphbench(sub)
     _add_experiment(sub)
     _add_dashboard(sub)
+    _add_plugins(sub)
     demo = sub.add_parser(
         "demo",
         help="start the simulated web on loopback, crawl it, print the report and the audit",
@@ -205,6 +206,7 @@ _METAVARS = {
 
 def _add_crawl(sub: Any) -> None:
     from .partition import strategy_names
+    from .partition._registry import plugin_strategy_names
 
     p = sub.add_parser(
         "crawl",
@@ -257,7 +259,9 @@ def _add_crawl(sub: Any) -> None:
     )
     _add_fetch_option_flags(groups["fetching"])
     # the registered partition strategies are `--partition`'s choices (~6 ms to import)
-    _setting_flags(p, groups, choices={"partition": strategy_names()})
+    # and the installed strategy plugins' names (not imported: plugins.py)
+    choices = (*strategy_names(), *plugin_strategy_names())
+    _setting_flags(p, groups, choices={"partition": choices})
     c.add_argument(
         "--detach",
         action="store_true",
@@ -446,6 +450,58 @@ def _check_workers(args: argparse.Namespace, settings: CrawlSettings) -> int | N
 def _usage_error(message: str) -> int:
     _log.error(message)
     return Exit.USAGE
+
+
+def _add_plugins(sub: Any) -> None:
+    p = sub.add_parser(
+        "plugins",
+        help="the installed plugins: extractors, sinks, frontiers, fetchers, strategies",
+        description="Every entry point of gossamer's groups (gossamer.extractors, "
+        "gossamer.sinks, gossamer.frontiers, gossamer.fetchers, gossamer.strategies) that "
+        "an installed package declares, one a line: group, name, value, distribution and "
+        "version; each is loaded to check it. A plugin that fails to load is one error line "
+        "naming it, and the exit status is 2 (docs/python.md, Plugins).",
+    )
+    p.add_argument("--json", action="store_true", help="print one JSON list")
+    p.add_argument("--no-load", action="store_true", help="list them without importing them")
+    _log_flags(p)
+    p.set_defaults(func=_run_plugins)
+
+
+def _run_plugins(args: argparse.Namespace) -> int:
+    import json
+
+    from .plugins import PluginError, installed
+
+    rows = []
+    failed = 0
+    for plugin in installed():
+        error = None
+        if not args.no_load:
+            try:
+                plugin.load()
+            except PluginError as exc:
+                error = str(exc)
+                failed += 1
+                _log.error(error)
+        rows.append((plugin, error))
+    if args.json:
+        print(json.dumps([
+            {
+                "group": p.group, "name": p.name, "value": p.value,
+                "distribution": p.distribution, "version": p.version,
+                "loaded": None if args.no_load else error is None, "error": error,
+            }
+            for p, error in rows
+        ], indent=2))  # fmt: skip
+    elif not rows:
+        print("no gossamer plugin installed")
+    else:
+        for p, error in rows:
+            state = "-" if args.no_load else ("ok" if error is None else "FAILED")
+            dist = f"{p.distribution} {p.version}" if p.distribution else "?"
+            print(f"{p.group}\t{p.name}\t{p.value}\t{dist}\t{state}")
+    return Exit.USAGE if failed else Exit.OK
 
 
 def _log_flags(p: Any) -> None:

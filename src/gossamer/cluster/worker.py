@@ -49,7 +49,7 @@ from ..config import CrawlSettings
 from ..crawldir import ClusterDir, CrawlDir
 from ..engine.crawler import Crawler
 from ..engine.extract import load_extractor
-from ..engine.sink_registry import register_sink, unregister_sink
+from ..engine.sink_registry import load_sink_plugins, register_sink, unregister_sink
 from ..exitcodes import Exit
 from ..outdir import new_directory_problem
 from ..plugins import PluginError
@@ -164,12 +164,13 @@ def run_worker(
         _log.error(_not_running(url, client, record), extra={"crawl_id": record.id})
         return Exit.USAGE
     extract = record.settings.get("extract")
-    if isinstance(extract, str):  # every worker imports the crawl's extractor by name
-        try:
+    try:  # the plugins it runs (the crawl's extractor, by name): a broken one is one line
+        load_sink_plugins()
+        if isinstance(extract, str):
             load_extractor(extract)
-        except PluginError as exc:
-            _log.error(f"--extract: {exc}", extra={"crawl_id": record.id})
-            return Exit.USAGE
+    except PluginError as exc:
+        _log.error(f"{exc}", extra={"crawl_id": record.id})
+        return Exit.USAGE
     membership = Membership(client, record.id, ttl=record.heartbeat_ttl)
     worker_id = retrying(membership.new_id, what="crawl record")
     wcrawl = ClusterDir(out.absolute()).worker(worker_id)

@@ -28,6 +28,7 @@ __all__ = [
     "SinkContext",
     "SinkFactory",
     "build_sinks",
+    "load_sink_plugins",
     "register_sink",
     "sink_names",
     "unregister_sink",
@@ -102,8 +103,20 @@ def sink_names() -> list[str]:
     return list(_REGISTRY)
 
 
+def load_sink_plugins() -> int:
+    """Register the installed sink plugins (entry points of gossamer.sinks, each naming a
+    factory) not registered yet, under their names; how many. PluginError (one line) for
+    one that fails to load. `build_sinks` calls it; a command calls it first to refuse a
+    broken plugin before the crawl starts."""
+    from ..plugins import SINKS, register_group
+
+    return register_group(SINKS, register_sink, sink_names)
+
+
 def build_sinks(ctx: SinkContext) -> list[tuple[str, PageSink]]:
-    """Every registered sink the settings turn on, in registration order."""
+    """Every registered sink the settings turn on (installed sink plugins included), in
+    registration order."""
+    load_sink_plugins()
     built = []
     for name, factory in _REGISTRY.items():
         sink = factory(ctx)

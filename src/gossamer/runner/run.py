@@ -23,6 +23,7 @@ from ..crawldir import CrawlDir, CrawlError
 from ..crawldir import dir_lock as _dir_lock
 from ..engine.extract import load_extractor
 from ..engine.heartbeat import clear_beats
+from ..engine.sink_registry import load_sink_plugins
 from ..exitcodes import Exit
 from ..fetch.options import dead_proxy
 from ..outdir import new_directory_problem
@@ -144,7 +145,13 @@ def run_crawl(
         if problem is not None:
             _log.error(problem)
             return int(Exit.UNAVAILABLE)
-        if settings.sinks.extract is not None:  # before anything is written: one line
+        # the plugins the crawl runs, loaded before anything is written: a broken one is
+        # one line (exit 2), not a crashed crawl
+        try:
+            load_sink_plugins()
+        except PluginError as exc:
+            raise SettingsError(str(exc)) from None
+        if settings.sinks.extract is not None:
             try:
                 load_extractor(settings.sinks.extract)
             except PluginError as exc:
