@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -204,3 +205,38 @@ def test_importing_gossamer_is_cheap() -> None:
     )  # fmt: skip
     assert r.stdout.split() == ["gossamer", "gossamer._version"]
     assert set(gossamer.__all__) <= set(dir(gossamer))
+
+
+CTRL_C = """
+import sys, gossamer
+try:
+    for page in gossamer.crawl([sys.argv[1]], sys.argv[2], allow_private=True, delay=0.05):
+        print(page.url, flush=True)
+except KeyboardInterrupt:
+    print("interrupted", flush=True)
+"""
+
+
+def test_ctrl_c_in_the_loop_stops_the_crawl_and_the_next_call_resumes_it(
+    tmp_path: Path,
+) -> None:
+    site = python_site(tmp_path, 30)
+    out = tmp_path / "crawl"
+    script = tmp_path / "loop.py"
+    script.write_text(CTRL_C)
+    with run_nginx(site.server):
+        proc = subprocess.Popen(
+            [sys.executable, str(script), site.base, str(out)],
+            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=_env(),
+        )  # fmt: skip
+        assert proc.stdout is not None
+        first = [proc.stdout.readline().strip() for _ in range(5)]
+        proc.send_signal(signal.SIGINT)  # Ctrl-C: KeyboardInterrupt in the program's loop
+        rest, _ = proc.communicate(timeout=60)
+        assert proc.returncode == 0
+        lines = rest.split()
+        assert lines[-1] == "interrupted"
+        first += lines[:-1]
+        second = [p.url for p in gossamer.crawl([site.base], out, allow_private=True, delay=0)]
+    assert len(first) + len(second) == 30
+    assert set(first) | set(second) == {site.base, *(f"{site.base}p{k}.html" for k in range(1, 30))}
