@@ -135,8 +135,22 @@ class Page:
     @property
     def title(self) -> str | None:
         """The text of the HTML page's first `<title>`, whitespace folded; None without."""
-        parsed = self._parsed()
-        return parsed.title if parsed is not None else None
+
+        def find() -> str | None:
+            parsed = self._parsed()
+            return parsed.title if parsed is not None else None
+
+        return self._memo("title", find)
+
+    def set_followed(self, edges: list[tuple[str, str]]) -> None:
+        """Set `followed` once the crawl has routed the page's links (the page is built
+        before: an extractor's `follow` reads it)."""
+        object.__setattr__(self, "followed", tuple(edges))
+
+    def seed(self, *, title: str | None) -> None:
+        """Give the page what the crawler read from it already (its title), so that reading
+        it does not parse the page again."""
+        self._cache.setdefault("title", title)
 
     @property
     def links(self) -> tuple[Link, ...]:

@@ -49,7 +49,7 @@ from ..frontier import (
     Verdict,
     host_delay,
 )
-from ..parse import ParseOptions, is_html, parse_html, parse_sitemap
+from ..parse import ParsedPage, ParseOptions, is_html, parse_html, parse_sitemap
 from ..robots import RobotsPolicy, robots_url
 from ..robots_store import RobotsRecord, RobotsStore, SharedRobots
 from ..scope import Scope
@@ -73,9 +73,9 @@ CONTENDED = 1 << 30  # the processing-turn backlog of a host whose IP another ho
 KEEP_TURN_BACKLOG = 100  # hosts with this many URLs left (or a contended IP) may keep a turn
 KEEP_TURN_PAGES = 4  # … for at most this many more pages in a row
 _T = TypeVar("_T")
-#: which links of a fetched HTML page (its result, its depth, its (url, kind) links) the
-#: crawl follows: engine/extract.py's `Extraction.follow`
-FollowHook = Callable[[FetchResult, int, Sequence[tuple[str, str]]], Sequence[tuple[str, str]]]
+#: which links of a fetched HTML page (its result, its depth, its parse: title and links) the
+#: crawl follows: engine/extract.py's `Extraction.follow` (which keeps the parse for its page)
+FollowHook = Callable[[FetchResult, int, ParsedPage], Sequence[tuple[str, str]]]
 MAX_SITEMAP_FILES = 50  # sitemap files read per host (an index and its children)
 _EDGE_KINDS = frozenset({"redirect", "canonical", "sitemap"})  # the rest are "link"
 ROUTE_MEMO_MAX = 200_000  # URLs whose routing facts are memoised (~40 MB at the cap)
@@ -1020,7 +1020,7 @@ class Crawler:
         page = parse_html(result.body, url, _headers(result), self.parse_options)
         links: Sequence[tuple[str, str]] = page.links  # (ExtractedLinks: (url, kind) pairs)
         if self.follow is not None:
-            links = self.follow(result, depth, links)
+            links = self.follow(result, depth, page)
         return self._route(url, links, depth, out)
 
     def _route(

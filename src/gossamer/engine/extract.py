@@ -21,6 +21,7 @@ from typing import Any
 from ..crawldir import CrawlDir
 from ..fetch import FetchResult
 from ..page import Link, Page
+from ..parse import ParsedPage
 from ..plugins import EXTRACTORS, PluginError, load_object
 from ..sinks.items import ItemsWriter
 from .sink_registry import PageSink, SinkContext
@@ -102,24 +103,28 @@ class Extraction(PageSink):
         self._last: tuple[FetchResult, Page] | None = None  # the page `follow` built
 
     def follow(
-        self, result: FetchResult, depth: int, links: Sequence[tuple[str, str]]
+        self, result: FetchResult, depth: int, parsed: ParsedPage
     ) -> Sequence[tuple[str, str]]:
-        """The links of a page to follow: those the extractor's `follow` keeps."""
+        """The links of an HTML page the crawl follows: those the extractor's `follow`
+        keeps (all without one). The page's `Page` is built here, its title taken from the
+        crawler's parse (not parsed again), for `fetched` to hand to the extractor."""
+        page = Page.from_result(result, depth)
+        page.seed(title=parsed.title)
+        self._last = (result, page)
         decide = self.extractor.follow
         if decide is None:
-            return links
-        page = Page.from_result(result, depth)
-        self._last = (result, page)
+            return parsed.links
         try:
-            return [(url, kind) for url, kind in links if decide(page, Link(url, kind))]
+            return [(url, kind) for url, kind in parsed.links if decide(page, Link(url, kind))]
         except Exception as exc:
             self._failed(page.url, "follow", exc)
-            return links
+            return parsed.links
 
     def fetched(self, result: FetchResult, depth: int, edges: list[tuple[str, str]]) -> bool:
         last = self._last
         if last is not None and last[0] is result:  # parsed already by `follow`: reuse it
-            page = dataclasses.replace(last[1], followed=tuple(edges))
+            page = last[1]
+            page.set_followed(edges)
         else:
             page = Page.from_result(result, depth, edges)
         self._last = None

@@ -209,6 +209,6 @@ def worker(
         clock=clock,
         revalidate=revalidate,
         robots_store=robots_store,
-        follow=extraction.follow if extraction and extraction.extractor.follow else None,
+        follow=extraction.follow if extraction is not None else None,
     )
     return WorkerParts(crawler, client, recorder)

@@ -21,6 +21,7 @@ from typing import Any, Final
 __all__ = ["ItemsWriter", "merge_items", "read_items"]
 
 _FLUSH_BYTES: Final = 64 * 1024
+_ENCODE: Final = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
 
 
 class ItemsWriter:
@@ -37,15 +38,8 @@ class ItemsWriter:
     def write(self, url: str, fetched_at: float, items: Iterable[Any]) -> int:
         """Buffer the JSON lines of a page's items (each JSON-serialisable: TypeError
         otherwise, nothing of the page buffered); how many."""
-        lines = [
-            json.dumps(
-                {"url": url, "fetched_at": round(fetched_at, 6), "item": item},
-                ensure_ascii=False,
-                separators=(",", ":"),
-            ).encode("utf-8", "surrogatepass")
-            + b"\n"
-            for item in items
-        ]
+        head = f'{{"url":{_ENCODE(url)},"fetched_at":{round(fetched_at, 6)!r},"item":'
+        lines = [(head + _ENCODE(item) + "}\n").encode("utf-8", "surrogatepass") for item in items]
         self._buffer.extend(lines)
         self._buffered += sum(map(len, lines))
         self.items += len(lines)
