@@ -7,8 +7,8 @@ selectors). Parsing happens only when a property that needs it is read, once a p
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from .fetch import FetchResult
@@ -35,7 +35,6 @@ class Link:
     kind: str
 
 
-@dataclass(frozen=True, eq=False)
 class Page:
     """One crawled page (a response the crawl counts done, whatever its HTTP status).
 
@@ -45,35 +44,85 @@ class Page:
     them all, in order). `depth` is the link hops from a seed (seeds 0), `fetched_at` when
     the fetch began (Unix time), `elapsed` the seconds it took. `followed` holds the edges
     the crawl kept from this page (in scope, not trapped): (URL, kind) pairs, kind `link`,
-    `redirect` or `canonical`."""
+    `redirect` or `canonical`. A page is read-only; one built by hand (to test an
+    extractor) takes the same values as keywords."""
+
+    __slots__ = (
+        "_cache",
+        "_header_list",
+        "_result",
+        "body",
+        "depth",
+        "elapsed",
+        "fetched_at",
+        "followed",
+        "status",
+        "truncated",
+        "url",
+    )
 
     url: str
     status: int
-    header_list: tuple[tuple[str, str], ...]
     body: bytes
     depth: int
     fetched_at: float
     elapsed: float
-    followed: tuple[tuple[str, str], ...] = ()
-    truncated: bool = False
-    _cache: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+    followed: tuple[tuple[str, str], ...]
+    truncated: bool
+
+    def __init__(
+        self,
+        url: str,
+        status: int,
+        header_list: Iterable[tuple[str, str]] = (),
+        body: bytes = b"",
+        depth: int = 0,
+        fetched_at: float = 0.0,
+        elapsed: float = 0.0,
+        followed: Iterable[tuple[str, str]] = (),
+        truncated: bool = False,
+    ) -> None:
+        self.url = url
+        self.status = status
+        self._header_list: tuple[tuple[str, str], ...] | None = tuple(header_list)
+        self._result: FetchResult | None = None
+        self.body = body
+        self.depth = depth
+        self.fetched_at = fetched_at
+        self.elapsed = elapsed
+        self.followed = tuple(followed)
+        self.truncated = truncated
+        self._cache: dict[str, Any] = {}
 
     @classmethod
     def from_result(
-        cls, result: FetchResult, depth: int, edges: list[tuple[str, str]] | tuple[()] = ()
+        cls, result: FetchResult, depth: int, edges: Iterable[tuple[str, str]] = ()
     ) -> Page:
-        """The page of a fetcher's result (the crawler's `FetchResult`)."""
-        return cls(
-            url=result.url,
-            status=result.status if result.status is not None else 0,
-            header_list=tuple(result.headers),
-            body=result.body,
-            depth=depth,
-            fetched_at=result.started_at,
-            elapsed=result.elapsed,
-            followed=tuple(edges),
-            truncated=result.truncated,
+        """The page of a fetcher's result (the crawler's `FetchResult`); its headers are
+        read from it when first asked for."""
+        page = cls(
+            result.url,
+            result.status if result.status is not None else 0,
+            (),
+            result.body,
+            depth,
+            result.started_at,
+            result.elapsed,
+            edges,
+            result.truncated,
         )
+        page._header_list, page._result = None, result
+        return page
+
+    @property
+    def header_list(self) -> tuple[tuple[str, str], ...]:
+        """Every response header as (name, value), in order."""
+        found = self._header_list
+        if found is None:
+            assert self._result is not None
+            found = self._header_list = tuple(self._result.headers)
+            self._result = None
+        return found
 
     @property
     def final_url(self) -> str:
@@ -142,12 +191,12 @@ class Page:
 
         return self._memo("title", find)
 
-    def set_followed(self, edges: list[tuple[str, str]]) -> None:
+    def _set_followed(self, edges: list[tuple[str, str]]) -> None:
         """Set `followed` once the crawl has routed the page's links (the page is built
         before: an extractor's `follow` reads it)."""
-        object.__setattr__(self, "followed", tuple(edges))
+        self.followed = tuple(edges)
 
-    def seed(self, *, title: str | None) -> None:
+    def _seed(self, *, title: str | None) -> None:
         """Give the page what the crawler read from it already (its title), so that reading
         it does not parse the page again."""
         self._cache.setdefault("title", title)

@@ -109,7 +109,7 @@ class Extraction(PageSink):
         keeps (all without one). The page's `Page` is built here, its title taken from the
         crawler's parse (not parsed again), for `fetched` to hand to the extractor."""
         page = Page.from_result(result, depth)
-        page.seed(title=parsed.title)
+        page._seed(title=parsed.title)
         self._last = (result, page)
         decide = self.extractor.follow
         if decide is None:
@@ -124,7 +124,7 @@ class Extraction(PageSink):
         last = self._last
         if last is not None and last[0] is result:  # parsed already by `follow`: reuse it
             page = last[1]
-            page.set_followed(edges)
+            page._set_followed(edges)
         else:
             page = Page.from_result(result, depth, edges)
         self._last = None
