@@ -191,21 +191,26 @@ def test_an_extractor_that_fails_to_load_is_one_line_and_exit_2(tmp_path: Path) 
         assert not out.exists()
 
 
-def test_an_installed_extractor_in_a_two_worker_cluster(
+def test_an_installed_extractor_in_a_two_worker_cluster_one_killed(
     tmp_path: Path, redis_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Two `gossamer worker` processes on a real redis-server import the crawl's extractor
-    by its entry point's name; `gossamer report DIR` merges their items: one per page."""
-    server, port = _site(tmp_path, 25)
+    by its entry point's name; one is SIGKILLed once both have written items, a third
+    joins, and the crawl ends (the dead worker's leases reclaimed after their 3 s TTL).
+    `gossamer report DIR` merges every worker's items: each crawled page's exactly once."""
+    server, port = _site(tmp_path, 40)
     env = _env(_plugin(tmp_path))
     monkeypatch.setenv("PYTHONPATH", env["PYTHONPATH"])  # the workers' too
     out = tmp_path / "out"
+    config = tmp_path / "crawl.toml"
+    config.write_text("lease_ttl = 3.0\n")
     gossamer = [sys.executable, "-m", "gossamer"]
     with run_nginx(server):
         r = subprocess.run(
             [
                 *gossamer, "crawl", "--redis", redis_url, "http://h1.example/", "--workers", "0",
-                "--scope", "all", *_resolve(port), "--allow-private", "--delay", "0.02",
+                "--scope", "all", *_resolve(port), "--allow-private", "--delay", "0.05",
+                "--per-host", "5", "--heartbeat-ttl", "2", "--config", str(config),
                 "--extract", "titles",
             ],
             capture_output=True, text=True, timeout=60, check=False,
@@ -219,20 +224,30 @@ def test_an_installed_extractor_in_a_two_worker_cluster(
             for _ in range(2)
         ]
         try:
-            for p in procs:
-                assert p.wait(timeout=180) == 0
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline:
+                parts = list(out.glob("w*/items/items-main.jsonl"))
+                if len(parts) == 2 and all(p.stat().st_size for p in parts):
+                    break
+                time.sleep(0.02)
+            assert all(p.poll() is None for p in procs), "the crawl ended before the kill"
+            procs[0].kill()  # SIGKILL: its leased batches come back after their TTL
+            procs.append(
+                subprocess.Popen(worker, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            )
+            codes = [p.wait(timeout=180) for p in procs]
         finally:
             for p in procs:
                 if p.poll() is None:
                     p.kill()
                     p.wait()
+    assert codes == [-signal.SIGKILL, 0, 0]
     r = subprocess.run(
         [*gossamer, "report", str(out), "--json"],
         capture_output=True, text=True, timeout=60, check=True,
     )  # fmt: skip
     (crawl,) = json.loads(r.stdout)["crawls"]
-    assert crawl["items"]["pages"] == crawl["totals"]["pages"] == 4 * 25
+    assert crawl["items"]["pages"] == crawl["totals"]["pages"] == 4 * 40
     feed = [json.loads(line) for line in Path(crawl["items"]["path"]).read_text().splitlines()]
-    assert len(feed) == 4 * 25 == len({line["url"] for line in feed})
-    workers_with_items = [w for w in out.glob("w*") if list((w / "items").glob("*.jsonl"))]
-    assert len(workers_with_items) == 2  # both workers ran it
+    assert len(feed) == 4 * 40 == len({line["url"] for line in feed})  # each page once
+    assert len(list(out.glob("w*/items/items-main.jsonl"))) == 3  # every worker ran it
