@@ -6,6 +6,7 @@ log), settings checked as the command checks them, the asyncio twin, `Crawl`'s c
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import signal
@@ -240,3 +241,23 @@ def test_ctrl_c_in_the_loop_stops_the_crawl_and_the_next_call_resumes_it(
         second = [p.url for p in gossamer.crawl([site.base], out, allow_private=True, delay=0)]
     assert len(first) + len(second) == 30
     assert set(first) | set(second) == {site.base, *(f"{site.base}p{k}.html" for k in range(1, 30))}
+
+
+def test_acrawl_left_early_stops_and_resumes(tmp_path: Path) -> None:
+    site = python_site(tmp_path, 12)
+    out = tmp_path / "crawl"
+
+    async def first_three() -> list[str]:
+        urls = []
+        pages = gossamer.acrawl([site.base], out, allow_private=True, delay=0)
+        async with contextlib.aclosing(pages):
+            async for page in pages:
+                urls.append(page.url)
+                if len(urls) == 3:
+                    break
+        return urls
+
+    with run_nginx(site.server):
+        first = asyncio.run(first_three())
+        rest = [p.url for p in gossamer.crawl([site.base], out, allow_private=True, delay=0)]
+    assert len(first) == 3 and len(rest) == 9 and not set(first) & set(rest)
