@@ -198,6 +198,7 @@ _METAVARS = {
     "low_speed_limit": "BYTES",
     "adaptive_delay": "N",
     "site_sizes": "SOURCE",
+    "extract": "NAME",
     "phase_period": "T",
     "phases": "P",
     "epsilon": "E",
