@@ -167,6 +167,26 @@ def test_crawl_control_stats_stop_summary_resume(tmp_path: Path) -> None:
     assert totals["fetches"] - totals["pages"] <= 1
 
 
+def test_run_crawls_to_the_end_with_an_extractor_and_no_page_read(tmp_path: Path) -> None:
+    site = python_site(tmp_path, 6)
+    (tmp_path / "mine.py").write_text(
+        "def titles(page):\n    return {'title': page.title}\n"
+    )
+    sys.path.insert(0, str(tmp_path))
+    try:
+        run = gossamer.Crawl(site.base, tmp_path / "c", allow_private=True, delay=0,
+                             extract="mine:titles")  # fmt: skip
+        with run_nginx(site.server):
+            summary = run.run()
+    finally:
+        sys.path.remove(str(tmp_path))
+    assert summary.complete and summary.pages == 6
+    feed = (tmp_path / "c" / "items.jsonl").read_text().splitlines()
+    assert sorted(json.loads(line)["item"]["title"] for line in feed) == [
+        "Home", *(f"Page {k}" for k in range(1, 6))
+    ]
+
+
 def test_a_temporary_crawl_directory_is_removed(tmp_path: Path) -> None:
     site = python_site(tmp_path, 3)
     with run_nginx(site.server):

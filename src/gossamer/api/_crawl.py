@@ -301,6 +301,14 @@ class Crawl:
             self.stop()
         self._raise_error()
 
+    def run(self) -> Summary:
+        """Crawl to the end (or the page limit) without reading the pages, and return the
+        summary: for a program that wants the crawl's files (WARC, an extractor's items),
+        not its pages."""
+        for _ in self.pages():
+            pass
+        return self.wait()
+
     def __iter__(self) -> Iterator[Page]:
         return self.pages()
 
@@ -365,7 +373,7 @@ class Crawl:
     def wait(self, timeout: float | None = None) -> Summary:
         """Wait for the crawl to end (TimeoutError after `timeout` seconds); its summary.
         Pages not read meanwhile wait for the program (the crawl waits with them): read
-        them, or `stop()`."""
+        them, `run()` it, or `stop()` it."""
         if self._thread is None:
             self.start()
         assert self._thread is not None
