@@ -7,7 +7,7 @@ import logging
 import os
 import re
 import sys
-from collections.abc import Sequence
+from collections.abc import Collection, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, NoReturn
 
@@ -207,7 +207,6 @@ _METAVARS = {
 
 def _add_crawl(sub: Any) -> None:
     from .partition import strategy_names
-    from .partition._registry import plugin_strategy_names
 
     p = sub.add_parser(
         "crawl",
@@ -260,9 +259,9 @@ def _add_crawl(sub: Any) -> None:
     )
     _add_fetch_option_flags(groups["fetching"])
     # the registered partition strategies are `--partition`'s choices (~6 ms to import)
-    # and the installed strategy plugins' names (not imported: plugins.py)
-    choices = (*strategy_names(), *plugin_strategy_names())
-    _setting_flags(p, groups, choices={"partition": choices})
+    # and the installed strategy plugins' names, looked for only when needed (a name that is
+    # not a built-in one, or the help): reading the installed packages takes tens of ms
+    _setting_flags(p, groups, choices={"partition": _StrategyChoices(strategy_names())})
     c.add_argument(
         "--detach",
         action="store_true",
@@ -280,7 +279,7 @@ def _add_crawl(sub: Any) -> None:
 
 
 def _setting_flags(
-    p: argparse.ArgumentParser, groups: dict[str, Any], *, choices: dict[str, Sequence[str]]
+    p: argparse.ArgumentParser, groups: dict[str, Any], *, choices: dict[str, Collection[str]]
 ) -> None:
     """A flag for every setting (`CrawlSettings.knob_fields`) without a hand-written one, made
     from the field's type, description and default, so no setting is left reachable only by
@@ -297,8 +296,10 @@ def _setting_flags(
             groups[title] = p.add_argument_group(title)
         flags = FLAG_NAMES.get(name, ("--" + name.replace("_", "-"),))
         kind = _flag_kind(name, field)
-        if name in choices:
-            kind["choices"] = tuple(choices[name])
+        if name in choices:  # (a lazy collection: its registered names in the metavar)
+            names = choices[name]
+            kind["choices"] = names
+            kind["metavar"] = "{" + ",".join(getattr(names, "registered", names)) + "}"
         groups[title].add_argument(*flags, dest=name, **kind)
 
 
@@ -451,6 +452,29 @@ def _check_workers(args: argparse.Namespace, settings: CrawlSettings) -> int | N
 def _usage_error(message: str) -> int:
     _log.error(message)
     return Exit.USAGE
+
+
+class _StrategyChoices:
+    """`--partition`'s choices: the registered strategies, then the installed strategy
+    plugins' names (plugins.py), read only when a name is not a registered one or the
+    choices are listed (help, a mistake's message)."""
+
+    def __init__(self, registered: tuple[str, ...]) -> None:
+        self.registered = registered
+
+    def _all(self) -> list[str]:
+        from .partition._registry import plugin_strategy_names
+
+        return [*self.registered, *plugin_strategy_names()]
+
+    def __contains__(self, name: object) -> bool:
+        return name in self.registered or name in self._all()
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._all())
+
+    def __len__(self) -> int:
+        return len(self._all())
 
 
 def _add_plugins(sub: Any) -> None:

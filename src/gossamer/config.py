@@ -483,7 +483,11 @@ class ClusterSettings(_Group):
 
     section = "cluster mode"
 
-    partition: str = Field("dynamic", description="which hosts each worker may lease")
+    partition: str = Field(
+        "dynamic",
+        description="which hosts each worker may lease (or an installed strategy plugin's "
+        "name: `gossamer plugins`)",
+    )
     site_sizes: Path | None = Field(
         None,
         description="sized: a previous crawl's directory or a file of HOST PAGES lines; sites "

@@ -25,6 +25,7 @@ __all__ = [
     "installed",
     "load",
     "load_object",
+    "rescan",
 ]
 
 EXTRACTORS: Final = "gossamer.extractors"
@@ -64,7 +65,7 @@ class Plugin:
 
     def load(self) -> Any:
         """The object the entry point names (PluginError: one line)."""
-        for ep in metadata.entry_points(group=self.group, name=self.name):
+        for ep in _entry_points(self.group).select(name=self.name):
             if ep.value == self.value:
                 try:
                     return ep.load()
@@ -75,12 +76,29 @@ class Plugin:
         raise PluginError(f"plugin {self.describe()} is not installed any more")
 
 
+_SCANNED: list[Any] = []  # every installed entry point (importlib.metadata's), read once
+
+
+def _entry_points(group: str) -> metadata.EntryPoints:
+    # reading every distribution's metadata takes tens of milliseconds (more with many
+    # packages): once a process, and only when a plugin is looked for
+    if not _SCANNED:
+        _SCANNED.append(metadata.entry_points())
+    selected: metadata.EntryPoints = _SCANNED[0].select(group=group)
+    return selected
+
+
+def rescan() -> None:
+    """Forget the entry points read so far (a package installed since is found next)."""
+    _SCANNED.clear()
+
+
 def installed(group: str | None = None) -> list[Plugin]:
     """The entry points of gossamer's groups (or of `group`) installed, sorted by group
-    and name (their modules not imported)."""
+    and name (their modules not imported; the installed packages read once a process)."""
     found = []
     for g in [group] if group is not None else list(GROUPS):
-        for ep in metadata.entry_points(group=g):
+        for ep in _entry_points(g):
             dist = ep.dist
             found.append(
                 Plugin(
