@@ -85,10 +85,12 @@ import argparse
 import collections
 import contextlib
 import functools
+import itertools
 import json
 import os
 import shutil
 import signal
+import statistics
 import subprocess
 import sys
 import time
@@ -347,6 +349,27 @@ def run_audit(
 def _fresh_log(access_log: Path) -> None:
     access_log.parent.mkdir(parents=True, exist_ok=True)
     access_log.write_bytes(b"")
+
+
+def _bench_path_env() -> dict[str, str]:
+    """The environment with bench/ first on PYTHONPATH (an extractor of bench/ importable)."""
+    env = dict(os.environ)
+    here = str(Path(__file__).resolve().parent)
+    env["PYTHONPATH"] = os.pathsep.join([here, *filter(None, [env.get("PYTHONPATH")])])
+    return env
+
+
+def _extract_costs(runs: list[CrawlRun]) -> None:
+    """Each configuration's pages/s with the extractor over without it (the runs in pairs,
+    the extractor's right after its plain twin): every round's ratio and their median."""
+    by_config: dict[str, list[float]] = {}
+    for plain, with_x in itertools.pairwise(runs):
+        if with_x.config == plain.config + " + --extract" and plain.pages_per_s:
+            by_config.setdefault(plain.config, []).append(with_x.pages_per_s / plain.pages_per_s)
+    print("\n## what --extract costs (pages/s with it / without it, same round)")
+    for config, ratios in by_config.items():
+        shown = ", ".join(f"{r:.3f}" for r in ratios)
+        print(f"  {config}: median {statistics.median(ratios):.3f} (rounds: {shown})")
 
 
 def gossamer_cmd(
@@ -1357,6 +1380,12 @@ def main(argv: list[str] | None = None) -> int:
         "all as one worker (--concurrency is per worker; with --per-ip at --concurrency, N "
         "workers at full concurrency make the IP the limit)",
     )
+    p.add_argument(
+        "--gossamer-extract",
+        metavar="SPEC",
+        help="run each gossamer crawl again with --extract SPEC (bench/ on PYTHONPATH: "
+        "bench_title:title reads each page's title) and print what it costs in pages/s",
+    )
     p.add_argument("--nginx-workers", type=int, default=1)
     p.add_argument(
         "--scrapy-seconds", type=float, default=45.0, help="stop Scrapy after S s (0: never)"
@@ -1578,23 +1607,34 @@ def bench_web(web: str, parts: set[str], args: argparse.Namespace, work: Path) -
                 split = ["--concurrency", str(max(1, args.concurrency // n))]
                 label += f" x concurrency {split[1]}"
             of = f", round {rnd + 1} of {rounds}" if rounds > 1 else ""
-            print(f"\n## gossamer, {label}{of} (WARC + graph on, audited)", flush=True)
-            run = run_gossamer(
-                work,
-                export,
-                args,
-                name=f"gossamer-w{workers}" + (f"-r{rnd + 1}" if rounds > 1 else ""),
-                config=label,
-                workers=workers,
-                extra=split,
-                truth=truth,
-            )
-            run.web = web
-            run.round = rnd
-            describe(run)
-            runs.append(run)
-            if workers == 1 and main_run is None:
-                main_run = run
+            variants: list[tuple[str, list[str]]] = [("", [])]
+            if args.gossamer_extract:  # the same crawl with an extractor, right after
+                variants.append((" + --extract", ["--extract", args.gossamer_extract]))
+            for suffix, extract in variants:
+                print(
+                    f"\n## gossamer, {label}{suffix}{of} (WARC + graph on, audited)", flush=True
+                )
+                run = run_gossamer(
+                    work,
+                    export,
+                    args,
+                    name=f"gossamer-w{workers}"
+                    + ("-x" if extract else "")
+                    + (f"-r{rnd + 1}" if rounds > 1 else ""),
+                    config=label + suffix,
+                    workers=workers,
+                    extra=[*split, *extract],
+                    env=_bench_path_env() if extract else None,
+                    truth=truth,
+                )
+                run.web = web
+                run.round = rnd
+                describe(run)
+                runs.append(run)
+                if workers == 1 and main_run is None:
+                    main_run = run
+        if args.gossamer_extract:
+            _extract_costs(runs)
     cluster_runs: list[CrawlRun] = []
     for n in (int(w) for w in args.cluster.split(",") if w.strip()):
         print(f"\n## gossamer cluster mode, {n} worker(s) (Redis, audited)", flush=True)

@@ -25,7 +25,10 @@ OLD_MANIFEST = DATA / "crawl_flat_main_4006114.json"  # written by the flat sett
 SEED = "http://a.example/"
 #: settings added after OLD_MANIFEST was written (main 4006114)
 NEWER = frozenset(
-    {"live_graph", "partition", "site_sizes", "phase_period", "phases", "epsilon", "heartbeat_ttl"}
+    {
+        "live_graph", "partition", "site_sizes", "phase_period", "phases", "epsilon",
+        "heartbeat_ttl", "extract",
+    }
 )
 
 
@@ -202,6 +205,7 @@ def test_an_old_flat_crawl_json_loads(tmp_path: Path) -> None:
         k: v for k, v in stored.items() if k not in skip
     }
     assert s.sinks.live_graph is False  # a setting newer than the file: its default
+    assert s.sinks.extract is None
 
 
 def test_frontier_knobs_come_from_the_groups() -> None:

@@ -38,11 +38,11 @@ FILE_NAMES = re.compile(
     r"crawl\.json|frontier\.sqlite|robots\.sqlite|index\.cdxj"
     r"|crawl[^/\s]*\.log\.jsonl|gossamer\.log\.jsonl"
     r"|(?:nodes|edges)[^/\s]*\.tsv|stats[^/\s]*\.json|runs\.jsonl|control\.json"
-    r"|follow\.lock|follow\.log|worker\.json|resolve\.txt|journal\.bin"
+    r"|follow\.lock|follow\.log|worker\.json|resolve\.txt|journal\.bin|items[^/\s]*\.jsonl"
     r")(?![\w.])"
 )
 #: the layout's directory names (and the lock file's): only as path components
-DIR_NAMES = frozenset({"warc", "cdx", "graph", "workers", "locks", "lock", "logs"})
+DIR_NAMES = frozenset({"warc", "cdx", "graph", "workers", "locks", "lock", "logs", "items"})
 
 #: (module under src/gossamer, name) → why that module may spell it
 EXCEPTIONS = {

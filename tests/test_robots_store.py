@@ -399,8 +399,8 @@ class NoSinks:
     def edges(self, src: str, dsts: list[tuple[str, str]]) -> None:
         pass
 
-    def page(self, result: FetchResult, depth: int, edges: list[tuple[str, str]]) -> None:
-        pass
+    def page(self, result: FetchResult, depth: int, edges: list[tuple[str, str]]) -> bool:
+        return True
 
     def flush(self) -> None:
         pass

@@ -7,7 +7,7 @@ import logging
 import os
 import re
 import sys
-from collections.abc import Sequence
+from collections.abc import Collection, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, NoReturn
 
@@ -133,6 +133,7 @@ def build_parser(with_testweb: bool = True) -> argparse.ArgumentParser:
     _add_graphbench(sub)
     _add_experiment(sub)
     _add_dashboard(sub)
+    _add_plugins(sub)
     demo = sub.add_parser(
         "demo",
         help="start the simulated web on loopback, crawl it, print the report and the audit",
@@ -199,6 +200,7 @@ _METAVARS = {
     "low_speed_limit": "BYTES",
     "adaptive_delay": "N",
     "site_sizes": "SOURCE",
+    "extract": "NAME",
     "phase_period": "T",
     "phases": "P",
     "epsilon": "E",
@@ -264,7 +266,9 @@ def _add_crawl(sub: Any) -> None:
     )
     _add_fetch_option_flags(groups["fetching"])
     # the registered partition strategies are `--partition`'s choices (~6 ms to import)
-    _setting_flags(p, groups, choices={"partition": strategy_names()})
+    # and the installed strategy plugins' names, looked for only when needed (a name that is
+    # not a built-in one, or the help): reading the installed packages takes tens of ms
+    _setting_flags(p, groups, choices={"partition": _StrategyChoices(strategy_names())})
     c.add_argument(
         "--detach",
         action="store_true",
@@ -334,7 +338,7 @@ def _machines_of(args: argparse.Namespace) -> Any:
 
 
 def _setting_flags(
-    p: argparse.ArgumentParser, groups: dict[str, Any], *, choices: dict[str, Sequence[str]]
+    p: argparse.ArgumentParser, groups: dict[str, Any], *, choices: dict[str, Collection[str]]
 ) -> None:
     """A flag for every setting (`CrawlSettings.knob_fields`) without a hand-written one, made
     from the field's type, description and default, so no setting is left reachable only by
@@ -351,8 +355,10 @@ def _setting_flags(
             groups[title] = p.add_argument_group(title)
         flags = FLAG_NAMES.get(name, ("--" + name.replace("_", "-"),))
         kind = _flag_kind(name, field)
-        if name in choices:
-            kind["choices"] = tuple(choices[name])
+        if name in choices:  # (a lazy collection: its registered names in the metavar)
+            names = choices[name]
+            kind["choices"] = names
+            kind["metavar"] = "{" + ",".join(getattr(names, "registered", names)) + "}"
         groups[title].add_argument(*flags, dest=name, **kind)
 
 
@@ -508,6 +514,81 @@ def _check_workers(
 def _usage_error(message: str) -> int:
     _log.error(message)
     return Exit.USAGE
+
+
+class _StrategyChoices:
+    """`--partition`'s choices: the registered strategies, then the installed strategy
+    plugins' names (plugins.py), read only when a name is not a registered one or the
+    choices are listed (help, a mistake's message)."""
+
+    def __init__(self, registered: tuple[str, ...]) -> None:
+        self.registered = registered
+
+    def _all(self) -> list[str]:
+        from .partition._registry import plugin_strategy_names
+
+        return [*self.registered, *plugin_strategy_names()]
+
+    def __contains__(self, name: object) -> bool:
+        return name in self.registered or name in self._all()
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._all())
+
+    def __len__(self) -> int:
+        return len(self._all())
+
+
+def _add_plugins(sub: Any) -> None:
+    p = sub.add_parser(
+        "plugins",
+        help="the installed plugins: extractors, sinks, frontiers, fetchers, strategies",
+        description="Every entry point of gossamer's groups (gossamer.extractors, "
+        "gossamer.sinks, gossamer.frontiers, gossamer.fetchers, gossamer.strategies) that "
+        "an installed package declares, one a line: group, name, value, distribution and "
+        "version; each is loaded to check it. A plugin that fails to load is one error line "
+        "naming it, and the exit status is 2 (docs/python.md, Plugins).",
+    )
+    p.add_argument("--json", action="store_true", help="print one JSON list")
+    p.add_argument("--no-load", action="store_true", help="list them without importing them")
+    _log_flags(p)
+    p.set_defaults(func=_run_plugins)
+
+
+def _run_plugins(args: argparse.Namespace) -> int:
+    import json
+
+    from .plugins import PluginError, installed
+
+    rows = []
+    failed = 0
+    for plugin in installed():
+        error = None
+        if not args.no_load:
+            try:
+                plugin.load()
+            except PluginError as exc:
+                error = str(exc)
+                failed += 1
+                _log.error(error)
+        rows.append((plugin, error))
+    if args.json:
+        print(json.dumps([
+            {
+                "group": p.group, "name": p.name, "value": p.value,
+                "distribution": p.distribution, "version": p.version,
+                "loaded": None if args.no_load else error is None, "error": error,
+            }
+            for p, error in rows
+        ], indent=2))  # fmt: skip
+    elif not rows:
+        print("no gossamer plugin installed")
+    else:
+        for p, error in rows:
+            state = "-" if args.no_load else ("ok" if error is None else "FAILED")
+            dist = f"{p.distribution} {p.version}" if p.distribution else "?"
+            print(f"{p.group}\t{p.name}\t{p.value}\t{dist}\t{state}")
+    return Exit.USAGE if failed else Exit.OK
 
 
 def _log_flags(p: Any) -> None:

@@ -472,6 +472,12 @@ class SinksSettings(_Group):
         "costs a 2-worker pool on 2 cores about 4 percent of its pages/s); with --redis, "
         "`gossamer graph follow` runs beside the local workers",
     )
+    extract: str | None = Field(
+        None,
+        description="run an extractor on every page, in every worker: NAME, an entry point "
+        "of the gossamer.extractors group (`gossamer plugins` lists them), or "
+        f"MODULE:CALLABLE; its items go to {CrawlDir(Path('DIR')).items} (docs/python.md)",
+    )
 
 
 class ClusterSettings(_Group):
@@ -484,7 +490,11 @@ class ClusterSettings(_Group):
 
     section = "cluster mode"
 
-    partition: str = Field("dynamic", description="which hosts each worker may lease")
+    partition: str = Field(
+        "dynamic",
+        description="which hosts each worker may lease (or an installed strategy plugin's "
+        "name: `gossamer plugins`)",
+    )
     site_sizes: Path | None = Field(
         None,
         description="sized: a previous crawl's directory or a file of HOST PAGES lines; sites "
@@ -962,6 +972,31 @@ def load_settings(
         raise SettingsError(str(exc)) from None
 
 
+def keyword_settings(values: Mapping[str, Any]) -> CrawlSettings:
+    """Settings given as Python keywords (`gossamer.crawl(..., delay=0)`): the names `-s
+    KEY=VALUE` takes (flat `delay` or dotted `politeness.delay`), values as Python values or
+    as the text a `GOSSAMER_*` variable holds; they win over `GOSSAMER_*` variables, as
+    flags do. A name that is no setting is refused with the closest ones, a bad value in
+    the words of the command's messages (SettingsError)."""
+    import difflib
+
+    knobs = _knob_fields()
+    names = [*knobs, *(f"{g}.{n}" for n, (g, _) in knobs.items() if g is not None)]
+    for key in values:
+        if key not in names:
+            close = difflib.get_close_matches(key, names, n=3, cutoff=0.6)
+            hint = f"did you mean {', '.join(close)}?" if close else "see docs/cli.md, Settings"
+            raise SettingsError(f"no setting {key!r}; {hint}")
+    flat = _flat(values)
+    origins: dict[str, _Origin] = {key: ("keyword", key) for key in flat}
+    try:
+        return CrawlSettings(**flat)
+    except ValidationError as exc:
+        raise SettingsError(_format_errors(exc, origins)) from None
+    except SeedsFileError as exc:
+        raise SettingsError(str(exc)) from None
+
+
 #: where a setting's value came from: (kind, its spelling): ("flag", "--delay"),
 #: ("set", "-s"), ("env", "GOSSAMER_DELAY"), ("toml", "FILE")
 _Origin = tuple[str, str]
@@ -1059,6 +1094,8 @@ def _where(name: str, value: Any, origin: _Origin | None) -> str:
         return f"{spelling} {_shown(value)}"
     if kind == "set":
         return f"-s {name}={_shown(value)}"
+    if kind == "keyword":
+        return f"{name}={value!r}"
     if kind == "env":
         return f"{spelling}={shlex.quote(str(value))}"
     shown = json.dumps(value) if isinstance(value, str | int | float | bool | list) else value

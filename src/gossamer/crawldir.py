@@ -21,14 +21,17 @@ here and nowhere else: `CrawlDir(path)` gives each file's path (docs/crawler/out
     control.json          a running pool's worker count (`gossamer workers --scale N DIR`)
     worker.json           a cluster worker's directory only: its id, crawl and machine
     resolve.txt           a cluster worker's directory only: the crawl's --resolve lines
+    items/                an extractor's items, a part per worker (items-main.jsonl, …)
+    items.jsonl           … merged as each run ends, each page's items once
 
 `ClusterDir(path)`: the -o directory of a cluster crawl's workers on one machine: a crawl
 directory per worker (`w1/`, `w2/`, …), `logs/` (the output of local workers: detached
 ones', and attached ones' while `crawl --redis` shows its progress; `worker-<pid>.log`;
 workers started over SSH by `crawl --machines`: `machine-<machine>-<k>.log`),
 `graph/` (the graph consumer's state: `follow.log`, and per crawl `<id>/journal.bin` and
-`<id>/stats.json`), and after `gossamer gather` every machine's worker directories and
-`index.cdxj`, the merged CDXJ index of their WARCs.
+`<id>/stats.json`), `items-<id>.jsonl`, an extractor's items of the crawl `<id>` merged
+from its workers' parts by `gossamer report`, and after `gossamer gather` every machine's
+worker directories and `index.cdxj`, the merged CDXJ index of their WARCs.
 
 Imports nothing of gossamer, so every package may use it.
 """
@@ -60,6 +63,8 @@ __all__ = [
     "GRAPH_STATS",
     "HEARTBEATS",
     "IP_LOCKS",
+    "ITEMS",
+    "ITEMS_DIR",
     "JOURNAL",
     "LOCK",
     "MANIFEST",
@@ -118,6 +123,10 @@ _LOG: Final = ".log"
 FOLLOW_LOG: Final = "follow.log"
 #: a graph consumer's journal, in its state directory (cluster/stream.py)
 JOURNAL: Final = "journal.bin"
+ITEMS: Final = "items.jsonl"  # an extractor's items, merged from the workers' parts
+ITEMS_DIR: Final = "items"  # their parts: items-<part>.jsonl, appended by each worker
+_ITEMS_PART: Final = "items-"
+_JSONL: Final = ".jsonl"
 
 
 #: every top-level entry a crawl directory's layout may hold (names and globs): the files
@@ -141,6 +150,9 @@ _LAYOUT_ENTRIES: Final = (
     CONTROL,
     WORKER_RECORD,
     RESOLVE,
+    ITEMS,
+    f"{ITEMS}.*",
+    ITEMS_DIR,
 )
 
 
@@ -225,6 +237,24 @@ class CrawlDir:
     @property
     def stats(self) -> Path:
         return self.path / STATS
+
+    @property
+    def items(self) -> Path:
+        """The extractor's items, one JSON line each, merged from the parts."""
+        return self.path / ITEMS
+
+    @property
+    def items_dir(self) -> Path:
+        return self.path / ITEMS_DIR
+
+    def items_part(self, part: str = "") -> Path:
+        """The items a worker appends: `items/items-<part>.jsonl` (`items-main.jsonl` for
+        the embedded crawl's one worker and a cluster worker)."""
+        return self.items_dir / f"{_ITEMS_PART}{part or 'main'}{_JSONL}"
+
+    def items_parts(self) -> list[Path]:
+        """Every worker's items part, sorted by name."""
+        return sorted(self.items_dir.glob(f"{_ITEMS_PART}*{_JSONL}"))
 
     def worker_stats(self, part: str) -> Path:
         """A pool worker's statistics, `stats-<part>.json`."""
@@ -329,6 +359,10 @@ class ClusterDir:
     @property
     def follow_log(self) -> Path:
         return self.graph_state / FOLLOW_LOG
+
+    def items(self, crawl_id: str) -> Path:
+        """The items of the crawl `crawl_id`'s workers here, merged (`gossamer report`)."""
+        return self.path / f"{_ITEMS_PART}{crawl_id}{_JSONL}"
 
 
 def graph_part(path: Path) -> str:

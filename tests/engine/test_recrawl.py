@@ -177,8 +177,8 @@ class Sinks:
     def edges(self, src: str, dsts: list[tuple[str, str]]) -> None:
         self.edges_by_src.setdefault(src, []).extend(dsts)
 
-    def page(self, result: FetchResult, depth: int, edges: list[tuple[str, str]]) -> None:
-        pass
+    def page(self, result: FetchResult, depth: int, edges: list[tuple[str, str]]) -> bool:
+        return True
 
     def flush(self) -> None:
         pass

@@ -48,10 +48,13 @@ from .. import logs
 from ..config import CrawlSettings
 from ..crawldir import ClusterDir, CrawlDir
 from ..engine.crawler import Crawler
-from ..engine.sink_registry import register_sink, unregister_sink
+from ..engine.extract import load_extractor
+from ..engine.sink_registry import load_sink_plugins, register_sink, unregister_sink
 from ..exitcodes import Exit
 from ..outdir import new_directory_problem
+from ..plugins import PluginError
 from ..runner.manifest import write_manifest
+from ..runner.run import write_items_feed
 from ..runner.worker import WorkerHooks, loop_factory, run_engine
 from ._redis import (
     RedisClient,
@@ -160,6 +163,14 @@ def run_worker(
     if record.state != "running":  # stopping or stopped: nothing is crawled until a resume
         _log.error(_not_running(url, client, record), extra={"crawl_id": record.id})
         return Exit.USAGE
+    extract = record.settings.get("extract")
+    try:  # the plugins it runs (the crawl's extractor, by name): a broken one is one line
+        load_sink_plugins()
+        if isinstance(extract, str):
+            load_extractor(extract)
+    except PluginError as exc:
+        _log.error(f"{exc}", extra={"crawl_id": record.id})
+        return Exit.USAGE
     membership = Membership(client, record.id, ttl=record.heartbeat_ttl)
     worker_id = retrying(membership.new_id, what="crawl record")
     wcrawl = ClusterDir(out.absolute()).worker(worker_id)
@@ -262,6 +273,7 @@ def _run_joined(
         _log.error(f"{refused}", extra={"worker_id": worker_id, "crawl_id": record.id})
         code = Exit.NOPERM
     add_loop_lag(CrawlDir(wdir).stats, worker.loop_lag)
+    code = write_items_feed(wdir, code)  # its extractor's items, each page's once
     pages = worker.crawler.counters.pages if worker.crawler is not None else 0
     why = worker.stop_reason or f"the crawl is {worker.crawl_state}"
     _log.info(

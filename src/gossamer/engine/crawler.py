@@ -50,7 +50,7 @@ from ..frontier import (
     Verdict,
     host_delay,
 )
-from ..parse import ParseOptions, is_html, parse_html, parse_sitemap
+from ..parse import ParsedPage, ParseOptions, is_html, parse_html, parse_sitemap
 from ..robots import RobotsPolicy, robots_url
 from ..robots_store import RobotsRecord, RobotsStore, SharedRobots
 from ..scope import Scope
@@ -81,6 +81,9 @@ KEEP_TURN_PAGES = 4  # … for at most this many more pages in a row
 TURN_QUANTUM_S = 0.25
 
 _T = TypeVar("_T")
+#: which links of a fetched HTML page (its result, its depth, its parse: title and links) the
+#: crawl follows: engine/extract.py's `Extraction.follow` (which keeps the parse for its page)
+FollowHook = Callable[[FetchResult, int, ParsedPage], Sequence[tuple[str, str]]]
 MAX_SITEMAP_FILES = 50  # sitemap files read per host (an index and its children)
 _EDGE_KINDS = frozenset({"redirect", "canonical", "sitemap"})  # the rest are "link"
 ROUTE_MEMO_MAX = 200_000  # URLs whose routing facts are memoised (~40 MB at the cap)
@@ -211,10 +214,13 @@ class Crawler:
         clock: Callable[[], float] = time.time,
         revalidate: Recrawl | None = None,
         robots_store: RobotsStore | None = None,
+        follow: FollowHook | None = None,
     ) -> None:
         self.settings = settings
         # free space of the output directory's disk under --disk-margin: no more hosts, stop
         self.disk = DiskGuard(settings.output, settings.sinks.disk_margin * MB)
+        # which of an HTML page's links to follow (an extractor's `follow`): None, all
+        self.follow = follow
         self.revalidate = revalidate  # --recrawl: conditional GETs, old links on a 304
         # pages are fetched html_only: a body that is not HTML is stopped after its head
         # (robots.txt and sitemaps never: `_fetch_aux` requests are plain)
@@ -765,20 +771,24 @@ class Crawler:
                     verdict, error = self._record(
                         result, leased.depth, leased.parent, leased.attempts
                     )
-                    outcomes.append(
-                        Outcome(
-                            leased.url,
-                            leased.fp,
-                            verdict,
-                            status=result.status,
-                            retry_after=_retry_after(result),
-                            elapsed=result.elapsed if result.status is not None else None,
-                            error=error,
-                        )
-                    )
+                    taken = True
                     if verdict is Verdict.DONE:
                         edges = self._links(result, leased.depth, discovered)
-                        self.sinks.page(result, leased.depth, edges)
+                        # a subscriber may refuse the page (a Python program that stopped
+                        # reading pages): no outcome then, and the frontier queues it again
+                        taken = self.sinks.page(result, leased.depth, edges)
+                    if taken:
+                        outcomes.append(
+                            Outcome(
+                                leased.url,
+                                leased.fp,
+                                verdict,
+                                status=result.status,
+                                retry_after=_retry_after(result),
+                                elapsed=result.elapsed if result.status is not None else None,
+                                error=error,
+                            )
+                        )
                     if last_end - self._flushed_at >= OUTPUTS_FLUSH_S:
                         # a long batch's pages on disk as they come, not at its end
                         self._flushed_at = last_end
@@ -1071,7 +1081,10 @@ class Crawler:
         if result.status != 200 or not is_html(result.header("content-type"), result.body):
             return []
         page = parse_html(result.body, url, _headers(result), self.parse_options)
-        return self._route(url, page.links, depth, out)  # (ExtractedLinks: (url, kind) pairs)
+        links: Sequence[tuple[str, str]] = page.links  # (ExtractedLinks: (url, kind) pairs)
+        if self.follow is not None:
+            links = self.follow(result, depth, page)
+        return self._route(url, links, depth, out)
 
     def _route(
         self,

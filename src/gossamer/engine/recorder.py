@@ -1,5 +1,6 @@
 """The engine's one door to the sinks: WARC, crawl log and link graph of a crawl directory,
-and any other sink registered by name (engine/sink_registry.py).
+and any other sink registered by name (engine/sink_registry.py), and those a caller adds for
+one crawl (`extra`: a Python program's pages).
 
 The sinks never call back into the engine; the built-in ones here only adapt a
 `FetchResult` to each writer.
@@ -23,7 +24,7 @@ from .events import PageEvent
 from .sink_registry import PageSink, SinkContext, build_sinks, overrides, register_sink
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Sequence
 
     from .recrawl import Recrawl
 
@@ -42,10 +43,12 @@ class Recorder:
         version: str,
         part: str = "",
         recrawl: Recrawl | None = None,
+        extra: Sequence[PageSink] = (),
     ) -> None:
         self.recrawl = recrawl
         self.part = part
         self.sinks = build_sinks(SinkContext(out, settings, version, part, recrawl))
+        self.sinks.extend((f"extra-{i}", sink) for i, sink in enumerate(extra))
         sinks = [sink for _, sink in self.sinks]
         # bound methods of the sinks that implement each call, gathered once (per page: one
         # call per sink that wants it, none for the rest)
@@ -53,6 +56,7 @@ class Recorder:
         self._log = [s.log for s in sinks if overrides(s, "log")]
         self._edges = [s.edges for s in sinks if overrides(s, "edges")]
         self._page = [s.page for s in sinks if overrides(s, "page")]
+        self._fetched = [s.fetched for s in sinks if overrides(s, "fetched")]
         self._flush = [s.flush for s in sinks if overrides(s, "flush")]
         self._close = [s.close for s in sinks if overrides(s, "close")]
 
@@ -70,11 +74,18 @@ class Recorder:
         for edges in self._edges:
             edges(src, dsts)
 
-    def page(self, result: FetchResult, depth: int, edges: list[tuple[str, str]]) -> None:
+    def page(self, result: FetchResult, depth: int, edges: list[tuple[str, str]]) -> bool:
         """A crawled page (a response the frontier counts done) and its graph edges, as a
-        `PageEvent` to the sinks that subscribe (built only when one does)."""
-        if not self._page:
-            return
+        `PageEvent` to the sinks that subscribe (built only when one does), then whole to
+        those that read it (`fetched`). False when one of those refuses it."""
+        if self._page:
+            self._publish(result, depth, edges)
+        taken = True
+        for fetched in self._fetched:
+            taken = fetched(result, depth, edges) and taken
+        return taken
+
+    def _publish(self, result: FetchResult, depth: int, edges: list[tuple[str, str]]) -> None:
         event = PageEvent(
             result.url,
             result.status if result.status is not None else 0,

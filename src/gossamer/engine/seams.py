@@ -30,8 +30,10 @@ class Sinks(Protocol):
         """The graph edges of one page: (dst URL, kind) pairs."""
         ...
 
-    def page(self, result: FetchResult, depth: int, edges: list[tuple[str, str]]) -> None:
-        """A crawled page and its graph edges (the `PageEvent` of engine/events.py)."""
+    def page(self, result: FetchResult, depth: int, edges: list[tuple[str, str]]) -> bool:
+        """A crawled page and its graph edges (the `PageEvent` of engine/events.py). False
+        when a subscriber refuses it: the page gets no outcome (the frontier queues it
+        again, no attempt counted)."""
         ...
 
     def flush(self) -> None:

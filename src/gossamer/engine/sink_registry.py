@@ -3,7 +3,8 @@ order, and hands each what it implements. The built-in ones (`warc`, `crawl-log`
 register themselves in engine/recorder.py; a new output is one module with a `PageSink`
 subclass and a `register_sink(name, factory)` call (tests/engine/_titles_sink.py is one).
 The registry is also the subscriber list of the crawl's events (engine/events.py): a sink
-that overrides `page` receives a `PageEvent` for every crawled page.
+that overrides `page` receives a `PageEvent` for every crawled page, one that overrides
+`fetched` the page's whole response.
 
 A factory gets the `SinkContext` and returns its sink, or None when the settings turn it
 off (`warc` with --no-warc). Sinks never call back into the engine."""
@@ -27,6 +28,7 @@ __all__ = [
     "SinkContext",
     "SinkFactory",
     "build_sinks",
+    "load_sink_plugins",
     "register_sink",
     "sink_names",
     "unregister_sink",
@@ -64,6 +66,13 @@ class PageSink:
     def page(self, event: PageEvent) -> None:
         """One crawled page and its edges (engine/events.py), after its `log` and `edges`."""
 
+    def fetched(self, result: FetchResult, depth: int, edges: list[tuple[str, str]]) -> bool:
+        """One crawled page in full (its response, body included), after `page`: for a
+        sink that reads the page itself (extractors, a Python program's `Page` objects).
+        False refuses the page: it gets no outcome, and the frontier queues it again (a
+        program that stopped reading pages)."""
+        return True
+
     def flush(self) -> None:
         """Hand buffered output to the OS."""
 
@@ -94,8 +103,20 @@ def sink_names() -> list[str]:
     return list(_REGISTRY)
 
 
+def load_sink_plugins() -> int:
+    """Register the installed sink plugins (entry points of gossamer.sinks, each naming a
+    factory) not registered yet, under their names; how many. PluginError (one line) for
+    one that fails to load. `build_sinks` calls it; a command calls it first to refuse a
+    broken plugin before the crawl starts."""
+    from ..plugins import SINKS, register_group
+
+    return register_group(SINKS, register_sink, sink_names)
+
+
 def build_sinks(ctx: SinkContext) -> list[tuple[str, PageSink]]:
-    """Every registered sink the settings turn on, in registration order."""
+    """Every registered sink the settings turn on (installed sink plugins included), in
+    registration order."""
+    load_sink_plugins()
     built = []
     for name, factory in _REGISTRY.items():
         sink = factory(ctx)

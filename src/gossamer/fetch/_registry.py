@@ -16,6 +16,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from .._named import Named
+from ..plugins import FETCHERS as FETCHER_PLUGINS
 from ._types import Fetcher
 from .resolve import Resolver
 
@@ -37,7 +38,7 @@ FetcherFactory = Callable[["CrawlSettings", Resolver], Fetcher]
 #: the registered fetchers: `register_fetcher(name, factory, summary=…)` makes
 #: `open_fetcher(name, …)` build a fetcher with `factory` (a name is registered once:
 #: ValueError otherwise); `unregister_fetcher(name)`, `fetcher_names()`
-FETCHERS: Named[FetcherFactory] = Named("fetcher", ValueError)
+FETCHERS: Named[FetcherFactory] = Named("fetcher", ValueError, FETCHER_PLUGINS)
 register_fetcher = FETCHERS.register
 unregister_fetcher = FETCHERS.unregister
 fetcher_names = FETCHERS.names

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 from .._named import Named
 from ..crawldir import CrawlDir
+from ..plugins import FRONTIERS as FRONTIER_PLUGINS
 from ._protocol import Frontier, FrontierError
 
 if TYPE_CHECKING:
@@ -57,7 +58,7 @@ FrontierFactory = Callable[["CrawlSettings", FrontierPlace], Frontier]
 #: the registered backends: `register_frontier(name, factory, summary=…)` makes
 #: `open_frontier(name, …)` open a frontier with `factory` (a name is registered once:
 #: FrontierError otherwise); `unregister_frontier(name)`, `frontier_names()`
-FRONTIERS: Named[FrontierFactory] = Named("frontier backend", FrontierError)
+FRONTIERS: Named[FrontierFactory] = Named("frontier backend", FrontierError, FRONTIER_PLUGINS)
 register_frontier = FRONTIERS.register
 unregister_frontier = FRONTIERS.unregister
 frontier_names = FRONTIERS.names

@@ -41,10 +41,13 @@ __all__ = [
     "distance_statistics",
     "format_table",
     "graph_statistics",
+    "load",
     "load_crawl_dir",
     "load_edgelist",
     "load_graph",
     "statistics_of",
+    "stats",
+    "to_networkx",
     "write_graph",
 ]
 
@@ -59,3 +62,37 @@ def statistics_of(
     """`graph_statistics` with the distance figures when `distance_statistics` is present;
     `ids` and `urls` (one per node) name the top pages."""
     return graph_statistics(adj, pending=pending, distances=distance_statistics, ids=ids, urls=urls)
+
+
+def load(source: str | os.PathLike[str]) -> LoadedGraph:
+    """The link graph of a crawl directory (every worker's parts, all runs) or of an edge
+    list file: `LoadedGraph` (`adj`, a scipy CSR adjacency matrix; `ids`, each node's
+    original id; `nodes`, `edges`). ValueError (one line) for bad input."""
+    return load_graph(source)
+
+
+def stats(source: str | os.PathLike[str] | LoadedGraph) -> dict[str, Any]:
+    """The statistics `gossamer graph stats --json SOURCE` prints, as a dict (nodes, edges,
+    components, degrees and power laws, distances; docs/graph.md) of a crawl directory, an
+    edge list file or a graph `load` returned."""
+    graph = source if isinstance(source, LoadedGraph) else load_graph(source)
+    return statistics_of(graph.adj, pending=graph.pending, ids=graph.ids, urls=graph.urls)
+
+
+def to_networkx(source: str | os.PathLike[str] | LoadedGraph) -> Any:
+    """The graph as a `networkx.DiGraph` whose nodes are the original ids, with each page's
+    `url` as a node attribute when the source is a crawl directory (needs networkx, which
+    gossamer does not install)."""
+    import networkx as nx
+
+    graph = source if isinstance(source, LoadedGraph) else load_graph(source)
+    digraph = nx.DiGraph()
+    ids = [str(i) for i in graph.ids]
+    urls = graph.urls
+    if urls is not None:
+        digraph.add_nodes_from((i, {"url": u}) for i, u in zip(ids, urls, strict=True))
+    else:
+        digraph.add_nodes_from(ids)
+    src, dst = graph.edge_pairs()
+    digraph.add_edges_from(zip((ids[i] for i in src), (ids[j] for j in dst), strict=True))
+    return digraph

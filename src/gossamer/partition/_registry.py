@@ -45,6 +45,34 @@ def strategy_names() -> tuple[str, ...]:
     return tuple(_REGISTRY)
 
 
+def plugin_strategy_names() -> tuple[str, ...]:
+    """The names of the installed strategy plugins (gossamer.strategies) not registered yet
+    (their modules not imported): `--partition` takes them too."""
+    from ..plugins import STRATEGIES, installed
+
+    return tuple(p.name for p in installed(STRATEGIES) if p.name not in _REGISTRY)
+
+
+def _from_plugin(name: str) -> StrategyEntry | None:
+    """The installed strategy plugin `name` registered: an entry point naming a strategy
+    class (built with no option) or a `StrategyEntry`; None when none is installed."""
+    from ..plugins import STRATEGIES, PluginError, installed
+
+    for plugin in installed(STRATEGIES):
+        if plugin.name == name:
+            try:
+                obj = plugin.load()
+            except PluginError as exc:
+                raise PartitionError(str(exc)) from None
+            if isinstance(obj, StrategyEntry):
+                register_strategy(name, obj.build, options=tuple(obj.options),
+                                  summary=obj.summary)  # fmt: skip
+            else:
+                register_strategy(name, obj, summary=f"plugin {plugin.describe()}")
+            return _REGISTRY[name]
+    return None
+
+
 def strategy_entries() -> tuple[StrategyEntry, ...]:
     return tuple(_REGISTRY.values())
 
@@ -60,6 +88,8 @@ def strategy_named(
     """The strategy for `--partition NAME` with its options (those not None); an option the
     strategy does not take, or a name not registered, is refused (PartitionError)."""
     entry = _REGISTRY.get(name)
+    if entry is None:
+        entry = _from_plugin(name)
     if entry is None:
         names = strategy_names()
         choices = ", ".join(names[:-1]) + f" or {names[-1]}" if len(names) > 1 else names[0]

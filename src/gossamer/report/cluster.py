@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from ..crawldir import MANIFEST, ClusterDir, CrawlDir
+from ..sinks.items import merge_items
 from .crawl import (
     distinct_pages,
     graph_counts,
@@ -63,10 +64,24 @@ def cluster_report(out: Path) -> dict[str, Any]:
         report, hashes = read_crawl(wdir.path)
         crawl_id = str(record.get("crawl") or "?")
         by_crawl.setdefault(crawl_id, []).append((record, report, hashes))
-    return {
-        "directory": str(out),
-        "crawls": [_crawl_of(crawl_id, found) for crawl_id, found in sorted(by_crawl.items())],
-    }
+    crawls = [_crawl_of(crawl_id, found) for crawl_id, found in sorted(by_crawl.items())]
+    for crawl in crawls:
+        crawl["items"] = _merge_items(out, crawl)
+    return {"directory": str(out), "crawls": crawls}
+
+
+def _merge_items(out: Path, crawl: dict[str, Any]) -> dict[str, Any] | None:
+    """The extractor's items of the crawl's workers here merged into
+    `DIR/items-<crawl id>.jsonl`, each page's once (sinks/items.py): the file, its items
+    and pages; None when its workers wrote none."""
+    parts = [
+        p for w in crawl["workers"] for p in CrawlDir(Path(w["directory"])).items_parts()
+    ]
+    if not parts:
+        return None
+    feed = ClusterDir(out).items(crawl["crawl"])
+    items, pages = merge_items(parts, feed)
+    return {"path": str(feed), "items": items, "pages": pages}
 
 
 def _worker_record(wdir: CrawlDir) -> dict[str, Any]:
@@ -226,6 +241,12 @@ def _print_crawl(out: Path, crawl: dict[str, Any]) -> None:
     print(f"  warc         {crawl['warc']['files']} files, {crawl['warc']['bytes']:,} bytes")
     g = crawl["graph"]
     print(f"  link files   {g['nodes']:,} URLs, {g['edges']:,} links (every worker's parts)")
+    items = crawl.get("items")
+    if items is not None:
+        print(
+            f"  items        {items['items']:,} of {items['pages']:,} pages in {items['path']} "
+            "(every worker's, each page's once)"
+        )
 
 
 def _kv(d: dict[str, Any]) -> str:

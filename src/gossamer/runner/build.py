@@ -16,7 +16,7 @@ import json
 import os
 import socket
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
@@ -25,10 +25,12 @@ from .._version import __version__
 from ..config import CrawlSettings
 from ..crawldir import CrawlDir
 from ..engine.crawler import Crawler
+from ..engine.extract import Extraction, load_extractor
 from ..engine.ipgate import FileIpGate, LocalIpGate, PoolIpGate
 from ..engine.recorder import Recorder
 from ..engine.recrawl import Recrawl
 from ..engine.seams import IpGate
+from ..engine.sink_registry import PageSink, SinkContext
 from ..fetch import Fetcher, Fetching, Resolver
 from ..fetch._registry import open_fetcher
 from ..frontier import Frontier
@@ -170,18 +172,31 @@ def worker(
     clock: Callable[[], float],
     revalidate: Recrawl | None = None,
     robots_store: RobotsStore | None = None,
+    extra_sinks: Sequence[PageSink] = (),
 ) -> WorkerParts:
     """The `Crawler` of one worker writing into `settings.output`: its resolver, the
     fetcher registered as `fetcher` (wrapped by `guard_fetcher`: a cluster's IP gate), and
-    its sinks (`part`: the pool worker's part files)."""
+    its sinks (`part`: the pool worker's part files; `extra_sinks` after the registered
+    ones), and the extractor the settings name (`extract`: engine/extract.py; PluginError
+    when it cannot be loaded)."""
     resolver = Resolver.from_settings(
         settings.fetch.resolve,
         settings.fetch.resolve_file,
         allow_private=settings.fetch.allow_private,
     )
     client = open_fetcher(fetcher, settings, resolver)
+    extraction = None
+    if settings.sinks.extract is not None:  # an extractor: its items, its `follow`
+        ctx = SinkContext(settings.output, settings, __version__, part, revalidate)
+        extraction = Extraction(load_extractor(settings.sinks.extract), ctx)
+        extra_sinks = (extraction, *extra_sinks)
     recorder = Recorder(
-        settings.output, settings, version=__version__, part=part, recrawl=revalidate
+        settings.output,
+        settings,
+        version=__version__,
+        part=part,
+        recrawl=revalidate,
+        extra=extra_sinks,
     )
     crawler = Crawler(
         settings,
@@ -194,5 +209,6 @@ def worker(
         clock=clock,
         revalidate=revalidate,
         robots_store=robots_store,
+        follow=extraction.follow if extraction is not None else None,
     )
     return WorkerParts(crawler, client, recorder)

@@ -73,6 +73,7 @@ RUN_TIME = frozenset(
         "warc_max_bytes",
         "disk_margin",
         "live_graph",
+        "extract",
         "proxy",
     }
 )

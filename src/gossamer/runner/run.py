@@ -21,19 +21,23 @@ from .. import logs
 from ..config import CrawlSettings, SettingsError
 from ..crawldir import CrawlDir, CrawlError
 from ..crawldir import dir_lock as _dir_lock
+from ..engine.extract import load_extractor
 from ..engine.heartbeat import clear_beats
+from ..engine.sink_registry import load_sink_plugins
 from ..exitcodes import Exit
 from ..fetch.options import dead_proxy
 from ..outdir import new_directory_problem
+from ..plugins import PluginError
 from ..report.crawl import end_run, fetched_nothing, start_run
 from ..report.progress import print_summary
 from ..sinks.cdx import write_crawl_index
+from ..sinks.items import merge_items
 from . import build, livegraph, spawn
 from .graphfeed import GraphFeed
 from .manifest import load_manifest, write_manifest
 from .pool import clear_control, run_pool
 from .stopping import hold_stop_signals
-from .worker import loop_factory, run_embedded
+from .worker import WorkerHooks, loop_factory, run_embedded
 
 _log = logging.getLogger(__name__)
 
@@ -113,6 +117,7 @@ def run_crawl(
     progress: IO[str] | None = None,
     backends: build.Backends = build.EMBEDDED,
     feed: GraphFeed | None = None,
+    hooks: WorkerHooks | None = None,
 ) -> int:
     """Run (or resume) an embedded crawl to the end or until SIGINT/SIGTERM. Exit status.
     `feed`: the graph consumer the crawl's page events go to (runner/graphfeed.py; entered).
@@ -120,7 +125,9 @@ def run_crawl(
     A SIGINT/SIGTERM at any moment from here on stops the crawl cleanly (exit 130/143,
     `stats.json`, no lease left, WARC files closed): one that arrives while the crawl starts
     is held until its handlers are in place. `backends`: the registered frontier backend
-    and fetcher it is built with (runner/build.py)."""
+    and fetcher it is built with (runner/build.py). `hooks`: what a Python program adds to
+    a crawl of one worker (its sinks; SIGINT/SIGTERM left to it: `WorkerHooks`); refused
+    with a pool (ValueError)."""
     changed: dict[str, Any] = {}
     retry: tuple[str, ...] = ()
     with hold_stop_signals():
@@ -138,10 +145,23 @@ def run_crawl(
         if problem is not None:
             _log.error(problem)
             return int(Exit.UNAVAILABLE)
+        # the plugins the crawl runs, loaded before anything is written: a broken one is
+        # one line (exit 2), not a crashed crawl
+        try:
+            load_sink_plugins()
+        except PluginError as exc:
+            raise SettingsError(str(exc)) from None
+        if settings.sinks.extract is not None:
+            try:
+                load_extractor(settings.sinks.extract)
+            except PluginError as exc:
+                raise SettingsError(f"--extract: {exc}") from None
         if not resume:
             settings = prepare_directory(settings, resume=False)
         out = settings.output
         workers = settings.effective_workers()
+        if hooks is not None and workers > 1:
+            raise ValueError("a crawl with hooks runs one worker, not a pool")
         # diagnostics also to DIR/gossamer.log.jsonl (the dashboard's log tail), once the
         # directory is this process's
         with _dir_lock(out), logs.diagnostics_file(out):
@@ -170,10 +190,15 @@ def run_crawl(
                     with asyncio.Runner(loop_factory=loop_factory()) as runner:
                         code = runner.run(
                             run_embedded(
-                                settings, resume=resume, progress=progress, backends=backends
+                                settings,
+                                resume=resume,
+                                progress=progress,
+                                backends=backends,
+                                hooks=hooks,
                             )
                         )
             code = write_cdx_index(out, code) if settings.sinks.warc else code
+            code = write_items_feed(out, code)
             code = _end_summary(settings, code, progress, began)
             with contextlib.suppress(OSError):  # the crawl's own exit status says more
                 end_run(out, run, started, code)
@@ -246,6 +271,29 @@ def write_cdx_index(out: Path, code: int) -> int:
             extra={"path": str(out)},
         )
         return code or Exit.IOERR
+    return code
+
+
+def write_items_feed(out: Path, code: int) -> int:
+    """Merge the workers' item parts (every run's) into `out/items.jsonl`, each crawled
+    page's items once (sinks/items.py), when the crawl has any. The exit status: `code`, or
+    IOERR when the feed cannot be written (the parts are whole: the next run writes it)."""
+    crawl = CrawlDir(out)
+    try:
+        parts = crawl.items_parts()
+        if not parts:
+            return code
+        items, pages = merge_items(parts, crawl.items)
+    except OSError as exc:
+        _log.error(
+            f"cannot write {crawl.items}: {exc.strerror or exc}; the items are whole in "
+            f"{crawl.items_dir}: resume the crawl once that is fixed",
+            extra={"path": str(out)},
+        )
+        return code or Exit.IOERR
+    _log.info(
+        f"{crawl.items}: {items:,} items of {pages:,} pages", extra={"path": str(out)}
+    )
     return code
 
 

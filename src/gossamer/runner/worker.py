@@ -30,6 +30,7 @@ from ..engine.crawler import Crawler, seed_frontier
 from ..engine.heartbeat import Heartbeat
 from ..engine.recrawl import Recrawl, seed_recrawl
 from ..engine.seams import IpGate
+from ..engine.sink_registry import PageSink
 from ..fetch import Fetcher, Fetching
 from ..frontier import Frontier
 from ..report.progress import ProgressDisplay, show_worker_progress
@@ -55,13 +56,18 @@ class WorkerHooks:
     gate refresher); `guard_fetcher` wraps the fetcher (requests fenced by the Redis IP
     gate); `clock` is the crawler's (the frontier's shared clock); `storage_errors` end the
     worker with 74 like OSError and sqlite3.Error, with a message ending in `resume_hint`
-    (how to go on once fixed; None: `gossamer crawl --resume DIR`)."""
+    (how to go on once fixed; None: `gossamer crawl --resume DIR`). `sinks` are this
+    worker's own, after the registered ones (a Python program's pages: gossamer/api);
+    `signals` False leaves SIGINT/SIGTERM alone (a crawl on a thread of a program, which
+    stops it through `session`'s crawler instead)."""
 
     session: Callable[[Crawler], AbstractAsyncContextManager[object]] | None = None
     guard_fetcher: Callable[[Fetcher], Fetching] | None = None
     clock: Callable[[], float] = time.time
     storage_errors: tuple[type[Exception], ...] = ()
     resume_hint: str | None = None
+    sinks: tuple[PageSink, ...] = ()
+    signals: bool = True
 
 
 #: an embedded worker's: nothing added
@@ -109,6 +115,7 @@ async def run_embedded(
     part: str = "",
     backends: build.Backends = build.EMBEDDED,
     ip_gate_socket: socket.socket | None = None,
+    hooks: WorkerHooks | None = None,
 ) -> int:
     """One worker of an embedded crawl over the crawl directory's stores: the crawl's only
     worker (`part` ""), which seeds the frontier (or reclaims its leases on `resume`)
@@ -137,6 +144,7 @@ async def run_embedded(
         revalidate=revalidate,
         robots_store=stores.robots_store,
         heartbeat=part or MAIN_WORKER,
+        hooks=EMBEDDED_HOOKS if hooks is None else hooks,
     )
 
 
@@ -176,6 +184,7 @@ async def run_engine(
         clock=hooks.clock,
         revalidate=revalidate,
         robots_store=robots_store,
+        extra_sinks=hooks.sinks,
     )
     crawler, recorder = parts.crawler, parts.recorder
     display = None
@@ -187,7 +196,8 @@ async def run_engine(
         "their URLs stay queued in the crawl's frontier")  # fmt: skip
     stop = WorkerStop(crawler, asyncio.get_running_loop(), display, kept)
     stopped = stop.stopped
-    stop.install()
+    if hooks.signals:
+        stop.install()
     started = time.time()
     exit_code = 0
     errors: tuple[type[Exception], ...] = (OSError, sqlite3.Error, *hooks.storage_errors)
@@ -251,7 +261,8 @@ async def run_engine(
                     if beats is not None:
                         beats.finish()
         finally:
-            stop.remove()
+            if hooks.signals:
+                stop.remove()
     if ended_by and exit_code == 0:
         exit_code = 130 if ended_by[0] == signal.SIGINT else 143
     return exit_code
