@@ -27,7 +27,7 @@ SEED = "http://a.example/"
 NEWER = frozenset(
     {
         "live_graph", "partition", "site_sizes", "phase_period", "phases", "epsilon",
-        "heartbeat_ttl", "extract",
+        "heartbeat_ttl", "extract", "disk_margin", "replica_acks", "replica_ack_timeout",
     }
 )
 
