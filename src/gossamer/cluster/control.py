@@ -142,6 +142,21 @@ def plan_machines(machines: Machines, workers: int | None) -> RemotePlan | int:
     return machines, [(p.machine, c) for p, c in zip(usable, counts, strict=True) if c > 0]
 
 
+def _plan_workers(
+    machines: Machines | None, workers: int | None, detach: bool
+) -> tuple[RemotePlan | None, int] | int:
+    """(the plan of workers on `machines` or None, how many workers in all), or the exit
+    code of a plan refused (no machine reachable, `--detach` with `--machines`)."""
+    if machines is None:
+        return None, _local_workers(workers)
+    if detach:
+        return report_failure(ValueError("--detach is for local workers, not --machines"))
+    planned = plan_machines(machines, workers)
+    if isinstance(planned, int):
+        return planned
+    return planned, sum(c for _, c in planned[1])
+
+
 def run_cluster_crawl(
     url: str,
     settings: CrawlSettings,
@@ -160,18 +175,10 @@ def run_cluster_crawl(
         weights = shard_weights_of(settings.cluster)
     except ValueError as exc:  # before Redis: a bad SOURCE is the command line's error
         return report_failure(exc)
-    plan: RemotePlan | None = None
-    if machines is not None:
-        if detach:
-            return report_failure(ValueError("--detach is for local workers, not --machines"))
-        planned = plan_machines(machines, workers)
-        if isinstance(planned, int):
-            return planned
-        plan = planned
-        n = sum(c for _, c in plan[1])
-        remote_out = str(settings.output)
-    else:
-        n = _local_workers(workers)
+    planned = _plan_workers(machines, workers, detach)
+    if isinstance(planned, int):
+        return planned
+    plan, n = planned
 
     def create(client: RedisClient) -> int:
         if n > 0:
@@ -196,9 +203,8 @@ def run_cluster_crawl(
             return 0
         record = load_crawl(client, crawl_id)
         if plan is not None:
-            return _run_attached(
-                client, url, record, settings.output, n, progress, remote=(plan, remote_out)
-            )
+            remote = (plan, str(settings.output))
+            return _run_attached(client, url, record, settings.output, n, progress, remote=remote)
         return _run_local(client, url, record, settings.output, n, detach, progress)
 
     return with_client(url, create)
@@ -250,17 +256,10 @@ def resume_cluster_crawl(
     resume (exit 0); a stopping one, whose workers are still finishing their batches, is
     resumed once they have left (exit 2 until then). With `machines`, the workers run on
     those machines over SSH, as for `run_cluster_crawl`."""
-    plan: RemotePlan | None = None
-    if machines is not None:
-        if detach:
-            return report_failure(ValueError("--detach is for local workers, not --machines"))
-        planned = plan_machines(machines, workers)
-        if isinstance(planned, int):
-            return planned
-        plan = planned
-        n = sum(c for _, c in plan[1])
-    else:
-        n = _local_workers(workers)
+    planned = _plan_workers(machines, workers, detach)
+    if isinstance(planned, int):
+        return planned
+    plan, n = planned
 
     def resume(client: RedisClient) -> int:
         record = load_crawl(client, crawl_id, among=("stopped", "stopping"))
