@@ -405,8 +405,9 @@ def test_a_stopped_crawl_resumed_on_the_machines(tmp_path: Path, redis_url: str)
         )  # fmt: skip
         assert resumed.returncode == 0, resumed.stderr
         assert resumed.stdout.strip() == crawl_id
-        for m in machines.machines:  # one worker each joined the crawl
-            (record,) = m.out.glob("w*/worker.json")
-            assert json.loads(record.read_text())["crawl"] == crawl_id
+        # the workers on the machines joined this crawl (one may find it already finished
+        # by the other and leave before it writes its record: a small site)
+        records = [r for m in machines.machines for r in m.out.glob("w*/worker.json")]
+        assert records and all(json.loads(r.read_text())["crawl"] == crawl_id for r in records)
         fetched = _fetches(sites)
         assert {(k, f"/p{n}.html") for k in range(2) for n in range(1, PAGES)} <= set(fetched)
