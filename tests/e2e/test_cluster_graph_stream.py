@@ -288,3 +288,28 @@ def test_crawl_redis_with_live_graph_stopped_by_sigint_keeps_every_page(
     assert live["final"] is True
     assert live["nodes"] == len(crawled) >= 40
     assert live["edges"] == len(_file_edges(dirs, crawled))
+
+
+def test_a_graph_consumer_told_to_stop_as_it_starts_writes_its_final_statistics(
+    tmp_path: Path, redis_url: str
+) -> None:
+    """A crawl that ends at once (or a loaded machine) tells its graph consumer to stop
+    while that is still starting: the SIGTERM waits for its handler, which reads the stream
+    and writes the final statistics, and the consumer exits 0."""
+    from gossamer.cluster.connect import connect_redis
+    from gossamer.cluster.control import _end_follower, start_graph_follower
+    from gossamer.cluster.crawls import load_crawl
+
+    out = tmp_path / "out"
+    with serve_in_thread(WebSpec(seed=23, hosts=2, pages_mean=3)) as web:
+        resolve = web.write_resolve_file(tmp_path / "resolve.txt")
+        crawl_id = create_crawl(redis_url, web.url(0, 0), resolve, "--live-graph")
+    client = connect_redis(redis_url)
+    record = load_crawl(client, crawl_id)
+    for _ in range(3):  # (before the fix, an immediate SIGTERM killed it in most starts)
+        follower = start_graph_follower(redis_url, record, out)
+        _end_follower(follower, out)
+        assert follower.returncode == 0, (out / "graph" / "follow.log").read_text()
+        live = json.loads((out / "graph" / crawl_id / "stats.json").read_text())
+        assert live["final"] is True
+        (out / "graph" / crawl_id / "stats.json").unlink()

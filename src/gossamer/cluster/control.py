@@ -341,7 +341,7 @@ def _run_attached(
     logged = progress is not None
     spawned_at = time.time()
     # --live-graph: the crawl's graph consumer beside the workers, started first (in its own
-    # session, with the signals a stop uses not held: it stops when told below)
+    # session: it stops when told below)
     follower = start_graph_follower(url, record, out) if record.settings.get("live_graph") else None
     try:
         procs: list[subprocess.Popen[bytes]] = []
@@ -615,8 +615,12 @@ def start_graph_follower(url: str, record: CrawlRecord, out: Path) -> subprocess
     command = gossamer_command(
         "graph", "follow", "--crawl", record.id, "--state", str(state), redis=url
     )
-    # in its own session: a terminal's ^C is for the workers; it is told (_end_follower)
-    return start(command, log=cluster.follow_log, new_session=True)
+    # in its own session: a terminal's ^C is for the workers; it is told (_end_follower).
+    # Started with SIGINT/SIGTERM held (the mask is inherited): a SIGTERM sent while it is
+    # still starting (a small crawl that ended at once, a loaded machine) waits for its
+    # handler (`follow_main` unblocks them), which writes the final statistics
+    with hold_stop_signals():
+        return start(command, log=cluster.follow_log, new_session=True)
 
 
 def _end_follower(follower: subprocess.Popen[bytes], out: Path) -> None:

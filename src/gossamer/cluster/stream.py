@@ -319,6 +319,9 @@ def follow_main(
 
         for sig in (signal.SIGINT, signal.SIGTERM):
             signal.signal(sig, finish)
+        # the crawl command starts its consumer with them held (start_graph_follower): one
+        # sent meanwhile is taken now, by `finish`
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT, signal.SIGTERM})
         try:
             (state / record.id).mkdir(parents=True, exist_ok=True)
             with graph:
