@@ -90,6 +90,7 @@ def test_setup_starts_a_crawl_on_two_machines_and_the_slider_scales_it(
                 d.find_element(CSS, "#allow-private").click()
                 assert d.find_element(CSS, "#machine-list").is_displayed()
                 d.find_element(CSS, "#machine-list").send_keys(f"{m1.line}\n{m2.line}\n")
+                d.execute_script("document.querySelector('#machine-list').scrollTop = 0")
                 shot(browser, "machines-setup.png")
                 d.find_element(CSS, "#start").click()
                 wait_for(d, lambda d: d.find_element(CSS, "#tab-status").get_attribute(
@@ -111,7 +112,7 @@ def test_setup_starts_a_crawl_on_two_machines_and_the_slider_scales_it(
                 assert per_machine() == [2, 2]
                 wait_for(d, lambda d: int(d.find_element(CSS, "#scale-value").text) == 4 or None,
                          timeout=30)  # fmt: skip
-                shot(browser, "machines-scaled.png", scroll_to="#worker-summary")
+                shot(browser, "machines-scaled.png", scroll_to=".controls")
                 # … and back to 2: the newest worker of each machine asked to leave
                 scale(browser, 2)
                 said = answer(d)
