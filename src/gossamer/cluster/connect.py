@@ -17,6 +17,7 @@ from ._redis import (
     RedisClient,
     RedisConnectError,
     RedisUnavailable,
+    RedisUntrusted,
     error_text,
     is_auth_error,
     is_timeout,
@@ -90,7 +91,7 @@ def connect_redis(
             if is_auth_error(exc):
                 raise refusal(url, exc) from None
             if "certificate verify failed" in why.lower():  # waiting cannot help either
-                raise RedisConnectError(
+                raise RedisUntrusted(
                     f"cannot use Redis at {safe}: {why}; give the CA certificate that signed "
                     "its certificate: rediss://HOST:PORT/DB?ssl_ca_certs=FILE (docs/deploy.md)"
                 ) from None

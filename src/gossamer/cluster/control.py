@@ -336,12 +336,6 @@ def resume_cluster_crawl(
     def resume(client: RedisClient) -> int:
         nonlocal plan, n
         record = load_crawl(client, crawl_id, among=("stopped", "stopping"))
-        own = machines.for_crawl(record) if machines is not None and given is None else None
-        if own is not None and workers != 0 and record.state != "finished":
-            replanned = plan_machines(own, workers)  # the crawl's machines
-            if isinstance(replanned, int):
-                return replanned
-            plan, n = replanned, sum(c for _, c in replanned[1])
         if record.state == "stopping" and settle_stopped(client, record):  # its workers died
             record = load_crawl(client, record.id)
         if record.state == "finished":
@@ -353,6 +347,16 @@ def resume_cluster_crawl(
                 f"crawl {record.id} is stopping: its workers are finishing their batches; "
                 "resume it once they have left (`gossamer stop --wait S` waits for them)"
             )
+        if machines is not None and given is None and workers != 0:
+            try:
+                own = machines.for_crawl(record)
+            except ValueError as exc:  # a stored list this gossamer cannot read
+                return report_failure(exc)
+            if own is not None:  # the crawl's machines
+                replanned = plan_machines(own, workers)
+                if isinstance(replanned, int):
+                    return replanned
+                plan, n = replanned, sum(c for _, c in replanned[1])
         resumed = resume_crawl(client, record)
         if given is not None:
             store_machines(client, record.id, machine_list(given.machines))
