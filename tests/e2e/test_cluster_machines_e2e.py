@@ -300,7 +300,8 @@ def test_workers_scale_across_machines(tmp_path: Path, redis_url: str) -> None:
     --machines FILE`: two detached workers started over SSH, one on each machine (their
     outputs under each machine's own directory); `--scale 2` without --machines (the
     crawl's own machine list, kept with it): the newest worker of each machine asked to
-    leave; `gossamer stop` ends them all and the command."""
+    leave; `gossamer stop` ends them all and the command. (`--delay 1`: each site's 40
+    pages take 40 s at least, so the crawl outlasts the scaling on a loaded machine.)"""
     import os
     import signal
 
@@ -313,7 +314,7 @@ def test_workers_scale_across_machines(tmp_path: Path, redis_url: str) -> None:
         listing = machines.write_list(tmp_path / "machines.txt")
         m1, m2 = machines.machines
         args = _crawl_args(redis_url, sites, machines, listing, tmp_path / "c", "--workers",
-                           "2", "--delay", "0.5")  # fmt: skip
+                           "2", "--delay", "1")  # fmt: skip
         proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         crawl_id = ""
         try:

@@ -42,7 +42,7 @@ from gossamer.testweb._browser import Browser, wait_for, wait_for_text
 from gossamer.testweb._nginx import run_nginx
 
 SITES = 4
-PAGES = 150  # a site: 150 pages at the form's delay of 0.2 s, 30 s at least: it outlasts the test
+PAGES = 400  # a site: 400 pages at the form's delay of 0.2 s, 80 s at least: it outlasts the test
 
 
 def answer(d: Any) -> str:
