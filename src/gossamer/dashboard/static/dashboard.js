@@ -196,6 +196,7 @@ $("setup-form").addEventListener("submit", async (e) => {
     max_pages: limitField("max-pages"),
     workers: numberField("workers"),
     partition: isCluster ? optionField("partition") : null,
+    machines: isCluster ? $("machine-list").value : null,  // a machine list (--machines FILE)
   };
   showSetupError("");
   $("setup-message").textContent = "starting…";
