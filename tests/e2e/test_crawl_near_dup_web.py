@@ -30,19 +30,24 @@ from gossamer.testweb import (
 from gossamer.testweb._model import Kind, WebModel
 from gossamer.testweb._truth import split_url
 
-SPEC = WebSpec(seed=3, hosts=8, pages_mean=12, profile="duplicates")
+SPEC = WebSpec(seed=7, hosts=6, pages_mean=8, profile="duplicates")
 
 
-def _crawl(tmp_path: Path, links: str) -> tuple[WebModel, AuditReport, list[dict[str, Any]]]:
+def _crawl(
+    tmp_path: Path, links: str, workers: int
+) -> tuple[WebModel, AuditReport, list[dict[str, Any]]]:
     log = tmp_path / f"web-{links}.log"
     out = tmp_path / links
     with serve_in_thread(SPEC, log_path=log) as web:
         web.write_resolve_file(tmp_path / "resolve.txt")
-        settings = crawl_settings(tmp_path, out, web.url(0, 0), near_dup_links=links)
+        settings = crawl_settings(
+            tmp_path, out, web.url(0, 0), near_dup_links=links, workers=workers
+        )
         assert run_crawl(settings) == 0
         web.flush_log()
     rules = TruthRules.from_dict(json.loads((out / "crawl.json").read_text()))
-    report = audit(web.model, read_logs([log]).records, rules, truth=compute_truth(web.model, rules))
+    truth = compute_truth(web.model, rules)
+    report = audit(web.model, read_logs([log]).records, rules, truth=truth)
     return web.model, report, list(read_crawl_log(out / "crawl.log.jsonl"))
 
 
@@ -59,9 +64,10 @@ def _calendar_fetches(model: WebModel, records: list[dict[str, Any]]) -> int:
 
 @pytest.mark.timeout(180)
 def test_near_duplicates_are_found_and_their_links_end_the_calendar(tmp_path: Path) -> None:
-    model, skip, skipped = _crawl(tmp_path, "skip")
+    # two workers (their fingerprints shared through neardup.sqlite), then one
+    model, skip, skipped = _crawl(tmp_path, "skip", 2)
     assert sum(1 for h in model.hosts if h.flags & HostFlag.NEAR_DUPS) >= 3
-    _, follow, followed = _crawl(tmp_path, "follow")
+    _, follow, followed = _crawl(tmp_path, "follow", 1)
     for report in (skip, follow):  # no page the truth requires is lost, nothing unexpected
         assert report.coverage == 1.0 and report.unexpected == {}, report.format_table()
     for records in (skipped, followed):

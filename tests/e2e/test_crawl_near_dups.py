@@ -14,6 +14,9 @@ from pathlib import Path
 import pytest
 from test_real_site import free_port, installed_gossamer, write_nginx_conf
 
+from gossamer.config import load_settings
+from gossamer.report.crawl import print_report
+from gossamer.runner.run import run_crawl
 from gossamer.sinks import read_crawl_log
 from gossamer.testweb._nginx import NginxError, find_nginx, run_nginx
 
@@ -63,36 +66,36 @@ def _site(tmp_path: Path) -> tuple[Path, str, Path]:
 
 
 def test_a_calendar_of_twenty_dates_is_one_cluster_and_its_next_day_is_not_followed(
-    tmp_path: Path,
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     server, seed, _ = _site(tmp_path)
     skip, follow = tmp_path / "skip", tmp_path / "follow"
-
-    def gossamer(*args: str) -> str:
-        done = subprocess.run(
-            [installed_gossamer(), *args], capture_output=True, text=True, timeout=120,
-            check=False,
-        )  # fmt: skip
-        assert done.returncode == 0, done.stderr[-3000:]
-        return done.stdout
-
     with run_nginx(server):
         for out, mode in ((skip, "skip"), (follow, "follow")):
-            default = () if mode == "skip" else ("--near-dup-links", mode)
-            gossamer("crawl", seed, "-o", str(out), "-q", "--workers", "1", "--delay", "0",
-                     "--allow-private", *default)  # fmt: skip
+            settings = load_settings(
+                {"seeds": [seed], "output": out, "workers": 1, "delay": 0.0,
+                 "allow_private": True, "near_dup_links": mode}
+            )  # fmt: skip
+            assert run_crawl(settings) == 0
+    capsys.readouterr()
     calendar = f"{seed}cal/"
+    first = f"{calendar}2026-07-01.html"
     for out, days in ((skip, 20), (follow, 21)):
         records = [r for r in read_crawl_log(out / "crawl.log.jsonl") if r["depth"] is not None]
         fetched = {r["url"] for r in records if r["url"].startswith(calendar)}
         assert len(fetched) == days  # skip: the 21st day is linked from a near-duplicate only
         near = {r["url"]: r["dup_of"] for r in records if r.get("dup") == "near"}
-        first = f"{calendar}2026-07-01.html"
         assert set(near) == fetched - {first} and set(near.values()) == {first}
-        report = json.loads(gossamer("report", str(out), "--json"))
-        clusters = report["near_duplicates"]
-        assert [c["size"] for c in clusters] == [days]
-        assert clusters[0]["representative"] == first
-        assert set(clusters[0]["examples"]) <= fetched
-    text = gossamer("report", str(skip))
+    # the command's JSON (one process), and its text
+    done = subprocess.run(
+        [installed_gossamer(), "report", str(skip), "--json"], capture_output=True, text=True,
+        timeout=60, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    clusters = json.loads(done.stdout)["near_duplicates"]
+    assert [c["size"] for c in clusters] == [20]
+    assert clusters[0]["representative"] == first and len(clusters[0]["examples"]) == 5
+    assert print_report(skip) == 0
+    text = capsys.readouterr().out
     assert "near-duplicates: 1 cluster, 20 pages; pages marked near 19" in text, text
+    assert f"{20:>10,}  {first}" in text, text
