@@ -71,7 +71,7 @@ def test_memory_a_page(tmp_path: Path) -> None:
     """The bound docs/crawler.md states: ~50 bytes a page in a worker besides its URL string
     (k=3), once the index's fixed 2 MB of tables are made."""
     rng = random.Random(1)
-    urls = [f"http://host{k % 97}.example/page/{k}.html" for k in range(20_000)]
+    urls = [f"http://host{k % 97}.example/page/{k}.html" for k in range(8_000)]
     index = NearDupIndex(3)
     tracemalloc.start()
     before = tracemalloc.get_traced_memory()[0]

@@ -30,7 +30,7 @@ MIN_WORDS: Final = 8
 MAX_TEXT: Final = 1 << 20
 #: one window in SAMPLE is a feature (but every window of a text shorter than SAMPLE_FROM)
 SAMPLE: Final = 4
-SAMPLE_FROM: Final = 8192
+SAMPLE_FROM: Final = 1024
 
 _K1: Final = np.uint64(0xBF58476D1CE4E5B9)
 _K2: Final = np.uint64(0x94D049BB133111EB)
