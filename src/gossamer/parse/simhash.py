@@ -54,25 +54,18 @@ def simhash_text(text: str) -> int | None:
     starts = np.flatnonzero(np.frombuffer(raw, dtype=np.uint8, count=n) == _SPACE) + 1
     if len(starts) < MIN_WORDS:
         return None
-    with np.errstate(over="ignore"):
-        x = win[starts] * _K1
-        x += win[starts + 8]
-        if len(x) > SAMPLE_FROM:  # the sample: by the top bits of the product, the best mixed
-            x = x[x < _SAMPLE_BELOW]
-        x ^= x >> _S31  # then splitmix64's finaliser
-        x *= _K2
-        x ^= x >> _S29
-        x *= _K1
-        x ^= x >> _S32
-    # the bit counts: 8 lanes of 8 byte-wide counters (uint64 sums of rows of <= 255 bits
-    # each cannot carry from one byte to the next), then the bytes summed
-    m = len(x)
-    rows = -(-m // 255) * 255
-    bits = np.zeros((rows, 64), dtype=np.uint8)
-    bits[:m] = np.unpackbits(x.view(np.uint8)).reshape(-1, SIMHASH_BITS)
-    lanes = bits.view(np.uint64).reshape(-1, 255, 8).sum(axis=1, dtype=np.uint64)
-    counts = lanes.view(np.uint8).reshape(-1, SIMHASH_BITS).sum(axis=0, dtype=np.int32)
-    return int.from_bytes(np.packbits(counts * 2 > m).tobytes(), "big")
+    # (uint64 arrays wrap around silently: the arithmetic is mod 2**64)
+    x = win[starts] * _K1
+    x += win[starts + 8]
+    if len(x) > SAMPLE_FROM:  # the sample: by the top bits of the product, the best mixed
+        x = x[x < _SAMPLE_BELOW]
+    x ^= x >> _S31  # then splitmix64's finaliser
+    x *= _K2
+    x ^= x >> _S29
+    x *= _K1
+    x ^= x >> _S32
+    counts = np.unpackbits(x.view(np.uint8)).reshape(-1, SIMHASH_BITS).sum(axis=0)
+    return int.from_bytes(np.packbits(counts * 2 > len(x)).tobytes(), "big")
 
 
 def hamming(a: int, b: int) -> int:
