@@ -88,6 +88,7 @@ import functools
 import itertools
 import json
 import os
+import shlex
 import shutil
 import signal
 import statistics
@@ -370,6 +371,22 @@ def _extract_costs(runs: list[CrawlRun]) -> None:
     for config, ratios in by_config.items():
         shown = ", ".join(f"{r:.3f}" for r in ratios)
         print(f"  {config}: median {statistics.median(ratios):.3f} (rounds: {shown})")
+
+
+def _also_costs(runs: list[CrawlRun], suffix: str) -> None:
+    """`--gossamer-also`: each configuration's pages/s of its plain runs over those with the
+    flags (run right after, so in pairs): every round's ratio, their median and spread."""
+    by_config: dict[str, list[float]] = {}
+    for plain, also in itertools.pairwise(runs):
+        if also.config == plain.config + suffix and also.pages_per_s:
+            by_config.setdefault(plain.config, []).append(plain.pages_per_s / also.pages_per_s)
+    print(f"\n## pages/s without{suffix[2:]!r} over with it, same round")
+    for config, ratios in by_config.items():
+        shown = ", ".join(f"{r:.3f}" for r in ratios)
+        print(
+            f"  {config}: median {statistics.median(ratios):.3f}, spread "
+            f"{min(ratios):.3f}-{max(ratios):.3f} (rounds: {shown})"
+        )
 
 
 def gossamer_cmd(
@@ -1386,6 +1403,12 @@ def main(argv: list[str] | None = None) -> int:
         help="run each gossamer crawl again with --extract SPEC (bench/ on PYTHONPATH: "
         "bench_title:title reads each page's title) and print what it costs in pages/s",
     )
+    p.add_argument(
+        "--gossamer-also",
+        metavar="FLAGS",
+        help="run each gossamer crawl again with these flags, right after it (interleaved: "
+        "'--near-dup-links off' measures near-duplicate detection), audited the same way",
+    )
     p.add_argument("--nginx-workers", type=int, default=1)
     p.add_argument(
         "--scrapy-seconds", type=float, default=45.0, help="stop Scrapy after S s (0: never)"
@@ -1610,6 +1633,8 @@ def bench_web(web: str, parts: set[str], args: argparse.Namespace, work: Path) -
             variants: list[tuple[str, list[str]]] = [("", [])]
             if args.gossamer_extract:  # the same crawl with an extractor, right after
                 variants.append((" + --extract", ["--extract", args.gossamer_extract]))
+            if args.gossamer_also:  # the same crawl with other flags, right after
+                variants.append((f" + {args.gossamer_also}", shlex.split(args.gossamer_also)))
             for suffix, extract in variants:
                 print(
                     f"\n## gossamer, {label}{suffix}{of} (WARC + graph on, audited)", flush=True
@@ -1619,12 +1644,12 @@ def bench_web(web: str, parts: set[str], args: argparse.Namespace, work: Path) -
                     export,
                     args,
                     name=f"gossamer-w{workers}"
-                    + ("-x" if extract else "")
+                    + ("-x" if suffix == " + --extract" else "-also" if extract else "")
                     + (f"-r{rnd + 1}" if rounds > 1 else ""),
                     config=label + suffix,
                     workers=workers,
                     extra=[*split, *extract],
-                    env=_bench_path_env() if extract else None,
+                    env=_bench_path_env() if suffix == " + --extract" else None,
                     truth=truth,
                 )
                 run.web = web
@@ -1635,6 +1660,8 @@ def bench_web(web: str, parts: set[str], args: argparse.Namespace, work: Path) -
                     main_run = run
         if args.gossamer_extract:
             _extract_costs(runs)
+        if args.gossamer_also:
+            _also_costs(runs, f" + {args.gossamer_also}")
     cluster_runs: list[CrawlRun] = []
     for n in (int(w) for w in args.cluster.split(",") if w.strip()):
         print(f"\n## gossamer cluster mode, {n} worker(s) (Redis, audited)", flush=True)

@@ -119,6 +119,7 @@ class _LogTail:
     def _reset(self) -> None:
         self._offset, self._rest = 0, b""
         self.requests = self.pages = self.bytes = 0
+        self.duplicates = 0  # pages the log marks `dup` (near-duplicates, identical payloads)
         self.outcomes: Counter[str] = Counter()
         self.statuses: Counter[str] = Counter()
         self.errors: Counter[str] = Counter()
@@ -168,6 +169,8 @@ class _LogTail:
             self.bytes += nbytes
             page = count_log_record(rec, self.outcomes, self.statuses, self.errors)
             self.pages += page
+            if page and rec.get("dup"):
+                self.duplicates += 1
             bins.add(rec.get("time"), page, nbytes)
             wid = rec.get("worker") or "main"
             worker = by_worker.get(wid)
@@ -370,6 +373,7 @@ class EmbeddedSource:
             },
             "totals": {
                 "pages": tail.pages,
+                "duplicates": tail.duplicates,
                 "pages_per_s": rate,
                 "requests": tail.requests,
                 "bytes": tail.bytes,

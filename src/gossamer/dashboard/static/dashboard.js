@@ -560,6 +560,10 @@ function render(s) {
   set("coordinator", "bytes_per_s", bytes(t.bytes_per_s, "/s"));
   set("coordinator", "max_pages", num(c.max_pages));
   set("coordinator", "pages", num(t.pages));
+  // the pages the crawl log marks duplicates (near-duplicates, identical payloads), and
+  // their share of the pages: a directory's crawl (a cluster's heartbeats do not say)
+  set("coordinator", "duplicates", t.duplicates === undefined || t.duplicates === null ? "-"
+    : num(t.duplicates) + (t.pages ? " (" + (100 * t.duplicates / t.pages).toFixed(1) + " %)" : ""));
   set("coordinator", "requests", num(t.requests));
   set("coordinator", "errors", num(t.errors));
   set("coordinator", "queued", num(fr.queued));
