@@ -27,9 +27,10 @@ from ..frontier import (
 )
 from ..frontier._registry import FrontierPlace
 from ..frontier._registry import open_frontier as open_named_frontier
+from ..frontier.digests import Capture, DigestStore, RedisDigestStore
 from ..frontier.redis import token_owner
 from ..robots_store import RedisRobotsStore, RobotsRecord, RobotsStore
-from ..runner.build import Backends
+from ..runner.build import Backends, dedups_payloads
 from ..runner.stopping import hold_stop_signals
 from ._redis import (
     RedisClient,
@@ -46,6 +47,7 @@ _log = logging.getLogger(__name__)
 
 __all__ = [
     "CLUSTER",
+    "ClusterDigestStore",
     "ClusterFrontier",
     "ClusterRobotsStore",
     "ClusterStores",
@@ -270,15 +272,34 @@ class ClusterRobotsStore:
         self.inner.close()
 
 
+class ClusterDigestStore:
+    """The worker's `DigestStore`: the crawl's RedisDigestStore, each call retried through
+    Redis outages like the frontier's (a lookup decides whether a payload is stored whole;
+    a batch's claims go in before the batch completes)."""
+
+    def __init__(self, inner: DigestStore) -> None:
+        self.inner = inner
+
+    def get(self, digest: bytes) -> Capture | None:
+        return retrying(lambda: self.inner.get(digest), what="digest store")
+
+    def add(self, captures: Sequence[tuple[bytes, Capture]]) -> None:
+        retrying(lambda: self.inner.add(captures), what="digest store")
+
+    def close(self) -> None:
+        self.inner.close()
+
 
 @dataclass(frozen=True, slots=True)
 class ClusterStores:
-    """A cluster worker's frontier, robots store and IP gate, each on the crawl's Redis
-    keys, their calls on the frontier's one I/O thread."""
+    """A cluster worker's frontier, robots store, IP gate and digest store (None: every
+    response stored whole), each on the crawl's Redis keys, their calls on the frontier's
+    one I/O thread."""
 
     frontier: ClusterFrontier
     robots_store: ClusterRobotsStore
     ip_gate: RedisIpGate
+    digest_store: ClusterDigestStore | None = None
 
 
 def cluster_stores(
@@ -314,6 +335,9 @@ def cluster_stores(
     )
     # robots.txt answers in the crawl's keys: a host's robots.txt is fetched by one worker
     robots = RedisRobotsStore(client, record.id, max_age=settings.politeness.robots_ttl)
-    return ClusterStores(frontier, ClusterRobotsStore(robots), gate)
+    digests = None
+    if dedups_payloads(settings):  # identical payloads: the crawl's digests, in its keys
+        digests = ClusterDigestStore(RedisDigestStore(client, record.id))
+    return ClusterStores(frontier, ClusterRobotsStore(robots), gate, digests)
 
 

@@ -329,6 +329,7 @@ async def _work(worker: JoinedWorker, progress: IO[str] | None) -> int:
             progress=progress,
             fetcher=CLUSTER.fetcher,
             robots_store=stores.robots_store,
+            digest_store=stores.digest_store,
             hooks=WorkerHooks(
                 session=session,
                 guard_fetcher=gate.guard,

@@ -2,13 +2,14 @@
 running worker out, for the embedded crawl, a pool's worker and a cluster worker alike.
 
 `embedded_stores` opens what a worker shares with the crawl's other processes: the frontier by
-name from the frontier registry ("sqlite" in the crawl directory), the `SqliteRobotsStore` and
-an IP gate (`LocalIpGate`, a pool worker's `PoolIpGate`, or `FileIpGate` for a worker run by
-hand); a cluster worker's stores come from cluster/stores.py instead. `worker` makes the rest
-of one worker: the `Resolver`, the fetcher by name from the fetcher registry (behind the IP
-gate's guard in a cluster), the `Recorder` over the registered sinks, and the `Crawler`. Which
-backends a mode uses is its `Backends`; runner/worker.py and cluster/worker.py build
-nothing themselves."""
+name from the frontier registry ("sqlite" in the crawl directory), the `SqliteRobotsStore`, the
+`SqliteDigestStore` (identical payloads) and an IP gate (`LocalIpGate`, a pool worker's
+`PoolIpGate`, or `FileIpGate` for a worker run by hand); a cluster worker's stores come from
+cluster/stores.py instead. `worker` makes the rest of one worker: the `Resolver`, the fetcher
+by name from the fetcher registry (behind the IP gate's guard in a cluster), the `Recorder`
+over the registered sinks (with the identical-payload check, engine/payloads.py), and the
+`Crawler`. Which backends a mode uses is its `Backends`; runner/worker.py and
+cluster/worker.py build nothing themselves."""
 
 from __future__ import annotations
 
@@ -27,6 +28,7 @@ from ..crawldir import CrawlDir
 from ..engine.crawler import Crawler
 from ..engine.extract import Extraction, load_extractor
 from ..engine.ipgate import FileIpGate, LocalIpGate, PoolIpGate
+from ..engine.payloads import IdenticalPayloads
 from ..engine.recorder import Recorder
 from ..engine.recrawl import Recrawl
 from ..engine.seams import IpGate
@@ -37,6 +39,7 @@ from ..frontier import Frontier
 from ..frontier._registry import FrontierPlace
 from ..frontier._registry import open_frontier as open_named_frontier
 from ..frontier._share import Share
+from ..frontier.digests import DigestStore, SqliteDigestStore
 from ..robots_store import RobotsStore, SqliteRobotsStore
 
 __all__ = [
@@ -119,6 +122,13 @@ class EmbeddedStores:
     frontier: Frontier
     robots_store: RobotsStore
     ip_gate: IpGate
+    digest_store: DigestStore | None = None  # None: --no-dedup-payloads or --no-warc
+
+
+def dedups_payloads(settings: CrawlSettings) -> bool:
+    """Whether the crawl writes identical payloads as revisit records (WARC on, and
+    --dedup-payloads)."""
+    return settings.sinks.warc and settings.sinks.dedup_payloads
 
 
 def embedded_stores(
@@ -128,18 +138,26 @@ def embedded_stores(
     backends: Backends = EMBEDDED,
     ip_gate_socket: socket.socket | None = None,
 ) -> EmbeddedStores:
-    """The frontier, robots store and IP gate of the embedded crawl (`part` "") or of the
-    pool's worker `part` (its IP gate: the pool's broker on `ip_gate_socket`; without one, a
-    worker run by hand, lock files in the crawl directory)."""
+    """The frontier, robots store, digest store and IP gate of the embedded crawl (`part` "")
+    or of the pool's worker `part` (its IP gate: the pool's broker on `ip_gate_socket`;
+    without one, a worker run by hand, lock files in the crawl directory)."""
     crawl = CrawlDir(settings.output)
     # a pool's worker keeps to its share of the hosts, as a cluster worker does
     share = PoolShare(settings.output) if ip_gate_socket is not None else None
     frontier = open_frontier(settings, backends, share)
-    try:  # every process of the crawl (a pool's workers, a resumed run) reads it
+    try:  # every process of the crawl (a pool's workers, a resumed run) reads them
         robots_store = SqliteRobotsStore(crawl.robots)
     except BaseException:
         frontier.close()
         raise
+    digest_store = None
+    if dedups_payloads(settings):
+        try:
+            digest_store = SqliteDigestStore(crawl.digests)
+        except BaseException:
+            robots_store.close()
+            frontier.close()
+            raise
     per_ip = settings.politeness.per_ip
     gate: IpGate
     if ip_gate_socket is not None:
@@ -148,7 +166,7 @@ def embedded_stores(
         gate = FileIpGate(crawl.ip_locks, per_ip)
     else:
         gate = LocalIpGate(per_ip)
-    return EmbeddedStores(frontier, robots_store, gate)
+    return EmbeddedStores(frontier, robots_store, gate, digest_store)
 
 
 @dataclass(frozen=True, slots=True)
@@ -172,22 +190,27 @@ def worker(
     clock: Callable[[], float],
     revalidate: Recrawl | None = None,
     robots_store: RobotsStore | None = None,
+    digest_store: DigestStore | None = None,
     extra_sinks: Sequence[PageSink] = (),
 ) -> WorkerParts:
     """The `Crawler` of one worker writing into `settings.output`: its resolver, the
     fetcher registered as `fetcher` (wrapped by `guard_fetcher`: a cluster's IP gate), and
     its sinks (`part`: the pool worker's part files; `extra_sinks` after the registered
     ones), and the extractor the settings name (`extract`: engine/extract.py; PluginError
-    when it cannot be loaded)."""
+    when it cannot be loaded). `digest_store`: the crawl's payload digests (identical
+    payloads written as revisits; None: every response whole)."""
     resolver = Resolver.from_settings(
         settings.fetch.resolve,
         settings.fetch.resolve_file,
         allow_private=settings.fetch.allow_private,
     )
     client = open_fetcher(fetcher, settings, resolver)
+    payloads = None
+    if digest_store is not None and dedups_payloads(settings):
+        payloads = IdenticalPayloads(digest_store)
     extraction = None
     if settings.sinks.extract is not None:  # an extractor: its items, its `follow`
-        ctx = SinkContext(settings.output, settings, __version__, part, revalidate)
+        ctx = SinkContext(settings.output, settings, __version__, part, revalidate, payloads)
         extraction = Extraction(load_extractor(settings.sinks.extract), ctx)
         extra_sinks = (extraction, *extra_sinks)
     recorder = Recorder(
@@ -196,6 +219,7 @@ def worker(
         version=__version__,
         part=part,
         recrawl=revalidate,
+        payloads=payloads,
         extra=extra_sinks,
     )
     crawler = Crawler(
@@ -210,5 +234,6 @@ def worker(
         revalidate=revalidate,
         robots_store=robots_store,
         follow=extraction.follow if extraction is not None else None,
+        payloads=payloads,
     )
     return WorkerParts(crawler, client, recorder)

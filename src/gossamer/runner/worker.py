@@ -33,6 +33,7 @@ from ..engine.seams import IpGate
 from ..engine.sink_registry import PageSink
 from ..fetch import Fetcher, Fetching
 from ..frontier import Frontier
+from ..frontier.digests import DigestStore
 from ..report.progress import ProgressDisplay, show_worker_progress
 from ..report.summary import worker_summary
 from ..robots_store import RobotsStore
@@ -143,6 +144,7 @@ async def run_embedded(
         prepare=None if part else prepare,  # a pool worker: the parent seeded or reclaimed
         revalidate=revalidate,
         robots_store=stores.robots_store,
+        digest_store=stores.digest_store,
         heartbeat=part or MAIN_WORKER,
         hooks=EMBEDDED_HOOKS if hooks is None else hooks,
     )
@@ -159,6 +161,7 @@ async def run_engine(
     fetcher: str = build.EMBEDDED.fetcher,
     revalidate: Recrawl | None = None,
     robots_store: RobotsStore | None = None,
+    digest_store: DigestStore | None = None,
     heartbeat: str | None = None,
     hooks: WorkerHooks = EMBEDDED_HOOKS,
 ) -> int:
@@ -170,7 +173,8 @@ async def run_engine(
     `fetcher` (fetch/_registry.py); `hooks` are what the mode adds (`WorkerHooks`).
     Storage errors (OSError, sqlite3.Error and the hooks' `storage_errors`) end the worker
     with 74. `robots_store` is the crawl's shared robots.txt store (closed here with the
-    frontier; None: this worker's cache only). `heartbeat`: this worker's id in the crawl
+    frontier; None: this worker's cache only); `digest_store` its payload digests (closed
+    here too; None: every response stored whole). `heartbeat`: this worker's id in the crawl
     directory's heartbeats (engine/heartbeat.py; None: none, as a cluster worker, which
     beats in Redis)."""
     out = settings.output
@@ -184,6 +188,7 @@ async def run_engine(
         clock=hooks.clock,
         revalidate=revalidate,
         robots_store=robots_store,
+        digest_store=digest_store,
         extra_sinks=hooks.sinks,
     )
     crawler, recorder = parts.crawler, parts.recorder
@@ -258,6 +263,8 @@ async def run_engine(
                 finally:
                     if robots_store is not None:
                         robots_store.close()
+                    if digest_store is not None:
+                        digest_store.close()
                     if beats is not None:
                         beats.finish()
         finally:
