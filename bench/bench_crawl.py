@@ -9,8 +9,6 @@
     .venv/bin/python bench/bench_crawl.py --experiments       # + what-if runs (heap, GC, WARC)
     .venv/bin/python bench/bench_crawl.py --only none --pipeline  # per-page steps, in process
     .venv/bin/python bench/bench_crawl.py --only none --cluster 1,2  # cluster mode on Redis
-    .venv/bin/python bench/bench_crawl.py --only gossamer --gossamer-workers 1 \
-        --gossamer-rounds 3 --gossamer-variant=--no-dedup-payloads   # a flag's cost, interleaved
 
 The web: a clean simulated web of 400 hosts / 20,788 pages (~17 KB, ~30 links a page) plus
 robots.txt files (`robots_disallow=0.3`: a third of the hosts disallow /private/, so robots
@@ -372,30 +370,6 @@ def _extract_costs(runs: list[CrawlRun]) -> None:
     for config, ratios in by_config.items():
         shown = ", ".join(f"{r:.3f}" for r in ratios)
         print(f"  {config}: median {statistics.median(ratios):.3f} (rounds: {shown})")
-
-
-def _variant_costs(runs: list[CrawlRun], flags: str) -> None:
-    """Each configuration's pages/s with `--gossamer-variant` flags over without them, per
-    round (the two runs of a round next to each other, their order alternating by round):
-    every round's ratio, the median and the spread."""
-    by_round: dict[tuple[str, int], dict[bool, CrawlRun]] = {}
-    for r in runs:
-        variant = r.config.endswith(" + " + flags)
-        base = r.config.removesuffix(" + " + flags)
-        by_round.setdefault((base, r.round), {})[variant] = r
-    by_config: dict[str, list[float]] = {}
-    for (config, _), pair in sorted(by_round.items()):
-        if len(pair) == 2 and pair[False].pages_per_s:
-            by_config.setdefault(config, []).append(
-                pair[True].pages_per_s / pair[False].pages_per_s
-            )
-    print(f"\n## what {flags} changes (pages/s with it / without it, same round)")
-    for config, ratios in by_config.items():
-        shown = ", ".join(f"{r:.3f}" for r in ratios)
-        print(
-            f"  {config}: median {statistics.median(ratios):.3f} "
-            f"(spread {min(ratios):.3f}–{max(ratios):.3f}; rounds: {shown})"
-        )
 
 
 def gossamer_cmd(
@@ -1412,13 +1386,6 @@ def main(argv: list[str] | None = None) -> int:
         help="run each gossamer crawl again with --extract SPEC (bench/ on PYTHONPATH: "
         "bench_title:title reads each page's title) and print what it costs in pages/s",
     )
-    p.add_argument(
-        "--gossamer-variant",
-        metavar="FLAGS",
-        help="run each gossamer crawl twice a round, with and without FLAGS (e.g. "
-        "--no-dedup-payloads), the order alternating by round, and print the pages/s ratio "
-        "(with --gossamer-rounds 3: the median of 3)",
-    )
     p.add_argument("--nginx-workers", type=int, default=1)
     p.add_argument(
         "--scrapy-seconds", type=float, default=45.0, help="stop Scrapy after S s (0: never)"
@@ -1643,10 +1610,6 @@ def bench_web(web: str, parts: set[str], args: argparse.Namespace, work: Path) -
             variants: list[tuple[str, list[str]]] = [("", [])]
             if args.gossamer_extract:  # the same crawl with an extractor, right after
                 variants.append((" + --extract", ["--extract", args.gossamer_extract]))
-            if args.gossamer_variant:  # the same crawl with other flags, first every other round
-                variants.append((" + " + args.gossamer_variant, args.gossamer_variant.split()))
-                if rnd % 2:
-                    variants.reverse()
             for suffix, extract in variants:
                 print(
                     f"\n## gossamer, {label}{suffix}{of} (WARC + graph on, audited)", flush=True
@@ -1656,12 +1619,12 @@ def bench_web(web: str, parts: set[str], args: argparse.Namespace, work: Path) -
                     export,
                     args,
                     name=f"gossamer-w{workers}"
-                    + ("-x" if suffix == " + --extract" else "-v" if suffix else "")
+                    + ("-x" if extract else "")
                     + (f"-r{rnd + 1}" if rounds > 1 else ""),
                     config=label + suffix,
                     workers=workers,
                     extra=[*split, *extract],
-                    env=_bench_path_env() if "--extract" in extract else None,
+                    env=_bench_path_env() if extract else None,
                     truth=truth,
                 )
                 run.web = web
@@ -1672,8 +1635,6 @@ def bench_web(web: str, parts: set[str], args: argparse.Namespace, work: Path) -
                     main_run = run
         if args.gossamer_extract:
             _extract_costs(runs)
-        if args.gossamer_variant:
-            _variant_costs(runs, args.gossamer_variant)
     cluster_runs: list[CrawlRun] = []
     for n in (int(w) for w in args.cluster.split(",") if w.strip()):
         print(f"\n## gossamer cluster mode, {n} worker(s) (Redis, audited)", flush=True)
