@@ -1,16 +1,25 @@
 """A worker's identical-payload check (`gossamer.engine.payloads`): which responses count, a
 payload claimed only once its page is written, claims seen by this worker at once and by
-another worker over the same store from the flush on, a failed write claiming nothing."""
+another worker over the same store from the flush on, a failed write claiming nothing; and
+in the crawler, inline or on an off-loop frontier's I/O thread."""
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
+import threading
 from collections.abc import Sequence
+from typing import Any
 
 import pytest
+from test_crawler_off_loop import _OffLoop
+from test_crawler_unit import HTML, FakeSinks, StartingFakeFetcher, _page
 
+from gossamer.config import CrawlSettings
+from gossamer.engine.crawler import Crawler
 from gossamer.engine.payloads import MIN_PAYLOAD, IdenticalPayloads
 from gossamer.fetch import FetchResult
+from gossamer.frontier import MemoryFrontier
 from gossamer.frontier.digests import Capture, MemoryDigestStore
 
 BODY = b"<html><body>" + b"<p>the same words</p>" * 40 + b"</body></html>"
@@ -113,3 +122,74 @@ def test_a_failed_flush_keeps_its_claims_for_the_next() -> None:
     record(p, result("http://a/2", BODY * 2, at=2.0))
     p.flush()
     assert sorted(c.uri for c in store.captures.values()) == ["http://a/1", "http://a/2"]
+
+
+# ---------------------------------------------------------------------- in the crawler
+
+
+class _Sinks(FakeSinks):
+    """Fake sinks that note the verdict each exchange and log line saw."""
+
+    def __init__(self, payloads: IdenticalPayloads) -> None:
+        super().__init__()
+        self.payloads = payloads
+        self.seen: dict[str, Capture | None] = {}
+        self.logged_dup: dict[str, bool] = {}
+
+    def exchange(self, result: FetchResult) -> None:
+        super().exchange(result)
+        verdict = self.payloads.verdict(result)
+        if verdict is not None:
+            self.seen[result.url] = verdict.first
+
+    def log(self, result: FetchResult, *, depth: int, parent: str | None, outcome: str) -> None:
+        super().log(result, depth=depth, parent=parent, outcome=outcome)
+        self.logged_dup[result.url] = self.payloads.verdict(result) is not None
+
+
+class _Checking(IdenticalPayloads):
+    """Notes the thread `check` runs on."""
+
+    threads: set[str]
+
+    def check(self, result: FetchResult) -> Any:
+        self.threads.add(threading.current_thread().name.split("_")[0])
+        return super().check(result)
+
+
+@pytest.mark.parametrize("off_loop", [False, True])
+def test_the_crawler_checks_before_recording_and_claims_before_completing(
+    off_loop: bool,
+) -> None:
+    """Ten identical pages on two hosts and one other: each seen by the sinks with its
+    verdict, one first capture, the rest referring to it; the claims in the store once the
+    crawl ends; `check` inline with a frontier on the loop's thread, on the I/O thread of an
+    off-loop one (the cluster's Redis)."""
+    same = (200, HTML, BODY, ())
+    pages: dict[str, Any] = {f"http://{h}.example/d{k}": same for h in "ab" for k in range(5)}
+    pages["http://a.example/"] = (200, HTML, _page(sorted(pages)), ())
+    store = MemoryDigestStore()
+    payloads = _Checking(store)
+    payloads.threads = set()
+    sinks = _Sinks(payloads)
+    settings = CrawlSettings(seeds=["http://a.example/"], scope="all", output="/tmp/unused",
+                             delay=0)  # fmt: skip
+    frontier = _OffLoop() if off_loop else MemoryFrontier()
+    crawler = Crawler(
+        settings, frontier=frontier, fetcher=StartingFakeFetcher(pages, 0.001),
+        ip_of=lambda h: None, sinks=sinks, payloads=payloads,
+    )  # fmt: skip
+    crawler.seed(settings.seeds)
+    asyncio.run(asyncio.wait_for(crawler.run(), 30))
+    frontier.close()
+    copies = {u: f for u, f in sinks.seen.items() if "/d" in u}
+    assert len(copies) == 10
+    firsts = [u for u, f in copies.items() if f is None]
+    assert len(firsts) == 1
+    assert all(f is not None and f.uri == firsts[0] for u, f in copies.items() if u != firsts[0])
+    assert all(sinks.logged_dup[u] for u in copies)  # the log line saw the same verdict
+    digest = hashlib.sha1(BODY).digest()
+    assert store.captures[digest].uri == firsts[0]  # claimed, flushed before completing
+    assert payloads.statistics().revisits == 9
+    assert payloads.threads == ({"frontier-io"} if off_loop else {"MainThread"})
+    assert payloads._verdicts == {}  # every verdict forgotten once recorded
