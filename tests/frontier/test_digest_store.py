@@ -14,6 +14,7 @@ import pytest
 import redis
 
 from gossamer.frontier.digests import (
+    CHECKPOINT_EVERY,
     Capture,
     DigestStore,
     MemoryDigestStore,
@@ -109,3 +110,24 @@ def test_redis_keys_live_under_the_crawl_and_go_with_it(redis_url: str) -> None:
         assert not client.keys(b"gs:dgkeys:*") and store.get(digest(0)) is None
     finally:
         disconnect(client)
+
+
+def test_sqlite_commits_leave_checkpoints_to_maintain(tmp_path: Path) -> None:
+    """No checkpoint (its fsyncs) in a commit, on the event loop's thread: one is due every
+    CHECKPOINT_EVERY commits, done by `maintain` (run off the loop) on its own connection."""
+    path = tmp_path / "digests.sqlite"
+    store = SqliteDigestStore(path)
+    wal = tmp_path / "digests.sqlite-wal"
+    for k in range(CHECKPOINT_EVERY):
+        assert not store.maintenance_due()
+        store.add([(digest(k), Capture(f"http://a/{k}", float(k)))])
+    grown = wal.stat().st_size
+    assert grown > 4096 * CHECKPOINT_EVERY // 2  # every commit's pages still in the WAL
+    assert store.maintenance_due() and not store.maintenance_due()  # once a round
+    reader = SqliteDigestStore(path)
+    store.maintain()
+    store.add([(digest(-1), Capture("http://a/x", 0.0))])
+    assert wal.stat().st_size == grown  # checkpointed: the WAL is written from its start again
+    assert all(reader.get(digest(k)) == Capture(f"http://a/{k}", float(k)) for k in range(100))
+    for s in (store, reader):
+        s.close()

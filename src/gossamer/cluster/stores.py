@@ -286,6 +286,12 @@ class ClusterDigestStore:
     def add(self, captures: Sequence[tuple[bytes, Capture]]) -> None:
         retrying(lambda: self.inner.add(captures), what="digest store")
 
+    def maintenance_due(self) -> bool:
+        return self.inner.maintenance_due()
+
+    def maintain(self) -> None:
+        self.inner.maintain()
+
     def close(self) -> None:
         self.inner.close()
 

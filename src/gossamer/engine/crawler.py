@@ -644,8 +644,11 @@ class Crawler:
         thread, as `lease` is (docs/architecture.md, "Frontier calls on the loop thread"),
         or awaited on its I/O thread (`OffLoopFrontier`: Redis)."""
         self.sinks.flush()  # outputs on disk before the frontier counts the URLs done
-        if self.payloads is not None:  # and the payloads they stored whole claimed
-            await self._off_loop(self.payloads.flush)
+        payloads = self.payloads
+        if payloads is not None:  # and the payloads they stored whole claimed
+            await self._off_loop(payloads.flush)
+            if payloads.maintenance_due():  # (an SQLite checkpoint: fsyncs, in a thread)
+                await self._in_thread(payloads.maintain)
         one_call = self._settle_call
         if one_call is not None:  # the links and the completion in one transaction (SQLite)
             queued, renewed, stale = one_call(

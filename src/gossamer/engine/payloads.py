@@ -137,5 +137,12 @@ class IdenticalPayloads:
             raise
         self._claimed += len(pending)
 
+    def maintenance_due(self) -> bool:
+        """Whether the store has housekeeping to do (`maintain`, off the event loop)."""
+        return self.store.maintenance_due()
+
+    def maintain(self) -> None:
+        self.store.maintain()
+
     def statistics(self) -> PayloadStats:
         return PayloadStats(self._checked, self._revisits, self._bytes_saved, self._claimed)
