@@ -466,6 +466,13 @@ class SinksSettings(_Group):
     section = "outputs"
 
     warc: bool = Field(True, description="write WARC files")
+    dedup_payloads: bool = Field(
+        True,
+        description="a page whose payload (its SHA-1) the crawl stored before, under any URL, "
+        "is written as a WARC revisit record (identical-payload-digest) referring to that "
+        "first capture, and its crawl log line says \"dup\": \"identical\"; "
+        "--no-dedup-payloads stores every response whole",
+    )
     warc_max_bytes: int = Field(1024**3, ge=1024 * 1024, description="bytes per WARC file")
     disk_margin: int = Field(
         256,

@@ -5,6 +5,7 @@ here and nowhere else: `CrawlDir(path)` gives each file's path (docs/crawler/out
     frontier.sqlite       queues, dedupe, leases, host state (WAL)
     robots.sqlite         robots.txt answers, shared by the workers (WAL)
     neardup.sqlite        the pages' text fingerprints, shared by the workers (WAL)
+    digests.sqlite        payload digest → first capture, shared by the workers (WAL)
     warc/                 WARC 1.1 files, per-record gzip, rotated by size
     warc/index.cdxj       their CDXJ index (pywb), written as each run ends
     warc/cdx/             each WARC file's own index, merged into index.cdxj
@@ -54,6 +55,7 @@ __all__ = [
     "CONTROL",
     "CRAWL_LOG",
     "DIAGNOSTICS",
+    "DIGESTS",
     "FOLLOW_LOCK",
     "FOLLOW_LOG",
     "FRONTIER",
@@ -90,6 +92,7 @@ MANIFEST: Final = "crawl.json"
 FRONTIER: Final = "frontier.sqlite"
 ROBOTS: Final = "robots.sqlite"
 NEAR_DUPS: Final = "neardup.sqlite"
+DIGESTS: Final = "digests.sqlite"
 WARC_DIR: Final = "warc"
 #: in the WARC directory: the index of every WARC file, and the directory of each one's
 CDX_INDEX: Final = "index.cdxj"
@@ -142,6 +145,8 @@ _LAYOUT_ENTRIES: Final = (
     f"{ROBOTS}-*",
     NEAR_DUPS,
     f"{NEAR_DUPS}-*",
+    DIGESTS,
+    f"{DIGESTS}-*",
     WARC_DIR,
     _CRAWL_LOGS,
     DIAGNOSTICS,
@@ -187,6 +192,10 @@ class CrawlDir:
     @property
     def near_dups(self) -> Path:
         return self.path / NEAR_DUPS
+
+    @property
+    def digests(self) -> Path:
+        return self.path / DIGESTS
 
     @property
     def warc_dir(self) -> Path:

@@ -69,6 +69,11 @@ def write_mixed(w: WarcWriter, n: int = 40) -> None:
         head("304 Not Modified", 'ETag: "abc"'), b"", t, revisit=True,
         refers_to_date="2026-01-01T00:00:00Z",
     )
+    w.write_exchange(  # the first page's payload again: an identical-payload revisit
+        "http://www.h2.example/copy", "127.0.0.1", REQ,
+        head("200 OK", "Content-Type: text/html; charset=utf-8", "Content-Encoding: gzip"),
+        BODY, t + 1, identical_to=("http://www.h0.example/dir/page-0.html?q=0&x=%20y", t),
+    )
     w.write_exchange(
         "https://EXAMPLE.org:443/a b/ü", "::1", REQ, head("200 OK", "Content-Type: image/png"),
         b"\x89PNG" * 50, t, truncated=True,
@@ -196,11 +201,16 @@ def test_writer_index_equals_cdxj_indexer(tmp_path: Path) -> None:
     assert report.indexed_by_library == () and report.warcs == len(warcs)
     index = (tmp_path / CDX_INDEX).read_text()
     assert index == library_index(warcs)
-    assert report.lines == len(index.splitlines()) == 40 + 6  # one per response/revisit
+    assert report.lines == len(index.splitlines()) == 40 + 7  # one per response/revisit
     lines = index.splitlines()
     assert lines == sorted(lines)
     revisit = [json.loads(x.split(" ", 2)[2]) for x in lines if "/same" in x]
     assert revisit[0]["mime"] == "warc/revisit" and revisit[0]["status"] == "304"
+    assert "digest" not in revisit[0]
+    copy = [json.loads(x.split(" ", 2)[2]) for x in lines if "/copy" in x]
+    first = [json.loads(x.split(" ", 2)[2]) for x in lines if "page-0.html" in x]
+    assert (copy[0]["mime"], copy[0]["status"]) == ("warc/revisit", "200")
+    assert copy[0]["digest"] == first[0]["digest"]  # what pywb finds the original by
 
 
 def test_index_of_plain_warc_equals_cdxj_indexer(tmp_path: Path) -> None:

@@ -515,6 +515,52 @@ def test_warc_date_equals_datetime_formatting() -> None:
         assert warc_mod._warc_date(ts) == old.encode(), ts
 
 
+def test_identical_payload_is_an_identical_payload_digest_revisit(tmp_path: Path) -> None:
+    """WARC 1.1 §6.7.2: the HTTP head kept (decoded-body renames included), no payload, the
+    payload digest given, the first capture's URI and WARC-Date; valid for both checkers."""
+    head = response_head("Content-Encoding: gzip", "Content-Length: 123")
+    first_at, again_at = 1_790_000_000.25, 1_790_000_100.5
+    with WarcWriter(tmp_path) as w:
+        w.write_exchange("http://www.example.com/a", "127.1.0.5", REQ, head, BODY, first_at)
+        w.write_exchange(
+            "http://www.example.com/b", "127.1.0.5", REQ, head, BODY, again_at,
+            payload_sha1=hashlib.sha1(BODY).digest(),
+            identical_to=("http://www.example.com/a", first_at),
+        )  # fmt: skip
+        w.write_exchange(  # the digest computed when not given
+            "http://www.example.com/c", None, REQ, head, BODY, again_at,
+            identical_to=("http://www.example.com/a", first_at),
+        )
+    files = sorted(tmp_path.glob("*.warc.gz"))
+    # warcio checks every block digest (a revisit's payload digest is the original's: "not
+    # checked"); fastwarc's --verify-payloads would hash the absent payload, so block only
+    res = run_tool(str(BIN / "warcio"), "check", "-v", *map(str, files))
+    assert res.returncode == 0 and "not checked (revisit)" in res.stdout, res.stdout
+    if (BIN / "fastwarc").exists():
+        res = run_tool(str(BIN / "fastwarc"), "check", "--quiet", *map(str, files))
+        assert res.returncode == 0, res.stdout + res.stderr
+    _, resp, _, rev, req, rev2, _ = read_all(tmp_path)
+    assert (resp["type"], rev["type"], req["type"]) == ("response", "revisit", "request")
+    h, r = rev["headers"], resp["headers"]
+    assert isinstance(h, dict) and isinstance(r, dict)
+    assert h["WARC-Profile"] == (
+        "http://netpreserve.org/warc/1.1/revisit/identical-payload-digest"
+    )
+    assert h["WARC-Refers-To-Target-URI"] == "http://www.example.com/a"
+    assert h["WARC-Refers-To-Date"] == r["WARC-Date"]  # the first capture's, to the µs
+    assert h["WARC-Payload-Digest"] == r["WARC-Payload-Digest"] == sha1_b32(BODY)
+    assert rev2["headers"]["WARC-Payload-Digest"] == sha1_b32(BODY)  # type: ignore[index]
+    # the block: the response's head as the response record stored it, and nothing else
+    stored_head = resp["http"].to_str().encode() + b"\r\n"  # type: ignore[attr-defined]
+    assert rev["http"].to_str().encode() + b"\r\n" == stored_head  # type: ignore[attr-defined]
+    assert rev["payload"] == b"" and resp["payload"] == BODY
+    assert int(h["Content-Length"]) == len(stored_head)
+    assert h["WARC-Block-Digest"] == sha1_b32(stored_head)
+    assert rev["http"].get_header("X-Crawler-Content-Encoding") == "gzip"  # type: ignore[attr-defined]
+    assert h["WARC-Concurrent-To"] == req["headers"]["WARC-Record-ID"]  # type: ignore[index]
+    assert "WARC-Truncated" not in h
+
+
 def test_not_modified_is_a_server_not_modified_revisit(tmp_path: Path) -> None:
     """A 304 to a conditional GET (`--recrawl`): a revisit record, valid for both checkers."""
     head = b'HTTP/1.1 304 Not Modified\r\nETag: "abc"\r\nLast-Modified: x\r\n\r\n'

@@ -27,10 +27,11 @@ from ..frontier import (
 )
 from ..frontier._registry import FrontierPlace
 from ..frontier._registry import open_frontier as open_named_frontier
+from ..frontier.digests import Capture, DigestStore, RedisDigestStore
 from ..frontier.redis import token_owner
 from ..neardup import NearDupStore, RedisNearDupStore
 from ..robots_store import RedisRobotsStore, RobotsRecord, RobotsStore
-from ..runner.build import Backends
+from ..runner.build import Backends, dedups_payloads
 from ..runner.stopping import hold_stop_signals
 from ._redis import (
     RedisClient,
@@ -47,6 +48,7 @@ _log = logging.getLogger(__name__)
 
 __all__ = [
     "CLUSTER",
+    "ClusterDigestStore",
     "ClusterFrontier",
     "ClusterNearDupStore",
     "ClusterRobotsStore",
@@ -290,16 +292,41 @@ class ClusterRobotsStore:
         self.inner.close()
 
 
+class ClusterDigestStore:
+    """The worker's `DigestStore`: the crawl's RedisDigestStore, each call retried through
+    Redis outages like the frontier's (a lookup decides whether a payload is stored whole;
+    a batch's claims go in before the batch completes)."""
+
+    def __init__(self, inner: DigestStore) -> None:
+        self.inner = inner
+
+    def get(self, digest: bytes) -> Capture | None:
+        return retrying(lambda: self.inner.get(digest), what="digest store")
+
+    def add(self, captures: Sequence[tuple[bytes, Capture]]) -> None:
+        retrying(lambda: self.inner.add(captures), what="digest store")
+
+    def maintenance_due(self) -> bool:
+        return self.inner.maintenance_due()
+
+    def maintain(self) -> None:
+        self.inner.maintain()
+
+    def close(self) -> None:
+        self.inner.close()
+
 
 @dataclass(frozen=True, slots=True)
 class ClusterStores:
-    """A cluster worker's frontier, robots store and IP gate, each on the crawl's Redis
-    keys, their calls on the frontier's one I/O thread."""
+    """A cluster worker's frontier, robots store, IP gate and digest store (None: every
+    response stored whole), each on the crawl's Redis keys, their calls on the frontier's
+    one I/O thread."""
 
     frontier: ClusterFrontier
     robots_store: ClusterRobotsStore
     ip_gate: RedisIpGate
     near_dup_store: ClusterNearDupStore | None = None
+    digest_store: ClusterDigestStore | None = None
 
 
 def cluster_stores(
@@ -338,6 +365,9 @@ def cluster_stores(
     near = None
     if settings.traps.near_dup_links != "off":  # the pages' text fingerprints, shared
         near = ClusterNearDupStore(RedisNearDupStore(client, record.id))
-    return ClusterStores(frontier, ClusterRobotsStore(robots), gate, near)
+    digests = None
+    if dedups_payloads(settings):  # identical payloads: the crawl's digests, in its keys
+        digests = ClusterDigestStore(RedisDigestStore(client, record.id))
+    return ClusterStores(frontier, ClusterRobotsStore(robots), gate, near, digests)
 
 

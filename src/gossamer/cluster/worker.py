@@ -330,6 +330,7 @@ async def _work(worker: JoinedWorker, progress: IO[str] | None) -> int:
             fetcher=CLUSTER.fetcher,
             robots_store=stores.robots_store,
             near_dup_store=stores.near_dup_store,
+            digest_store=stores.digest_store,
             hooks=WorkerHooks(
                 session=session,
                 guard_fetcher=gate.guard,

@@ -59,6 +59,7 @@ from ..traps import QueryTraps, calendar_window
 from ..urls import LinkResolver, URLError, canonicalize, fingerprint, host_key, split_host_key
 from .ipgate import LocalIpGate
 from .machine import MB, DiskGuard
+from .payloads import IdenticalPayloads
 from .recrawl import NOT_MODIFIED_OUTCOME, Recrawl
 from .seams import IpGate, Sinks
 from .turns import Turns
@@ -220,8 +221,12 @@ class Crawler:
         robots_store: RobotsStore | None = None,
         follow: FollowHook | None = None,
         near_dups: NearDups | None = None,
+        payloads: IdenticalPayloads | None = None,
     ) -> None:
         self.settings = settings
+        # identical payloads (engine/payloads.py): checked before a page is recorded, claimed
+        # after, the claims flushed before its batch completes; None: every response whole
+        self.payloads = payloads
         # free space of the output directory's disk under --disk-margin: no more hosts, stop
         self.disk = DiskGuard(settings.output, settings.sinks.disk_margin * MB)
         # which of an HTML page's links to follow (an extractor's `follow`): None, all
@@ -661,6 +666,11 @@ class Crawler:
             mine, after = near.take()
             rows, read_to = await self._in_thread(near.exchange, mine, after)
             near.absorb(rows, read_to)
+        payloads = self.payloads
+        if payloads is not None:  # and the payloads they stored whole claimed
+            await self._off_loop(payloads.flush)
+            if payloads.maintenance_due():  # (an SQLite checkpoint: fsyncs, in a thread)
+                await self._in_thread(payloads.maintain)
         one_call = self._settle_call
         if one_call is not None:  # the links and the completion in one transaction (SQLite)
             queued, renewed, stale = one_call(
@@ -786,13 +796,24 @@ class Crawler:
                     # a big or contended host's next request on the wire now, not on the next
                     # loop iteration (after this page and a round of others): see _next_is_in
                     self._poll()
+                payloads = self.payloads
+                checked = payloads is not None and payloads.wants(result)
+                if checked:
+                    assert payloads is not None
+                    if self._io is None:
+                        payloads.check(result)
+                    else:  # (Redis: a round trip)
+                        await self._in_thread(payloads.check, result)
                 if not kept:
                     await self.turns.acquire(backlog)
                 keep = False
                 try:
-                    verdict, error = self._record(
-                        result, leased.depth, leased.parent, leased.attempts
-                    )
+                    if checked:
+                        verdict, error = self._record_checked(result, leased)
+                    else:
+                        verdict, error = self._record(
+                            result, leased.depth, leased.parent, leased.attempts
+                        )
                     taken = True
                     if verdict is Verdict.DONE:
                         edges = self._links(result, leased.depth, discovered)
@@ -1018,6 +1039,19 @@ class Crawler:
         return policy, True
 
     # ------------------------------------------------------------------ recording
+    def _record_checked(self, result: FetchResult, leased: LeasedURL) -> tuple[Verdict, str | None]:
+        """`_record` of a page whose payload was checked: its claim made once it is written
+        (`IdenticalPayloads.recorded`), dropped when a sink fails."""
+        payloads = self.payloads
+        assert payloads is not None
+        try:
+            outcome = self._record(result, leased.depth, leased.parent, leased.attempts)
+        except BaseException:
+            payloads.forget(result)
+            raise
+        payloads.recorded(result)
+        return outcome
+
     def _record(
         self, result: FetchResult, depth: int, parent: str | None, attempts: int
     ) -> tuple[Verdict, str | None]:

@@ -26,6 +26,7 @@ from .sink_registry import PageSink, SinkContext, build_sinks, overrides, regist
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
 
+    from .payloads import IdenticalPayloads
     from .recrawl import Recrawl
 
 
@@ -33,7 +34,9 @@ class Recorder:
     """Every registered sink of a crawl (`build_sinks`), each handed what it implements.
     `recrawl`: the validators of a re-crawled crawl (`--recrawl`); a 304 answer is then
     stored as a `revisit` record referring to the old capture, and logged with the old
-    validators when it carries none itself."""
+    validators when it carries none itself. `payloads`: the worker's identical-payload
+    check (engine/payloads.py): a page whose payload the crawl stored before is written as
+    an identical-payload-digest `revisit` record, and its log line says so."""
 
     def __init__(
         self,
@@ -43,11 +46,12 @@ class Recorder:
         version: str,
         part: str = "",
         recrawl: Recrawl | None = None,
+        payloads: IdenticalPayloads | None = None,
         extra: Sequence[PageSink] = (),
     ) -> None:
         self.recrawl = recrawl
         self.part = part
-        self.sinks = build_sinks(SinkContext(out, settings, version, part, recrawl))
+        self.sinks = build_sinks(SinkContext(out, settings, version, part, recrawl, payloads))
         self.sinks.extend((f"extra-{i}", sink) for i, sink in enumerate(extra))
         sinks = [sink for _, sink in self.sinks]
         # bound methods of the sinks that implement each call, gathered once (per page: one
@@ -142,6 +146,7 @@ class WarcSink(PageSink):
         settings, part = ctx.settings, ctx.part
         warc_dir = CrawlDir(ctx.out).warc_dir
         self.recrawl = ctx.recrawl
+        self.payloads = ctx.payloads
         if not part:  # a pool's parent recovers before its workers start
             recover(warc_dir)  # a killed run leaves `.open` files: keep whole records
         self.warc = WarcWriter(
@@ -166,6 +171,20 @@ class WarcSink(PageSink):
         old_date = None
         if revisit and self.recrawl is not None:
             old_date = self.recrawl.validators(fingerprint(result.url))[2]
+        verdict = self.payloads.verdict(result) if self.payloads is not None else None
+        if verdict is not None:  # a checked payload: its digest is known
+            first = verdict.first
+            self.warc.write_exchange(
+                result.url,
+                result.ip,
+                result.request_head,
+                result.response_head,
+                result.body,
+                result.started_at,
+                payload_sha1=verdict.digest,
+                identical_to=(first.uri, first.date) if first is not None else None,
+            )
+            return
         self.warc.write_exchange(
             result.url,
             result.ip,
@@ -189,6 +208,7 @@ class CrawlLogSink(PageSink):
 
     def __init__(self, ctx: SinkContext) -> None:
         self.recrawl = ctx.recrawl
+        self.payloads = ctx.payloads
         self.crawl_log = CrawlLog(CrawlDir(ctx.out).crawl_log, worker=ctx.part or None)
 
     def log(
@@ -207,6 +227,11 @@ class CrawlLogSink(PageSink):
             if status == 304 and self.recrawl is not None and not (etag or last_modified):
                 # not modified: the old validators still hold (a later re-crawl needs them)
                 etag, last_modified, _ = self.recrawl.validators(fingerprint(result.url))
+        marks: dict[str, str] = {} if dup is None else {"dup": dup[0], "dup_of": dup[1]}
+        if self.payloads is not None:  # identical payloads win over a near-duplicate's mark
+            verdict = self.payloads.verdict(result)
+            if verdict is not None and verdict.first is not None:
+                marks = {"dup": "identical", "dup_of": verdict.first.uri}
         self.crawl_log.write(
             url=result.url,
             status=result.status,
@@ -221,7 +246,7 @@ class CrawlLogSink(PageSink):
             started_at=result.started_at,
             etag=etag,
             last_modified=last_modified,
-            **({} if dup is None else {"dup": dup[0], "dup_of": dup[1]}),
+            **marks,
         )
 
     def flush(self) -> None:

@@ -21,6 +21,7 @@ from ..fetch import FetchResult
 from .events import PageEvent
 
 if TYPE_CHECKING:
+    from .payloads import IdenticalPayloads
     from .recrawl import Recrawl
 
 __all__ = [
@@ -38,14 +39,17 @@ __all__ = [
 @dataclass(frozen=True, slots=True)
 class SinkContext:
     """What a sink is built from: the crawl directory, the settings, gossamer's version,
-    the worker's part name ("" for the embedded crawl and a pool's parent) and the
-    validators of a re-crawled crawl (--recrawl)."""
+    the worker's part name ("" for the embedded crawl and a pool's parent), the
+    validators of a re-crawled crawl (--recrawl) and the worker's identical-payload check
+    (`payloads.verdict(result)`: whether a page's payload duplicates an earlier capture;
+    None with --no-dedup-payloads or --no-warc)."""
 
     out: Path
     settings: CrawlSettings
     version: str
     part: str = ""
     recrawl: Recrawl | None = None
+    payloads: IdenticalPayloads | None = None
 
 
 class PageSink:

@@ -155,6 +155,10 @@ def _crawl_of(
             "files": sum(w["files"] for w in warcs),
             "bytes": sum(w["bytes"] for w in warcs),
         },
+        "revisits": {
+            key: sum(r.get("revisits", {}).get(key, 0) for _, r, _ in found)
+            for key in ("records", "bytes_saved")
+        },
         "graph": graph_counts(*(CrawlDir(Path(r["directory"])).graph_dir for _, r, _ in found)),
     }
 
@@ -255,6 +259,11 @@ def _print_crawl(out: Path, crawl: dict[str, Any]) -> None:
     last = crawl["last_worker"]
     print(f"  frontier     {_kv(shown)}" + (f"  (the crawl's, at {last}'s end)" if last else ""))
     print(f"  warc         {crawl['warc']['files']} files, {crawl['warc']['bytes']:,} bytes")
+    rv = crawl["revisits"]
+    print(
+        f"  revisits     {rv['records']:,} (payloads identical to an earlier capture's), "
+        f"{rv['bytes_saved']:,} payload bytes not stored again"
+    )
     g = crawl["graph"]
     print(f"  link files   {g['nodes']:,} URLs, {g['edges']:,} links (every worker's parts)")
     items = crawl.get("items")

@@ -254,6 +254,8 @@ def read_crawl(out: Path) -> tuple[dict[str, Any], bytes]:
     warc_dir = crawl.warc_dir
     warcs = sorted(warc_dir.glob("*.warc.gz")) if warc_dir.is_dir() else []
     report["warc"] = {"files": len(warcs), "bytes": sum(p.stat().st_size for p in warcs)}
+    # pages whose payload an earlier capture had: WARC revisit records (identical payloads)
+    report["revisits"] = log["revisits"]
     report["graph"] = graph_counts(crawl.graph_dir)
     report["graph_stats"] = live_graph_stats(crawl.live_graph_stats)
     return report, log["page_hashes"]
@@ -416,7 +418,7 @@ def _scan_log(path: Path, runs: list[dict[str, Any]]) -> dict[str, Any]:
     pages = bytearray()  # 128-bit hashes of the page URLs fetched, for the distinct count
     near_of: dict[str, str] = {}  # a near-duplicate page's URL -> the URL it is near
     dups: Counter[str] = Counter()  # page fetches by their duplicate status
-    lines = fetches = body_bytes = 0
+    lines = fetches = body_bytes = revisits = saved = 0
     first_time: float | None = None
     if path.is_file():
         with path.open("rb") as f:
@@ -436,7 +438,11 @@ def _scan_log(path: Path, runs: list[dict[str, Any]]) -> dict[str, Any]:
                     end = t + float(rec.get("duration") or 0.0)
                     last = per_last[bucket]
                     per_last[bucket] = end if last is None else max(last, end)
-                body_bytes += int(rec.get("bytes") or 0)
+                nbytes = int(rec.get("bytes") or 0)
+                body_bytes += nbytes
+                if rec.get("dup") == "identical":  # a revisit record, its payload not stored
+                    revisits += 1
+                    saved += nbytes
                 if count_log_record(rec, outcomes, statuses, errors):
                     fetches += 1
                     per_pages[bucket] += 1
@@ -453,6 +459,7 @@ def _scan_log(path: Path, runs: list[dict[str, Any]]) -> dict[str, Any]:
         "pages": _distinct(bytes(pages), 16),
         "page_hashes": bytes(pages),
         "bytes": body_bytes,
+        "revisits": {"records": revisits, "bytes_saved": saved},
         "outcomes": outcomes,
         "statuses": statuses,
         "errors": errors,
@@ -697,6 +704,11 @@ def print_report(out: Path, *, as_json: bool = False) -> int:
     log = report["log"]
     print(f"  crawl log    {log['lines']} lines; outcomes {_kv(log['outcomes'])}")
     print(f"  warc         {report['warc']['files']} files, {report['warc']['bytes']:,} bytes")
+    rv = report["revisits"]
+    print(
+        f"  revisits     {rv['records']:,} (payloads identical to an earlier capture's), "
+        f"{rv['bytes_saved']:,} payload bytes not stored again"
+    )
     g = report["graph"]
     # two graphs: the link files name every URL met (crawled or not), the web graph's nodes
     # are the pages crawled with 2xx/3xx (docs/graph.md, "What a node is")

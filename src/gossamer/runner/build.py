@@ -2,13 +2,14 @@
 running worker out, for the embedded crawl, a pool's worker and a cluster worker alike.
 
 `embedded_stores` opens what a worker shares with the crawl's other processes: the frontier by
-name from the frontier registry ("sqlite" in the crawl directory), the `SqliteRobotsStore` and
-an IP gate (`LocalIpGate`, a pool worker's `PoolIpGate`, or `FileIpGate` for a worker run by
-hand); a cluster worker's stores come from cluster/stores.py instead. `worker` makes the rest
-of one worker: the `Resolver`, the fetcher by name from the fetcher registry (behind the IP
-gate's guard in a cluster), the `Recorder` over the registered sinks, and the `Crawler`. Which
-backends a mode uses is its `Backends`; runner/worker.py and cluster/worker.py build
-nothing themselves."""
+name from the frontier registry ("sqlite" in the crawl directory), the `SqliteRobotsStore`, the
+`SqliteDigestStore` (identical payloads) and an IP gate (`LocalIpGate`, a pool worker's
+`PoolIpGate`, or `FileIpGate` for a worker run by hand); a cluster worker's stores come from
+cluster/stores.py instead. `worker` makes the rest of one worker: the `Resolver`, the fetcher
+by name from the fetcher registry (behind the IP gate's guard in a cluster), the `Recorder`
+over the registered sinks (with the identical-payload check, engine/payloads.py), and the
+`Crawler`. Which backends a mode uses is its `Backends`; runner/worker.py and
+cluster/worker.py build nothing themselves."""
 
 from __future__ import annotations
 
@@ -27,6 +28,7 @@ from ..crawldir import CrawlDir
 from ..engine.crawler import Crawler
 from ..engine.extract import Extraction, load_extractor
 from ..engine.ipgate import FileIpGate, LocalIpGate, PoolIpGate
+from ..engine.payloads import IdenticalPayloads
 from ..engine.recorder import Recorder
 from ..engine.recrawl import Recrawl
 from ..engine.seams import IpGate
@@ -37,6 +39,7 @@ from ..frontier import Frontier
 from ..frontier._registry import FrontierPlace
 from ..frontier._registry import open_frontier as open_named_frontier
 from ..frontier._share import Share
+from ..frontier.digests import DigestStore, SqliteDigestStore
 from ..neardup import NearDups, NearDupStore, SqliteNearDupStore
 from ..robots_store import RobotsStore, SqliteRobotsStore
 
@@ -122,6 +125,13 @@ class EmbeddedStores:
     ip_gate: IpGate
     # the pages' text fingerprints (None: near-duplicate detection off)
     near_dup_store: NearDupStore | None = None
+    digest_store: DigestStore | None = None  # None: --no-dedup-payloads or --no-warc
+
+
+def dedups_payloads(settings: CrawlSettings) -> bool:
+    """Whether the crawl writes identical payloads as revisit records (WARC on, and
+    --dedup-payloads)."""
+    return settings.sinks.warc and settings.sinks.dedup_payloads
 
 
 def embedded_stores(
@@ -131,9 +141,9 @@ def embedded_stores(
     backends: Backends = EMBEDDED,
     ip_gate_socket: socket.socket | None = None,
 ) -> EmbeddedStores:
-    """The frontier, robots store and IP gate of the embedded crawl (`part` "") or of the
-    pool's worker `part` (its IP gate: the pool's broker on `ip_gate_socket`; without one, a
-    worker run by hand, lock files in the crawl directory)."""
+    """The frontier, robots store, digest store and IP gate of the embedded crawl (`part` "")
+    or of the pool's worker `part` (its IP gate: the pool's broker on `ip_gate_socket`;
+    without one, a worker run by hand, lock files in the crawl directory)."""
     crawl = CrawlDir(settings.output)
     # a pool's worker keeps to its share of the hosts, as a cluster worker does
     share = PoolShare(settings.output) if ip_gate_socket is not None else None
@@ -146,6 +156,16 @@ def embedded_stores(
     except BaseException:
         frontier.close()
         raise
+    digest_store = None
+    if dedups_payloads(settings):
+        try:
+            digest_store = SqliteDigestStore(crawl.digests)
+        except BaseException:
+            if near_dup_store is not None:
+                near_dup_store.close()
+            robots_store.close()
+            frontier.close()
+            raise
     per_ip = settings.politeness.per_ip
     gate: IpGate
     if ip_gate_socket is not None:
@@ -154,7 +174,7 @@ def embedded_stores(
         gate = FileIpGate(crawl.ip_locks, per_ip)
     else:
         gate = LocalIpGate(per_ip)
-    return EmbeddedStores(frontier, robots_store, gate, near_dup_store)
+    return EmbeddedStores(frontier, robots_store, gate, near_dup_store, digest_store)
 
 
 @dataclass(frozen=True, slots=True)
@@ -178,6 +198,7 @@ def worker(
     clock: Callable[[], float],
     revalidate: Recrawl | None = None,
     robots_store: RobotsStore | None = None,
+    digest_store: DigestStore | None = None,
     extra_sinks: Sequence[PageSink] = (),
     near_dups: NearDups | None = None,
 ) -> WorkerParts:
@@ -185,16 +206,20 @@ def worker(
     fetcher registered as `fetcher` (wrapped by `guard_fetcher`: a cluster's IP gate), and
     its sinks (`part`: the pool worker's part files; `extra_sinks` after the registered
     ones), and the extractor the settings name (`extract`: engine/extract.py; PluginError
-    when it cannot be loaded)."""
+    when it cannot be loaded). `digest_store`: the crawl's payload digests (identical
+    payloads written as revisits; None: every response whole)."""
     resolver = Resolver.from_settings(
         settings.fetch.resolve,
         settings.fetch.resolve_file,
         allow_private=settings.fetch.allow_private,
     )
     client = open_fetcher(fetcher, settings, resolver)
+    payloads = None
+    if digest_store is not None and dedups_payloads(settings):
+        payloads = IdenticalPayloads(digest_store)
     extraction = None
     if settings.sinks.extract is not None:  # an extractor: its items, its `follow`
-        ctx = SinkContext(settings.output, settings, __version__, part, revalidate)
+        ctx = SinkContext(settings.output, settings, __version__, part, revalidate, payloads)
         extraction = Extraction(load_extractor(settings.sinks.extract), ctx)
         extra_sinks = (extraction, *extra_sinks)
     recorder = Recorder(
@@ -203,6 +228,7 @@ def worker(
         version=__version__,
         part=part,
         recrawl=revalidate,
+        payloads=payloads,
         extra=extra_sinks,
     )
     crawler = Crawler(
@@ -218,5 +244,6 @@ def worker(
         robots_store=robots_store,
         follow=extraction.follow if extraction is not None else None,
         near_dups=near_dups,
+        payloads=payloads,
     )
     return WorkerParts(crawler, client, recorder)

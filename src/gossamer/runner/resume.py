@@ -71,6 +71,7 @@ RUN_TIME = frozenset(
         "max_body",
         "robots_ttl",
         "warc_max_bytes",
+        "dedup_payloads",
         "disk_margin",
         "live_graph",
         "extract",

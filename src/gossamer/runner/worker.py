@@ -33,6 +33,7 @@ from ..engine.seams import IpGate
 from ..engine.sink_registry import PageSink
 from ..fetch import Fetcher, Fetching
 from ..frontier import Frontier
+from ..frontier.digests import DigestStore
 from ..neardup import NearDups, NearDupStore
 from ..report.progress import ProgressDisplay, show_worker_progress
 from ..report.summary import worker_summary
@@ -145,6 +146,7 @@ async def run_embedded(
         revalidate=revalidate,
         robots_store=stores.robots_store,
         near_dup_store=stores.near_dup_store,
+        digest_store=stores.digest_store,
         heartbeat=part or MAIN_WORKER,
         hooks=EMBEDDED_HOOKS if hooks is None else hooks,
     )
@@ -162,6 +164,7 @@ async def run_engine(
     revalidate: Recrawl | None = None,
     robots_store: RobotsStore | None = None,
     near_dup_store: NearDupStore | None = None,
+    digest_store: DigestStore | None = None,
     heartbeat: str | None = None,
     hooks: WorkerHooks = EMBEDDED_HOOKS,
 ) -> int:
@@ -174,7 +177,8 @@ async def run_engine(
     Storage errors (OSError, sqlite3.Error and the hooks' `storage_errors`) end the worker
     with 74. `robots_store` is the crawl's shared robots.txt store (closed here with the
     frontier; None: this worker's cache only), `near_dup_store` the crawl's text
-    fingerprints (closed here too; None: this worker's own, kept in memory). `heartbeat`:
+    fingerprints (closed here too; None: this worker's own, kept in memory), `digest_store`
+    its payload digests (closed here too; None: every response stored whole). `heartbeat`:
     this worker's id in the crawl directory's heartbeats (engine/heartbeat.py; None: none,
     as a cluster worker, which beats in Redis)."""
     out = settings.output
@@ -193,6 +197,7 @@ async def run_engine(
         clock=hooks.clock,
         revalidate=revalidate,
         robots_store=robots_store,
+        digest_store=digest_store,
         extra_sinks=hooks.sinks,
         near_dups=near_dups,
     )
@@ -273,6 +278,8 @@ async def run_engine(
                             near_dups.close()
                         except errors:
                             exit_code = exit_code or 74
+                    if digest_store is not None:
+                        digest_store.close()
                     if beats is not None:
                         beats.finish()
         finally:

@@ -5,8 +5,10 @@ A writer appends one gzip member per record to `….warc.gz.open`, hands each ex
 in one write, and on rotation or `close()` fsyncs and renames the file; a killed process leaves
 at worst one partial member, which `recover(directory)` cuts off, and a failed write (disk
 full) is rolled back to the last record boundary. A 304 to a conditional GET is a `revisit`
-record; a decoded body's headers are renamed so no replay tool decodes it twice. Record
-fields, life cycle and compression: docs/crawler/outputs.md, "WARC"."""
+record (server-not-modified), and so is a payload identical to an earlier capture's
+(identical-payload-digest, `identical_to`); a decoded body's headers are renamed so no replay
+tool decodes it twice. Record fields, life cycle and compression: docs/crawler/outputs.md,
+"WARC"."""
 
 from __future__ import annotations
 
@@ -229,6 +231,15 @@ _REVISIT_HEAD: Final = (
     b"WARC-Refers-To-Target-URI: %b\r\n%bWARC-Block-Digest: sha1:%b\r\n"
     b"Content-Type: application/http;msgtype=response\r\nContent-Length: %d\r\n\r\n"
 )
+#: WARC 1.1 §6.7.2: a payload identical (by its digest) to an earlier capture's; the block is
+#: the HTTP head alone
+_IDENTICAL_HEAD: Final = (
+    b"WARC/1.1\r\nWARC-Type: revisit\r\nWARC-Record-ID: %b\r\n%bWARC-Concurrent-To: %b\r\n"
+    b"WARC-Profile: http://netpreserve.org/warc/1.1/revisit/identical-payload-digest\r\n"
+    b"WARC-Refers-To-Target-URI: %b\r\nWARC-Refers-To-Date: %b\r\n"
+    b"WARC-Payload-Digest: sha1:%b\r\nWARC-Block-Digest: sha1:%b\r\n"
+    b"Content-Type: application/http;msgtype=response\r\nContent-Length: %d\r\n\r\n"
+)
 _COMMON: Final = b"WARC-Date: %b\r\nWARC-Warcinfo-ID: %b\r\nWARC-Target-URI: %b\r\n%b"
 
 
@@ -432,6 +443,8 @@ class WarcWriter:
         decoded: bool = True,
         revisit: bool = False,
         refers_to_date: str | None = None,
+        payload_sha1: bytes | None = None,
+        identical_to: tuple[str, float] | None = None,
     ) -> RecordLocation:
         """Write a response record and its request record; returns where the response went.
 
@@ -440,7 +453,11 @@ class WarcWriter:
         docstring); `fetched_at`: time.time() of the request; `truncated`: True (the size
         limit: `length`) or a WARC-Truncated reason (`time`, `disconnect`, ...); `revisit`:
         write the response as a server-not-modified `revisit` record (a 304), referring to
-        the capture made at `refers_to_date` (a WARC-Date text) when given."""
+        the capture made at `refers_to_date` (a WARC-Date text) when given.
+        `payload_sha1`: the body's SHA-1 (20 bytes), when the caller has it already;
+        `identical_to`: (URI, time.time() of its fetch) of an earlier capture of the same
+        payload: the response is written as an identical-payload-digest `revisit` record,
+        its HTTP head kept, its payload left out."""
         if self._closed:
             raise ValueError("write to a closed WarcWriter")
         ip_line = b"WARC-IP-Address: %b\r\n" % ip.encode("ascii", "replace") if ip else b""
@@ -460,8 +477,24 @@ class WarcWriter:
         warc_date = _warc_date(fetched_at)
         common = _COMMON % (warc_date, self._warcinfo_id, target, ip_line)
         block = hashlib.sha1(resp_head)
-        block.update(body)
-        if revisit:
+        payload_b32 = b""
+        if identical_to is not None:
+            if payload_sha1 is None:
+                payload_sha1 = hashlib.sha1(body).digest()
+            payload_b32 = _b32(payload_sha1)
+            head = _IDENTICAL_HEAD % (
+                resp_id,
+                common,
+                req_id,
+                _uri_safe(identical_to[0]),
+                _warc_date(identical_to[1]),
+                payload_b32,
+                _b32(block.digest()),
+                len(resp_head),
+            )
+            body = b""
+        elif revisit:
+            block.update(body)
             date = refers_to_date.encode("ascii", "replace") if refers_to_date else b""
             head = _REVISIT_HEAD % (
                 resp_id,
@@ -473,7 +506,10 @@ class WarcWriter:
                 len(resp_head) + len(body),
             )
         else:
-            payload_b32 = _b32(hashlib.sha1(body).digest())
+            block.update(body)
+            if payload_sha1 is None:
+                payload_sha1 = hashlib.sha1(body).digest()
+            payload_b32 = _b32(payload_sha1)
             head = _RESPONSE_HEAD % (
                 resp_id,
                 common,
@@ -498,9 +534,9 @@ class WarcWriter:
         if part is not None:
             status, mime = http_status_and_mime(resp_head)
             digest = None
-            if revisit:  # cdxj-indexer: this mime, and no digest (the record has no payload)
+            if revisit or identical_to is not None:  # cdxj-indexer: this mime
                 mime = "warc/revisit"
-            else:
+            if payload_b32:  # (a 304's revisit has no payload digest)
                 digest = "sha1:" + payload_b32.decode("ascii")
             part.add(
                 cdxj_line(
