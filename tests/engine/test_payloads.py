@@ -142,8 +142,16 @@ class _Sinks(FakeSinks):
         if verdict is not None:
             self.seen[result.url] = verdict.first
 
-    def log(self, result: FetchResult, *, depth: int, parent: str | None, outcome: str) -> None:
-        super().log(result, depth=depth, parent=parent, outcome=outcome)
+    def log(
+        self,
+        result: FetchResult,
+        *,
+        depth: int,
+        parent: str | None,
+        outcome: str,
+        dup: tuple[str, str] | None = None,
+    ) -> None:
+        super().log(result, depth=depth, parent=parent, outcome=outcome, dup=dup)
         self.logged_dup[result.url] = self.payloads.verdict(result) is not None
 
 
