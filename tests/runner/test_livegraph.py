@@ -35,8 +35,10 @@ class _Loop:
         self.checks = 0  # budget checks (CPU time reads)
         real_write, real_cpu = _follow.write_once, livegraph._cpu_used
 
-        def write(follower: Any, path: Path, *, final: bool) -> tuple[float, float]:
-            took = real_write(follower, path, final=final)
+        def write(
+            follower: Any, path: Path, *, final: bool, full: bool = True
+        ) -> tuple[float, float]:
+            took = real_write(follower, path, final=final, full=full)
             self.writes.append(final)  # (once written)
             return took
 

@@ -9,8 +9,13 @@ them. A refresh is due every `interval` seconds (and at least ten times its last
 twenty times its CPU time after it), but runs only while the machine has half a core idle, or
 while the child's CPU stays within `cpu_share` of one core over the crawl's time
 (`GOSSAMER_LIVE_GRAPH_CPU`). Its stdin is the control channel: `end` asks for the final
-statistics, written by a fork so the crawl does not wait; end of file without it exits
-without writing. The child, then its fork, hold `graph/follow.lock`."""
+statistics, written by a fork so the crawl does not wait: the fork starts computing at the
+end of file that follows, which the crawl sends once it has finished (its CDX index and
+summary written), so the final statistics do not take the CPU the crawl's end needs; end of
+file without `end` exits without writing. The child, then its fork, hold `graph/follow.lock`.
+A refresh updates the graph's counts; every FULL_EVERY intervals (and at least FULL_BACKOFF
+times the last full refresh's wall time) it is a full one: PageRank, top pages, power-law fits
+and distances too (graph/_follow.py)."""
 
 from __future__ import annotations
 
@@ -43,6 +48,10 @@ _SPARE_CORES: Final = 0.5
 _FIRST_COST_S: Final = 0.6
 _RECHECK_S: Final = 1.0  # over the budget: look again after this long
 _NICE: Final = 10  # the crawl's processes come first on a busy machine
+#: a full refresh (distances, PageRank, fits) every this many intervals at most ...
+FULL_EVERY: Final = 6
+#: ... and at least this many times the last full refresh's wall time after it
+FULL_BACKOFF: Final = 20.0
 
 
 def _cpu_used() -> float:
@@ -124,6 +133,7 @@ def _loop(
 
     started = time.monotonic()
     due = started + interval
+    full_due = 0.0  # the first refresh is a full one
     cost = _FIRST_COST_S
     machine = _Machine()
     fd = control.fileno()
@@ -132,7 +142,7 @@ def _loop(
         if ready:
             line = control.readline()
             if line == END:
-                return _final(_follow_module(), made(), path, detach_final)
+                return _final(_follow_module, made, path, detach_final, fd)
             if not line:
                 return 1
             continue
@@ -147,9 +157,13 @@ def _loop(
             continue
         try:
             if made().read():
-                took, cpu = _follow_module().write_once(made(), path, final=False)
+                full = now >= full_due
+                took, cpu = _follow_module().write_once(made(), path, final=False, full=full)
                 cost = cpu
-                due = time.monotonic() + max(interval, BACKOFF * took, _CPU_BACKOFF * cpu)
+                done = time.monotonic()
+                due = done + max(interval, BACKOFF * took, _CPU_BACKOFF * cpu)
+                if full:
+                    full_due = done + max(FULL_EVERY * interval, FULL_BACKOFF * took)
             else:
                 due = now + interval
         except (OSError, ValueError) as exc:  # the next refresh tries again; the end says
@@ -157,10 +171,27 @@ def _loop(
             due = now + 60.0
 
 
-def _final(follow: Any, follower: Any, path: Path, detach_final: bool) -> int:
+def _wait_end_of_file(fd: int) -> None:
+    """Until the control channel `fd` is closed (what else comes is ignored)."""
+    while True:
+        select.select([fd], [], [])
+        try:
+            if not os.read(fd, 4096):
+                return
+        except OSError:
+            return
+
+
+def _final(follow: Any, follower: Any, path: Path, detach_final: bool, control: int) -> int:
+    """The final statistics (`follow`, `follower`: called for the module and the follower,
+    so a fork imports numpy and scipy itself when no refresh did); detached, once `control`
+    reaches its end of file."""
+
     def write() -> int:
         try:
-            follow.write_once(follower, path, final=True)
+            if detach_final:
+                _wait_end_of_file(control)
+            follow().write_once(follower(), path, final=True)
         except (OSError, ValueError) as exc:
             print(f"gossamer: cannot write {path}: {exc}", file=sys.stderr)
             return 1
