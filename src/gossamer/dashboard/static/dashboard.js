@@ -543,7 +543,7 @@ function slowAge(g) {
   const d = g.distances_age_s, r = g.ranking_age_s;
   if (d === undefined && r === undefined) return g.final ? "final" : "-";
   if (d === null || d === undefined) return "not yet";
-  return d < 0.05 ? "this refresh" : `${num(d, 0)} s older`;
+  return d < 0.05 ? "current" : `${num(d, 0)} s old`;
 }
 
 // ---- worker table --------------------------------------------------------------------
