@@ -281,11 +281,27 @@ def _live_graph(out: Path) -> Iterator[Callable[[], None]]:
         yield end
     finally:
         end()
-        code = child.wait()  # (it exits on `end`; its fork waits for the close below)
         with contextlib.suppress(OSError):
-            control.close()
-        if code != 0:  # (its reason is on its stderr; the crawl's own exit status stands)
+            control.close()  # (its fork's cue: the final statistics now)
+        _reap_live_graphs()
+        try:  # it exits on `end`, as a rule long before this: the crawl waits little for it
+            code: int | None = child.wait(timeout=_LIVE_GRAPH_EXIT_WAIT_S)
+        except subprocess.TimeoutExpired:  # busy in a refresh, at niceness 10 on a loaded
+            code = None  # machine: it exits by itself; reaped later (or by init)
+            _UNREAPED.append(child)
+        if code not in (None, 0):  # (its reason is on its stderr; the crawl's status stands)
             _log.warning(f"the live graph of {out} failed (exit {code}): no final statistics")
+
+
+#: how long an ending crawl waits for its live graph's child to exit (it has `end` already)
+_LIVE_GRAPH_EXIT_WAIT_S = 0.1
+#: live graph children that had not exited when their crawl ended (kept, so that none is
+#: garbage-collected while it runs), reaped at the next crawl's end
+_UNREAPED: list[subprocess.Popen[bytes]] = []
+
+
+def _reap_live_graphs() -> None:
+    _UNREAPED[:] = [c for c in _UNREAPED if c.poll() is None]
 
 
 def write_cdx_index(out: Path, code: int) -> int:
