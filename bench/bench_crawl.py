@@ -97,6 +97,7 @@ import functools
 import itertools
 import json
 import os
+import shlex
 import shutil
 import signal
 import statistics
@@ -426,6 +427,35 @@ def _live_graph_costs(runs: list[CrawlRun]) -> None:
             f"({len(cs)} rounds: {shown}){verdict}; the crawl's CPU a page (its process "
             f"tree, the live graph's child included) {statistics.median(cpu[base]):+.1%} "
             f"(range {min(cpu[base]):+.1%} .. {max(cpu[base]):+.1%})"
+        )
+
+
+def _variant_tag(suffix: str, extra: list[str]) -> str:
+    """A gossamer crawl's variant in its directory's name (after gossamer-wN)."""
+    if suffix == " + --extract":
+        return "-x"
+    if suffix.endswith(BASELINE):
+        return "-lg-base"
+    if suffix.endswith(LIVE_ON):
+        return "-lg"
+    if suffix.endswith(LIVE_OFF):
+        return "-nolg"
+    return "-also" if extra else ""
+
+
+def _also_costs(runs: list[CrawlRun], suffix: str) -> None:
+    """`--gossamer-also`: each configuration's pages/s of its plain runs over those with the
+    flags (run right after, so in pairs): every round's ratio, their median and spread."""
+    by_config: dict[str, list[float]] = {}
+    for plain, also in itertools.pairwise(runs):
+        if also.config == plain.config + suffix and also.pages_per_s:
+            by_config.setdefault(plain.config, []).append(plain.pages_per_s / also.pages_per_s)
+    print(f"\n## pages/s without{suffix[2:]!r} over with it, same round")
+    for config, ratios in by_config.items():
+        shown = ", ".join(f"{r:.3f}" for r in ratios)
+        print(
+            f"  {config}: median {statistics.median(ratios):.3f}, spread "
+            f"{min(ratios):.3f}-{max(ratios):.3f} (rounds: {shown})"
         )
 
 
@@ -1458,6 +1488,12 @@ def main(argv: list[str] | None = None) -> int:
         "first on PYTHONPATH (the src/ of an earlier commit, e.g. `git archive COMMIT src | "
         "tar -x -C /tmp/base`), in each round beside the others: the cost before and after",
     )
+    p.add_argument(
+        "--gossamer-also",
+        metavar="FLAGS",
+        help="run each gossamer crawl again with these flags, right after it (interleaved: "
+        "'--near-dup-links off' measures near-duplicate detection), audited the same way",
+    )
     p.add_argument("--nginx-workers", type=int, default=1)
     p.add_argument(
         "--scrapy-seconds", type=float, default=45.0, help="stop Scrapy after S s (0: never)"
@@ -1688,8 +1724,10 @@ def bench_web(web: str, parts: set[str], args: argparse.Namespace, work: Path) -
                     variants.reverse()
             if args.gossamer_extract:  # the same crawl with an extractor, right after
                 variants.append((" + --extract", ["--extract", args.gossamer_extract]))
+            if args.gossamer_also:  # the same crawl with other flags, right after
+                variants.append((f" + {args.gossamer_also}", shlex.split(args.gossamer_also)))
             for suffix, extract in variants:
-                env = _bench_path_env() if extract else None
+                env = _bench_path_env() if suffix == " + --extract" else None
                 if suffix.endswith(BASELINE):  # the baseline's sources first
                     env = dict(env or os.environ)
                     env["PYTHONPATH"] = os.pathsep.join(
@@ -1703,9 +1741,7 @@ def bench_web(web: str, parts: set[str], args: argparse.Namespace, work: Path) -
                     export,
                     args,
                     name=f"gossamer-w{workers}"
-                    + ("-x" if "--extract" in extract else "")
-                    + ("-lg" if LIVE_ON in extract else "-nolg" if LIVE_OFF in extract else "")
-                    + ("-base" if suffix.endswith(BASELINE) else "")
+                    + _variant_tag(suffix, extract)
                     + (f"-r{rnd + 1}" if rounds > 1 else ""),
                     config=label + suffix,
                     workers=workers,
@@ -1723,6 +1759,8 @@ def bench_web(web: str, parts: set[str], args: argparse.Namespace, work: Path) -
             _extract_costs(runs)
         if args.live_graph_cost:
             _live_graph_costs(runs)
+        if args.gossamer_also:
+            _also_costs(runs, f" + {args.gossamer_also}")
     cluster_runs: list[CrawlRun] = []
     for n in (int(w) for w in args.cluster.split(",") if w.strip()):
         print(f"\n## gossamer cluster mode, {n} worker(s) (Redis, audited)", flush=True)

@@ -217,3 +217,18 @@ def test_a_broken_pipe_other_than_stdout_is_not_hidden(
         monkeypatch.setattr("sys.stdout", out)
         with pytest.raises(BrokenPipeError, match="a worker's pipe"):
             gossamer.cli.main(["report", str(tmp_path)])
+
+
+def test_version_answers_as_the_parser_does(capsys: pytest.CaptureFixture[str]) -> None:
+    """`gossamer --version` alone answers before the parser is built (what a machine of a
+    machine list is asked: runner/machines.probe reads `gossamer VERSION`), as argparse's
+    own --version action does."""
+    from gossamer import __version__
+    from gossamer.cli import main
+
+    assert main(["--version"]) == 0
+    fast = capsys.readouterr().out
+    assert fast == f"gossamer {__version__}\n"
+    with pytest.raises(SystemExit) as done:
+        build_parser(with_testweb=False).parse_args(["--version"])
+    assert done.value.code == 0 and capsys.readouterr().out == fast

@@ -35,7 +35,7 @@ PKG = ROOT / "src" / "gossamer"
 #: the layout's file names, wherever a string holds one (`*` or a part in place of `[^/\s]*`)
 FILE_NAMES = re.compile(
     r"(?<![\w.-])(?:"
-    r"crawl\.json|frontier\.sqlite|robots\.sqlite|index\.cdxj"
+    r"crawl\.json|frontier\.sqlite|robots\.sqlite|neardup\.sqlite|index\.cdxj"
     r"|crawl[^/\s]*\.log\.jsonl|gossamer\.log\.jsonl"
     r"|(?:nodes|edges)[^/\s]*\.tsv|stats[^/\s]*\.json|runs\.jsonl|control\.json"
     r"|follow\.lock|follow\.log|worker\.json|resolve\.txt|journal\.bin|items[^/\s]*\.jsonl"
@@ -185,6 +185,7 @@ def test_the_paths_of_a_crawl_directory() -> None:
         "manifest": "DIR/crawl.json",
         "frontier": "DIR/frontier.sqlite",
         "robots": "DIR/robots.sqlite",
+        "near_dups": "DIR/neardup.sqlite",
         "warc_dir": "DIR/warc",
         "cdx_index": "DIR/warc/index.cdxj",
         "crawl_log": "DIR/crawl.log.jsonl",

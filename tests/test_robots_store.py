@@ -393,7 +393,15 @@ class NoSinks:
     def exchange(self, result: FetchResult) -> None:
         pass
 
-    def log(self, result: FetchResult, *, depth: int, parent: str | None, outcome: str) -> None:
+    def log(
+        self,
+        result: FetchResult,
+        *,
+        depth: int,
+        parent: str | None,
+        outcome: str,
+        dup: tuple[str, str] | None = None,
+    ) -> None:
         pass
 
     def edges(self, src: str, dsts: list[tuple[str, str]]) -> None:

@@ -294,7 +294,8 @@ def _machine_flags(c: Any) -> None:
         type=Path,
         metavar="FILE",
         help="start the workers on these machines over SSH, one `[user@]host[:port] "
-        "[workers=N] [out=DIR]` a line (default: $GOSSAMER_MACHINES; docs/deploy.md)",
+        "[workers=N] [out=DIR]` a line (default: $GOSSAMER_MACHINES; docs/deploy.md); the "
+        "list is kept with the crawl: scaling and resuming it without --machines use it",
     )
     c.add_argument(
         "--ssh",
@@ -310,9 +311,11 @@ def _machine_flags(c: Any) -> None:
     )
 
 
-def _machines_of(args: argparse.Namespace) -> Any:
+def _machines_of(args: argparse.Namespace, *, the_crawls: bool = False) -> Any:
     """The machines of --machines (or $GOSSAMER_MACHINES) with the ssh and remote commands
-    (cluster.control.Machines), None without; ValueError for a bad list."""
+    (cluster.control.Machines), None without; ValueError for a bad list. `the_crawls`
+    (a command on an existing crawl): without a list, none with those commands, for the
+    crawl's own machine list (`Machines.for_crawl`)."""
     from .runner.machines import (
         DEFAULT_REMOTE,
         DEFAULT_SSH,
@@ -323,7 +326,7 @@ def _machines_of(args: argparse.Namespace) -> Any:
     )
 
     path = args.machines or (Path(env) if (env := os.environ.get(MACHINES_ENV)) else None)
-    if path is None:
+    if path is None and not the_crawls:
         for name in ("ssh", "remote_command"):
             if getattr(args, name) is not None:
                 raise ValueError(f"--{name.replace('_', '-')} is for --machines FILE")
@@ -331,7 +334,7 @@ def _machines_of(args: argparse.Namespace) -> Any:
     from .cluster.control import Machines
 
     return Machines(
-        read_machines(path),
+        read_machines(path) if path is not None else (),
         ssh=args.ssh or os.environ.get(SSH_ENV) or DEFAULT_SSH,
         remote=args.remote_command or os.environ.get(REMOTE_ENV) or DEFAULT_REMOTE,
     )
@@ -720,7 +723,7 @@ def _resume_cluster_crawl(args: argparse.Namespace) -> int:
     from .cluster.control import resume_cluster_crawl
 
     try:
-        machines = _machines_of(args)
+        machines = _machines_of(args, the_crawls=True)
     except ValueError as exc:
         return _usage_error(str(exc))
     workers = args.workers
@@ -818,12 +821,16 @@ def _add_cluster(sub: Any) -> None:
         description="With DIR: the worker pool of the crawl running in DIR (`gossamer crawl "
         "--workers N`) grows or shrinks to N (1 to 64; docs/crawler.md). With --redis URL: "
         "local workers of a cluster crawl are started or stopped so that N run on this "
-        "machine (docs/cluster.md); with --machines FILE too, so that N run across those "
-        "machines, started over SSH (docs/deploy.md).",
+        "machine (docs/cluster.md); with --machines FILE too, or for a crawl started with "
+        "a machine list (kept with it), so that N run across those machines, started over "
+        "SSH (docs/deploy.md).",
     )
     p.add_argument("dir", type=Path, nargs="?", metavar="DIR", help="an embedded crawl's directory")
     _redis_arguments(p, required=False)
-    p.add_argument("--scale", type=int, required=True, metavar="N", help="workers on this machine")
+    p.add_argument(
+        "--scale", type=int, required=True, metavar="N",
+        help="workers on this machine (with a machine list: across its machines)",
+    )  # fmt: skip
     p.add_argument(
         "-o", "--output", type=Path, default=Path("gossamer-worker"), metavar="DIR",
         help="outputs of started workers (default ./gossamer-worker; with --machines: on a "
@@ -887,7 +894,7 @@ def _run_scale(args: argparse.Namespace) -> int:
     from .cluster.control import workers_main
 
     try:
-        machines = _machines_of(args)
+        machines = _machines_of(args, the_crawls=True)
     except ValueError as exc:
         return _usage_error(str(exc))
     return workers_main(args.redis, args.crawl, args.scale, out=args.output, machines=machines)
@@ -1284,6 +1291,9 @@ def _stdout_is_closed() -> bool:
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    if argv == ["--version"]:  # without building the parser (~1 s of imports): what a
+        print(f"gossamer {__version__}")  # machine is asked before it takes workers
+        return Exit.OK
     command = next((a for a in argv if not a.startswith("-")), None)
     parser = build_parser(with_testweb=command not in _LIGHT_COMMANDS)
     logs.configure()  # until the flags are read: an error meanwhile still says "gossamer: error:"

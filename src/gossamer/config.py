@@ -437,6 +437,15 @@ class TrapsSettings(_Group):
     max_query_shapes: int | None = Field(
         50, ge=1, description="distinct parameter-name sequences one path may have (per worker)"
     )
+    near_dup_links: Literal["skip", "follow", "off"] = Field(
+        "skip",
+        description="the links of a page whose text is a near-duplicate of a page crawled "
+        "before: skip (not followed, as BUbiNG does), follow, or off (no near-duplicate "
+        "detection)",
+    )
+    near_dup_distance: int = Field(
+        3, ge=0, le=7, description="fingerprints this many bits apart (of 64) are near-duplicates"
+    )
 
     @field_validator(
         "max_path_segments",
@@ -562,6 +571,8 @@ RECRAWL_CARRIED = frozenset(
         "calendar_years_ahead",
         "max_queries_per_path",
         "max_query_shapes",
+        "near_dup_links",
+        "near_dup_distance",
         "warc",
     }
 )

@@ -4,6 +4,7 @@ here and nowhere else: `CrawlDir(path)` gives each file's path (docs/crawler/out
     crawl.json            the settings (also the `testweb audit --crawl` contract)
     frontier.sqlite       queues, dedupe, leases, host state (WAL)
     robots.sqlite         robots.txt answers, shared by the workers (WAL)
+    neardup.sqlite        the pages' text fingerprints, shared by the workers (WAL)
     warc/                 WARC 1.1 files, per-record gzip, rotated by size
     warc/index.cdxj       their CDXJ index (pywb), written as each run ends
     warc/cdx/             each WARC file's own index, merged into index.cdxj
@@ -68,6 +69,7 @@ __all__ = [
     "JOURNAL",
     "LOCK",
     "MANIFEST",
+    "NEAR_DUPS",
     "RESOLVE",
     "ROBOTS",
     "RUNS",
@@ -87,6 +89,7 @@ __all__ = [
 MANIFEST: Final = "crawl.json"
 FRONTIER: Final = "frontier.sqlite"
 ROBOTS: Final = "robots.sqlite"
+NEAR_DUPS: Final = "neardup.sqlite"
 WARC_DIR: Final = "warc"
 #: in the WARC directory: the index of every WARC file, and the directory of each one's
 CDX_INDEX: Final = "index.cdxj"
@@ -137,6 +140,8 @@ _LAYOUT_ENTRIES: Final = (
     f"{FRONTIER}-*",
     ROBOTS,
     f"{ROBOTS}-*",
+    NEAR_DUPS,
+    f"{NEAR_DUPS}-*",
     WARC_DIR,
     _CRAWL_LOGS,
     DIAGNOSTICS,
@@ -178,6 +183,10 @@ class CrawlDir:
     @property
     def robots(self) -> Path:
         return self.path / ROBOTS
+
+    @property
+    def near_dups(self) -> Path:
+        return self.path / NEAR_DUPS
 
     @property
     def warc_dir(self) -> Path:

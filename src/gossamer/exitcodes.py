@@ -18,7 +18,7 @@ class Exit(IntEnum):
     UNAVAILABLE = 69  # EX_UNAVAILABLE: a service the command needs (Redis) cannot be reached
     IOERR = 74  # EX_IOERR: the outputs cannot be written (disk full, …); nothing is lost
     TEMPFAIL = 75  # EX_TEMPFAIL: not done yet, try again (`stop --wait S`: workers still running)
-    NOPERM = 77  # EX_NOPERM: Redis refused the password (or asks for one)
+    NOPERM = 77  # EX_NOPERM: Redis refused the password (or asks for one), or is not trusted
     INTERRUPTED = 130  # stopped by SIGINT (Ctrl-C); resumable
     TERMINATED = 143  # stopped by SIGTERM; resumable
 
@@ -32,7 +32,8 @@ MEANINGS: dict[int, str] = {
     Exit.IOERR: "the outputs cannot be written (disk full, or under --disk-margin, …); "
     "nothing is lost, resume later",
     Exit.TEMPFAIL: "not done yet: `gossamer stop --wait S` found workers still running after S s",
-    Exit.NOPERM: "Redis refused the password, or asks for one that was not given",
+    Exit.NOPERM: "Redis refused the password, or asks for one that was not given; or its TLS "
+    "certificate is not trusted",
     Exit.INTERRUPTED: "stopped by SIGINT (Ctrl-C); resume to go on",
     Exit.TERMINATED: "stopped by SIGTERM; resume to go on",
 }

@@ -19,6 +19,7 @@ from gossamer.cluster.crawls import (
     open_frontier,
     request_stop,
     resume_crawl,
+    store_machines,
 )
 from gossamer.cluster.members import Membership, WorkerStatus
 from gossamer.config import CrawlSettings, load_settings
@@ -100,6 +101,35 @@ def test_frontier_factory_and_refusals(client: RedisClient, tmp_path: Path) -> N
     with pytest.raises(CrawlRecordError, match="seed"):
         create_crawl(client, [], s, frontier_factory=factory)
     assert [c.id for c in list_crawls(client)] == ["mine"]
+
+
+def test_the_machine_list_is_kept_with_the_crawl(client: RedisClient, tmp_path: Path) -> None:
+    """A crawl keeps the machine list it was created with, and the one given later (what
+    `workers --scale`, a resume and the dashboard's slider start its workers on)."""
+    from gossamer.cluster.control import Machines
+    from gossamer.runner.machines import Machine
+
+    s = settings(tmp_path)
+    mk = lambda c, i, st: MemoryFrontier()  # noqa: E731
+    plain = load_crawl(client, create_crawl(client, s.seeds, s, crawl_id="p", frontier_factory=mk))
+    assert plain.machines == "" and Machines(()).for_crawl(plain) is None
+    listed = "a.example workers=2\nroot@b.example:2222 out=/srv/g\n"
+    crawl_id = create_crawl(client, s.seeds, s, crawl_id="m", frontier_factory=mk,
+                            machines=listed)  # fmt: skip
+    record = load_crawl(client, crawl_id)
+    assert record.machines == listed
+    own = Machines((), ssh="ssh -F cfg", remote="gossamer").for_crawl(record)
+    assert own == Machines(
+        [Machine("a.example", workers=2), Machine("b.example", "root", 2222, out="/srv/g")],
+        ssh="ssh -F cfg", remote="gossamer",
+    )  # fmt: skip
+    given = Machines([Machine("c.example")])
+    assert given.for_crawl(record) is given  # a list given wins
+    store_machines(client, crawl_id, "c.example\n")
+    assert load_crawl(client, crawl_id).machines == "c.example\n"
+    store_machines(client, crawl_id, "c.example nonsense\n")  # (written by another gossamer)
+    with pytest.raises(ValueError, match="crawl m's machine list, line 1: 'nonsense'"):
+        Machines(()).for_crawl(load_crawl(client, crawl_id))
 
 
 def test_a_failed_seeding_leaves_no_crawl(client: RedisClient, tmp_path: Path) -> None:

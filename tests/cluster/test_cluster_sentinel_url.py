@@ -16,6 +16,8 @@ def test_a_sentinel_url_names_its_sentinels_service_and_db() -> None:
     got = parse_sentinel_url("rediss+sentinel://u:p%40ss@h:1/svc?sentinel_password=s3")
     assert got == SentinelURL((("h", 1),), "svc", 0, "u", "p@ss", "s3", tls=True)
     assert parse_sentinel_url("redis://h:6379/0") is None
+    got = parse_sentinel_url("rediss+sentinel://h:1/svc?ssl_ca_certs=/etc/g/ca.crt")
+    assert got == SentinelURL((("h", 1),), "svc", tls=True, ssl_ca_certs="/etc/g/ca.crt")
 
 
 @pytest.mark.parametrize(
@@ -25,6 +27,7 @@ def test_a_sentinel_url_names_its_sentinels_service_and_db() -> None:
         "redis+sentinel://h:x/svc",
         "redis+sentinel://h:1/svc/db",
         "redis+sentinel://h:1/svc/0?other=1",
+        "redis+sentinel://h:1/svc/0?ssl_ca_certs=ca.crt",  # (without TLS)
         "redis+sentinel:///svc",
     ],
 )

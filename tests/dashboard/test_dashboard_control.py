@@ -138,7 +138,9 @@ def test_the_form_shows_the_defaults_a_crawl_gets(
     # every field of the form is labelled with its name in the form's words
     html = Page(EmbeddedSource(tmp_path / "new")).client.get("/").text
     for name, label in FIELDS.items():
-        element = {"seeds": "seeds", "partition": "partition"}.get(name, name.replace("_", "-"))
+        element = {"seeds": "seeds", "partition": "partition", "machines": "machine-list"}.get(
+            name, name.replace("_", "-")
+        )
         if name == "seeds":
             assert f"<legend>{label}</legend>" in html
         else:
@@ -158,6 +160,12 @@ def test_the_form_shows_the_defaults_a_crawl_gets(
                                                              "'none' or null"),
         ({"seeds": ["http://a.test/"], "allow_private": "yes"}, "allow_private: give true, "),
         ({"seeds": ["http://a.test/"], "delay": "fast"}, "delay: give a number of seconds"),
+        # the machine list: checked as --machines FILE is, and only for a cluster crawl
+        ({"seeds": ["http://a.test/"], "machines": "a\nb cores=2"},
+         "Machines, line 2: 'cores=2': expected workers=N or out=DIR after the destination"),
+        ({"seeds": ["http://a.test/"], "machines": ["a"]}, "machines: give a machine list's "),
+        ({"seeds": ["http://a.test/"], "machines": "a.example\n"},
+         "Machines: workers on other machines are for a cluster crawl"),
     ],
 )
 def test_start_refuses_a_bad_body(tmp_path: Path, body: dict[str, Any], error: str) -> None:

@@ -21,7 +21,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from test_cluster_sentinel import _free_ports, served
+from test_cluster_sentinel import SERVED_FORMAT, _free_ports, served
+from test_real_site import write_nginx_conf
 
 from gossamer.testweb._nginx import NginxError, find_nginx, run_nginx
 
@@ -68,36 +69,7 @@ def build_site(root: Path, ports: list[int]) -> Path:
         links = "".join(f'<a href="p{j}.html">p{j}</a>\n' for j in targets)
         noise = base64.b64encode(rng.randbytes(180_000)).decode()
         (www / f"p{i}.html").write_text(f"<html><body>{links}<p>{noise}</p></body></html>")
-    server = root / "nginx"
-    (server / "logs").mkdir(parents=True)
-    (server / "tmp").mkdir()
-    access_log = server / "logs" / "access.log"
-    user = "user root;\n" if os.geteuid() == 0 else ""
-    listens = "".join(f"        listen 127.0.0.1:{p};\n" for p in ports)
-    (server / "nginx.conf").write_text(f"""\
-{user}worker_processes 1;
-pid {server}/nginx.pid;
-error_log {server}/logs/error.log warn;
-events {{ worker_connections 256; }}
-http {{
-    types {{ text/html html; }}
-    default_type application/octet-stream;
-    client_body_temp_path {server}/tmp/body;
-    proxy_temp_path {server}/tmp/proxy;
-    fastcgi_temp_path {server}/tmp/fastcgi;
-    uwsgi_temp_path {server}/tmp/uwsgi;
-    scgi_temp_path {server}/tmp/scgi;
-    log_format site '$msec $server_port $request_uri $status';
-    access_log {access_log} site;
-    server {{
-{listens}        server_name _;
-        root {www};
-    }}
-}}
-""")
-    export = {"port": ports[0], "access_log": str(access_log)}
-    (server / "export.json").write_text(json.dumps(export))
-    return access_log
+    return write_nginx_conf(root / "nginx", www, ports, access_format=SERVED_FORMAT)
 
 
 def test_a_worker_stops_before_its_disk_fills(tmp_path: Path, redis_url: str) -> None:

@@ -298,8 +298,10 @@ def test_a_stop_reaches_the_remote_workers_and_no_password_is_on_a_command_line(
 def test_workers_scale_across_machines(tmp_path: Path, redis_url: str) -> None:
     """`crawl --machines FILE --workers 2` (one a machine), then `workers --scale 4
     --machines FILE`: two detached workers started over SSH, one on each machine (their
-    outputs under each machine's own directory); `--scale 2`: the newest worker of each
-    machine asked to leave; `gossamer stop` ends them all and the command."""
+    outputs under each machine's own directory); `--scale 2` without --machines (the
+    crawl's own machine list, kept with it): the newest worker of each machine asked to
+    leave; `gossamer stop` ends them all and the command. (`--delay 1`: each site's 40
+    pages take 40 s at least, so the crawl outlasts the scaling on a loaded machine.)"""
     import os
     import signal
 
@@ -312,7 +314,7 @@ def test_workers_scale_across_machines(tmp_path: Path, redis_url: str) -> None:
         listing = machines.write_list(tmp_path / "machines.txt")
         m1, m2 = machines.machines
         args = _crawl_args(redis_url, sites, machines, listing, tmp_path / "c", "--workers",
-                           "2", "--delay", "0.5")  # fmt: skip
+                           "2", "--delay", "1")  # fmt: skip
         proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         crawl_id = ""
         try:
@@ -332,17 +334,17 @@ def test_workers_scale_across_machines(tmp_path: Path, redis_url: str) -> None:
             wait_for("one worker a machine", lambda: list(map(len, live().values())) == [1, 1],
                      60, show=live)  # fmt: skip
 
-            def scale(n: int) -> str:
+            def scale(n: int, *listed: str) -> str:
                 done = subprocess.run(
                     gossamer("workers", "--scale", str(n), "--redis", redis_url, "--crawl",
-                             crawl_id, "--machines", str(listing), "--ssh", machines.ssh,
+                             crawl_id, *listed, "--ssh", machines.ssh,
                              "--remote-command", remote_gossamer()),
                     capture_output=True, text=True, timeout=60,
                 )  # fmt: skip
                 assert done.returncode == 0, done.stderr
                 return done.stderr
 
-            said = scale(4)
+            said = scale(4, "--machines", str(listing))
             assert f"machine {m1.host}:{m1.port}: 1 -> 2 workers; started 1" in said, said
             assert f"machine {m2.host}:{m2.port}: 1 -> 2 workers; started 1" in said, said
             wait_for("two workers a machine", lambda: list(map(len, live().values())) == [2, 2],

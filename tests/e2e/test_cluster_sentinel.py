@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import itertools
 import json
-import os
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 import pytest
+from test_real_site import write_nginx_conf
 
 from gossamer.testweb._nginx import NginxError, find_nginx, run_nginx
 from gossamer.testweb.redisd import RedisSentinels, RedisServerError, find_redis_server
@@ -51,37 +51,11 @@ def build_site(root: Path, ports: list[int]) -> Path:
         links = {(i + 1) % PAGES, (7 * i + 3) % PAGES}
         body = "".join(f'<a href="p{j}.html">p{j}</a>\n' for j in sorted(links))
         (www / f"p{i}.html").write_text(f"<html><body><h1>page {i}</h1>{body}</body></html>")
-    server = root / "nginx"
-    (server / "logs").mkdir(parents=True)
-    (server / "tmp").mkdir()
-    access_log = server / "logs" / "access.log"
-    user = "user root;\n" if os.geteuid() == 0 else ""
-    listens = "".join(f"        listen 127.0.0.1:{p};\n" for p in ports)
-    (server / "nginx.conf").write_text(f"""\
-{user}worker_processes 1;
-pid {server}/nginx.pid;
-error_log {server}/logs/error.log warn;
-events {{ worker_connections 256; }}
-http {{
-    types {{ text/html html; }}
-    default_type application/octet-stream;
-    client_body_temp_path {server}/tmp/body;
-    proxy_temp_path {server}/tmp/proxy;
-    fastcgi_temp_path {server}/tmp/fastcgi;
-    uwsgi_temp_path {server}/tmp/uwsgi;
-    scgi_temp_path {server}/tmp/scgi;
-    log_format site '$msec $server_port $request_uri $status';
-    access_log {access_log} site;
-    server {{
-{listens}        server_name _;
-        root {www};
-    }}
-}}
-""")
-    (server / "export.json").write_text(
-        json.dumps({"port": ports[0], "access_log": str(access_log)})
-    )
-    return access_log
+    return write_nginx_conf(root / "nginx", www, ports, access_format=SERVED_FORMAT)
+
+
+#: the access log's line: time, port, request target, status (`served`)
+SERVED_FORMAT = "$msec $server_port $request_uri $status"
 
 
 def served(access_log: Path) -> list[tuple[float, int, str, int]]:

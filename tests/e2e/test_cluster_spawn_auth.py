@@ -20,6 +20,7 @@ from typing import Any
 from urllib.parse import quote
 
 import pytest
+from _sshd import descendants
 from test_cluster import UA, gossamer, wait_for
 
 from gossamer.testweb import WebSpec, serve_in_thread
@@ -45,27 +46,6 @@ def environ(pid: int) -> dict[bytes, bytes]:
     except OSError:
         return {}
     return dict(v.split(b"=", 1) for v in raw.split(b"\0") if b"=" in v)
-
-
-def descendants(root: int) -> list[int]:
-    """The running descendants of `root` (from every process's parent in /proc)."""
-    children: dict[int, list[int]] = {}
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-        except OSError:
-            continue
-        ppid = int(stat.rpartition(")")[2].split()[1])
-        children.setdefault(ppid, []).append(int(entry.name))
-    out: list[int] = []
-    todo = [root]
-    while todo:
-        for child in children.get(todo.pop(), []):
-            out.append(child)
-            todo.append(child)
-    return out
 
 
 def assert_no_password(password: str, lines: dict[int, bytes]) -> None:

@@ -141,8 +141,10 @@ def test_start_and_scale_a_cluster_crawl_from_the_dashboard(
             _, s = stream.next()
             assert s["crawl"]["state"] == "not started" and s["control"]["can_start"]
             page = Page(base)
-            answer = page.post("/api/start", {"seeds": [seed], "workers": 2, "scope": "all",
-                                              "delay": DELAY, "partition": "dynamic"})  # fmt: skip
+            answer = page.post("/api/start", {
+                "seeds": [seed], "workers": 2, "scope": "all", "delay": SCALE_DELAY,
+                "partition": "dynamic",
+            })  # fmt: skip
             crawl_id = answer["message"].split()[2]
             _, s = stream.until("two workers crawling", lambda s: s["crawl"]["id"] == crawl_id
                                 and sum(w["pages"] > 0 for w in s["workers"]) == 2)  # fmt: skip
@@ -170,7 +172,7 @@ def test_start_and_scale_a_cluster_crawl_from_the_dashboard(
             r = httpx2.post(f"{base}/api/scale", json={"workers": 2}, headers=page.headers,
                             timeout=30)  # fmt: skip
             assert r.status_code == 409 and r.json()["error"] == f"crawl {crawl_id} is finished"
-        truth = audit_crawl(web, log, seed)
+        truth = audit_crawl(web, log, seed, SCALE_DELAY)
         assert end["totals"]["pages"] == len(truth.required)
     (outputs,) = (tmp_path / "gossamer-worker").glob("crawl-*[0-9]")
     assert sorted(p.name for p in outputs.glob("w*")) == ["w1", "w2", "w3"]

@@ -9,6 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from _python_site import python_site
 
 from gossamer.testweb._nginx import run_nginx
@@ -100,3 +101,46 @@ def test_the_examples_type_check_against_the_public_api() -> None:
         capture_output=True, text=True, env=env, timeout=300, check=False, cwd=ROOT,
     )  # fmt: skip
     assert r.returncode == 0, r.stdout + r.stderr
+
+
+def test_the_systemd_unit_of_a_worker(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """examples/systemd/ (docs/deploy.md, "A worker as a service"): systemd-analyze verify
+    finds nothing to say of the unit (its ExecStart pointed at this venv's gossamer); its
+    command line is one `gossamer worker` accepts with the environment file's variables;
+    the file's URL is one redis-py reads (TLS, the CA file), its password in REDISCLI_AUTH."""
+    import shlex
+    import shutil
+
+    import redis.connection
+
+    from gossamer.cli import build_parser
+
+    unit = (EXAMPLES / "systemd" / "gossamer-worker.service").read_text()
+    env = dict(
+        line.split("=", 1)
+        for line in (EXAMPLES / "systemd" / "worker.env.example").read_text().splitlines()
+        if line.strip() and not line.startswith("#")
+    )
+    assert set(env) == {"GOSSAMER_REDIS", "REDISCLI_AUTH"}
+    kwargs = redis.connection.parse_url(env["GOSSAMER_REDIS"])
+    assert kwargs["connection_class"] is redis.connection.SSLConnection
+    assert kwargs["ssl_ca_certs"] == "/etc/gossamer/redis-ca.crt" and "password" not in kwargs
+    service = dict(
+        line.split("=", 1) for line in unit.splitlines() if "=" in line and line[0] != "#"
+    )
+    assert service["EnvironmentFile"] == "/etc/gossamer/worker.env"
+    assert service["Restart"] == "always"
+    binary, *args = shlex.split(service["ExecStart"])
+    assert binary.endswith("/bin/gossamer") and args[0] == "worker"
+    monkeypatch.setenv("GOSSAMER_REDIS", env["GOSSAMER_REDIS"])
+    parsed = build_parser().parse_args(args)
+    assert parsed.redis == env["GOSSAMER_REDIS"] and str(parsed.output) == "/srv/gossamer"
+    here = shutil.which("gossamer", path=str(Path(sys.executable).parent))
+    verify = shutil.which("systemd-analyze")
+    if here is None or verify is None:
+        pytest.skip("systemd-analyze, or a gossamer script beside this Python, is missing")
+    copy = tmp_path / "gossamer-worker.service"
+    copy.write_text(unit.replace(binary, here))
+    done = subprocess.run([verify, "verify", str(copy)], capture_output=True, text=True,
+                          timeout=60, check=False)  # fmt: skip
+    assert (done.returncode, done.stdout + done.stderr) == (0, ""), done.stderr

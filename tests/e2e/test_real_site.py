@@ -35,6 +35,7 @@ import socket
 import subprocess
 import sys
 from collections import Counter, deque
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import unquote, urldefrag, urljoin, urlsplit
@@ -224,25 +225,28 @@ ACCESS_FORMAT = "$request_method $request_uri $status"
 def write_nginx_conf(
     server_dir: Path,
     docroot: Path,
-    port: int,
+    port: int | Sequence[int],
     *,
     access_format: str = ACCESS_FORMAT,
     types: str = "",
     locations: str = "",
 ) -> Path:
     """nginx.conf (and the export.json `run_nginx` reads) in `server_dir`: serve `docroot` on
-    127.0.0.1:`port`, directory URLs by their index.html, everything nginx writes inside
-    `server_dir`; returns the access log's path. `types` (`text/plain txt;`) and
-    `locations` (`location /f/ { … }`) are added to the types and server blocks."""
+    127.0.0.1:`port` (or on each of several ports, the same files), directory URLs by their
+    index.html, everything nginx writes inside `server_dir`; returns the access log's path.
+    `types` (`text/plain txt;`) and `locations` (`location /f/ { … }`) are added to the types
+    and server blocks."""
     (server_dir / "logs").mkdir(parents=True)
     (server_dir / "tmp").mkdir()
     access_log = server_dir / "logs" / "access.log"
     user = "user root;\n" if os.geteuid() == 0 else ""
+    ports = [port] if isinstance(port, int) else list(port)
+    listens = "".join(f"        listen 127.0.0.1:{p};\n" for p in ports)
     (server_dir / "nginx.conf").write_text(f"""\
 {user}worker_processes 1;
 pid {server_dir}/nginx.pid;
 error_log {server_dir}/logs/error.log warn;
-events {{ worker_connections 64; }}
+events {{ worker_connections 256; }}
 http {{
     types {{
         text/html html;
@@ -260,8 +264,7 @@ http {{
     log_format site '{access_format}';
     access_log {access_log} site;
     server {{
-        listen 127.0.0.1:{port};
-        server_name _;
+{listens}        server_name _;
         root {docroot};
         index index.html;
         {locations}
@@ -269,7 +272,7 @@ http {{
 }}
 """)
     (server_dir / "export.json").write_text(
-        json.dumps({"port": port, "access_log": str(access_log)})
+        json.dumps({"port": ports[0], "access_log": str(access_log)})
     )
     return access_log
 

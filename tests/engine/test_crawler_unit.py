@@ -144,7 +144,15 @@ class FakeSinks:
     def exchange(self, result: FetchResult) -> None:
         self.exchanges.append(result.url)
 
-    def log(self, result: FetchResult, *, depth: int, parent: str | None, outcome: str) -> None:
+    def log(
+        self,
+        result: FetchResult,
+        *,
+        depth: int,
+        parent: str | None,
+        outcome: str,
+        dup: tuple[str, str] | None = None,
+    ) -> None:
         self.logged.append((result.url, outcome))
 
     def edges(self, src: str, dsts: list[tuple[str, str]]) -> None:

@@ -171,7 +171,15 @@ class Sinks:
     def exchange(self, result: FetchResult) -> None:
         pass
 
-    def log(self, result: FetchResult, *, depth: int, parent: str | None, outcome: str) -> None:
+    def log(
+        self,
+        result: FetchResult,
+        *,
+        depth: int,
+        parent: str | None,
+        outcome: str,
+        dup: tuple[str, str] | None = None,
+    ) -> None:
         self.logged[result.url] = outcome
 
     def edges(self, src: str, dsts: list[tuple[str, str]]) -> None:

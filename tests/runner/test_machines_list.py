@@ -13,6 +13,7 @@ import pytest
 from gossamer.runner.machines import (
     Machine,
     Probe,
+    machine_list,
     parse_machines,
     read_machines,
     read_url,
@@ -36,6 +37,11 @@ def test_lines_comments_and_fields() -> None:
     ]
     assert [m.name for m in machines] == ["crawler@10.0.0.11", "10.0.0.12:2222", "root@[::1]:22"]
     assert machines[2].destination == "root@::1"
+    # written back as a list's lines (what a crawl keeps of it), read back the same
+    assert machine_list(machines) == (
+        "crawler@10.0.0.11\n10.0.0.12:2222 workers=8\nroot@[::1]:22 workers=0 out=/data/crawl\n"
+    )
+    assert parse_machines(machine_list(machines)) == machines
 
 
 @pytest.mark.parametrize(

@@ -161,6 +161,13 @@ class RedisRefused(RedisConnectError):
     exit = Exit.NOPERM
 
 
+class RedisUntrusted(RedisConnectError):
+    """Redis's TLS certificate is not trusted (no `ssl_ca_certs` naming its CA, or another
+    server): an authentication that failed, as a refused password, and no reason to wait."""
+
+    exit = Exit.NOPERM
+
+
 def error_text(exc: BaseException, url: str) -> str:
     """What Redis (or redis-py) said, for a message: the wrapped error's text, without the
     password of `url` or a trailing full stop."""

@@ -17,6 +17,7 @@ from ._redis import (
     RedisClient,
     RedisConnectError,
     RedisUnavailable,
+    RedisUntrusted,
     error_text,
     is_auth_error,
     is_timeout,
@@ -89,6 +90,11 @@ def connect_redis(
             why = error_text(exc, url)
             if is_auth_error(exc):
                 raise refusal(url, exc) from None
+            if "certificate verify failed" in why.lower():  # waiting cannot help either
+                raise RedisUntrusted(
+                    f"cannot use Redis at {safe}: {why}; give the CA certificate that signed "
+                    "its certificate: rediss://HOST:PORT/DB?ssl_ca_certs=FILE (docs/deploy.md)"
+                ) from None
             if isinstance(exc, ValueError):  # from redis-py's URL parser
                 raise RedisBadURL(
                     f"--redis {safe}: not a Redis URL ({why}); it reads "

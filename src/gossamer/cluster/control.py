@@ -11,7 +11,9 @@ URL in their environment (GOSSAMER_REDIS), not on their command line, where `ps`
 its password to every user of the machine. With `--machines FILE` the attached workers run
 on other machines instead, each an ssh process (`runner.machines.RemoteWorker`, the URL on
 its standard input) waited for and stopped like a local one (`plan_machines`,
-`_remote_launchers`; docs/deploy.md).
+`_remote_launchers`; docs/deploy.md), or with `--detach` started to outlive it
+(`start_detached_on`); the crawl keeps its machine list (`CrawlRecord.machines`), on which
+`workers --scale`, `crawl --resume --redis` and the dashboard start its workers after.
 
 These commands try Redis once (CONTROL_PATIENCE): a person or script waits for their answer,
 which is "it cannot be reached" (exit 69) or "it refuses the password" (77) at once; only
@@ -31,6 +33,7 @@ import subprocess
 import threading
 import time
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, Final, cast
@@ -46,6 +49,8 @@ from ..runner.machines import (
     Machine,
     Probe,
     RemoteWorker,
+    machine_list,
+    parse_machines,
     probe_all,
     spread,
     start_detached_remote,
@@ -75,6 +80,7 @@ from .crawls import (
     resume_command,
     resume_crawl,
     settle_stopped,
+    store_machines,
 )
 from .members import Membership, WorkerStatus
 
@@ -85,9 +91,12 @@ __all__ = [
     "crawl_status",
     "resume_cluster_crawl",
     "run_cluster_crawl",
+    "scale_machines",
     "scale_message",
     "scale_workers",
     "spawn_detached",
+    "start_detached_on",
+    "start_detached_workers",
     "status_main",
     "stop_main",
     "workers_main",
@@ -112,11 +121,22 @@ def worker_command(url: str, crawl_id: str, out: Path) -> Command:
 @dataclass(frozen=True, slots=True)
 class Machines:
     """`crawl --redis --machines FILE`: the machines (runner/machines.py), the ssh command
-    and the gossamer run on them."""
+    and the gossamer run on them. No machines: those of the crawl's own machine list, the
+    one it was created (or last resumed) with (`for_crawl`)."""
 
     machines: Sequence[Machine]
     ssh: str = "ssh"
     remote: str = "gossamer"
+
+    def for_crawl(self, record: CrawlRecord) -> Machines | None:
+        """These machines; none given: the crawl's machine list, reached with this ssh
+        and remote command (None: the crawl has none)."""
+        if self.machines:
+            return self
+        if not record.machines:
+            return None
+        listed = parse_machines(record.machines, f"crawl {record.id}'s machine list")
+        return Machines(listed, self.ssh, self.remote)
 
 
 #: the remote workers to start: (machine, how many) with the ssh and remote commands
@@ -143,14 +163,12 @@ def plan_machines(machines: Machines, workers: int | None) -> RemotePlan | int:
 
 
 def _plan_workers(
-    machines: Machines | None, workers: int | None, detach: bool
+    machines: Machines | None, workers: int | None
 ) -> tuple[RemotePlan | None, int] | int:
     """(the plan of workers on `machines` or None, how many workers in all), or the exit
-    code of a plan refused (no machine reachable, `--detach` with `--machines`)."""
-    if machines is None:
+    code of a plan refused (no machine reachable)."""
+    if machines is None or not machines.machines:
         return None, _local_workers(workers)
-    if detach:
-        return report_failure(ValueError("--detach is for local workers, not --machines"))
     planned = plan_machines(machines, workers)
     if isinstance(planned, int):
         return planned
@@ -170,12 +188,14 @@ def run_cluster_crawl(
     (`settings.cluster`: partition, heartbeat TTL, …), then start `workers` local workers
     (None: one per core; 0: none) and wait for them, or leave them running (`detach`).
     With `machines`: the workers run on those machines over SSH (`plan_machines`; None:
-    each machine's cores), and the command waits for them."""
+    each machine's cores), and the command waits for them, or leaves them running
+    (`detach`: `start_detached_on`); the machine list is kept with the crawl
+    (`CrawlRecord.machines`), for `workers --scale`, a resume and the dashboard."""
     try:
         weights = shard_weights_of(settings.cluster)
     except ValueError as exc:  # before Redis: a bad SOURCE is the command line's error
         return report_failure(exc)
-    planned = _plan_workers(machines, workers, detach)
+    planned = _plan_workers(machines, workers)
     if isinstance(planned, int):
         return planned
     plan, n = planned
@@ -188,7 +208,10 @@ def run_cluster_crawl(
             if problem is not None:
                 return report_failure(ValueError(problem))
         try:
-            crawl_id = create_crawl(client, settings.seeds, settings, weights=weights)
+            listed = machine_list(machines.machines) if machines is not None else ""
+            crawl_id = create_crawl(
+                client, settings.seeds, settings, weights=weights, machines=listed
+            )
         except PartitionError as exc:
             return report_failure(exc)
         cl = settings.cluster
@@ -203,11 +226,57 @@ def run_cluster_crawl(
             return 0
         record = load_crawl(client, crawl_id)
         if plan is not None:
+            if detach:
+                return start_detached_on(plan, url, record, str(settings.output))
             remote = (plan, str(settings.output))
             return _run_attached(client, url, record, settings.output, n, progress, remote=remote)
         return _run_local(client, url, record, settings.output, n, detach, progress)
 
     return with_client(url, create)
+
+
+def start_detached_on(plan: RemotePlan, url: str, record: CrawlRecord, default_out: str) -> int:
+    """`crawl --redis --machines FILE --detach`: the plan's workers started over SSH as
+    `workers --scale` starts them (`start_detached_remote`: they outlive this command), the
+    machines at once; one line a machine. Exit.UNAVAILABLE when none could be started."""
+    machines, counts = plan
+
+    def start_on(item: tuple[Machine, int]) -> str | None:
+        machine, count = item
+        return start_detached_workers(machines, machine, count, url, record.id, default_out)
+
+    with ThreadPoolExecutor(max_workers=min(16, max(1, len(counts)))) as pool:
+        failures = list(pool.map(start_on, counts))
+    started = 0
+    for (machine, count), failed in zip(counts, failures, strict=True):
+        extra = {"crawl_id": record.id, "machine": machine.name}
+        if failed is not None:
+            _log.error(failed, extra=extra)
+            continue
+        started += count
+        _log.info(
+            f"crawl {record.id} on machine {machine.name}: {count} detached "
+            f"worker{'s' if count > 1 else ''} started over SSH, outputs under "
+            f"{machine.out or default_out}/ there",
+            extra=extra,
+        )
+    return Exit.OK if started else Exit.UNAVAILABLE
+
+
+def start_detached_workers(
+    machines: Machines, machine: Machine, count: int, url: str, crawl_id: str, default_out: str
+) -> str | None:
+    """Start `count` detached workers on `machine` over SSH (`start_detached_remote`, one
+    connection each); None, or the line saying why one could not be started (the rest are
+    not tried)."""
+    for _ in range(count):
+        failed = start_detached_remote(
+            machine, ssh=machines.ssh, remote=machines.remote, url=url, crawl_id=crawl_id,
+            out=machine.out or default_out,
+        )  # fmt: skip
+        if failed is not None:
+            return failed
+    return None
 
 
 def _local_workers(workers: int | None) -> int:
@@ -255,13 +324,17 @@ def resume_cluster_crawl(
     running crawl is left as it is and gets the workers; a finished one has nothing to
     resume (exit 0); a stopping one, whose workers are still finishing their batches, is
     resumed once they have left (exit 2 until then). With `machines`, the workers run on
-    those machines over SSH, as for `run_cluster_crawl`."""
-    planned = _plan_workers(machines, workers, detach)
+    those machines over SSH, as for `run_cluster_crawl` (their list kept with the crawl
+    from now on); `machines` without any (`Machines.for_crawl`): on the crawl's own machine
+    list, if it has one."""
+    given = machines if machines is not None and machines.machines else None
+    planned = _plan_workers(given, workers)
     if isinstance(planned, int):
         return planned
     plan, n = planned
 
     def resume(client: RedisClient) -> int:
+        nonlocal plan, n
         record = load_crawl(client, crawl_id, among=("stopped", "stopping"))
         if record.state == "stopping" and settle_stopped(client, record):  # its workers died
             record = load_crawl(client, record.id)
@@ -274,7 +347,19 @@ def resume_cluster_crawl(
                 f"crawl {record.id} is stopping: its workers are finishing their batches; "
                 "resume it once they have left (`gossamer stop --wait S` waits for them)"
             )
+        if machines is not None and given is None and workers != 0:
+            try:
+                own = machines.for_crawl(record)
+            except ValueError as exc:  # a stored list this gossamer cannot read
+                return report_failure(exc)
+            if own is not None:  # the crawl's machines
+                replanned = plan_machines(own, workers)
+                if isinstance(replanned, int):
+                    return replanned
+                plan, n = replanned, sum(c for _, c in replanned[1])
         resumed = resume_crawl(client, record)
+        if given is not None:
+            store_machines(client, record.id, machine_list(given.machines))
         record = load_crawl(client, record.id)
         if record.state != "running":  # stopped again meanwhile
             raise CrawlRecordError(f"crawl {record.id} is {record.state}: not resumed")
@@ -293,6 +378,8 @@ def resume_cluster_crawl(
         if n <= 0:
             return Exit.OK
         if plan is not None:
+            if detach:
+                return start_detached_on(plan, url, record, str(out))
             return _run_attached(client, url, record, out, n, progress, remote=(plan, str(out)))
         return _run_local(client, url, record, out, n, detach, progress)
 
@@ -1087,17 +1174,19 @@ def _on_line(w: WorkerStatus, probe: Probe, shared_name: bool, default_out: str)
 def scale_machines(
     client: RedisClient, url: str, record: CrawlRecord, target: int, machines: Machines,
     default_out: str,
-) -> list[str]:  # fmt: skip
-    """`workers --scale N --machines FILE`: `target` workers across the machines (spread as
-    `crawl --machines` does): on each machine, detached workers started over SSH
-    (`start_detached_remote`) or its newest workers asked to leave. A machine that cannot
-    be reached (or runs another version) is one error line and keeps its workers. What was
-    done, one line a machine."""
+) -> tuple[list[str], list[str]]:  # fmt: skip
+    """`workers --scale N --machines FILE` (or a crawl's own machine list: the dashboard's
+    slider too): `target` workers across the machines (spread as `crawl --machines` does):
+    on each machine, detached workers started over SSH (`start_detached_remote`) or its
+    newest workers asked to leave. A machine that cannot be reached (or runs another
+    version) keeps its workers. (What was done, one line a machine; the problems, one line
+    a machine that could not take part.) ValueError: `target` cannot be spread (fewer than
+    the list's workers=N)."""
     probes = probe_all(machines.machines, machines.ssh, machines.remote)
     usable = [p for p in probes if p.problem is None]
-    for p in probes:
-        if p.problem is not None:
-            _log.error(p.problem, extra={"machine": p.machine.name})
+    problems = [p.problem for p in probes if p.problem is not None]
+    if not usable:
+        return [], problems
     counts = spread(target, usable)
     membership = Membership(client, record.id, ttl=record.heartbeat_ttl)
     asked = membership.stop_requested()
@@ -1112,14 +1201,9 @@ def scale_machines(
         here = [w for w in live if _on_line(w, p, shared, default_out)]
         line = f"machine {p.machine.name}: {len(here)} -> {want} workers"
         if want > len(here):
-            failed = None
-            for _ in range(want - len(here)):
-                failed = start_detached_remote(
-                    p.machine, ssh=machines.ssh, remote=machines.remote, url=url,
-                    crawl_id=record.id, out=p.machine.out or default_out,
-                )  # fmt: skip
-                if failed is not None:
-                    break
+            failed = start_detached_workers(
+                machines, p.machine, want - len(here), url, record.id, default_out
+            )
             line += f"; {failed}" if failed else f"; started {want - len(here)}"
         elif want < len(here):
             newest = sorted(here, key=_worker_number, reverse=True)[: len(here) - want]
@@ -1128,7 +1212,7 @@ def scale_machines(
         else:
             line += "; nothing to do"
         said.append(line)
-    return said
+    return said, problems
 
 
 def _worker_number(w: WorkerStatus) -> int:
@@ -1146,6 +1230,9 @@ def workers_main(
     out: Path = Path("gossamer-worker"),
     machines: Machines | None = None,
 ) -> int:
+    """`gossamer workers --scale N --redis URL`: `target` workers on this machine
+    (`scale_workers`), or with `machines` across them (`scale_machines`; no machines in it:
+    the crawl's own machine list, when it has one)."""
     if target < 0:
         return report_failure(ValueError(f"--scale must be >= 0, not {target}"))
 
@@ -1153,15 +1240,27 @@ def workers_main(
         record = load_crawl(client, crawl_id)
         if record.state != "running":
             return report_failure(CrawlRecordError(f"crawl {record.id} is {record.state}"))
-        if machines is not None:
-            try:
-                lines = scale_machines(client, url, record, target, machines, str(out))
-            except ValueError as exc:
-                return report_failure(exc)
-            for line in lines:
-                _log.info(f"crawl {record.id} on {line}", extra={"crawl_id": record.id})
+        try:
+            own = machines.for_crawl(record) if machines is not None else None
+        except ValueError as exc:  # a stored list this gossamer cannot read
+            return report_failure(exc)
+        if own is None:  # local workers
+            _report_scale(record, target, scale_workers(client, url, record, target, out))
             return Exit.OK
-        _report_scale(record, target, scale_workers(client, url, record, target, out))
+        try:
+            lines, problems = scale_machines(client, url, record, target, own, str(out))
+        except ValueError as exc:
+            return report_failure(exc)
+        for problem in problems:
+            _log.error(problem, extra={"crawl_id": record.id})
+        if not lines:
+            _log.error(f"crawl {record.id}: no machine of the list can take workers: "
+                       "nothing scaled", extra={"crawl_id": record.id})  # fmt: skip
+            return Exit.UNAVAILABLE
+        if own is machines:  # a list given: the crawl's machine list from now on
+            store_machines(client, record.id, machine_list(own.machines))
+        for line in lines:
+            _log.info(f"crawl {record.id} on {line}", extra={"crawl_id": record.id})
         return Exit.OK
 
     return with_client(url, scale, answer_within=CONTROL_READ_TIMEOUT)

@@ -40,6 +40,7 @@ __all__ = [
     "request_stop",
     "resume_command",
     "resume_crawl",
+    "store_machines",
     "stored_settings",
 ]
 
@@ -70,6 +71,9 @@ class CrawlRecord:
     created: float  # Redis server time
     heartbeat_ttl: float
     resolve_text: str = ""  # the --resolve-file given at creation, copied in
+    #: the machine list its workers run on (`crawl --machines FILE`, the dashboard's
+    #: Machines field): a machine list's text (runner/machines.py), "" for none
+    machines: str = ""
     ended: float | None = None
 
     @property
@@ -175,11 +179,13 @@ def create_crawl(
     weights: Sequence[tuple[int, float]] | None = None,
     crawl_id: str | None = None,
     frontier_factory: FrontierFactory | None = None,
+    machines: str = "",
 ) -> str:
     """Store a new crawl, seed its frontier with `seeds` and mark it running; its id. Its
     partition strategy and heartbeat TTL are the settings' (`settings.cluster`).
 
-    `weights` ((shard, size) pairs) are the `sized` strategy's known shard sizes.
+    `weights` ((shard, size) pairs) are the `sized` strategy's known shard sizes;
+    `machines`, the machine list its workers run on (kept with it: `store_machines`).
 
     Raises CrawlRecordError (a reused id, no seeds, `--recrawl`) and PartitionError (a
     strategy or options that do not exist)."""
@@ -217,6 +223,7 @@ def create_crawl(
         created=now,
         heartbeat_ttl=cluster.heartbeat_ttl,
         resolve_text=resolve_text,
+        machines=machines,
     )
     try:
         make = frontier_factory or (lambda c, i, s: open_frontier(c, i, s))
@@ -245,6 +252,7 @@ def _fields(record: CrawlRecord) -> dict[str, str]:
         "created": repr(record.created),
         "heartbeat_ttl": repr(record.heartbeat_ttl),
         "resolve_text": record.resolve_text,
+        "machines": record.machines,
     }
 
 
@@ -259,6 +267,7 @@ def _record(raw: dict[Any, Any]) -> CrawlRecord:
         created=float(f["created"]),
         heartbeat_ttl=float(f.get("heartbeat_ttl", CLUSTER_DEFAULTS.heartbeat_ttl)),
         resolve_text=f.get("resolve_text", ""),
+        machines=f.get("machines", ""),
         ended=float(f["ended"]) if f.get("ended") else None,
     )
 
@@ -387,6 +396,12 @@ def settle_stopped(client: RedisClient, record: CrawlRecord) -> bool:
 
 #: an incarnation above any a worker reaches: `resume_crawl` reclaims every lease of a worker
 _EVERY_INCARNATION: Final = 2**62
+
+
+def store_machines(client: RedisClient, crawl_id: str, machines: str) -> None:
+    """Keep `machines` (a machine list's text) as the crawl's machine list: the one
+    `workers --scale`, `crawl --resume --redis` and the dashboard start its workers on."""
+    client.hset(Keys(crawl_id).meta, "machines", machines)
 
 
 def resume_crawl(client: RedisClient, record: CrawlRecord) -> bool:

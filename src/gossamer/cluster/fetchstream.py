@@ -251,7 +251,15 @@ class FetchTailSink(PageSink):
 
         return build
 
-    def log(self, result: FetchResult, *, depth: int, parent: str | None, outcome: str) -> None:
+    def log(
+        self,
+        result: FetchResult,
+        *,
+        depth: int,
+        parent: str | None,
+        outcome: str,
+        dup: tuple[str, str] | None = None,
+    ) -> None:
         self._put((result.started_at, result.url, result.status, depth, outcome, result.error))
 
     def close(self) -> None:

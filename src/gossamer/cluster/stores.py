@@ -28,6 +28,7 @@ from ..frontier import (
 from ..frontier._registry import FrontierPlace
 from ..frontier._registry import open_frontier as open_named_frontier
 from ..frontier.redis import token_owner
+from ..neardup import NearDupStore, RedisNearDupStore
 from ..robots_store import RedisRobotsStore, RobotsRecord, RobotsStore
 from ..runner.build import Backends
 from ..runner.stopping import hold_stop_signals
@@ -47,6 +48,7 @@ _log = logging.getLogger(__name__)
 __all__ = [
     "CLUSTER",
     "ClusterFrontier",
+    "ClusterNearDupStore",
     "ClusterRobotsStore",
     "ClusterStores",
     "RedisIo",
@@ -252,6 +254,24 @@ class ClusterFrontier:
             self.io_executor.shutdown(wait=True)
 
 
+class ClusterNearDupStore:
+    """The worker's `NearDupStore`: the crawl's RedisNearDupStore, each exchange retried
+    through Redis outages like the frontier's calls."""
+
+    def __init__(self, inner: NearDupStore) -> None:
+        self.inner = inner
+
+    def exchange(
+        self, mine: Sequence[tuple[int, str]], after: int
+    ) -> tuple[list[tuple[int, str]], int]:
+        # (an exchange retried after its push went through sends `mine` twice: a page
+        # indexed twice, which finds nothing more)
+        return retrying(lambda: self.inner.exchange(mine, after), what="near-duplicate store")
+
+    def close(self) -> None:
+        self.inner.close()
+
+
 class ClusterRobotsStore:
     """The worker's `RobotsStore`: the crawl's RedisRobotsStore, each call retried through
     Redis outages like the frontier's (a robots.txt answer read or kept is worth waiting
@@ -279,6 +299,7 @@ class ClusterStores:
     frontier: ClusterFrontier
     robots_store: ClusterRobotsStore
     ip_gate: RedisIpGate
+    near_dup_store: ClusterNearDupStore | None = None
 
 
 def cluster_stores(
@@ -314,6 +335,9 @@ def cluster_stores(
     )
     # robots.txt answers in the crawl's keys: a host's robots.txt is fetched by one worker
     robots = RedisRobotsStore(client, record.id, max_age=settings.politeness.robots_ttl)
-    return ClusterStores(frontier, ClusterRobotsStore(robots), gate)
+    near = None
+    if settings.traps.near_dup_links != "off":  # the pages' text fingerprints, shared
+        near = ClusterNearDupStore(RedisNearDupStore(client, record.id))
+    return ClusterStores(frontier, ClusterRobotsStore(robots), gate, near)
 
 

@@ -329,6 +329,7 @@ async def _work(worker: JoinedWorker, progress: IO[str] | None) -> int:
             progress=progress,
             fetcher=CLUSTER.fetcher,
             robots_store=stores.robots_store,
+            near_dup_store=stores.near_dup_store,
             hooks=WorkerHooks(
                 session=session,
                 guard_fetcher=gate.guard,

@@ -7,7 +7,9 @@ crawl --resume --redis URL --crawl ID --detach …`) as a detached process in it
 session, so the form refuses exactly what the command line refuses (in the form's words: its
 labels for the flags), and stopping the dashboard does not stop the crawl. A crawl that
 fetched no page may be started again in its directory (EmbeddedSource.new_crawl replaces its
-files). Scaling takes the code path of `gossamer workers --scale N`. Every function here is
+files). A cluster crawl may be started on other machines (the form's Machines: a machine
+list, `--machines FILE`); it keeps its list, and scaling or resuming it start and stop its
+workers there. Scaling takes the code path of `gossamer workers --scale N`. Every function here is
 synchronous and called off the event loop; each raises ControlError with the HTTP status and
 the one line to answer."""
 
@@ -24,8 +26,9 @@ from typing import Any
 from ..config import NO_LIMIT
 from ..exitcodes import Exit
 from ..runner import spawn
+from ..runner.machines import machine_list, parse_machines
 from ..runner.pool import MAX_POOL_WORKERS, ScaleError, request_scale
-from ._setup import form_words
+from ._setup import FIELDS, form_words
 from ._sources import ClusterSource, EmbeddedSource, SourceError, StatusSource
 
 __all__ = ["START_WAIT_S", "ControlError", "resume_crawl", "scale_crawl", "start_crawl"]
@@ -73,7 +76,7 @@ def _crawl_flags(body: dict[str, Any]) -> list[str]:
     """The form's settings as `gossamer crawl` flags (the command line checks their values:
     its refusal is the answer); what is not a setting of the form is refused here."""
     known = {"seeds", "max_pages", "workers", "scope", "delay", "partition", "max_depth",
-             "allow_private"}  # fmt: skip
+             "allow_private", "machines"}  # fmt: skip
     unknown = sorted(set(body) - known)
     if unknown:
         names = ", ".join(sorted(known))
@@ -188,11 +191,33 @@ def _wait_started(source: EmbeddedSource, command: spawn.Command, what: str) -> 
         time.sleep(_POLL_S)
 
 
+def _machines(body: dict[str, Any]) -> str:
+    """The form's machine list (its text; "" for none), checked as `--machines FILE` is:
+    a bad line is refused naming it."""
+    text = body.get("machines")
+    if text is None:
+        return ""
+    if not isinstance(text, str):
+        raise ControlError(400, f"machines: give a machine list's text, not {text!r}")
+    if not text.strip():
+        return ""
+    try:
+        return machine_list(parse_machines(text, FIELDS["machines"]))
+    except ValueError as exc:
+        raise ControlError(400, str(exc)) from exc
+
+
 def start_crawl(source: StatusSource, body: dict[str, Any]) -> str:
     """POST /api/start: a new crawl, as `gossamer crawl` starts it."""
     seeds = _seeds(body)
     workers = _count(body, "workers", 1, MAX_POOL_WORKERS)
     flags = _crawl_flags(body)
+    machines = _machines(body)
+    if machines and not isinstance(source, ClusterSource):
+        raise ControlError(
+            400, "Machines: workers on other machines are for a cluster crawl (`gossamer "
+            "dashboard --redis URL`); leave Machines empty",
+        )  # fmt: skip
     status = source.snapshot()
     if not status["control"]["can_start"]:
         state = status["crawl"]["state"]
@@ -212,19 +237,33 @@ def start_crawl(source: StatusSource, body: dict[str, Any]) -> str:
         with source.new_crawl(status):
             return _wait_started(source, command, "started")
     if isinstance(source, ClusterSource):
-        return _start_cluster(source, seeds, workers or 1, flags)
+        return _start_cluster(source, seeds, workers or 1, flags, machines)
     raise ControlError(409, "this dashboard cannot start a crawl")
 
 
-def _start_cluster(source: ClusterSource, seeds: list[str], workers: int, flags: list[str]) -> str:
+def _start_cluster(
+    source: ClusterSource, seeds: list[str], workers: int, flags: list[str], machines: str
+) -> str:
     """`gossamer crawl --redis URL --workers N --detach`: the crawl is created, its local
-    workers spawned in their own sessions, and the command exits printing the crawl's id."""
+    workers spawned in their own sessions, and the command exits printing the crawl's id.
+    With a machine list: `--machines FILE` too (FILE beside the outputs: `machines_file`),
+    the workers started over SSH on those machines (the dashboard's GOSSAMER_SSH and
+    GOSSAMER_REMOTE_COMMAND say how), and the list kept with the crawl for the slider."""
     # a new directory per start (`crawl --redis` refuses one that holds files), under
     # `crawl --redis`'s and `workers`'s default -o, in the dashboard's working directory
     out = Path("gossamer-worker").absolute() / f"crawl-{time.strftime('%Y%m%d-%H%M%S')}"
+    more: list[str] = []
+    if machines:
+        listing = machines_file(out)
+        try:
+            listing.parent.mkdir(parents=True, exist_ok=True)
+            listing.write_text(machines, encoding="utf-8")
+        except OSError as exc:
+            raise ControlError(409, f"cannot write the machine list {listing}: {exc}") from exc
+        more = ["--machines", str(listing)]
     # the password (if any) in the environment, where `ps` does not show it; the command
     # and the workers it spawns read it there (cluster.connect.connect_redis)
-    command = _gossamer("crawl", "--workers", str(workers), "--detach", "-o", str(out),
+    command = _gossamer("crawl", "--workers", str(workers), "--detach", "-o", str(out), *more,
                         *flags, "-q", "--", *seeds, redis=source.redis_url())  # fmt: skip
     code, crawl_id, log, said = _run_cluster_command(command, out, "crawl --redis")
     if code != 0 or not crawl_id:
@@ -232,8 +271,20 @@ def _start_cluster(source: ClusterSource, seeds: list[str], workers: int, flags:
     source.follow(crawl_id)
     source.workers_out = out
     graph = _follow_graph(source, crawl_id, out)
-    return (f"started crawl {crawl_id} with {_local(workers)}{graph}; outputs in {out}, "
-            f"log {log}")  # fmt: skip
+    where = _local(workers) if not machines else _remote(workers, machines)
+    return f"started crawl {crawl_id} with {where}{graph}; outputs in {out}, log {log}"
+
+
+def machines_file(directory: Path) -> Path:
+    """Where the machine list of a crawl started from the form is written: beside its
+    outputs (as its log, `start_log`), not in them."""
+    return directory.parent / f"{directory.name}.machines"
+
+
+def _remote(workers: int, machines: str) -> str:
+    n = len(machines.splitlines())
+    return (f"{workers} worker{'' if workers == 1 else 's'} over SSH on {n} "
+            f"machine{'' if n == 1 else 's'}")  # fmt: skip
 
 
 def _local(workers: int) -> str:
@@ -354,8 +405,9 @@ def _resume_cluster(source: ClusterSource, workers: int) -> str:
         graph = _follow_graph(source, crawl_id, out)
     else:
         graph = " (the live graph's consumer of its last run has not ended: none started)"
-    return (f"resumed crawl {crawl_id} with {_local(workers)}{graph}; outputs in {out}, "
-            f"log {log}")  # fmt: skip
+    machines = source.crawl_record(crawl_id).machines  # (then the command resumed on them)
+    where = _local(workers) if not machines else _remote(workers, machines)
+    return f"resumed crawl {crawl_id} with {where}{graph}; outputs in {out}, log {log}"
 
 
 def scale_crawl(source: StatusSource, body: dict[str, Any]) -> str:

@@ -28,6 +28,8 @@ FIELDS: Final = {
     "max_pages": "Max pages",
     "workers": "Workers",
     "partition": "Partition",
+    # not a setting: the machine list of `crawl --machines FILE` (a cluster crawl's)
+    "machines": "Machines",
 }
 #: the settings the form shows a default for (seeds have none; the partition is a cluster's)
 _DEFAULTED: Final = ("allow_private", "scope", "delay", "max_depth", "max_pages", "workers")

@@ -119,6 +119,7 @@ class _LogTail:
     def _reset(self) -> None:
         self._offset, self._rest = 0, b""
         self.requests = self.pages = self.bytes = 0
+        self.duplicates = 0  # pages the log marks `dup` (near-duplicates, identical payloads)
         self.outcomes: Counter[str] = Counter()
         self.statuses: Counter[str] = Counter()
         self.errors: Counter[str] = Counter()
@@ -168,6 +169,8 @@ class _LogTail:
             self.bytes += nbytes
             page = count_log_record(rec, self.outcomes, self.statuses, self.errors)
             self.pages += page
+            if page and rec.get("dup"):
+                self.duplicates += 1
             bins.add(rec.get("time"), page, nbytes)
             wid = rec.get("worker") or "main"
             worker = by_worker.get(wid)
@@ -370,6 +373,7 @@ class EmbeddedSource:
             },
             "totals": {
                 "pages": tail.pages,
+                "duplicates": tail.duplicates,
                 "pages_per_s": rate,
                 "requests": tail.requests,
                 "bytes": tail.bytes,
@@ -678,7 +682,10 @@ class ClusterSource:
 
     def scale(self, target: int) -> str:
         """`target` workers on this machine, as `gossamer workers --scale N` (the same
-        function); what was done (SourceError: the crawl does not run)."""
+        function), or across the crawl's machines when it has a machine list (as `gossamer
+        workers --scale N` for such a crawl: `scale_machines`, reached with the dashboard's
+        $GOSSAMER_SSH and $GOSSAMER_REMOTE_COMMAND); what was done (SourceError: the crawl
+        does not run, or no machine can take the workers)."""
         from ..cluster.control import scale_message, scale_workers
         from ..cluster.crawls import CrawlRecordError, load_crawl
 
@@ -691,8 +698,34 @@ class ClusterSource:
                 raise SourceError(str(exc)) from exc
             if record.state != "running":
                 raise SourceError(f"crawl {record.id} is {record.state}")
+            if record.machines:
+                return self._scale_machines(record, target)
             result = scale_workers(self._client, self._url, record, target, self.workers_out)
             return scale_message(record, target, result)
+
+    def _scale_machines(self, record: Any, target: int) -> str:
+        from ..cluster.control import Machines, scale_machines
+        from ..runner.machines import DEFAULT_REMOTE, DEFAULT_SSH, REMOTE_ENV, SSH_ENV
+
+        reach = Machines(
+            (),
+            ssh=os.environ.get(SSH_ENV) or DEFAULT_SSH,
+            remote=os.environ.get(REMOTE_ENV) or DEFAULT_REMOTE,
+        )
+        try:
+            machines = reach.for_crawl(record)
+            assert machines is not None  # (record.machines is not empty)
+            done, problems = scale_machines(
+                self._client, self._url, record, target, machines, str(self.workers_out)
+            )
+        except ValueError as exc:
+            raise SourceError(str(exc)) from exc
+        if not done:
+            raise SourceError(
+                f"crawl {record.id}: no machine of its list can take workers: "
+                + "; ".join(problems)
+            )
+        return f"crawl {record.id}: " + " · ".join([*done, *problems])
 
     def crawl_record(self, crawl_id: str) -> Any:
         """The registry's record of crawl `crawl_id` (CrawlRecordError: none)."""
@@ -829,7 +862,10 @@ class ClusterSource:
             "graph_error": None,
             "time": data["server_time"],
             "control": {
-                "workers": sum(1 for w in workers if w["machine"] == socket.gethostname()
+                # the slider's value: the workers it scales (with a machine list, the
+                # workers of every machine; else this machine's)
+                "workers": sum(1 for w in workers if (record.machines
+                               or w["machine"] == socket.gethostname())
                                and w["state"] not in ("dead", "stopped", "stopping")),
                 "can_start": c["state"] in ("stopped", "finished"),
                 # stopped with URLs to crawl: queued, or leased by workers that died (the

@@ -50,6 +50,7 @@ from ..frontier import (
     Verdict,
     host_delay,
 )
+from ..neardup import NearDups
 from ..parse import ParsedPage, ParseOptions, is_html, parse_html, parse_sitemap
 from ..robots import RobotsPolicy, robots_url
 from ..robots_store import RobotsRecord, RobotsStore, SharedRobots
@@ -137,6 +138,9 @@ class CrawlCounters:
     not_html_unknown: int = 0
     discovered: int = 0
     active_hosts: int = 0
+    # HTML pages fingerprinted, and those found near-duplicates of a page crawled before
+    fingerprinted: int = 0
+    near_dups: int = 0
     started_at: float = field(default_factory=time.time)
 
 
@@ -215,6 +219,7 @@ class Crawler:
         revalidate: Recrawl | None = None,
         robots_store: RobotsStore | None = None,
         follow: FollowHook | None = None,
+        near_dups: NearDups | None = None,
     ) -> None:
         self.settings = settings
         # free space of the output directory's disk under --disk-margin: no more hosts, stop
@@ -262,9 +267,21 @@ class Crawler:
             user_agent=settings.fetch.user_agent,
             ttl=settings.politeness.robots_ttl,
         )
+        # near-duplicates (docs/crawler.md, "Near-duplicates"): each HTML page's text
+        # fingerprint against the crawl's (`near_dups`: shared by the workers; without one,
+        # this worker's own); a near-duplicate's links are not followed with "skip"
+        near_links = settings.traps.near_dup_links
+        self.near_dups: NearDups | None = None
+        if near_links != "off":
+            self.near_dups = near_dups or NearDups(None, settings.traps.near_dup_distance)
+        self._expand_near_dups = near_links == "follow"
+        # the page `_record` parsed to fingerprint it, for `_links` (the same result object)
+        # (and whether it is a near-duplicate)
+        self._parsed: tuple[FetchResult, ParsedPage, bool] | None = None
         self.parse_options = ParseOptions(
             follow_nofollow=settings.links.follow_nofollow,
             link_rels=frozenset({"canonical"}) if settings.links.follow_canonical else frozenset(),
+            fingerprint=self.near_dups is not None,
         )
         self.counters = CrawlCounters()
         # the counters as last published by the loop: read this from other threads
@@ -639,6 +656,11 @@ class Crawler:
         thread, as `lease` is (docs/architecture.md, "Frontier calls on the loop thread"),
         or awaited on its I/O thread (`OffLoopFrontier`: Redis)."""
         self.sinks.flush()  # outputs on disk before the frontier counts the URLs done
+        near = self.near_dups
+        if near is not None and near.sync_due():  # this worker's fingerprints out, others' in
+            mine, after = near.take()
+            rows, read_to = await self._in_thread(near.exchange, mine, after)
+            near.absorb(rows, read_to)
         one_call = self._settle_call
         if one_call is not None:  # the links and the completion in one transaction (SQLite)
             queued, renewed, stale = one_call(
@@ -1034,8 +1056,32 @@ class Crawler:
             c.errors[result.error] += 1
             outcome = result.error
         c.outcomes[outcome] += 1
-        self.sinks.log(result, depth=depth, parent=parent, outcome=outcome)
+        dup = None
+        if self.near_dups is not None and outcome == "ok" and result.status == 200:
+            dup = self._near_dup(result)
+        if dup is None:
+            self.sinks.log(result, depth=depth, parent=parent, outcome=outcome)
+        else:
+            self.sinks.log(result, depth=depth, parent=parent, outcome=outcome, dup=dup)
         return Verdict.DONE, None if outcome.startswith("ok") else outcome
+
+    def _near_dup(self, result: FetchResult) -> tuple[str, str] | None:
+        """("near", URL of the page crawled before) when the HTML page `result` is a
+        near-duplicate of it, else None; the parse is kept for `_links`."""
+        if not is_html(result.header("content-type"), result.body):
+            return None
+        page = parse_html(result.body, result.url, _headers(result), self.parse_options)
+        self._parsed = (result, page, False)
+        if page.simhash is None:
+            return None
+        assert self.near_dups is not None
+        self.counters.fingerprinted += 1
+        like = self.near_dups.match(page.simhash, result.url)
+        if like is None:
+            return None
+        self.counters.near_dups += 1
+        self._parsed = (result, page, True)
+        return ("near", like)
 
     def _count_not_html(self, result: FetchResult) -> None:
         """A body stopped after its head (not HTML): the bytes not read, when its
@@ -1080,11 +1126,19 @@ class Crawler:
         # the fetcher's rule for html_only: the Content-Type, else the first bytes sniffed
         if result.status != 200 or not is_html(result.header("content-type"), result.body):
             return []
-        page = parse_html(result.body, url, _headers(result), self.parse_options)
+        parsed, self._parsed = self._parsed, None
+        expand = True
+        if parsed is not None and parsed[0] is result:
+            page = parsed[1]
+            # a near-duplicate of a page crawled before: its links are that page's, or a
+            # trap's next step (docs/crawler.md, "Traps"); edges kept, URLs not sent
+            expand = self._expand_near_dups or not parsed[2]
+        else:
+            page = parse_html(result.body, url, _headers(result), self.parse_options)
         links: Sequence[tuple[str, str]] = page.links  # (ExtractedLinks: (url, kind) pairs)
         if self.follow is not None:
             links = self.follow(result, depth, page)
-        return self._route(url, links, depth, out)
+        return self._route(url, links, depth, out, expand=expand)
 
     def _route(
         self,
@@ -1092,10 +1146,12 @@ class Crawler:
         links: Sequence[tuple[str, str]],
         depth: int,
         out: list[Discovered | Outlinks],
+        *,
+        expand: bool = True,
     ) -> list[tuple[str, str]]:
         """Scope-check the links of `src` (found at `depth`), write their graph edges and
-        append the URLs this worker has not sent to the frontier yet to `out`. Returns the
-        edges written.
+        append the URLs this worker has not sent to the frontier yet to `out` (not with
+        `expand` False: the edges only). Returns the edges written.
 
         Most links of a crawl point to URLs met before (95 % on the simulated web), so what
         depends on the URL alone (host key, fingerprint, scope verdict) is memoised, and a set
@@ -1153,6 +1209,8 @@ class Crawler:
             # the edge is part of the web graph even when the crawl goes no deeper: the page
             # may be reached by a shorter path, or stay a dangling node
             edges.append((dst, kind if kind in _EDGE_KINDS else "link"))
+            if not expand:
+                continue
             d = depth if kind == "canonical" or kind == "redirect" else depth + 1
             if relax and max_depth is not None:
                 if d > max_depth:

@@ -64,9 +64,21 @@ class Recorder:
         for exchange in self._exchange:
             exchange(result)
 
-    def log(self, result: FetchResult, *, depth: int, parent: str | None, outcome: str) -> None:
-        for log in self._log:
-            log(result, depth=depth, parent=parent, outcome=outcome)
+    def log(
+        self,
+        result: FetchResult,
+        *,
+        depth: int,
+        parent: str | None,
+        outcome: str,
+        dup: tuple[str, str] | None = None,
+    ) -> None:
+        if dup is None:  # (a sink written before `dup` existed takes this call)
+            for log in self._log:
+                log(result, depth=depth, parent=parent, outcome=outcome)
+        else:
+            for log in self._log:
+                log(result, depth=depth, parent=parent, outcome=outcome, dup=dup)
 
     def edges(self, src: str, dsts: list[tuple[str, str]]) -> None:
         """The graph edges of one page: (dst URL, kind) pairs, kind `link`, `redirect` or
@@ -179,7 +191,15 @@ class CrawlLogSink(PageSink):
         self.recrawl = ctx.recrawl
         self.crawl_log = CrawlLog(CrawlDir(ctx.out).crawl_log, worker=ctx.part or None)
 
-    def log(self, result: FetchResult, *, depth: int, parent: str | None, outcome: str) -> None:
+    def log(
+        self,
+        result: FetchResult,
+        *,
+        depth: int,
+        parent: str | None,
+        outcome: str,
+        dup: tuple[str, str] | None = None,
+    ) -> None:
         status = result.status
         etag = last_modified = None
         if status is not None and (200 <= status < 300 or status == 304):
@@ -201,6 +221,7 @@ class CrawlLogSink(PageSink):
             started_at=result.started_at,
             etag=etag,
             last_modified=last_modified,
+            **({} if dup is None else {"dup": dup[0], "dup_of": dup[1]}),
         )
 
     def flush(self) -> None:

@@ -22,8 +22,17 @@ class Sinks(Protocol):
         """Store one request/response exchange (a 304 of a re-crawl as a revisit)."""
         ...
 
-    def log(self, result: FetchResult, *, depth: int, parent: str | None, outcome: str) -> None:
-        """One crawl-log line; depth -1 for requests that are not pages (robots.txt)."""
+    def log(
+        self,
+        result: FetchResult,
+        *,
+        depth: int,
+        parent: str | None,
+        outcome: str,
+        dup: tuple[str, str] | None = None,
+    ) -> None:
+        """One crawl-log line; depth -1 for requests that are not pages (robots.txt);
+        `dup`: the page's duplicate status, ("near", URL of the page it is near)."""
         ...
 
     def edges(self, src: str, dsts: list[tuple[str, str]]) -> None:

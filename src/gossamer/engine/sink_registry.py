@@ -57,8 +57,18 @@ class PageSink:
     def exchange(self, result: FetchResult) -> None:
         """One request/response exchange (every fetched page, robots.txt and sitemaps)."""
 
-    def log(self, result: FetchResult, *, depth: int, parent: str | None, outcome: str) -> None:
-        """One fetch's outcome; depth -1 for requests that are not pages (robots.txt)."""
+    def log(
+        self,
+        result: FetchResult,
+        *,
+        depth: int,
+        parent: str | None,
+        outcome: str,
+        dup: tuple[str, str] | None = None,
+    ) -> None:
+        """One fetch's outcome; depth -1 for requests that are not pages (robots.txt);
+        `dup`: a page's duplicate status when it has one, ("near", URL of the page crawled
+        before that it is a near-duplicate of); only passed when not None."""
 
     def edges(self, src: str, dsts: list[tuple[str, str]]) -> None:
         """The graph edges of one page: (dst URL, kind) pairs."""

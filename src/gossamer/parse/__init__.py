@@ -1,10 +1,12 @@
 """Parsing fetched documents: links from HTML pages (`parse_html`), URLs from sitemaps
-(`parse_sitemap`), and the content-type test (`is_html`). See docs/crawler/parse.md.
+(`parse_sitemap`), the content-type test (`is_html`) and a text's SimHash (`simhash_text`).
+See docs/crawler/parse.md.
 
 Pure functions of their input: no I/O, no network, nothing cached between pages.
 """
 
 from .links import detect_charset, is_html, parse_html
+from .simhash import SIMHASH_BITS, hamming, simhash_text
 from .sitemaps import MAX_SITEMAP_BYTES, MAX_SITEMAP_ENTRIES, parse_sitemap
 from .types import LINK_RELS, ExtractedLink, ParsedPage, ParseOptions, SitemapResult
 
@@ -12,12 +14,15 @@ __all__ = [
     "LINK_RELS",
     "MAX_SITEMAP_BYTES",
     "MAX_SITEMAP_ENTRIES",
+    "SIMHASH_BITS",
     "ExtractedLink",
     "ParseOptions",
     "ParsedPage",
     "SitemapResult",
     "detect_charset",
+    "hamming",
     "is_html",
     "parse_html",
     "parse_sitemap",
+    "simhash_text",
 ]

@@ -18,6 +18,7 @@ from typing import Final
 from selectolax.lexbor import LexborCSSSelector, LexborHTMLParser
 
 from ..urls import LinkResolver
+from .simhash import simhash_text
 from .types import ExtractedLink, ParsedPage, ParseOptions
 
 __all__ = ["detect_charset", "is_html", "parse_html"]
@@ -375,6 +376,11 @@ def parse_html(
                 append(link if kind == "a" else new(ExtractedLink, (link[0], kind)))
         else:
             break
+    simhash = None
+    if options.fingerprint:
+        body_node = tree.body
+        if body_node is not None:
+            simhash = simhash_text(body_node.text(separator=" ", strip=True))
     return ParsedPage(
         links=tuple(links),
         nofollow=nofollow,
@@ -382,4 +388,5 @@ def parse_html(
         base=resolver.base_url if base_href is not None else None,
         charset=name,
         title=title,
+        simhash=simhash,
     )

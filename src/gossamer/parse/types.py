@@ -23,6 +23,7 @@ class ParseOptions:
     - `robots_agent`: the product token whose `<meta name=...>` and agent-prefixed
       `X-Robots-Tag` directives apply besides the generic ones (lower case).
     - `strip_session_ids`: drop session-id query parameters (urls.SESSION_PARAMS) from links.
+    - `fingerprint`: compute the SimHash of the page's text (`ParsedPage.simhash`).
     """
 
     follow_nofollow: bool = False
@@ -30,6 +31,7 @@ class ParseOptions:
     frames: bool = True
     robots_agent: str = "gossamer"
     strip_session_ids: bool = True
+    fingerprint: bool = False
 
     def __post_init__(self) -> None:
         unknown = self.link_rels - LINK_RELS
@@ -60,6 +62,8 @@ class ParsedPage:
     - `base`: the URL links were resolved against when the page had a usable `<base href>`.
     - `charset`: the encoding the bytes were decoded with (WHATWG name, e.g. windows-1252 for
       a page declaring iso-8859-1), `title`: the text of the first `<title>`, whitespace folded.
+    - `simhash`: with `ParseOptions.fingerprint`, the 64-bit SimHash of the `<body>`'s text
+      (parse/simhash.py), None for a page of too little text (or without the option).
     """
 
     links: tuple[ExtractedLink, ...]
@@ -68,6 +72,7 @@ class ParsedPage:
     base: str | None
     charset: str | None
     title: str | None
+    simhash: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

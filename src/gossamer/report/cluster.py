@@ -24,6 +24,7 @@ from typing import Any
 from ..crawldir import MANIFEST, ClusterDir, CrawlDir
 from ..sinks.items import merge_items
 from .crawl import (
+    CLUSTER_EXAMPLES,
     distinct_pages,
     graph_counts,
     human_date,
@@ -113,6 +114,19 @@ def _crawl_of(
     last, last_report = max(ended, key=lambda pair: pair[0]["ended"], default=(None, None))
     warcs = [report["warc"] for _, report, _ in found]
     settings = found[0][1]["settings"]
+    # near-duplicate clusters over the workers: a page's mark names the page it is near,
+    # whichever worker crawled that (the workers share their fingerprints in Redis)
+    merged: dict[str, dict[str, Any]] = {}
+    duplicates: Counter[str] = Counter()
+    for _, report, _ in found:
+        duplicates.update(report.get("duplicates") or {})
+        for c in report.get("near_duplicates") or ():
+            into = merged.setdefault(
+                c["representative"],
+                {"size": 1, "representative": c["representative"], "examples": []},
+            )
+            into["size"] += c["size"] - 1
+            into["examples"] = (into["examples"] + c["examples"])[:CLUSTER_EXAMPLES]
     return {
         "crawl": crawl_id,
         "seeds": settings.get("seeds", []),
@@ -129,6 +143,8 @@ def _crawl_of(
             "errors": dict(sorted(errors.items())),
             "dropped": dict(sorted(dropped.items())),
         },
+        "duplicates": dict(duplicates.most_common()),
+        "near_duplicates": sorted(merged.values(), key=lambda c: -c["size"]),
         # the shared frontier, as the last worker to end saw it (its stats.json)
         "frontier": ((last_report or {}).get("stats") or {}).get("frontier"),
         "end_reason": last["end_reason"] if last else None,

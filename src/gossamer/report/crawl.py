@@ -249,12 +249,38 @@ def read_crawl(out: Path) -> tuple[dict[str, Any], bytes]:
         "outcomes": dict(log["outcomes"].most_common()),
         "statuses": dict(log["statuses"].most_common()),
     }
+    report["duplicates"] = dict(log["dups"].most_common())
+    report["near_duplicates"] = near_duplicate_clusters(log["near_of"])
     warc_dir = crawl.warc_dir
     warcs = sorted(warc_dir.glob("*.warc.gz")) if warc_dir.is_dir() else []
     report["warc"] = {"files": len(warcs), "bytes": sum(p.stat().st_size for p in warcs)}
     report["graph"] = graph_counts(crawl.graph_dir)
     report["graph_stats"] = live_graph_stats(crawl.live_graph_stats)
     return report, log["page_hashes"]
+
+
+#: URLs a near-duplicate cluster of the report names besides its representative
+CLUSTER_EXAMPLES = 5
+
+
+def near_duplicate_clusters(near_of: dict[str, str]) -> list[dict[str, Any]]:
+    """The crawl log's near-duplicate marks (page URL -> the URL of the page crawled before
+    that it is near) as clusters, largest first: `size` (pages, the representative
+    included), `representative` (the page the others were found near: the first crawled)
+    and up to CLUSTER_EXAMPLES `examples` of the others, in log order."""
+    members: dict[str, list[str]] = {}
+    for url, like in near_of.items():
+        seen = {url}
+        while like in near_of and like not in seen:  # (a representative is never marked
+            seen.add(like)  # near, but two workers racing may chain)
+            like = near_of[like]
+        if url != like:
+            members.setdefault(like, []).append(url)
+    ranked = sorted(members.items(), key=lambda item: -len(item[1]))
+    return [
+        {"size": len(urls) + 1, "representative": rep, "examples": urls[:CLUSTER_EXAMPLES]}
+        for rep, urls in ranked
+    ]
 
 
 def live_graph_finishing(out: Path) -> bool:
@@ -388,6 +414,8 @@ def _scan_log(path: Path, runs: list[dict[str, Any]]) -> dict[str, Any]:
     statuses: Counter[str] = Counter()
     errors: Counter[str] = Counter()
     pages = bytearray()  # 128-bit hashes of the page URLs fetched, for the distinct count
+    near_of: dict[str, str] = {}  # a near-duplicate page's URL -> the URL it is near
+    dups: Counter[str] = Counter()  # page fetches by their duplicate status
     lines = fetches = body_bytes = 0
     first_time: float | None = None
     if path.is_file():
@@ -414,6 +442,11 @@ def _scan_log(path: Path, runs: list[dict[str, Any]]) -> dict[str, Any]:
                     per_pages[bucket] += 1
                     url = str(rec.get("url"))
                     pages += xxhash.xxh3_128_intdigest(url.encode()).to_bytes(16, "little")
+                    dup = rec.get("dup")
+                    if dup is not None:
+                        dups[str(dup)] += 1
+                        if dup == "near" and isinstance(rec.get("dup_of"), str):
+                            near_of[url] = rec["dup_of"]
     return {
         "lines": lines,
         "fetches": fetches,
@@ -424,6 +457,8 @@ def _scan_log(path: Path, runs: list[dict[str, Any]]) -> dict[str, Any]:
         "statuses": statuses,
         "errors": errors,
         "first_time": first_time,
+        "near_of": near_of,
+        "dups": dups,
         "per_run": list(zip(per_lines[1:], per_pages[1:], per_last[1:], strict=True)),
         "before_history": (per_lines[0], per_pages[0], per_last[0]) if per_lines[0] else None,
     }
@@ -649,6 +684,16 @@ def print_report(out: Path, *, as_json: bool = False) -> int:
         print(f"  not HTML     {not_html}{_of_runs(t['dropped_runs'], t['runs'])}")
     shared = "  (the crawl's, at this worker's end)" if runs and runs[-1]["cluster_worker"] else ""
     print(f"  frontier     {_kv(_dated(s.get('frontier') or {}))}{shared}")
+    clusters = report["near_duplicates"]
+    if clusters or report["duplicates"]:
+        dup_pages = sum(c["size"] for c in clusters)
+        print(
+            f"  duplicates   near-duplicates: {len(clusters):,} cluster"
+            f"{'' if len(clusters) == 1 else 's'}, {dup_pages:,} pages; "
+            f"pages marked {_kv(report['duplicates'])}"
+        )
+        for c in clusters[:CLUSTER_EXAMPLES]:
+            print(f"    {c['size']:>6,}  {c['representative']}")
     log = report["log"]
     print(f"  crawl log    {log['lines']} lines; outcomes {_kv(log['outcomes'])}")
     print(f"  warc         {report['warc']['files']} files, {report['warc']['bytes']:,} bytes")

@@ -37,6 +37,7 @@ from ..frontier import Frontier
 from ..frontier._registry import FrontierPlace
 from ..frontier._registry import open_frontier as open_named_frontier
 from ..frontier._share import Share
+from ..neardup import NearDups, NearDupStore, SqliteNearDupStore
 from ..robots_store import RobotsStore, SqliteRobotsStore
 
 __all__ = [
@@ -119,6 +120,8 @@ class EmbeddedStores:
     frontier: Frontier
     robots_store: RobotsStore
     ip_gate: IpGate
+    # the pages' text fingerprints (None: near-duplicate detection off)
+    near_dup_store: NearDupStore | None = None
 
 
 def embedded_stores(
@@ -135,8 +138,11 @@ def embedded_stores(
     # a pool's worker keeps to its share of the hosts, as a cluster worker does
     share = PoolShare(settings.output) if ip_gate_socket is not None else None
     frontier = open_frontier(settings, backends, share)
-    try:  # every process of the crawl (a pool's workers, a resumed run) reads it
+    near_dup_store = None
+    try:  # every process of the crawl (a pool's workers, a resumed run) reads them
         robots_store = SqliteRobotsStore(crawl.robots)
+        if settings.traps.near_dup_links != "off":
+            near_dup_store = SqliteNearDupStore(crawl.near_dups)
     except BaseException:
         frontier.close()
         raise
@@ -148,7 +154,7 @@ def embedded_stores(
         gate = FileIpGate(crawl.ip_locks, per_ip)
     else:
         gate = LocalIpGate(per_ip)
-    return EmbeddedStores(frontier, robots_store, gate)
+    return EmbeddedStores(frontier, robots_store, gate, near_dup_store)
 
 
 @dataclass(frozen=True, slots=True)
@@ -173,6 +179,7 @@ def worker(
     revalidate: Recrawl | None = None,
     robots_store: RobotsStore | None = None,
     extra_sinks: Sequence[PageSink] = (),
+    near_dups: NearDups | None = None,
 ) -> WorkerParts:
     """The `Crawler` of one worker writing into `settings.output`: its resolver, the
     fetcher registered as `fetcher` (wrapped by `guard_fetcher`: a cluster's IP gate), and
@@ -210,5 +217,6 @@ def worker(
         revalidate=revalidate,
         robots_store=robots_store,
         follow=extraction.follow if extraction is not None else None,
+        near_dups=near_dups,
     )
     return WorkerParts(crawler, client, recorder)

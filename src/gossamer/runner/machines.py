@@ -52,6 +52,7 @@ __all__ = [
     "Machine",
     "Probe",
     "RemoteWorker",
+    "machine_list",
     "parse_machines",
     "probe_all",
     "read_machines",
@@ -91,6 +92,15 @@ class Machine:
         """The machine as its line writes it: `[user@]host[:port]`."""
         who = f"{self.user}@" if self.user else ""
         return f"{who}{self.host}" + (f":{self.port}" if self.port else "")
+
+    @property
+    def line(self) -> str:
+        """Its line in a machine list (what `parse_machines` reads back)."""
+        return " ".join(
+            [self.name]
+            + ([f"workers={self.workers}"] if self.workers is not None else [])
+            + ([f"out={self.out}"] if self.out is not None else [])
+        )
 
     @property
     def destination(self) -> str:
@@ -135,6 +145,11 @@ def parse_machines(text: str, source: str = "machines") -> list[Machine]:
     if not machines:
         raise ValueError(f"{source}: no machine (one [user@]host[:port] a line)")
     return machines
+
+
+def machine_list(machines: Sequence[Machine]) -> str:
+    """`machines` as a machine list's text, one line each (`parse_machines` reads it)."""
+    return "".join(f"{m.line}\n" for m in machines)
 
 
 def read_machines(path: Path) -> list[Machine]:

@@ -103,6 +103,8 @@ DEFINITION = frozenset(
         "calendar_years_ahead",
         "max_queries_per_path",
         "max_query_shapes",
+        "near_dup_links",
+        "near_dup_distance",
         "seen_set",
         "partition",
         "site_sizes",

@@ -33,6 +33,7 @@ from ..engine.seams import IpGate
 from ..engine.sink_registry import PageSink
 from ..fetch import Fetcher, Fetching
 from ..frontier import Frontier
+from ..neardup import NearDups, NearDupStore
 from ..report.progress import ProgressDisplay, show_worker_progress
 from ..report.summary import worker_summary
 from ..robots_store import RobotsStore
@@ -143,6 +144,7 @@ async def run_embedded(
         prepare=None if part else prepare,  # a pool worker: the parent seeded or reclaimed
         revalidate=revalidate,
         robots_store=stores.robots_store,
+        near_dup_store=stores.near_dup_store,
         heartbeat=part or MAIN_WORKER,
         hooks=EMBEDDED_HOOKS if hooks is None else hooks,
     )
@@ -159,6 +161,7 @@ async def run_engine(
     fetcher: str = build.EMBEDDED.fetcher,
     revalidate: Recrawl | None = None,
     robots_store: RobotsStore | None = None,
+    near_dup_store: NearDupStore | None = None,
     heartbeat: str | None = None,
     hooks: WorkerHooks = EMBEDDED_HOOKS,
 ) -> int:
@@ -170,10 +173,16 @@ async def run_engine(
     `fetcher` (fetch/_registry.py); `hooks` are what the mode adds (`WorkerHooks`).
     Storage errors (OSError, sqlite3.Error and the hooks' `storage_errors`) end the worker
     with 74. `robots_store` is the crawl's shared robots.txt store (closed here with the
-    frontier; None: this worker's cache only). `heartbeat`: this worker's id in the crawl
-    directory's heartbeats (engine/heartbeat.py; None: none, as a cluster worker, which
-    beats in Redis)."""
+    frontier; None: this worker's cache only), `near_dup_store` the crawl's text
+    fingerprints (closed here too; None: this worker's own, kept in memory). `heartbeat`:
+    this worker's id in the crawl directory's heartbeats (engine/heartbeat.py; None: none,
+    as a cluster worker, which beats in Redis)."""
     out = settings.output
+    near_dups = None
+    if settings.traps.near_dup_links != "off":
+        near_dups = NearDups(near_dup_store, settings.traps.near_dup_distance)
+    elif near_dup_store is not None:
+        near_dup_store.close()
     parts = build.worker(
         settings,
         frontier,
@@ -185,6 +194,7 @@ async def run_engine(
         revalidate=revalidate,
         robots_store=robots_store,
         extra_sinks=hooks.sinks,
+        near_dups=near_dups,
     )
     crawler, recorder = parts.crawler, parts.recorder
     display = None
@@ -258,6 +268,11 @@ async def run_engine(
                 finally:
                     if robots_store is not None:
                         robots_store.close()
+                    if near_dups is not None:
+                        try:
+                            near_dups.close()
+                        except errors:
+                            exit_code = exit_code or 74
                     if beats is not None:
                         beats.finish()
         finally:

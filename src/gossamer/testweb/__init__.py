@@ -5,11 +5,11 @@ serving: `serve_in_thread`, `serve_subprocess` (context managers yielding a `Run
 """
 
 from ._api import RunningWeb, serve_in_thread, serve_subprocess, start_in_thread
-from ._audit import AuditReport, Violation, audit
+from ._audit import AuditReport, NearDupScore, Violation, audit, near_duplicate_scores
 from ._logread import LogRecord, LogSet, read_logs
 from ._model import HostFlag, Kind, Link, PageFlag, WebModel, model_for
 from ._spec import PROFILES, Realism, WebSpec
-from ._truth import Truth, TruthRules, canonical_url, compute_truth
+from ._truth import Truth, TruthRules, canonical_url, compute_truth, near_duplicate_group
 
 __all__ = [
     "PROFILES",
@@ -19,6 +19,7 @@ __all__ = [
     "Link",
     "LogRecord",
     "LogSet",
+    "NearDupScore",
     "PageFlag",
     "Realism",
     "RunningWeb",
@@ -31,6 +32,8 @@ __all__ = [
     "canonical_url",
     "compute_truth",
     "model_for",
+    "near_duplicate_group",
+    "near_duplicate_scores",
     "read_logs",
     "serve_in_thread",
     "serve_subprocess",

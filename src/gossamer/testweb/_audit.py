@@ -5,7 +5,8 @@ pages that should not have been fetched (with the truth's reason), and checks po
 per-host overlaps and gaps against the required delay, per-IP concurrency, robots.txt before
 pages, and the User-Agent, each with `tolerance_s` of slack. It reads logs only and never the
 crawler, so it judges any client alike. Definitions of N, I, coverage, overlap and each
-politeness check: docs/testweb.md, "The audit"."""
+politeness check: docs/testweb.md, "The audit". `near_duplicate_scores(model, crawl log)`
+scores a crawl's near-duplicate marks against the truth's groups (the `duplicates` profile)."""
 
 from __future__ import annotations
 
@@ -18,7 +19,15 @@ from typing import Any
 
 from ._logread import LogRecord
 from ._model import TRAP_KINDS, Kind, PageFlag, WebModel
-from ._truth import RobotsOracle, Truth, TruthRules, compute_truth, request_url, split_url
+from ._truth import (
+    RobotsOracle,
+    Truth,
+    TruthRules,
+    compute_truth,
+    near_duplicate_group,
+    request_url,
+    split_url,
+)
 
 VIOLATION_KINDS = ("host-overlap", "host-delay", "ip-concurrency", "robots-first", "user-agent")
 _AUX_KINDS = frozenset({Kind.ROBOTS, Kind.ROBOTS_MOVED, Kind.SITEMAP, Kind.SITEMAP_PART})
@@ -558,3 +567,57 @@ class _Politeness:
                 self._flag("ip-concurrency", r, f"{n} requests in flight (limit {self.limit})")
             heapq.heappush(in_flight, max(r.start_us, r.end_us - self.tol))
         self.max_in_flight[ip] = worst
+
+
+@dataclass(frozen=True, slots=True)
+class NearDupScore:
+    """How well a crawl's duplicate marks match the truth's near-duplicate groups
+    (`near_duplicate_scores`): `marked` pages marked (`dup` in the crawl log), `correct` of
+    them marked as a duplicate of a page of their own group, `expected` the marks a perfect
+    detector makes (each group's distinct pages fetched, less one), and from them precision
+    (correct / marked) and recall (correct / expected), 1.0 when there is nothing to count."""
+
+    marked: int
+    correct: int
+    expected: int
+    groups: int  # groups with two pages fetched or more
+
+    @property
+    def precision(self) -> float:
+        return self.correct / self.marked if self.marked else 1.0
+
+    @property
+    def recall(self) -> float:
+        return self.correct / self.expected if self.expected else 1.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "marked": self.marked,
+            "correct": self.correct,
+            "expected": self.expected,
+            "groups": self.groups,
+            "precision": round(self.precision, 4),
+            "recall": round(self.recall, 4),
+        }
+
+
+def near_duplicate_scores(model: WebModel, records: Iterable[Mapping[str, Any]]) -> NearDupScore:
+    """Score the `dup` marks of a crawl log's `records` (`sinks.read_crawl_log`) against the
+    truth's near-duplicate groups (`_truth.near_duplicate_group`): a page fetched (200, a
+    depth) marked `dup` with `dup_of` in its own group is correct; any other mark is not."""
+    fetched: dict[tuple[str, int, int], set[str]] = {}
+    marked = correct = 0
+    for rec in records:
+        if rec.get("depth") is None or rec.get("status") != 200:
+            continue
+        url = str(rec.get("url"))
+        group = near_duplicate_group(model, url)
+        if group is not None:
+            fetched.setdefault(group, set()).add(url)
+        if rec.get("dup") is not None:
+            marked += 1
+            like = rec.get("dup_of")
+            if group is not None and isinstance(like, str):
+                correct += near_duplicate_group(model, like) == group and like != url
+    groups = [urls for urls in fetched.values() if len(urls) > 1]
+    return NearDupScore(marked, correct, sum(len(g) - 1 for g in groups), len(groups))

@@ -13,11 +13,13 @@ import html
 import random
 import zlib
 from dataclasses import dataclass, field
+from datetime import date as _date
 from functools import lru_cache
 
 import xxhash
 
 from ._model import (
+    DUP_KINDS,
     NO_CONTENT,
     HostFlag,
     Kind,
@@ -181,6 +183,7 @@ _PARAGRAPHS: dict[str, tuple[str, ...]] = {
 _PARAGRAPH_BYTES: dict[str, tuple[bytes, ...]] = {
     cs: tuple(p.encode(cs) for p in paras) for cs, paras in _PARAGRAPHS.items()
 }
+_M64 = (1 << 64) - 1
 _MEAN_PARAGRAPH = sum(map(len, _PARAGRAPHS["utf-8"])) // len(_PARAGRAPHS["utf-8"])
 
 
@@ -231,8 +234,18 @@ def last_modified(model: WebModel, h: int, i: int, version: int) -> float:
     return float(base + version * 86400 * 7)
 
 
-def render_page(model: WebModel, plan: PagePlan, *, epoch: int = 0, session: bool = False) -> bytes:
-    """The HTML of a page, encoded in its host's charset."""
+def render_page(
+    model: WebModel,
+    plan: PagePlan,
+    *,
+    epoch: int = 0,
+    session: bool = False,
+    printable: bool = False,
+    mirror: bool = False,
+) -> bytes:
+    """The HTML of a page, encoded in its host's charset. `printable`: its printer-friendly
+    copy (the same text, its link lists as plain text, no link); `mirror`: its copy under
+    /mirror/ (a `<base href>` to the page, so its links are the page's)."""
     host = model.hosts[plan.host]
     flags = plan.flags
     charset = host.charset
@@ -247,12 +260,16 @@ def render_page(model: WebModel, plan: PagePlan, *, epoch: int = 0, session: boo
     head.append(f"<title>{title}</title>")
     if plan.base_href:
         head.append(f'<base href="{plan.base_href}">')
+    elif mirror:
+        head.append(f'<base href="{url}">')
     if flags & PageFlag.META_NOFOLLOW:
         head.append('<meta name="robots" content="noindex,nofollow">')
     elif flags & PageFlag.META_NOINDEX:
         head.append('<meta name="robots" content="noindex">')
-    if session or plan.page % 5 == 0:
+    if (session or plan.page % 5 == 0) and not printable:
         head.append(f'<link rel="canonical" href="{url}">')
+    if printable:
+        head.append('<link rel="stylesheet" href="/print.css" media="print">')
     head.append("</head>\n<body>\n")
     if malformed:
         head = [p.upper() if p.startswith("<title") else p for p in head]
@@ -266,14 +283,27 @@ def render_page(model: WebModel, plan: PagePlan, *, epoch: int = 0, session: boo
     nlinks = len(links)
     budget = max(1, plan.size // _MEAN_PARAGRAPH)
     groups = min(budget, 8, nlinks) if nlinks else 0
+    # the page's paragraphs: a sequence of its own, a mix of (content seed, position) each,
+    # so two pages share a paragraph only by chance (~budget² / pool). An arithmetic one
+    # (start + j * step) made every two pages of one step shifted copies of each other:
+    # ~0.4 % of a web's pages were near-duplicates of another (85-96 % the same text)
     seed = plan.content_seed
-    start = seed % npar
-    step = 1 + (seed >> 12) % (npar - 1)
     bounds = [nlinks * g // groups for g in range(groups + 1)] if groups else [0]
     for j in range(max(budget, groups)):
-        parts.append(paragraphs[(start + j * step) % npar])
+        mixed = ((seed ^ (j * 0x9E3779B97F4A7C15)) * 0xBF58476D1CE4E5B9) & 0xFFFFFFFFFFFFFFFF
+        parts.append(paragraphs[(mixed >> 40) % npar])
         if j < groups:
-            parts.append(_render_links(links, bounds[j], bounds[j + 1], malformed).encode(charset))
+            if printable:  # the list's text, as the page shows it, without the links
+                listed = (
+                    "<li></li>" if not links[n][2] and (n % 37 == 5 or n % 29 == 3)
+                    else f"<li>link {n}</li>"  # (an iframe's and an area's: no text)
+                    for n in range(bounds[j], bounds[j + 1])
+                )  # fmt: skip
+                parts.append(("<ul>" + "".join(listed) + "</ul>\n").encode(charset))
+            else:
+                parts.append(
+                    _render_links(links, bounds[j], bounds[j + 1], malformed).encode(charset)
+                )
     parts.append(b"</body></html>\n" if not malformed else b"<p>trailing <span>never closed\n")
     body = b"".join(parts)
     if flags & PageFlag.INVALID_UTF8 and charset == "utf-8":
@@ -474,6 +504,8 @@ def respond(
         if f & PageFlag.TRICKLE:
             resp.trickle_s = r.trickle_s
         return resp
+    if kind in DUP_KINDS:
+        return _near_duplicate(model, res)
     if kind is Kind.REDIRECT or kind is Kind.LOOP:
         code, loc = model.redirect_location(res)
         if (res.a + res.c) % 3 == 0 and loc.startswith(f"http://{host.name}/"):
@@ -519,6 +551,46 @@ def respond(
     return _text(404, b"<html><body>Not Found</body></html>\n", _HTML)
 
 
+def _near_duplicate(model: WebModel, res: Resource) -> Response:
+    """A near-duplicate on a NEAR_DUPS host (model.DUP_KINDS): a copy of page `res.a`
+    (printable, mirrored, under `?ref=`) or a day of the calendar."""
+    if res.kind is Kind.DUP_CALENDAR:
+        return _text(200, render_calendar_day(model, res), f"{_HTML}; charset=utf-8")
+    plan = model.plan(res.host, res.a)
+    if plan.flags & NO_CONTENT:
+        return _text(404, b"<html><body>Not Found</body></html>\n", _HTML)
+    body = render_page(
+        model,
+        plan,
+        session=res.kind is Kind.DUP_SESSION,
+        printable=res.kind is Kind.DUP_PRINT,
+        mirror=res.kind is Kind.DUP_MIRROR,
+    )
+    return Response(200, page_headers(model, plan), body)
+
+
+def render_calendar_day(model: WebModel, res: Resource) -> bytes:
+    """A day's page of a NEAR_DUPS host's calendar: the day in its title and heading, the
+    same ~40 paragraphs of events every day, and links to the days before and after."""
+    host = model.hosts[res.host]
+    day = _date.fromordinal(res.a).isoformat()
+    paragraphs = _PARAGRAPHS["utf-8"]
+    seed = xxhash.xxh64_intdigest(f"{model.spec.seed}|calendar|{res.host}".encode())
+    text = "".join(
+        paragraphs[(((seed ^ (j * 0x9E3779B97F4A7C15)) * 0xBF58476D1CE4E5B9) & _M64) >> 40 & 1023]
+        for j in range(40)
+    )
+    links = "".join(
+        f'<li><a href="{html.escape(link.href)}">{"home" if link.href == "/" else "another day"}'
+        "</a></li>"
+        for link in model.resource_links(res)
+    )
+    return (
+        f"<!DOCTYPE html>\n<html><head><title>{host.name} events on {day}</title></head>"
+        f"<body><h1>Events on {day}</h1>\n{text}<ul>{links}</ul></body></html>\n"
+    ).encode()
+
+
 def _text(status: int, body: bytes, ctype: str = "text/plain; charset=utf-8") -> Response:
     return Response(status, [("Content-Type", ctype)], body)
 
@@ -534,4 +606,13 @@ def page_outcome(model: WebModel, res: Resource) -> tuple[bool, list[Link], bool
         return True, list(plan.links), plan.nofollow_page
     if kind in (Kind.LYING_PDF, Kind.HUGE, Kind.TRAP_CALENDAR, Kind.TRAP_DEEP, Kind.TRAP_SEARCH):
         return True, model.resource_links(res), False
+    if kind is Kind.DUP_CALENDAR:
+        return True, model.resource_links(res), False
+    if kind in DUP_KINDS:  # a copy of a page: the page's links (a printable copy: none)
+        plan = model.plan(res.host, res.a)
+        if plan.flags & NO_CONTENT:
+            return False, [], False
+        if kind is Kind.DUP_PRINT:
+            return True, [], False
+        return True, list(plan.links), plan.nofollow_page
     return False, [], False

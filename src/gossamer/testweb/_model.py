@@ -17,6 +17,7 @@ import math
 import posixpath
 import random
 from dataclasses import dataclass
+from datetime import date as _date
 from enum import IntEnum
 from functools import lru_cache
 from typing import NamedTuple
@@ -54,6 +55,7 @@ class HostFlag:
     QUERY_URLS = 1 << 13
     TRAPS = 1 << 14
     SLOW = 1 << 15
+    NEAR_DUPS = 1 << 16
 
 
 def flag_names(cls: type, value: int) -> list[str]:
@@ -142,9 +144,18 @@ class Kind(IntEnum):
     TRAP_CALENDAR = 16  # /calendar/<y>/<m>/
     TRAP_DEEP = 17  # /deep/<seg>/.../
     TRAP_SEARCH = 18  # /search.php?...
+    DUP_PRINT = 19  # /print/<page>.html: page's text, no links (a printer-friendly copy)
+    DUP_MIRROR = 20  # /mirror/<page>.html: the page under another path (<base> to it)
+    DUP_SESSION = 21  # <page target>?ref=<k>: the page under a parameter (rel=canonical)
+    DUP_CALENDAR = 22  # /events?day=YYYY-MM-DD: a day's page, the same text every day
 
 
 TRAP_KINDS = frozenset({Kind.TRAP_CALENDAR, Kind.TRAP_DEEP, Kind.TRAP_SEARCH})
+#: near-duplicates of a page (or of each other: the calendar's days), on NEAR_DUPS hosts
+DUP_KINDS = frozenset({Kind.DUP_PRINT, Kind.DUP_MIRROR, Kind.DUP_SESSION, Kind.DUP_CALENDAR})
+#: the calendar of a NEAR_DUPS host: linked from its home page, a day's page links the days
+#: before and after (the date window of gossamer's calendar filter lets them all through)
+DUP_CALENDAR_ENTRY = "/events?day=2026-07-14"
 NON_HTML_EXTENSION_KINDS = frozenset({Kind.PDF, Kind.IMAGE, Kind.LYING_PDF})
 
 
@@ -265,6 +276,7 @@ class WebModel:
             (HostFlag.QUERY_URLS, "QUERY_URLS", r.query_url_host),
             (HostFlag.TRAPS, "TRAPS", r.trap_host),
             (HostFlag.SLOW, "SLOW", r.slow_host),
+            (HostFlag.NEAR_DUPS, "NEAR_DUPS", r.near_dup_host),
         ):
             if rate > 0 and _unit(seed, "host", hid, fname) < rate:
                 flags |= flag
@@ -363,6 +375,10 @@ class WebModel:
         n = len(parts)
         if path == "/robots.txt":
             return Resource(Kind.ROBOTS, h) if not query else nf
+        if host.flags & HostFlag.NEAR_DUPS and not session:
+            dup = self._resolve_dup(h, path, head, n, parts, query)
+            if dup is not None:
+                return dup
         if query and not (head == "view.php" or head == "search.php"):
             return nf
         try:
@@ -444,6 +460,47 @@ class WebModel:
             return nf
         return nf
 
+    def _resolve_dup(
+        self, h: int, path: str, head: str, n: int, parts: list[str], query: str
+    ) -> Resource | None:
+        """A near-duplicate's target on a NEAR_DUPS host (DUP_KINDS), else None."""
+        try:
+            if query.startswith("ref=") and len(query) == 5 and query[4].isdigit():
+                page = self.resolve(h, path)
+                if page.kind is Kind.PAGE:
+                    return Resource(Kind.DUP_SESSION, h, page.a, int(query[4]))
+                return Resource(Kind.NOT_FOUND, h)
+            if path == "/events" and query.startswith("day="):
+                day = _date.fromisoformat(query[4:])
+                if len(query) == 14 and 1900 <= day.year <= 9999:
+                    return Resource(Kind.DUP_CALENDAR, h, day.toordinal())
+                return Resource(Kind.NOT_FOUND, h)
+            if head in ("print", "mirror") and n == 3 and parts[2].endswith(".html") and not query:
+                i = _nat(parts[2][:-5])
+                kind = Kind.DUP_PRINT if head == "print" else Kind.DUP_MIRROR
+                if i < self.hosts[h].pages:
+                    return Resource(kind, h, i)
+                return Resource(Kind.NOT_FOUND, h)
+        except ValueError:
+            return Resource(Kind.NOT_FOUND, h)
+        return None
+
+    def dup_links(self, h: int, i: int) -> list[Link]:
+        """The links page i of a NEAR_DUPS host has to its near-duplicates: its printer-
+        friendly copy, its mirror (every third page), a variant under `?ref=1` (every fourth
+        page but the home page), and on the home page the calendar."""
+        host = self.hosts[h]
+        if not host.flags & HostFlag.NEAR_DUPS:
+            return []
+        targets = [f"/print/{i}.html"]
+        if i % 3 == 0:
+            targets.append(f"/mirror/{i}.html")
+        if i % 4 == 1 and not host.flags & HostFlag.QUERY_URLS:
+            targets.append(self.page_target(h, i) + "?ref=1")
+        if i == 0:
+            targets.append(DUP_CALENDAR_ENTRY)
+        return [Link(self.url_of(h, t), t) for t in targets]
+
     def sitemap_parts(self, h: int) -> int:
         pages = self.hosts[h].pages
         return 0 if pages <= SITEMAP_URLS_PER_FILE else -(-pages // SITEMAP_URLS_PER_FILE)
@@ -481,6 +538,8 @@ class WebModel:
             base_dir = f"/{other}"
             base_href = f"http://{host.name}/{other}/"
         links = self._draw_links(rng, host, i, flags, base_dir, base_href)
+        if host.flags & HostFlag.NEAR_DUPS:
+            links += self.dup_links(h, i)
         return PagePlan(h, i, flags, size, base_href, tuple(links), rng.getrandbits(32))
 
     def _draw_links(
@@ -667,6 +726,14 @@ class WebModel:
                     if (nxt + len(sort)) % 2:
                         params.reverse()  # endless permutations of the same query
                     t = "/search.php?" + "&".join(f"{k}={v}" for k, v in params)
+                    out.append(Link(self.url_of(h, t), t))
+            return out
+        if kind is Kind.DUP_CALENDAR:
+            out = [home]
+            for delta in (-1, 1):
+                day = res.a + delta
+                if _date(1900, 1, 1).toordinal() <= day <= _date(9999, 12, 31).toordinal():
+                    t = f"/events?day={_date.fromordinal(day).isoformat()}"
                     out.append(Link(self.url_of(h, t), t))
             return out
         if kind is Kind.LYING_PDF or kind is Kind.HUGE:

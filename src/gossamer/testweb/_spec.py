@@ -3,7 +3,8 @@
 A `WebSpec` is everything needed to regenerate a web byte for byte: the same spec gives the
 same hosts, pages, links and truth. Realism switches are rates (fraction of hosts, pages or
 links) grouped in a `Realism` record; a profile (clean, realistic, hostile) sets them all and
-`overrides` changes single ones (`--set trap_host=0.5`).
+`overrides` changes single ones (`--set trap_host=0.5`); `duplicates` is the clean web with
+near-duplicates on half its hosts.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-PROFILES = ("clean", "realistic", "hostile")
+PROFILES = ("clean", "realistic", "hostile", "duplicates")
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,6 +42,9 @@ class Realism:
     conditional_host: float = 0.0  # Last-Modified / ETag, 304 on conditional requests
     query_url_host: float = 0.0  # page URLs with query strings (/view.php?cat=..&id=..)
     trap_host: float = 0.0  # crawler traps: calendar, ever-deeper paths, query permutations
+    # near-duplicates: printer-friendly copies (/print/), mirrored pages (/mirror/), session
+    # variants (?ref=N, a parameter no crawler strips) and a calendar of days (/events?day=)
+    near_dup_host: float = 0.0
     slow_host: float = 0.0  # latency multiplied by slow_host_factor (politeness-bound hosts)
     latency_ms: float = 0.0  # mean per-request latency of a host
     latency_jitter: float = 0.0  # +- fraction of the latency, uniform per request
@@ -164,7 +168,16 @@ _HOSTILE = dataclasses.replace(
     trickle_s=30.0,
 )
 
-_PROFILE_REALISM = {"clean": _CLEAN, "realistic": _REALISTIC, "hostile": _HOSTILE}
+#: a clean web whose every other host serves near-duplicates (the truth knows them: _truth.py
+#: `near_duplicate_group`), for scoring near-duplicate detection
+_DUPLICATES = dataclasses.replace(_CLEAN, near_dup_host=0.5)
+
+_PROFILE_REALISM = {
+    "clean": _CLEAN,
+    "realistic": _REALISTIC,
+    "hostile": _HOSTILE,
+    "duplicates": _DUPLICATES,
+}
 
 REALISM_FIELDS = {f.name: f for f in dataclasses.fields(Realism)}
 

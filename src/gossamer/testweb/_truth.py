@@ -25,7 +25,7 @@ from ..scope import Scope
 from ..traps import CalendarWindow
 from ..urls import NON_HTML_EXTENSIONS as _URL_NON_HTML_EXTENSIONS
 from ._content import page_outcome, respond
-from ._model import SESSION_PARAMS, TRAP_KINDS, Host, Kind, Resource, WebModel
+from ._model import DUP_KINDS, SESSION_PARAMS, TRAP_KINDS, Host, HostFlag, Kind, Resource, WebModel
 
 SCOPES = ("host", "domain", "all")
 
@@ -45,6 +45,9 @@ EXCLUDE_REASONS = (
 )
 
 EDGE_KINDS = ("link", "redirect", "canonical", "sitemap")
+# the pages that name themselves with rel=canonical (every fifth, and session variants), and
+# their copies that do (a mirror, a `?ref=` variant: _content.render_page)
+_CANONICAL_KINDS = frozenset({Kind.PAGE, Kind.DUP_MIRROR, Kind.DUP_SESSION})
 _LINK, _REDIRECT, _CANONICAL, _SITEMAP = range(4)
 
 _ROBOTS_MAX_HOPS = 5
@@ -398,7 +401,7 @@ class Truth:
     depth: Mapping[str, int]  # required and permitted URLs
     excluded: Mapping[str, str]  # URL -> one of EXCLUDE_REASONS
     trap: frozenset[str]  # every trap URL met (permitted ones included)
-    permitted: frozenset[str]  # trap URLs within max_depth (fetching them is no fault)
+    permitted: frozenset[str]  # trap URLs within max_depth, near-duplicates (no fault)
     hosts: tuple[str, ...]  # hosts whose robots.txt a correct crawler reads, first-reached order
     robots_status: Mapping[str, str]  # host -> ok | missing | unavailable (for `hosts`)
     crawl_delay: Mapping[str, float]  # host -> declared Crawl-delay (hosts that declare one)
@@ -482,6 +485,24 @@ def _count(values: Iterator[str] | Sequence[str] | Any) -> dict[str, int]:
     for v in values:
         out[v] = out.get(v, 0) + 1
     return dict(sorted(out.items()))
+
+
+def near_duplicate_group(model: WebModel, url: str) -> tuple[str, int, int] | None:
+    """Which pages `url` is a near-duplicate of, as a group key shared by all of them, or
+    None: on a NEAR_DUPS host (the `duplicates` profile) a page, its printer-friendly copy,
+    its mirror and its `?ref=` variants are one group (the same text), the calendar's days
+    another; every other page is in none (the simulated web's pages share a paragraph only
+    by chance). The key: (kind, host id, page id)."""
+    hostname, target = split_url(url)
+    hid = model.by_name.get(hostname)
+    if hid is None or not model.hosts[hid].flags & HostFlag.NEAR_DUPS:
+        return None
+    res = model.resolve(hid, target)
+    if res.kind is Kind.DUP_CALENDAR:
+        return ("calendar", hid, 0)
+    if res.kind is Kind.PAGE or res.kind in DUP_KINDS:
+        return ("page", hid, res.a)
+    return None
 
 
 def compute_truth(model: WebModel, rules: TruthRules) -> Truth:
@@ -593,6 +614,8 @@ class _Walker:
             return self._exclude(uid, "non-html")
         res = model.resolve(hid, target)
         state = _REQUIRED
+        if res.kind in DUP_KINDS:  # a near-duplicate: may be fetched, never required
+            state = _PERMITTED
         if res.kind in TRAP_KINDS:
             self.traps[uid] = None
             if self.max_depth is None:
@@ -661,7 +684,11 @@ class _Walker:
         is_html, links, nofollow_page = page_outcome(model, res)
         if not is_html:
             return
-        if kind is Kind.PAGE and self.rules.follow_canonical and (res.a % 5 == 0 or res.session):
+        if (
+            kind in _CANONICAL_KINDS
+            and self.rules.follow_canonical
+            and (res.a % 5 == 0 or res.session or kind is Kind.DUP_SESSION)
+        ):
             self._target(uid, model.page_url(res.host, res.a), _CANONICAL)
         follow_nofollow = self.rules.follow_nofollow
         strip = self.strip
@@ -744,7 +771,8 @@ class _Walker:
         urls = self.urls
         state = self.state
         required = frozenset(urls[u] for u in self.order)
-        permitted = frozenset(urls[u] for u in self.traps if state[u] == _PERMITTED)
+        # trap URLs within max_depth, and near-duplicates (DUP_KINDS)
+        permitted = frozenset(urls[u] for u in range(len(urls)) if state[u] == _PERMITTED)
         depth = {
             urls[u]: self.depths[u] for u in range(len(urls)) if state[u] in (_REQUIRED, _PERMITTED)
         }

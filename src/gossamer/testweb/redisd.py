@@ -293,14 +293,20 @@ class RedisServer:
         self.stop()
 
     # -- internals
-    def _config_lines(self, port: int) -> list[str]:
-        lines = [
+    def _common_lines(self, port: int) -> list[str]:
+        """The lines a server and a sentinel share: where it listens, its files."""
+        return [
             f"port {port}",
             f"bind {HOST}",
             "daemonize no",
             "protected-mode no",
             f"dir {_quote(str(self.directory))}",
             f"logfile {_quote(str(self.log_path))}",
+        ]
+
+    def _config_lines(self, port: int) -> list[str]:
+        lines = [
+            *self._common_lines(port),
             'save ""',
             f"appendonly {'yes' if self.aof else 'no'}",
             "appendfsync everysec",
@@ -334,13 +340,17 @@ class RedisServer:
     def _pick_ports(self) -> int:
         return _free_ports(1)[0]
 
+    def _argv(self) -> list[str]:
+        """The command that starts the server on its config file."""
+        return [self._binary, str(self.config_path)]
+
     def _spawn_and_wait(self, timeout: float) -> None:
         port = self.port
         self.config_path.write_text("\n".join(self._config_lines(port)) + "\n")
         log_size = self.log_path.stat().st_size if self.log_path.exists() else 0
         with self.output_path.open("ab") as out:
             proc = subprocess.Popen(
-                [self._binary, str(self.config_path)],
+                self._argv(),
                 stdin=subprocess.DEVNULL,
                 stdout=out,
                 stderr=subprocess.STDOUT,
@@ -579,38 +589,15 @@ class _SentinelNode(RedisServer):
     def _config_lines(self, port: int) -> list[str]:
         name = self.service
         return [
-            f"port {port}",
-            f"bind {HOST}",
-            "daemonize no",
-            "protected-mode no",
-            f"dir {_quote(str(self.directory))}",
-            f"logfile {_quote(str(self.log_path))}",
+            *self._common_lines(port),
             f"sentinel monitor {name} {HOST} {self.master_port} 2",
             f"sentinel down-after-milliseconds {name} {self.down_after_ms}",
             f"sentinel failover-timeout {name} {max(3 * self.down_after_ms, 3000)}",
             f"sentinel parallel-syncs {name} 1",
         ]
 
-    def _spawn_and_wait(self, timeout: float) -> None:
-        binary = self._binary  # redis-server, in sentinel mode by --sentinel
-        self.config_path.write_text("\n".join(self._config_lines(self.port)) + "\n")
-        log_size = self.log_path.stat().st_size if self.log_path.exists() else 0
-        with self.output_path.open("ab") as out:
-            proc = subprocess.Popen(
-                [binary, str(self.config_path), "--sentinel"],
-                stdin=subprocess.DEVNULL,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                cwd=self.directory,
-                start_new_session=True,
-                preexec_fn=_die_with_parent_fn(),
-            )
-        self._proc = proc
-        try:
-            self._wait_until_ready(proc, self.port, log_size, timeout)
-        except BaseException:
-            self._stop_locked(kill=True)
-            raise
+    def _argv(self) -> list[str]:
+        return [*super()._argv(), "--sentinel"]  # redis-server, in sentinel mode
 
 
 class RedisSentinels:

@@ -199,6 +199,7 @@ $("setup-form").addEventListener("submit", async (e) => {
     max_pages: limitField("max-pages"),
     workers: numberField("workers"),
     partition: isCluster ? optionField("partition") : null,
+    machines: isCluster ? $("machine-list").value : null,  // a machine list (--machines FILE)
   };
   showSetupError("");
   $("setup-message").textContent = "starting…";
@@ -708,6 +709,10 @@ function render(s) {
   set("coordinator", "progress", c.max_pages && typeof t.pages === "number"
     ? `${Math.min(100, 100 * t.pages / c.max_pages).toFixed(1)} %` : "-");
   set("coordinator", "pages", num(t.pages));
+  // the pages the crawl log marks duplicates (near-duplicates, identical payloads), and
+  // their share of the pages: a directory's crawl (a cluster's heartbeats do not say)
+  set("coordinator", "duplicates", t.duplicates === undefined || t.duplicates === null ? "-"
+    : num(t.duplicates) + (t.pages ? " (" + (100 * t.duplicates / t.pages).toFixed(1) + " %)" : ""));
   set("coordinator", "requests", num(t.requests));
   set("coordinator", "errors", num(t.errors));
   set("coordinator", "queued", num(fr.queued));

@@ -39,7 +39,9 @@ SENTINEL_PORT: Final = 26379
 @dataclass(frozen=True, slots=True)
 class SentinelURL:
     """A parsed `redis+sentinel://[[USER]:PASSWORD@]HOST[:PORT][,HOST[:PORT]…]/SERVICE[/DB]`
-    (`?sentinel_password=…` when the sentinels want a password of their own)."""
+    (`?sentinel_password=…` when the sentinels want a password of their own; with
+    `rediss+sentinel://`, `?ssl_ca_certs=FILE`: the CA certificate the sentinels' and the
+    master's certificates are checked with, else the system's)."""
 
     sentinels: tuple[tuple[str, int], ...]
     service: str
@@ -48,6 +50,7 @@ class SentinelURL:
     password: str | None = None
     sentinel_password: str | None = None
     tls: bool = False
+    ssl_ca_certs: str | None = None
 
 
 def parse_sentinel_url(url: str) -> SentinelURL | None:
@@ -77,15 +80,18 @@ def parse_sentinel_url(url: str) -> SentinelURL | None:
         if not parts[1].isdigit():
             raise ValueError(f"the database must be a number, not {parts[1]!r}")
         db = int(parts[1])
-    sentinel_password = None
+    sentinel_password = ca_certs = None
+    tls = scheme.lower() == "rediss+sentinel"
     for name, value in urllib.parse.parse_qsl(query):
         if name == "sentinel_password":
             sentinel_password = value or None
+        elif name == "ssl_ca_certs" and tls:
+            ca_certs = value or None
         else:
             raise ValueError(f"unknown Sentinel URL parameter {name!r}")
     return SentinelURL(
-        tuple(sentinels), service, db, username, password, sentinel_password,
-        tls=scheme.lower() == "rediss+sentinel",
+        tuple(sentinels), service, db, username, password, sentinel_password, tls=tls,
+        ssl_ca_certs=ca_certs,
     )  # fmt: skip
 
 
@@ -111,8 +117,10 @@ def _sentinel_master(parsed: SentinelURL, kw: dict[str, Any]) -> redis.Redis:
         own["username"] = parsed.username
     if parsed.password is not None:
         own["password"] = parsed.password
-    if parsed.tls:
-        own["ssl"] = True
+    tls: dict[str, Any] = {"ssl": True} if parsed.tls else {}
+    if parsed.ssl_ca_certs is not None:
+        tls["ssl_ca_certs"] = parsed.ssl_ca_certs
+    own.update(tls)
     own.update(kw)  # $REDISCLI_AUTH's password, time-outs, retries
     sentinel_kwargs: dict[str, Any] = {
         k: v for k, v in kw.items() if k in ("socket_connect_timeout", "socket_timeout")
@@ -120,8 +128,7 @@ def _sentinel_master(parsed: SentinelURL, kw: dict[str, Any]) -> redis.Redis:
     sentinel_kwargs.setdefault("socket_timeout", 5.0)
     if parsed.sentinel_password is not None:
         sentinel_kwargs["password"] = parsed.sentinel_password
-    if parsed.tls:
-        sentinel_kwargs["ssl"] = True
+    sentinel_kwargs.update(tls)
     sentinel = redis.sentinel.Sentinel(list(parsed.sentinels), sentinel_kwargs=sentinel_kwargs)
     client = cast(redis.Redis, sentinel.master_for(parsed.service, **own))
     try:
