@@ -75,6 +75,15 @@ politeness delay, so both crawlers run with delay 0; each keeps one request in f
    workers' pages per CPU-second >= 0.9x 1 worker's; every web, 1 worker's CPU a page <= 1.5x
    the fastest bare loop + WARC's.
 
+9. `--live-graph-cost`: each gossamer crawl twice in a round, `--no-live-graph` and
+   `--live-graph` back to back (their order swapped every round; `--gossamer-rounds 3` or
+   more), and what the live graph (on by default) costs each worker count: 1 - pages/s on /
+   off, median and range of the rounds, against issue 33's ceiling (<= 3 % with 2 workers,
+   <= 1 % with one: PASS or FAIL), and the crawl's CPU a page on / off (its process tree, the
+   live graph's child included: the cost a saturated machine pays). `--live-graph-baseline
+   SRC` adds a third crawl a round, `--live-graph` with the gossamer package of SRC (an
+   earlier commit's src/) first on PYTHONPATH: the cost before and after a change, in one run.
+
 Figures are printed, never asserted; bench/README.md and docs/crawler/bench.md record them.
 Loopback only; every subprocess has a time limit (SIGTERM, then SIGKILL).
 """
@@ -371,6 +380,67 @@ def _extract_costs(runs: list[CrawlRun]) -> None:
     for config, ratios in by_config.items():
         shown = ", ".join(f"{r:.3f}" for r in ratios)
         print(f"  {config}: median {statistics.median(ratios):.3f} (rounds: {shown})")
+
+
+LIVE_ON, LIVE_OFF = "--live-graph", "--no-live-graph"
+BASELINE = " (baseline sources)"
+#: issue 33's ceiling on what the live graph (on by default) may cost, by worker count
+LIVE_GRAPH_MAX_COST = {1: 0.01, 2: 0.03}
+
+
+def _live_graph_costs(runs: list[CrawlRun]) -> None:
+    """What the live graph costs each worker count: per round, 1 - pages/s on / pages/s off
+    (the two crawls of a round back to back, their order swapped every round); the median
+    and the range of the rounds, and issue 33's ceiling, PASS or FAIL (printed, never
+    asserted)."""
+    by: dict[tuple[str, int], dict[str, CrawlRun]] = {}
+    for r in runs:
+        config, kind = r.config, "on"
+        if config.endswith(BASELINE):
+            config, kind = config[: -len(BASELINE)], "baseline"
+        if config.endswith(LIVE_ON) or config.endswith(LIVE_OFF):
+            base = config.rsplit(" ", 1)[0]
+            by.setdefault((base, r.round), {})["off" if config.endswith(LIVE_OFF) else kind] = r
+    costs: dict[str, list[float]] = {}
+    cpu: dict[str, list[float]] = {}  # CPU a page on / off - 1: the cost on a busy machine
+    workers: dict[str, int] = {}
+    for (base, _rnd), runs_of in by.items():
+        off = runs_of.get("off")
+        for kind in ("on", "baseline"):
+            if kind in runs_of and off is not None and off.pages_per_s:
+                name = base if kind == "on" else base + BASELINE
+                costs.setdefault(name, []).append(1 - runs_of[kind].pages_per_s / off.pages_per_s)
+                cpu.setdefault(name, []).append(
+                    runs_of[kind].cpu_ms_per_page / off.cpu_ms_per_page - 1
+                )
+                workers[name] = runs_of[kind].workers
+    print("\n## what the live graph costs (1 - pages/s on / off, same round; order alternated)")
+    for base, cs in costs.items():
+        shown = ", ".join(f"{c:+.1%}" for c in cs)
+        med = statistics.median(cs)
+        limit = LIVE_GRAPH_MAX_COST.get(workers[base])
+        verdict = (
+            f"; issue 33: <= {limit:.0%}: {'PASS' if med <= limit else 'FAIL'}" if limit else ""
+        )
+        print(
+            f"  {base}: median {med:+.1%}, range {min(cs):+.1%} .. {max(cs):+.1%} "
+            f"({len(cs)} rounds: {shown}){verdict}; the crawl's CPU a page (its process "
+            f"tree, the live graph's child included) {statistics.median(cpu[base]):+.1%} "
+            f"(range {min(cpu[base]):+.1%} .. {max(cpu[base]):+.1%})"
+        )
+
+
+def _variant_tag(suffix: str, extra: list[str]) -> str:
+    """A gossamer crawl's variant in its directory's name (after gossamer-wN)."""
+    if suffix == " + --extract":
+        return "-x"
+    if suffix.endswith(BASELINE):
+        return "-lg-base"
+    if suffix.endswith(LIVE_ON):
+        return "-lg"
+    if suffix.endswith(LIVE_OFF):
+        return "-nolg"
+    return "-also" if extra else ""
 
 
 def _also_costs(runs: list[CrawlRun], suffix: str) -> None:
@@ -1404,6 +1474,21 @@ def main(argv: list[str] | None = None) -> int:
         "bench_title:title reads each page's title) and print what it costs in pages/s",
     )
     p.add_argument(
+        "--live-graph-cost",
+        action="store_true",
+        help="run each gossamer crawl with --no-live-graph and --live-graph in turn (the "
+        "order swapped every round; use --gossamer-rounds 3 or more) and print what the live "
+        "graph costs in pages/s, median and range, against issue 33's ceiling",
+    )
+    p.add_argument(
+        "--live-graph-baseline",
+        type=Path,
+        metavar="SRC",
+        help="with --live-graph-cost: also run --live-graph with the gossamer package of SRC "
+        "first on PYTHONPATH (the src/ of an earlier commit, e.g. `git archive COMMIT src | "
+        "tar -x -C /tmp/base`), in each round beside the others: the cost before and after",
+    )
+    p.add_argument(
         "--gossamer-also",
         metavar="FLAGS",
         help="run each gossamer crawl again with these flags, right after it (interleaved: "
@@ -1631,11 +1716,23 @@ def bench_web(web: str, parts: set[str], args: argparse.Namespace, work: Path) -
                 label += f" x concurrency {split[1]}"
             of = f", round {rnd + 1} of {rounds}" if rounds > 1 else ""
             variants: list[tuple[str, list[str]]] = [("", [])]
+            if args.live_graph_cost:  # off and on in turn, the order swapped every round
+                variants = [(" " + LIVE_OFF, [LIVE_OFF]), (" " + LIVE_ON, [LIVE_ON])]
+                if args.live_graph_baseline:
+                    variants.append((" " + LIVE_ON + BASELINE, [LIVE_ON]))
+                if rnd % 2:
+                    variants.reverse()
             if args.gossamer_extract:  # the same crawl with an extractor, right after
                 variants.append((" + --extract", ["--extract", args.gossamer_extract]))
             if args.gossamer_also:  # the same crawl with other flags, right after
                 variants.append((f" + {args.gossamer_also}", shlex.split(args.gossamer_also)))
             for suffix, extract in variants:
+                env = _bench_path_env() if suffix == " + --extract" else None
+                if suffix.endswith(BASELINE):  # the baseline's sources first
+                    env = dict(env or os.environ)
+                    env["PYTHONPATH"] = os.pathsep.join(
+                        [str(args.live_graph_baseline), *filter(None, [env.get("PYTHONPATH")])]
+                    )
                 print(
                     f"\n## gossamer, {label}{suffix}{of} (WARC + graph on, audited)", flush=True
                 )
@@ -1644,12 +1741,12 @@ def bench_web(web: str, parts: set[str], args: argparse.Namespace, work: Path) -
                     export,
                     args,
                     name=f"gossamer-w{workers}"
-                    + ("-x" if suffix == " + --extract" else "-also" if extract else "")
+                    + _variant_tag(suffix, extract)
                     + (f"-r{rnd + 1}" if rounds > 1 else ""),
                     config=label + suffix,
                     workers=workers,
                     extra=[*split, *extract],
-                    env=_bench_path_env() if suffix == " + --extract" else None,
+                    env=env,
                     truth=truth,
                 )
                 run.web = web
@@ -1660,6 +1757,8 @@ def bench_web(web: str, parts: set[str], args: argparse.Namespace, work: Path) -
                     main_run = run
         if args.gossamer_extract:
             _extract_costs(runs)
+        if args.live_graph_cost:
+            _live_graph_costs(runs)
         if args.gossamer_also:
             _also_costs(runs, f" + {args.gossamer_also}")
     cluster_runs: list[CrawlRun] = []

@@ -1,7 +1,7 @@
 """The `two_run_crawl` fixture (a pytest plugin, registered by tests/conftest.py): a finished
 crawl directory of two runs, as the dashboard's tests of an ended crawl need one — a pool of 2
 workers stopped by --max-pages, then resumed to the end — of a small simulated web, made by
-the real `gossamer crawl` command (no live graph, no GOSSAMER_* setting but the web's).
+the real `gossamer crawl` command (--no-live-graph, no GOSSAMER_* setting but the web's).
 
     def test_it(two_run_crawl: Callable[..., Path], tmp_path: Path) -> None:
         out = two_run_crawl(tmp_path / "crawl")
@@ -28,8 +28,9 @@ def make_two_run_crawl(out: Path, *, delay: float = 0.02, first_pages: int = 60)
         env = {k: v for k, v in os.environ.items() if not k.startswith("GOSSAMER_")}
         resolve = web.write_resolve_file(out.parent / "resolve.txt")
         env.update(GOSSAMER_ALLOW_PRIVATE="true", GOSSAMER_RESOLVE_FILE=str(resolve))
+        # (--no-live-graph: its graph statistics are those the dashboard computes on demand)
         first = ["-o", str(out), "--workers", "2", "--scope", "all", "--delay", str(delay),
-                 "--max-pages", str(first_pages), web.url(0, 0)]  # fmt: skip
+                 "--max-pages", str(first_pages), "--no-live-graph", web.url(0, 0)]  # fmt: skip
         for args in (first, ["--resume", str(out), "--max-pages", "none"]):
             subprocess.run([sys.executable, "-m", "gossamer", "crawl", *args, "-q"], env=env,
                            check=True, timeout=300)  # fmt: skip

@@ -206,7 +206,7 @@ def test_an_old_flat_crawl_json_loads(tmp_path: Path) -> None:
     assert {k: v for k, v in s.manifest().items() if k not in skip} == {
         k: v for k, v in stored.items() if k not in skip
     }
-    assert s.sinks.live_graph is False  # a setting newer than the file: its default
+    assert s.sinks.live_graph is True  # a setting newer than the file: its default (on)
     assert s.sinks.extract is None
 
 

@@ -481,12 +481,12 @@ class SinksSettings(_Group):
         "no more hosts and stops (exit 74) before a WARC could be cut short; 0: never",
     )
     live_graph: bool = Field(
-        False,
+        True,
         description="keep the crawled web graph live and write its statistics to "
         f"{CrawlDir(Path('DIR')).live_graph_stats} every few seconds and at the end, computed "
-        "by a child process within a CPU budget (GOSSAMER_LIVE_GRAPH_CPU; docs/graph.md: it "
-        "costs a 2-worker pool on 2 cores about 4 percent of its pages/s); with --redis, "
-        "`gossamer graph follow` runs beside the local workers",
+        "by a child process within a CPU budget (GOSSAMER_LIVE_GRAPH_CPU; docs/graph.md, "
+        "\"What it costs\"); with --redis and local workers, `gossamer graph follow` runs "
+        "beside them",
     )
     extract: str | None = Field(
         None,

@@ -440,8 +440,9 @@ def test_crawl_with_local_workers_on_redis_cluster(tmp_path: Path, redis_cluster
     assert st["crawl"]["state"] == "finished"
     assert st["crawl"]["partition"] == {"name": "consistent"}
     assert sum(w["pages"] for w in st["workers"]) == len(truth.required)
-    # the workers' own lines in logs/ (the command showed its progress on stderr)
-    assert sorted(p.name for p in out.iterdir()) == ["logs", "w1", "w2"]
+    # the workers' own lines in logs/ (the command showed its progress on stderr), and the
+    # live graph's consumer's state and statistics in graph/ (on by default)
+    assert sorted(p.name for p in out.iterdir()) == ["graph", "logs", "w1", "w2"]
 
 
 def test_stop_wait_says_workers_are_still_running(redis_url: str, tmp_path: Path) -> None:

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from gossamer.report.crawl import wait_live_graph
 from gossamer.testweb import RunningWeb, TruthRules, WebSpec, audit, read_logs, serve_in_thread
 
 UA = "gossamer-dirs-test/0.1"
@@ -28,7 +29,10 @@ Snapshot = dict[str, tuple[bytes | None, int]]
 
 
 def snapshot(root: Path) -> Snapshot:
-    """Every file and directory under `root`: its bytes (None for a directory) and mtime."""
+    """Every file and directory under `root`: its bytes (None for a directory) and mtime,
+    once the live graph (on by default) has written a crawl's final statistics: they land
+    after the crawl's exit (docs/graph.md)."""
+    assert wait_live_graph(root, 120), f"{root}: the live graph's final statistics"
     found: Snapshot = {".": (None, root.stat().st_mtime_ns)}
     for path in sorted(root.rglob("*")):
         st = path.stat()

@@ -94,11 +94,11 @@ def test_a_resumed_crawls_live_graph_holds_every_run(tmp_path: Path) -> None:
     assert {k: live[k] for k in _KEYS} == {k: files[k] for k in _KEYS}
 
 
-def test_without_live_graph_no_statistics_are_written(tmp_path: Path) -> None:
+def test_with_the_live_graph_off_no_statistics_are_written(tmp_path: Path) -> None:
     out = tmp_path / "crawl"
     with serve_in_thread(WebSpec(seed=3, hosts=3, pages_mean=5)) as web:
         web.write_resolve_file(tmp_path / "resolve.txt")
-        settings = crawl_settings(tmp_path, out, web.url(0, 0))  # the default: off
+        settings = crawl_settings(tmp_path, out, web.url(0, 0), live_graph=False)
         assert run_crawl(settings) == 0
     assert any((out / "graph").glob("edges*.tsv"))  # the graph files are written
     assert not (out / "graph" / "stats.json").exists()

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -35,8 +37,10 @@ class _Loop:
         self.checks = 0  # budget checks (CPU time reads)
         real_write, real_cpu = _follow.write_once, livegraph._cpu_used
 
-        def write(follower: Any, path: Path, *, final: bool) -> tuple[float, float]:
-            took = real_write(follower, path, final=final)
+        def write(
+            follower: Any, path: Path, *, final: bool, full: bool = True
+        ) -> tuple[float, float]:
+            took = real_write(follower, path, final=final, full=full)
             self.writes.append(final)  # (once written)
             return took
 
@@ -139,3 +143,16 @@ def test_the_child_entry_imports_no_numpy_until_a_refresh() -> None:
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           timeout=60, check=True)  # fmt: skip
     assert done.stdout.split() == ["False"]
+
+
+def test_the_budget_counts_the_cpu_of_the_crawls_processes() -> None:
+    """The budget is a share of the crawl's CPU: its process's and its children's (a pool's
+    workers), live or reaped, read from /proc."""
+    me = os.getpid()
+    before = livegraph._tree_cpu(me)
+    assert before is not None
+    burn = "import time\nt = time.process_time()\nwhile time.process_time() - t < 0.3: pass\n"
+    subprocess.run([sys.executable, "-c", burn], check=True, timeout=120)  # reaped: cutime
+    after = livegraph._tree_cpu(me)
+    assert after is not None and after - before >= 0.3
+    assert livegraph._tree_cpu(2**22 + 1) is None  # no such process

@@ -7,10 +7,16 @@ This module imports only the standard library: numpy, scipy and the graph code
 (gossamer.graph._follow) are imported at the first refresh, so a short crawl never pays for
 them. A refresh is due every `interval` seconds (and at least ten times its last wall time and
 twenty times its CPU time after it), but runs only while the machine has half a core idle, or
-while the child's CPU stays within `cpu_share` of one core over the crawl's time
+while the child's CPU stays within `cpu_share` of the CPU time the crawl's processes (the
+child's parent and its other children, from /proc) used since the child started
 (`GOSSAMER_LIVE_GRAPH_CPU`). Its stdin is the control channel: `end` asks for the final
-statistics, written by a fork so the crawl does not wait; end of file without it exits
-without writing. The child, then its fork, hold `graph/follow.lock`."""
+statistics, written by a fork so the crawl does not wait: the fork starts computing at the
+end of file that follows, which the crawl sends once it has finished (its CDX index and
+summary written), so the final statistics do not take the CPU the crawl's end needs; end of
+file without `end` exits without writing. The child, then its fork, hold `graph/follow.lock`.
+A refresh updates the graph's counts; every FULL_EVERY intervals (and at least FULL_BACKOFF
+times the last full refresh's wall time) it is a full one: PageRank, top pages, power-law fits
+and distances too (graph/_follow.py)."""
 
 from __future__ import annotations
 
@@ -33,8 +39,11 @@ INTERVAL_S: Final = REFRESH_INTERVAL_S  # seconds between two refreshes, at leas
 INTERVAL_ENV: Final = "GOSSAMER_LIVE_GRAPH_INTERVAL"
 BACKOFF: Final = REFRESH_BACKOFF  # ... and at least this many times the last refresh's wall time
 _CPU_BACKOFF: Final = 20.0  # ... and this many times its CPU time: ≤ ~5 % of one core
-#: the share of one core the child may use over the crawl's time when no core is spare
-CPU_SHARE: Final = 0.04
+#: the share of the crawl's own CPU time (its processes': the crawl and its workers) the
+#: child may use when no core is spare: on a machine the crawl keeps busy, its pages/s cost
+#: at most about this much, however loaded the machine (a share of one core over the wall
+#: time, as before, let the child take a fifth of what a starved crawl got)
+CPU_SHARE: Final = 0.02
 CPU_ENV: Final = "GOSSAMER_LIVE_GRAPH_CPU"
 #: idle cores (over the last look) that make a refresh free to run: it takes idle time
 _SPARE_CORES: Final = 0.5
@@ -43,6 +52,32 @@ _SPARE_CORES: Final = 0.5
 _FIRST_COST_S: Final = 0.6
 _RECHECK_S: Final = 1.0  # over the budget: look again after this long
 _NICE: Final = 10  # the crawl's processes come first on a busy machine
+#: a full refresh (distances, PageRank, fits) every this many intervals at most ...
+FULL_EVERY: Final = 6
+#: ... and at least this many times the last full refresh's wall time after it
+FULL_BACKOFF: Final = 20.0
+
+
+_TICK: Final = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+
+
+def _tree_cpu(pid: int) -> float | None:
+    """CPU seconds (user + system) of process `pid` and its descendants, the live ones and
+    those it reaped, from /proc; this process (the child) left out; None when unreadable."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            fields = f.read().rsplit(b")", 1)[1].split()
+        total = sum(int(x) for x in fields[11:15]) / _TICK  # utime stime cutime cstime
+        children: list[int] = []
+        for task in os.listdir(f"/proc/{pid}/task"):
+            with open(f"/proc/{pid}/task/{task}/children", "rb") as f:
+                children += [int(c) for c in f.read().split()]
+    except (OSError, ValueError, IndexError):
+        return None
+    for child in children:
+        if child != os.getpid():
+            total += _tree_cpu(child) or 0.0
+    return total
 
 
 def _cpu_used() -> float:
@@ -92,13 +127,15 @@ def run(
     interval: float = INTERVAL_S,
     detach_final: bool = False,
     cpu_share: float = CPU_SHARE,
+    crawl_pid: int | None = None,
 ) -> int:
     """The child's loop (module docstring) until `control` says `end` (final write: 0) or
     closes (the crawl is gone: 1). `detach_final`: a fork writes the final statistics and
-    this returns 0 at once."""
+    this returns 0 at once. `crawl_pid`: the crawl's process, whose CPU time (its workers'
+    included) the budget is a share of; None, or unreadable: one core's time instead."""
     lock = _hold_lock(directory)  # (a fork keeps its copy: held until both have exited)
     try:
-        return _loop(directory, control, interval, detach_final, cpu_share)
+        return _loop(directory, control, interval, detach_final, cpu_share, crawl_pid)
     finally:
         os.close(lock)
 
@@ -110,7 +147,12 @@ def _follow_module() -> Any:
 
 
 def _loop(
-    directory: Path, control: IO[bytes], interval: float, detach_final: bool, cpu_share: float
+    directory: Path,
+    control: IO[bytes],
+    interval: float,
+    detach_final: bool,
+    cpu_share: float,
+    crawl_pid: int | None = None,
 ) -> int:
     path = CrawlDir(directory).live_graph_stats
     follower: Any = None
@@ -123,7 +165,18 @@ def _loop(
         return follower
 
     started = time.monotonic()
+    crawl_cpu0 = _tree_cpu(crawl_pid) if crawl_pid is not None else None
+
+    def crawl_cpu(now: float) -> float:
+        """The crawl's CPU seconds since the child started (one core's time without it)."""
+        if crawl_pid is not None and crawl_cpu0 is not None:
+            used = _tree_cpu(crawl_pid)
+            if used is not None:
+                return used - crawl_cpu0
+        return now - started
+
     due = started + interval
+    full_due = 0.0  # the first refresh is a full one
     cost = _FIRST_COST_S
     machine = _Machine()
     fd = control.fileno()
@@ -132,7 +185,7 @@ def _loop(
         if ready:
             line = control.readline()
             if line == END:
-                return _final(_follow_module(), made(), path, detach_final)
+                return _final(_follow_module, made, path, detach_final, fd)
             if not line:
                 return 1
             continue
@@ -141,15 +194,19 @@ def _loop(
             continue
         spare = machine.idle_cores()
         if (spare is None or spare < _SPARE_CORES) and (
-            _cpu_used() + cost > cpu_share * (now - started)
+            _cpu_used() + cost > cpu_share * crawl_cpu(now)
         ):
             due = now + _RECHECK_S  # no spare core, and over the budget: not yet
             continue
         try:
             if made().read():
-                took, cpu = _follow_module().write_once(made(), path, final=False)
+                full = now >= full_due
+                took, cpu = _follow_module().write_once(made(), path, final=False, full=full)
                 cost = cpu
-                due = time.monotonic() + max(interval, BACKOFF * took, _CPU_BACKOFF * cpu)
+                done = time.monotonic()
+                due = done + max(interval, BACKOFF * took, _CPU_BACKOFF * cpu)
+                if full:
+                    full_due = done + max(FULL_EVERY * interval, FULL_BACKOFF * took)
             else:
                 due = now + interval
         except (OSError, ValueError) as exc:  # the next refresh tries again; the end says
@@ -157,10 +214,27 @@ def _loop(
             due = now + 60.0
 
 
-def _final(follow: Any, follower: Any, path: Path, detach_final: bool) -> int:
+def _wait_end_of_file(fd: int) -> None:
+    """Until the control channel `fd` is closed (what else comes is ignored)."""
+    while True:
+        select.select([fd], [], [])
+        try:
+            if not os.read(fd, 4096):
+                return
+        except OSError:
+            return
+
+
+def _final(follow: Any, follower: Any, path: Path, detach_final: bool, control: int) -> int:
+    """The final statistics (`follow`, `follower`: called for the module and the follower,
+    so a fork imports numpy and scipy itself when no refresh did); detached, once `control`
+    reaches its end of file."""
+
     def write() -> int:
         try:
-            follow.write_once(follower, path, final=True)
+            if detach_final:
+                _wait_end_of_file(control)
+            follow().write_once(follower(), path, final=True)
         except (OSError, ValueError) as exc:
             print(f"gossamer: cannot write {path}: {exc}", file=sys.stderr)
             return 1
@@ -218,7 +292,7 @@ def main(argv: list[str]) -> int:
     os.nice(_NICE)
     return run(
         Path(argv[0]), sys.stdin.buffer, interval=interval, detach_final=True,
-        cpu_share=cpu_share_from_env(),
+        cpu_share=cpu_share_from_env(), crawl_pid=os.getppid(),
     )  # fmt: skip
 
 

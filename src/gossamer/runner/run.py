@@ -13,7 +13,7 @@ import logging
 import shutil
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
@@ -178,31 +178,52 @@ def run_crawl(
             except OSError as exc:
                 raise CrawlError(f"cannot write to {out}: {exc.strerror or exc}") from exc
             began = time.time()
-            with contextlib.ExitStack() as stack:
+            with contextlib.ExitStack() as graph:
+                end_graph = None
                 if feed is None and settings.sinks.live_graph:
-                    stack.enter_context(_live_graph(out))
-                if workers > 1:
-                    code = run_pool(
-                        settings, workers, resume=resume, progress=progress,
-                        backends=backends, feed=feed,
-                    )  # fmt: skip
-                else:
-                    with asyncio.Runner(loop_factory=loop_factory()) as runner:
-                        code = runner.run(
-                            run_embedded(
-                                settings,
-                                resume=resume,
-                                progress=progress,
-                                backends=backends,
-                                hooks=hooks,
-                            )
-                        )
-            code = write_cdx_index(out, code) if settings.sinks.warc else code
-            code = write_items_feed(out, code)
-            code = _end_summary(settings, code, progress, began)
-            with contextlib.suppress(OSError):  # the crawl's own exit status says more
-                end_run(out, run, started, code)
-            return code
+                    end_graph = graph.enter_context(_live_graph(out))
+                return _run_and_end(
+                    settings, workers, resume, progress, backends, feed, hooks, began, run,
+                    started, end_graph,
+                )  # fmt: skip
+
+
+def _run_and_end(
+    settings: CrawlSettings,
+    workers: int,
+    resume: bool,
+    progress: IO[str] | None,
+    backends: build.Backends,
+    feed: GraphFeed | None,
+    hooks: WorkerHooks | None,
+    began: float,
+    run: int,
+    started: float,
+    end_graph: Callable[[], None] | None,
+) -> int:
+    """The crawl's run (a pool or one worker), then its end: `end_graph` (the live graph's
+    final statistics asked for, the crawl's files closed), the CDX index, the items feed,
+    the summary and runs.jsonl's end line. The exit status."""
+    out = settings.output
+    if workers > 1:
+        code = run_pool(
+            settings, workers, resume=resume, progress=progress, backends=backends, feed=feed
+        )
+    else:
+        with asyncio.Runner(loop_factory=loop_factory()) as runner:
+            code = runner.run(
+                run_embedded(
+                    settings, resume=resume, progress=progress, backends=backends, hooks=hooks
+                )
+            )
+    if end_graph is not None:
+        end_graph()
+    code = write_cdx_index(out, code) if settings.sinks.warc else code
+    code = write_items_feed(out, code)
+    code = _end_summary(settings, code, progress, began)
+    with contextlib.suppress(OSError):  # the crawl's own exit status says more
+        end_run(out, run, started, code)
+    return code
 
 
 def _requeue(
@@ -227,32 +248,60 @@ def _requeue(
 
 
 @contextlib.contextmanager
-def _live_graph(out: Path) -> Iterator[None]:
+def _live_graph(out: Path) -> Iterator[Callable[[], None]]:
     """The crawl's live graph: its statistics in `out/graph/stats.json`, computed by a child
     process from the crawl's files (runner/livegraph.py, graph/_follow.py: a resumed crawl's
     earlier runs included), so this process does nothing per page for it and imports no
-    numpy (a pool's workers fork from it). On leaving, the crawl's files closed, it asks for
-    the final statistics, which a fork of the child computes while the crawl ends (the
-    child itself exits at once: the crawl's exit is not held for them; `gossamer report`
-    waits for them)."""
+    numpy (a pool's workers fork from it). It yields `end`, to call once the crawl's files
+    are closed: it asks for the final statistics, which a fork of the child computes once
+    this context is left (its control pipe closed: the crawl's CDX index and summary are
+    written by then), so they neither hold the crawl's exit nor slow its end; the child
+    itself exits at once (`gossamer report` waits for the fork)."""
     # (its refresh interval: GOSSAMER_LIVE_GRAPH_INTERVAL, read by the child itself)
     child = spawn.start(
         spawn.module_command("gossamer.runner.livegraph", str(out)),
         stdin=subprocess.PIPE,
         new_session=True,
     )
-    assert child.stdin is not None
-    try:
-        yield
-    finally:
+    control = child.stdin
+    assert control is not None
+    asked: list[bool] = []
+
+    def end() -> None:
+        if asked:
+            return
+        asked.append(True)
         try:
-            child.stdin.write(livegraph.END)
-            child.stdin.close()
+            control.write(livegraph.END)
+            control.flush()
         except OSError:
             pass  # (it died: its exit status says so below)
-        code = child.wait()
-        if code != 0:  # (its reason is on its stderr; the crawl's own exit status stands)
+
+    try:
+        yield end
+    finally:
+        end()
+        with contextlib.suppress(OSError):
+            control.close()  # (its fork's cue: the final statistics now)
+        _reap_live_graphs()
+        try:  # it exits on `end`, as a rule long before this: the crawl waits little for it
+            code: int | None = child.wait(timeout=_LIVE_GRAPH_EXIT_WAIT_S)
+        except subprocess.TimeoutExpired:  # busy in a refresh, at niceness 10 on a loaded
+            code = None  # machine: it exits by itself; reaped later (or by init)
+            _UNREAPED.append(child)
+        if code not in (None, 0):  # (its reason is on its stderr; the crawl's status stands)
             _log.warning(f"the live graph of {out} failed (exit {code}): no final statistics")
+
+
+#: how long an ending crawl waits for its live graph's child to exit (it has `end` already)
+_LIVE_GRAPH_EXIT_WAIT_S = 0.1
+#: live graph children that had not exited when their crawl ended (kept, so that none is
+#: garbage-collected while it runs), reaped at the next crawl's end
+_UNREAPED: list[subprocess.Popen[bytes]] = []
+
+
+def _reap_live_graphs() -> None:
+    _UNREAPED[:] = [c for c in _UNREAPED if c.poll() is None]
 
 
 def write_cdx_index(out: Path, code: int) -> int:

@@ -82,16 +82,19 @@ function cell(tr, value, cls) {
 let tabChosen = false;
 let tabAuto = false;  // the tab shown was chosen by the page, not by the reader
 
+const TABS = ["setup", "status", "performance"];
+
 function showTab(name) {
-  for (const t of ["setup", "status"]) {
+  for (const t of TABS) {
     const on = t === name;
     $("tab-" + t).setAttribute("aria-selected", String(on));
     $("panel-" + t).hidden = !on;
   }
   if (name === "status") resizeCharts();
+  if (name === "performance") drawPerf(true);
 }
 
-for (const t of ["setup", "status"]) {
+for (const t of TABS) {
   $("tab-" + t).addEventListener("click", () => { tabChosen = true; tabAuto = false; showTab(t); });
 }
 
@@ -375,7 +378,7 @@ function noGraph(s) {
   if (state === "computing") return "computing the crawl's graph statistics (gossamer graph stats)…";
   if (state === "failed") return "the graph statistics could not be computed: " + (s.graph_error || "?");
   if (s && s.source && s.source.kind === "embedded" && s.crawl && LIVE_STATES.has(s.crawl.state))
-    return "no graph statistics while the crawl runs without the live graph (--live-graph); they are computed once it ends";
+    return "no graph statistics while the crawl runs with --no-live-graph; they are computed once it ends";
   if (s && s.source && s.source.kind === "embedded" && s.totals && !s.totals.pages)
     return "no graph: no page was fetched";
   return "no graph statistics (a crawl with the live graph has them)";
@@ -398,6 +401,150 @@ function drawDegrees(g, force) {
       : !data[0].length ? "— no degrees yet" : "";
     if (ensureCharts()) charts[chart].setData(data);
   }
+}
+
+// ---- the Performance tab -------------------------------------------------------------
+// One sample a second of the status events this page receives while the crawl fetches:
+// pages/s, bytes/s, errors/s (the errors' growth between two samples), the queue, and each
+// worker's CPU and memory from its heartbeat. Pages/s and bytes/s before the page opened
+// come from /api/history (the rate chart's).
+
+const PERF_EVERY_S = 1;
+const perf = { t: [], errors: [], queued: [], workers: new Map(), last: null };
+const perfCharts = {};
+let perfWorkerKey = "";  // the workers the CPU and memory charts have a series for
+
+function addPerf(s) {
+  const t = s.time, tot = s.totals || {};
+  if (typeof t !== "number") return;
+  const n = perf.t.length;
+  if (n && t - perf.t[n - 1] < PERF_EVERY_S) return;
+  const prev = perf.last;
+  const errorsPerS = prev && t > prev.t && typeof tot.errors === "number"
+    ? Math.max(0, (tot.errors - prev.errors) / (t - prev.t)) : null;
+  perf.last = { t, errors: tot.errors || 0 };
+  perf.t.push(t);
+  perf.errors.push(errorsPerS);
+  perf.queued.push((s.frontier || {}).queued ?? null);
+  const seen = new Set();
+  for (const w of s.workers || []) {
+    const id = String(w.id);
+    seen.add(id);
+    if (!perf.workers.has(id)) perf.workers.set(id, { cpu: new Array(n).fill(null), rss: new Array(n).fill(null) });
+    const series = perf.workers.get(id);
+    series.cpu.push(w.cpu_percent ?? null);
+    series.rss.push(w.rss_bytes ?? null);
+  }
+  for (const [id, series] of perf.workers) {
+    if (!seen.has(id)) { series.cpu.push(null); series.rss.push(null); }
+  }
+  if (perf.t.length > MAX_RATE_POINTS) {
+    perf.t.shift(); perf.errors.shift(); perf.queued.shift();
+    for (const series of perf.workers.values()) { series.cpu.shift(); series.rss.shift(); }
+  }
+}
+
+const PALETTE = ["#1f6feb", "#d97706", "#2da44e", "#cf222e", "#8250df", "#0598bc", "#bf8700", "#e16f24"];
+const timeAxis = { space: 70, incrs: [1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600],
+  values: (u, vals) => vals.map((v) => new Date(v * 1000).toLocaleTimeString("en-GB", { hour12: false })) };
+const fromZero = (u, lo, hi) => [0, Math.max(1, hi * 1.1)];
+
+function perfChart(id, series, axes) {
+  return new uPlot({
+    width: chartWidth(id), height: 200,
+    scales: { x: { time: true }, y: { auto: true, range: fromZero }, y2: { auto: true, range: fromZero } },
+    series: [{}, ...series], legend: { live: false }, axes: [timeAxis, ...axes],
+  }, [[], ...series.map(() => [])], $(id));
+}
+
+function workerSeries(ids, value) {
+  return ids.map((id, i) => ({ label: "worker " + id, scale: "y", stroke: PALETTE[i % PALETTE.length],
+    width: 1.5, value }));
+}
+
+function drawPerf(force) {
+  if (typeof uPlot === "undefined" || $("panel-performance").hidden) return;
+  const ids = [...perf.workers.keys()].slice(0, 32);
+  const key = ids.join(" ");
+  if (!perfCharts.rate) {
+    perfCharts.rate = perfChart("chart-perf-rate", [
+      { label: "pages/s", scale: "y", stroke: "#1f6feb", width: 2, value: (u, v) => num(v, 1) },
+      { label: "bytes/s", scale: "y2", stroke: "#d97706", width: 1.5, value: (u, v) => bytes(v, "/s") }],
+      [{ scale: "y", label: "pages/s", size: 55 },
+       { scale: "y2", side: 1, size: 85, grid: { show: false }, values: (u, vals) => vals.map((v) => bytes(v)) }]);
+    perfCharts.errors = perfChart("chart-perf-errors", [
+      { label: "errors/s", scale: "y", stroke: "#cf222e", width: 2, value: (u, v) => num(v, 2) },
+      { label: "queued", scale: "y2", stroke: "#8250df", width: 1.5, value: (u, v) => num(v) }],
+      [{ scale: "y", label: "errors/s", size: 55 }, { scale: "y2", side: 1, label: "queued", size: 70, grid: { show: false } }]);
+  }
+  if (force || key !== perfWorkerKey || !perfCharts.cpu) {
+    for (const k of ["cpu", "rss"]) if (perfCharts[k]) { perfCharts[k].destroy(); perfCharts[k] = null; }
+    perfWorkerKey = key;
+    perfCharts.cpu = perfChart("chart-perf-cpu", workerSeries(ids, (u, v) => (v === null || v === undefined ? "-" : num(v, 0) + " %")),
+      [{ scale: "y", label: "% of a core", size: 55 }]);
+    perfCharts.rss = perfChart("chart-perf-rss", workerSeries(ids, (u, v) => bytes(v)),
+      [{ scale: "y", size: 75, values: (u, vals) => vals.map((v) => bytes(v)) }]);
+    for (const k of ["rate", "errors"]) perfCharts[k].setSize({ width: chartWidth("chart-perf-" + k), height: 200 });
+  }
+  perfCharts.rate.setData([rate.t, rate.pages, rate.bytes]);
+  perfCharts.errors.setData([perf.t, perf.errors, perf.queued]);
+  perfCharts.cpu.setData([perf.t, ...ids.map((id) => perf.workers.get(id).cpu)]);
+  perfCharts.rss.setData([perf.t, ...ids.map((id) => perf.workers.get(id).rss)]);
+  const panel = $("panel-performance");
+  panel.dataset.points = String(perf.t.length);
+  panel.dataset.workers = String(ids.length);
+}
+window.addEventListener("resize", () => drawPerf(true));
+
+// ---- top pages (the graph pane) ------------------------------------------------------
+
+function pageLink(url) {
+  if (url && /^https?:\/\//.test(url)) {
+    const a = document.createElement("a");
+    a.href = url;
+    a.rel = "noreferrer noopener";
+    a.target = "_blank";
+    a.textContent = url;
+    return a;
+  }
+  return document.createTextNode(url || "-");
+}
+
+let drawnTop = null;
+
+function renderTopLists(g) {
+  const key = JSON.stringify([g.top_pages || null, g.top_pages_by_in_degree || null]);
+  if (key === drawnTop) return;
+  drawnTop = key;
+  for (const [id, list, score] of [
+    ["top-by-pagerank", g.top_pages, (p) => `PageRank ${p.pagerank.toFixed(4)}`],
+    ["top-by-in-degree", g.top_pages_by_in_degree, (p) => `in-degree ${num(p.in_degree)}`]]) {
+    const items = (list || []).slice(0, 5).map((p) => {
+      const li = document.createElement("li");
+      li.append(p.url ? pageLink(p.url) : document.createTextNode("id " + p.id));
+      const sc = document.createElement("span");
+      sc.className = "score";
+      sc.textContent = " " + score(p);
+      li.append(sc);
+      li.title = `${p.url || "id " + p.id}: PageRank ${p.pagerank.toFixed(6)}, in-degree ${p.in_degree}`;
+      return li;
+    });
+    if (!items.length) {
+      const li = document.createElement("li");
+      li.className = "empty";
+      li.textContent = "-";
+      items.push(li);
+    }
+    $(id).replaceChildren(...items);
+  }
+}
+
+// the age of the slow figures (distances, PageRank and top pages) of a live graph's refresh
+function slowAge(g) {
+  const d = g.distances_age_s, r = g.ranking_age_s;
+  if (d === undefined && r === undefined) return g.final ? "final" : "-";
+  if (d === null || d === undefined) return "not yet";
+  return d < 0.05 ? "current" : `${num(d, 0)} s old`;
 }
 
 // ---- worker table --------------------------------------------------------------------
@@ -559,6 +706,8 @@ function render(s) {
   set("coordinator", "bytes", bytes(t.bytes));
   set("coordinator", "bytes_per_s", bytes(t.bytes_per_s, "/s"));
   set("coordinator", "max_pages", num(c.max_pages));
+  set("coordinator", "progress", c.max_pages && typeof t.pages === "number"
+    ? `${Math.min(100, 100 * t.pages / c.max_pages).toFixed(1)} %` : "-");
   set("coordinator", "pages", num(t.pages));
   // the pages the crawl log marks duplicates (near-duplicates, identical payloads), and
   // their share of the pages: a directory's crawl (a cluster's heartbeats do not say)
@@ -577,6 +726,8 @@ function render(s) {
     : (g.diameter_lower_bound !== undefined && g.diameter_lower_bound !== null ? "≥" + num(g.diameter_lower_bound) : "-"));
   set("graph", "average_distance", num(g.average_distance, 2));
   renderTopPage((g.top_pages || [])[0]);
+  renderTopLists(g);
+  set("graph", "slow_age", slowAge(g));
   set("graph", "updated", g.computed ? "computed " + updatedAt(g.updated_at)
     : g.final ? "final" : s.graph_state === "computing" ? "computing…" : updatedAt(g.updated_at));
 
@@ -586,9 +737,11 @@ function render(s) {
   // the rate chart: a point per event while the crawl fetches; once it stops, its whole
   // history from its files (GET /api/history) replaces what the page collected
   if (live && typeof s.time === "number") addRate(s.time, t.pages_per_s, t.bytes_per_s);
+  if (live) addPerf(s);
   if (wasLive === true && !live) loadHistory(true);
   wasLive = live;
   drawRate();
+  drawPerf(false);
   drawDegrees(s.graph);
   renderProblem(c, ctl);
 
