@@ -28,9 +28,9 @@ MIN_TEXT: Final = 64
 MIN_WORDS: Final = 8
 #: text bytes read at most: the fingerprint of a longer page is its first MAX_TEXT bytes'
 MAX_TEXT: Final = 1 << 20
-#: one window in SAMPLE is a feature (but every window of a text shorter than SAMPLE_FROM)
-SAMPLE: Final = 4
-SAMPLE_FROM: Final = 1024
+#: the features: the SAMPLE shingles of smallest hash (bottom-k), every shingle of a shorter
+#: text; at most 255, so a bit's count fits in a byte
+SAMPLE: Final = 160
 
 _K1: Final = np.uint64(0xBF58476D1CE4E5B9)
 _K2: Final = np.uint64(0x94D049BB133111EB)
@@ -38,34 +38,41 @@ _S31: Final = np.uint64(31)
 _S29: Final = np.uint64(29)
 _S32: Final = np.uint64(32)
 _SPACE: Final = np.uint8(32)
-_SAMPLE_BELOW: Final = np.uint64((1 << 64) // SAMPLE)
+#: little-endian whatever the machine: the same fingerprint everywhere
+_LE64: Final = np.dtype("<u8")
+_BYTES: Final = (1 << 512) // 255  # 64 bytes of 1
+_HIGH: Final = _BYTES << 7  # 64 bytes of 0x80
+_DIGITS: Final = bytes.maketrans(b"\x00\x80", b"01")
 
 
 def simhash_text(text: str) -> int | None:
     """The 64-bit SimHash of `text`'s shingles (see the module docstring), or None for a text
-    of fewer than MIN_TEXT bytes."""
+    of fewer than MIN_TEXT bytes or MIN_WORDS words."""
     raw = text.encode("utf-8", "surrogatepass")[:MAX_TEXT]
-    n = len(raw) - 16
-    if n < MIN_TEXT - 16:
+    n = len(raw) - 8
+    if n < MIN_TEXT - 8:
         return None
     # every 8-byte window as one uint64, without a copy (unaligned: numpy reads them whole)
-    win = np.ndarray((n + 9,), dtype=np.uint64, buffer=raw, strides=(1,))
-    # a shingle a word: the 16 bytes from the word's first, two to three words
-    starts = np.flatnonzero(np.frombuffer(raw, dtype=np.uint8, count=n) == _SPACE) + 1
-    if len(starts) < MIN_WORDS:
+    win = np.ndarray((n + 1,), dtype=_LE64, buffer=raw, strides=(1,))
+    # a word's window: the 8 bytes from the space before it
+    x = win[np.flatnonzero(np.frombuffer(raw, dtype=np.uint8, count=n) == _SPACE)]
+    if len(x) <= MIN_WORDS:
         return None
-    # (uint64 arrays wrap around silently: the arithmetic is mod 2**64)
-    x = win[starts] * _K1
-    x += win[starts + 8]
-    if len(x) > SAMPLE_FROM:  # the sample: by the top bits of the product, the best mixed
-        x = x[x < _SAMPLE_BELOW]
-    x ^= x >> _S31  # then splitmix64's finaliser
+    # a shingle: a word's window and the next word's, two to three words (uint64 arithmetic
+    # wraps around silently: mod 2**64)
+    x = x[:-1] * _K1 + x[1:]
+    if len(x) > SAMPLE:  # bottom-k, by the top bits of the product, the best mixed
+        x = np.partition(x, SAMPLE - 1)[:SAMPLE]
+    x ^= x >> _S32  # then mixed again (the sample's top bits are all 0)
     x *= _K2
-    x ^= x >> _S29
-    x *= _K1
     x ^= x >> _S32
-    counts = np.unpackbits(x.view(np.uint8)).reshape(-1, SIMHASH_BITS).sum(axis=0)
-    return int.from_bytes(np.packbits(counts * 2 > len(x)).tobytes(), "big")
+    # each bit's count in a byte of its own: the 64 bits of each hash as 64 bytes (bit i of
+    # the hash is byte i), added as 8 uint64 lanes of 8 bytes (at most 255 each: no carry)
+    counts = np.unpackbits(x.view(np.uint8), bitorder="little").view(np.uint64)
+    total = int.from_bytes(counts.reshape(-1, 8).sum(axis=0).tobytes(), "little")
+    # bit i is 1 when more than half the hashes have it: byte i + 127 - len // 2 >= 128
+    high = (total + (127 - len(x) // 2) * _BYTES) & _HIGH
+    return int(high.to_bytes(64, "little").translate(_DIGITS)[::-1], 2)
 
 
 def hamming(a: int, b: int) -> int:
