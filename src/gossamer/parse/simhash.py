@@ -2,16 +2,20 @@
 the shingles of its text, markup ignored, as Manku, Jain and Das Sarma (WWW 2007) use it for a
 web crawl: two pages whose fingerprints differ in at most 3 bits are near-duplicates.
 
-The text is the `<body>`'s text nodes, each stripped, joined by spaces (parse_html). A shingle
-starts at each word (after a space) and is the next 16 bytes of UTF-8: two to three words, as
-word 3-shingles are, so a changed word (a date) changes about three shingles. Each is hashed
-by a multiply and splitmix64's finaliser; past SAMPLE_FROM shingles one in SAMPLE is kept,
-chosen by its hash (two texts keep the same shingles of what they share: a content-defined
-sample). The per-page path is vectorised with numpy on a zero-copy view of the bytes: a page
-of the benchmark web has ~2,000 words, and a Python loop hashing its word shingles cost more
-than the page's whole parse. The fingerprint is a pure function of the text: the same in
-every process and on every machine (no salted `hash()`). Why no library: docs/crawler.md,
-"Near-duplicates"."""
+The text is the `<body>`'s text nodes, each stripped, joined by spaces (parse_html). Each word
+(after a space) has a window, the 8 bytes of UTF-8 from that space; a shingle is a word's
+window and the next word's, two to three words as word 3-shingles are, so a changed word (a
+date) changes about two shingles. A shingle's hash is a multiply and an add. The features are
+a bottom-k sample: the SAMPLE shingles of smallest hash (`np.partition`), every shingle of a
+shorter text — content-defined, so two texts that share most of their words share most of
+their sample, whatever their length, and the cost past the hashing does not grow with the
+page. The sample is mixed again (xor-shift, multiply, xor-shift: its top bits are all 0) and
+each bit counted as one byte lane of a uint64 sum (SAMPLE < 256: no carry), the majority
+taken in one big-int add. The per-page path is a dozen numpy calls on a zero-copy view of
+the bytes: a page of the benchmark web has ~2,000 words, and a Python loop hashing its word
+shingles cost more than the page's whole parse. The fingerprint is a pure function of the
+text: the same in every process and on every machine (no salted `hash()`, the bytes read as
+little-endian). Why no library: docs/crawler.md, "Near-duplicates"."""
 
 from __future__ import annotations
 
@@ -55,7 +59,7 @@ def simhash_text(text: str) -> int | None:
     # every 8-byte window as one uint64, without a copy (unaligned: numpy reads them whole)
     win = np.ndarray((n + 1,), dtype=_LE64, buffer=raw, strides=(1,))
     # a word's window: the 8 bytes from the space before it
-    x = win[np.flatnonzero(np.frombuffer(raw, dtype=np.uint8, count=n) == _SPACE)]
+    x = win[(np.frombuffer(raw, dtype=np.uint8, count=n) == _SPACE).nonzero()[0]]
     if len(x) <= MIN_WORDS:
         return None
     # a shingle: a word's window and the next word's, two to three words (uint64 arithmetic
