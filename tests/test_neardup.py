@@ -34,6 +34,11 @@ def test_a_date_changed_is_a_few_bits_and_other_texts_are_far() -> None:
     others = [simhash_text(_text(seed)) for seed in range(2, 40)]
     far = [hamming(a, b) for i, a in enumerate(others) for b in others[i + 1 :]]  # type: ignore[arg-type]
     assert min(far) > 3 and 24 < sum(far) / len(far) < 40
+    # past the bottom-k sample (SAMPLE of ~1,500 shingles above, of ~20,000 here): the same
+    long = _text(4, 20_000)
+    a, b = simhash_text(f"Updated 2026-07-01 {long}"), simhash_text(f"Updated 2026-08-14 {long}")
+    assert a is not None and b is not None and hamming(a, b) <= 3
+    assert hamming(a, simhash_text(_text(5, 20_000)) or 0) > 3
     assert simhash_text("too short") is None
     assert simhash_text(body) == simhash_text(body)  # a pure function (no salted hash)
 

@@ -2,16 +2,20 @@
 the shingles of its text, markup ignored, as Manku, Jain and Das Sarma (WWW 2007) use it for a
 web crawl: two pages whose fingerprints differ in at most 3 bits are near-duplicates.
 
-The text is the `<body>`'s text nodes, each stripped, joined by spaces (parse_html). A shingle
-starts at each word (after a space) and is the next 16 bytes of UTF-8: two to three words, as
-word 3-shingles are, so a changed word (a date) changes about three shingles. Each is hashed
-by a multiply and splitmix64's finaliser; past SAMPLE_FROM shingles one in SAMPLE is kept,
-chosen by its hash (two texts keep the same shingles of what they share: a content-defined
-sample). The per-page path is vectorised with numpy on a zero-copy view of the bytes: a page
-of the benchmark web has ~2,000 words, and a Python loop hashing its word shingles cost more
-than the page's whole parse. The fingerprint is a pure function of the text: the same in
-every process and on every machine (no salted `hash()`). Why no library: docs/crawler.md,
-"Near-duplicates"."""
+The text is the `<body>`'s text nodes, each stripped, joined by spaces (parse_html). Each word
+(after a space) has a window, the 8 bytes of UTF-8 from that space; a shingle is a word's
+window and the next word's, two to three words as word 3-shingles are, so a changed word (a
+date) changes about two shingles. A shingle's hash is a multiply and an add. The features are
+a bottom-k sample: the SAMPLE shingles of smallest hash (`np.partition`), every shingle of a
+shorter text — content-defined, so two texts that share most of their words share most of
+their sample, whatever their length, and the cost past the hashing does not grow with the
+page. The sample is mixed again (xor-shift, multiply, xor-shift: its top bits are all 0) and
+each bit counted as one byte lane of a uint64 sum (SAMPLE < 256: no carry), the majority
+taken in one big-int add. The per-page path is a dozen numpy calls on a zero-copy view of
+the bytes: a page of the benchmark web has ~2,000 words, and a Python loop hashing its word
+shingles cost more than the page's whole parse. The fingerprint is a pure function of the
+text: the same in every process and on every machine (no salted `hash()`, the bytes read as
+little-endian). Why no library: docs/crawler.md, "Near-duplicates"."""
 
 from __future__ import annotations
 
@@ -28,9 +32,9 @@ MIN_TEXT: Final = 64
 MIN_WORDS: Final = 8
 #: text bytes read at most: the fingerprint of a longer page is its first MAX_TEXT bytes'
 MAX_TEXT: Final = 1 << 20
-#: one window in SAMPLE is a feature (but every window of a text shorter than SAMPLE_FROM)
-SAMPLE: Final = 4
-SAMPLE_FROM: Final = 1024
+#: the features: the SAMPLE shingles of smallest hash (bottom-k), every shingle of a shorter
+#: text; at most 255, so a bit's count fits in a byte
+SAMPLE: Final = 160
 
 _K1: Final = np.uint64(0xBF58476D1CE4E5B9)
 _K2: Final = np.uint64(0x94D049BB133111EB)
@@ -38,34 +42,41 @@ _S31: Final = np.uint64(31)
 _S29: Final = np.uint64(29)
 _S32: Final = np.uint64(32)
 _SPACE: Final = np.uint8(32)
-_SAMPLE_BELOW: Final = np.uint64((1 << 64) // SAMPLE)
+#: little-endian whatever the machine: the same fingerprint everywhere
+_LE64: Final = np.dtype("<u8")
+_BYTES: Final = (1 << 512) // 255  # 64 bytes of 1
+_HIGH: Final = _BYTES << 7  # 64 bytes of 0x80
+_DIGITS: Final = bytes.maketrans(b"\x00\x80", b"01")
 
 
 def simhash_text(text: str) -> int | None:
     """The 64-bit SimHash of `text`'s shingles (see the module docstring), or None for a text
-    of fewer than MIN_TEXT bytes."""
+    of fewer than MIN_TEXT bytes or MIN_WORDS words."""
     raw = text.encode("utf-8", "surrogatepass")[:MAX_TEXT]
-    n = len(raw) - 16
-    if n < MIN_TEXT - 16:
+    n = len(raw) - 8
+    if n < MIN_TEXT - 8:
         return None
     # every 8-byte window as one uint64, without a copy (unaligned: numpy reads them whole)
-    win = np.ndarray((n + 9,), dtype=np.uint64, buffer=raw, strides=(1,))
-    # a shingle a word: the 16 bytes from the word's first, two to three words
-    starts = np.flatnonzero(np.frombuffer(raw, dtype=np.uint8, count=n) == _SPACE) + 1
-    if len(starts) < MIN_WORDS:
+    win = np.ndarray((n + 1,), dtype=_LE64, buffer=raw, strides=(1,))
+    # a word's window: the 8 bytes from the space before it
+    x = win[(np.frombuffer(raw, dtype=np.uint8, count=n) == _SPACE).nonzero()[0]]
+    if len(x) <= MIN_WORDS:
         return None
-    # (uint64 arrays wrap around silently: the arithmetic is mod 2**64)
-    x = win[starts] * _K1
-    x += win[starts + 8]
-    if len(x) > SAMPLE_FROM:  # the sample: by the top bits of the product, the best mixed
-        x = x[x < _SAMPLE_BELOW]
-    x ^= x >> _S31  # then splitmix64's finaliser
+    # a shingle: a word's window and the next word's, two to three words (uint64 arithmetic
+    # wraps around silently: mod 2**64)
+    x = x[:-1] * _K1 + x[1:]
+    if len(x) > SAMPLE:  # bottom-k, by the top bits of the product, the best mixed
+        x = np.partition(x, SAMPLE - 1)[:SAMPLE]
+    x ^= x >> _S32  # then mixed again (the sample's top bits are all 0)
     x *= _K2
-    x ^= x >> _S29
-    x *= _K1
     x ^= x >> _S32
-    counts = np.unpackbits(x.view(np.uint8)).reshape(-1, SIMHASH_BITS).sum(axis=0)
-    return int.from_bytes(np.packbits(counts * 2 > len(x)).tobytes(), "big")
+    # each bit's count in a byte of its own: the 64 bits of each hash as 64 bytes (bit i of
+    # the hash is byte i), added as 8 uint64 lanes of 8 bytes (at most 255 each: no carry)
+    counts = np.unpackbits(x.view(np.uint8), bitorder="little").view(np.uint64)
+    total = int.from_bytes(counts.reshape(-1, 8).sum(axis=0).tobytes(), "little")
+    # bit i is 1 when more than half the hashes have it: byte i + 127 - len // 2 >= 128
+    high = (total + (127 - len(x) // 2) * _BYTES) & _HIGH
+    return int(high.to_bytes(64, "little").translate(_DIGITS)[::-1], 2)
 
 
 def hamming(a: int, b: int) -> int:
