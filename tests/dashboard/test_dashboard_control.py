@@ -531,7 +531,8 @@ def test_a_stopped_cluster_crawl_is_resumed_from_the_dashboard(
             assert code == 200, answer
             (out,) = (tmp_path / "gossamer-worker").glob("crawl-*[0-9]")  # the start's -o
             assert answer["message"] == (
-                f"resumed crawl {crawl_id} with 2 local workers; outputs in {out}, "
+                f"resumed crawl {crawl_id} with 2 local workers and its live graph "
+                f"(`gossamer graph follow`); outputs in {out}, "
                 f"log {start_log(out)}"
             )
             s = page.status()

@@ -5,8 +5,9 @@ See docs/crawler/parse.md.
 Pure functions of their input: no I/O, no network, nothing cached between pages.
 """
 
+from typing import Any
+
 from .links import detect_charset, is_html, parse_html
-from .simhash import SIMHASH_BITS, hamming, simhash_text
 from .sitemaps import MAX_SITEMAP_BYTES, MAX_SITEMAP_ENTRIES, parse_sitemap
 from .types import LINK_RELS, ExtractedLink, ParsedPage, ParseOptions, SitemapResult
 
@@ -26,3 +27,15 @@ __all__ = [
     "parse_sitemap",
     "simhash_text",
 ]
+
+_SIMHASH_NAMES = ("SIMHASH_BITS", "hamming", "simhash_text")
+
+
+def __getattr__(name: str) -> Any:
+    # the SimHash names load numpy: on first use, not with the package (a crawl without
+    # near-duplicate detection, and a pool's parent that forks its workers, never load it)
+    if name in _SIMHASH_NAMES:
+        from . import simhash
+
+        return getattr(simhash, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

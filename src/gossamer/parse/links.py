@@ -18,7 +18,6 @@ from typing import Final
 from selectolax.lexbor import LexborCSSSelector, LexborHTMLParser
 
 from ..urls import LinkResolver
-from .simhash import simhash_text
 from .types import ExtractedLink, ParsedPage, ParseOptions
 
 __all__ = ["detect_charset", "is_html", "parse_html"]
@@ -380,6 +379,10 @@ def parse_html(
     if options.fingerprint:
         body_node = tree.body
         if body_node is not None:
+            # (numpy, loaded by the first page fingerprinted: not by a crawl without them,
+            # whose pool parent forks its workers with no numpy threads)
+            from .simhash import simhash_text
+
             simhash = simhash_text(body_node.text(separator=" ", strip=True))
     return ParsedPage(
         links=tuple(links),
