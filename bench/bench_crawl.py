@@ -1492,7 +1492,8 @@ def main(argv: list[str] | None = None) -> int:
         "--gossamer-also",
         metavar="FLAGS",
         help="run each gossamer crawl again with these flags, right after it (interleaved: "
-        "'--near-dup-links off' measures near-duplicate detection), audited the same way",
+        "'--near-dup-links skip' measures near-duplicate detection, off by default; "
+        "'--no-dedup-payloads' the revisit records), audited the same way",
     )
     p.add_argument("--nginx-workers", type=int, default=1)
     p.add_argument(
