@@ -85,7 +85,9 @@ def test_a_worker_stops_before_its_disk_fills(tmp_path: Path, redis_url: str) ->
         created = subprocess.run(
             gossamer("crawl", "--redis", redis_url, *seeds, "--workers", "0", "--allow-private",
                      "--delay", "0.02", "--per-ip", str(PORTS), "--disk-margin", str(MARGIN_MB),
-                     "--heartbeat-ttl", "3", "--per-host", "5"),
+                     "--heartbeat-ttl", "3", "--per-host", "5",
+                     # (every port serves the same files: stored once, they would not fill it)
+                     "--no-dedup-payloads"),
             capture_output=True, text=True, timeout=60, check=False,
         )  # fmt: skip
         assert created.returncode == 0, created.stderr

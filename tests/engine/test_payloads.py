@@ -156,13 +156,14 @@ class _Sinks(FakeSinks):
 
 
 class _Checking(IdenticalPayloads):
-    """Notes the thread `check` runs on."""
+    """Notes the thread the store is asked on (`lookup`: inline `check`, or alone on an
+    off-loop frontier's I/O thread)."""
 
     threads: set[str]
 
-    def check(self, result: FetchResult) -> Any:
+    def lookup(self, result: FetchResult) -> Any:
         self.threads.add(threading.current_thread().name.split("_")[0])
-        return super().check(result)
+        return super().lookup(result)
 
 
 @pytest.mark.parametrize("off_loop", [False, True])

@@ -103,6 +103,12 @@ SNAPSHOT_INTERVAL_S = 0.1
 #: pages when this much has passed since the last: at most two a second, on a clock read the
 #: page loop makes anyway
 OUTPUTS_FLUSH_S = 0.5
+#: how long a page waits for the Redis digest store's answer (identical payloads) before it
+#: is stored whole (the frontier's I/O thread: a round trip, or a frontier call ahead of it);
+#: after such a wait the store is not asked for DIGEST_BACKOFF_S (Redis paused, failing over:
+#: the pages go on being written, a revisit missed at worst, never a wrong one)
+DIGEST_WAIT_S = 1.0
+DIGEST_BACKOFF_S = 5.0
 
 _log = logging.getLogger(__name__)
 
@@ -227,6 +233,7 @@ class Crawler:
         # identical payloads (engine/payloads.py): checked before a page is recorded, claimed
         # after, the claims flushed before its batch completes; None: every response whole
         self.payloads = payloads
+        self._digests_quiet_until = 0.0  # (loop time) the digest store is not asked until then
         # free space of the output directory's disk under --disk-margin: no more hosts, stop
         self.disk = DiskGuard(settings.output, settings.sinks.disk_margin * MB)
         # which of an HTML page's links to follow (an extractor's `follow`): None, all
@@ -640,6 +647,26 @@ class Crawler:
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self._io, call, *args)
 
+    async def _check_remote(self, payloads: IdenticalPayloads, result: FetchResult) -> None:
+        """`payloads.check(result)` on the frontier's I/O thread, waiting DIGEST_WAIT_S at
+        most: a store that does not answer (Redis paused, failing over) does not hold the
+        pages back: they are stored whole, and for DIGEST_BACKOFF_S the store is not asked."""
+        loop = asyncio.get_running_loop()
+        if loop.time() < self._digests_quiet_until:
+            payloads.unanswered(result)
+            return
+        try:
+            found = await asyncio.wait_for(
+                loop.run_in_executor(self._io, payloads.lookup, result), DIGEST_WAIT_S
+            )
+        except TimeoutError:
+            self._digests_quiet_until = loop.time() + DIGEST_BACKOFF_S
+            self.counters.errors["dedup/store-timeout"] += 1
+            payloads.unanswered(result)
+            return
+        if found is not None:
+            payloads.settle(result, *found)
+
     async def _off_loop(self, call: Callable[..., _T], *args: object) -> _T:
         """`call(*args)` on the frontier's I/O thread when it has one (Redis: a round trip,
         and through an outage a wait), inline otherwise (SQLite: an await of a call made
@@ -803,7 +830,7 @@ class Crawler:
                     if self._io is None:
                         payloads.check(result)
                     else:  # (Redis: a round trip)
-                        await self._in_thread(payloads.check, result)
+                        await self._check_remote(payloads, result)
                 if not kept:
                     await self.turns.acquire(backlog)
                 keep = False

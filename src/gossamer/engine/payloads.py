@@ -89,16 +89,33 @@ class IdenticalPayloads:
     def check(self, result: FetchResult) -> PayloadVerdict | None:
         """Hash `result`'s payload and look its digest up (this worker's claims, then the
         store); kept for `verdict` until `recorded`. None when it is not checked (`wants`)."""
+        found = self.lookup(result)
+        return None if found is None else self.settle(result, *found)
+
+    def lookup(self, result: FetchResult) -> tuple[bytes, Capture | None] | None:
+        """`result`'s payload digest and its first capture (this worker's claims, then the
+        store's; None: none), without keeping a verdict; None when it is not checked."""
         if not self.wants(result):
             return None
         digest = hashlib.sha1(result.body).digest()
         first = self._pending.get(digest)
         if first is None:
             first = self.store.get(digest)
+        return digest, first
+
+    def settle(self, result: FetchResult, digest: bytes, first: Capture | None) -> PayloadVerdict:
+        """Keep the verdict of a `lookup` for `verdict` until `recorded`."""
         verdict = PayloadVerdict(digest, first)
         self._verdicts[id(result)] = (result, verdict)
         self._checked += 1
         return verdict
+
+    def unanswered(self, result: FetchResult) -> PayloadVerdict:
+        """The store did not answer in time (Redis paused or unreachable): the payload is
+        judged by this worker's own claims only, so it is stored whole unless this worker
+        stored it first (a revisit missed, never a wrong one)."""
+        digest = hashlib.sha1(result.body).digest()
+        return self.settle(result, digest, self._pending.get(digest))
 
     def verdict(self, result: FetchResult) -> PayloadVerdict | None:
         """The verdict of `check(result)` (None: not checked)."""
