@@ -131,7 +131,9 @@ def test_a_stopped_crawl_is_resumed_with_nothing_lost(tmp_path: Path, redis_url:
     assert st["frontier"]["queued"] == 0 and st["frontier"]["leased"] == 0
     assert st["frontier"]["done"] == len(truth.required)
     assert [w["id"] for w in st["workers"]] == ["w1", "w2", "w3", "w4"]
-    assert sorted(p.name for p in out.iterdir() if p.is_dir()) == ["w1", "w2", "w3", "w4"]
+    assert sorted(p.name for p in out.iterdir() if p.is_dir()) == [
+        "graph", "w1", "w2", "w3", "w4",  # (graph: the live graph consumer's state)
+    ]
 
 
 UNREACHABLE = "redis://127.0.0.1:9/0"  # never connected to: each error comes first
