@@ -366,6 +366,7 @@ def test_setup_form_sends_the_seeds_and_settings_and_shows_the_refusal_verbatim(
     assert scripted.posted("/api/start") == [{
         "seeds": ["http://a.test/", "http://c.test/"], "allow_private": True, "scope": "all",
         "delay": 0.25, "max_depth": "none", "max_pages": 0, "workers": 3, "partition": None,
+        "machines": None,  # (the Machines field, empty: workers on this machine)
     }]  # fmt: skip
     assert d.find_element(By_CSS, "#tab-setup").get_attribute("aria-selected") == "true"
     # corrected: started, and the page turns to the Status tab
