@@ -1120,10 +1120,7 @@ class Crawler:
         dup = None
         if self.near_dups is not None and outcome == "ok" and result.status == 200:
             dup = self._near_dup(result)
-        if dup is None:
-            self.sinks.log(result, depth=depth, parent=parent, outcome=outcome)
-        else:
-            self.sinks.log(result, depth=depth, parent=parent, outcome=outcome, dup=dup)
+        self.sinks.log(result, depth=depth, parent=parent, outcome=outcome, dup=dup)
         return Verdict.DONE, None if outcome.startswith("ok") else outcome
 
     def _near_dup(self, result: FetchResult) -> tuple[str, str] | None:

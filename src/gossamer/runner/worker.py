@@ -273,13 +273,12 @@ async def run_engine(
                 finally:
                     if robots_store is not None:
                         robots_store.close()
-                    if near_dups is not None:
-                        try:
-                            near_dups.close()
-                        except errors:
-                            exit_code = exit_code or 74
-                    if digest_store is not None:
-                        digest_store.close()
+                    for store in (near_dups, digest_store):
+                        if store is not None:
+                            try:
+                                store.close()
+                            except errors:
+                                exit_code = exit_code or 74
                     if beats is not None:
                         beats.finish()
         finally:
