@@ -15,6 +15,7 @@ import signal
 import statistics
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -37,21 +38,35 @@ def gossamer(*args: str) -> list[str]:
 def dashboard(
     *args: str, env: dict[str, str] | None = None, cwd: Path | None = None
 ) -> Iterator[str]:
-    """`gossamer dashboard ARGS --port 0`; its base URL (read from the line it prints)."""
+    """`gossamer dashboard ARGS --port 0`; its base URL (read from the line it prints). Its
+    stderr is read to the end by a thread (a pipe nobody reads fills and blocks the writer:
+    the dashboard's log lines would stall it), and its last lines are printed as it stops
+    (pytest shows them with a failure)."""
     proc = subprocess.Popen(
         gossamer("dashboard", "--port", "0", *args), stderr=subprocess.PIPE, text=True,
         env=env, cwd=cwd,
     )  # fmt: skip
+    assert proc.stderr is not None
+    lines: list[str] = []
+    found: list[str] = []
+    started = threading.Event()
+
+    def read(stream: Any) -> None:
+        for line in stream:  # ends when the process does
+            lines.append(line)
+            m = re.search(r"dashboard: (http://\S+?)/(\?token=\S+)?$", line.strip())
+            if m and not found:
+                found.append(m.group(1))
+                started.set()
+        started.set()
+
+    reader = threading.Thread(target=read, args=(proc.stderr,), daemon=True)
+    reader.start()
     try:
-        assert proc.stderr is not None
-        seen = []
-        for line in proc.stderr:  # ends when the process does
-            seen.append(line)
-            if m := re.search(r"dashboard: (http://\S+?)/(\?token=\S+)?$", line.strip()):
-                yield m.group(1)
-                break
-        else:
-            raise AssertionError(f"the dashboard did not start: {''.join(seen)}")
+        started.wait(timeout=60)
+        if not found:
+            raise AssertionError(f"the dashboard did not start: {''.join(lines)}")
+        yield found[0]
     finally:
         proc.send_signal(signal.SIGTERM)
         try:
@@ -60,8 +75,10 @@ def dashboard(
             if proc.poll() is None:
                 proc.kill()
                 proc.wait()
-            if proc.stderr is not None:
-                proc.stderr.close()
+            reader.join(timeout=10)
+            proc.stderr.close()
+            print(f"the dashboard's stderr ({len(lines)} lines), its last ones:")
+            print("".join(lines[-40:]))
 
 
 class Events:
@@ -76,6 +93,9 @@ class Events:
         assert response.headers["content-type"].startswith("text/event-stream")
         self._lines = response.iter_lines()
         self.heartbeats = 0
+        #: the last status event read (its arrival time, the status): the dashboard's state
+        #: now, as it sends an event only when its state changes
+        self.latest: tuple[float, dict[str, Any]] | None = None
 
     def next(self, deadline: float = math.inf) -> tuple[float, dict[str, Any]]:
         """The next status event; TimeoutError at a heartbeat after `deadline` (monotonic)."""
@@ -85,12 +105,17 @@ class Events:
                 if time.monotonic() > deadline:
                     raise TimeoutError
             elif line.startswith("data: "):
-                return time.monotonic(), json.loads(line[6:])
+                self.latest = (time.monotonic(), json.loads(line[6:]))
+                return self.latest
         raise AssertionError("the event stream ended")
 
     def until(
         self, what: str, check: Callable[[dict[str, Any]], bool], timeout: float = 30
     ) -> tuple[float, dict[str, Any]]:
+        """The first status that passes `check`: the last one read already (no event comes
+        while nothing changes), or the next ones within `timeout` seconds."""
+        if self.latest is not None and check(self.latest[1]):
+            return self.latest
         deadline = time.monotonic() + timeout
         last: dict[str, Any] | None = None
         while time.monotonic() < deadline:

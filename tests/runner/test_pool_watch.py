@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import json
 import multiprocessing
+import multiprocessing.connection
 import os
 import signal
 import time
@@ -193,3 +194,29 @@ def test_the_pages_of_the_workers_beats_are_summed_retired_ones_kept(tmp_path: P
     forget_beat(tmp_path, "w1")
     write_beat(beat_path(tmp_path, "w0"), {"id": "w0", "pages": 6})
     assert pages() == 8
+
+
+def _exit_now() -> None:
+    pass
+
+
+def test_a_worker_that_exited_before_the_wait_is_noticed_at_once(tmp_path: Path) -> None:
+    # a worker reaped by any read of its `exitcode` (the loop's own count of the live ones,
+    # the progress line's) is left out of the wait: its exit used to be noticed at the next
+    # wake-up only, and without progress to show that was the last worker's exit. A retired
+    # worker's row then stayed in the dashboard until the crawl ended.
+    ctx = multiprocessing.get_context("fork")
+    slow = ctx.Process(target=_sleep, args=(5.0,), name="slow")
+    quick = ctx.Process(target=_exit_now, name="quick")
+    noticed: dict[str, bool] = {}
+
+    def on_exit(p: multiprocessing.process.BaseProcess) -> None:
+        noticed[p.name] = slow.exitcode is None  # was the slow one still running?
+
+    with SqliteFrontier(tmp_path / "frontier.sqlite") as frontier:
+        slow.start()
+        quick.start()
+        multiprocessing.connection.wait([quick.sentinel])  # exited, not reaped yet
+        _watch([slow, quick], frontier, WorkersProgress(None, [], grace_s=3.0),
+               on_exit=on_exit)  # fmt: skip
+    assert noticed == {"quick": True, "slow": False}

@@ -393,7 +393,21 @@ def _watch(
             return False
         return not (p.pid in retired and p.exitcode in (130, 143, -signal.SIGTERM))
 
-    while alive := [p for p in procs if p.exitcode is None]:
+    def notice_exits() -> None:
+        if on_exit is not None:  # (reading `exitcode` reaps too: every exited one, once)
+            for p in procs:
+                if p.exitcode is not None and id(p) not in seen_exit:
+                    seen_exit.add(id(p))
+                    on_exit(p)
+
+    while True:
+        alive = [p for p in procs if p.exitcode is None]
+        # every worker not waited on below is noticed now: one reaped anywhere in the last
+        # round (the progress line's count reads `exitcode`, which reaps) would otherwise
+        # wait for the next wake-up, which may be the crawl's end
+        notice_exits()
+        if not alive:
+            break
         if not stopping and any(failed(p) for p in procs):
             # a worker failed (e.g. 74: outputs cannot be written): stop the others — they
             # complete their batches and exit — instead of letting them wait out its leases
@@ -418,12 +432,7 @@ def _watch(
             if b"s" in woke and on_control is not None and not stopping:
                 on_control()
         for p in alive:
-            p.join(timeout=0)  # reap, so exitcode is set
-        if on_exit is not None:  # (reading `exitcode` reaps too: every exited one, once)
-            for p in procs:
-                if p.exitcode is not None and id(p) not in seen_exit:
-                    seen_exit.add(id(p))
-                    on_exit(p)
+            p.join(timeout=0)  # reap, so exitcode is set (noticed at the top)
         if not reporter.due():
             continue
         st = frontier.statistics()
