@@ -146,7 +146,7 @@ def test_a_recrawl_carries_what_defines_a_crawl_and_how_its_hosts_were_reached()
 
     # the cluster's settings are a cluster crawl's only: an embedded re-crawl has its defaults
     cluster = {"seen_set", "partition", "site_sizes", "phase_period", "phases", "epsilon",
-               "replica_acks", "replica_ack_timeout"}
+               "replica_acks", "replica_ack_timeout", "stop_patience"}
     own = {"seeds", "seeds_file", "output", "recrawl", "heartbeat_ttl"} | cluster
     reach = {"allow_private", "resolve", "resolve_file", "proxy"}
     assert (DEFINITION - own) | reach == RECRAWL_CARRIED

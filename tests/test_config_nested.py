@@ -29,7 +29,7 @@ NEWER = frozenset(
         "live_graph", "partition", "site_sizes", "phase_period", "phases", "epsilon",
         "heartbeat_ttl", "extract", "disk_margin", "replica_acks", "replica_ack_timeout",
         "near_dup_links", "near_dup_distance",
-        "dedup_payloads",
+        "dedup_payloads", "stop_patience",
     }
 )
 

@@ -83,6 +83,7 @@ SECONDS = frozenset(
         "heartbeat_ttl",
         "phase_period",
         "replica_ack_timeout",
+        "stop_patience",
     }
 )
 #: a setting's flags where they are not `--<name with dashes>` (messages name the last)
@@ -534,6 +535,13 @@ class ClusterSettings(_Group):
     )
     replica_ack_timeout: float = Field(
         1.0, gt=0, description="seconds a completion waits for --replica-acks replicas"
+    )
+    stop_patience: float = Field(
+        30.0,
+        ge=0,
+        description="seconds a stopping worker waits for an unreachable Redis, then exits 75 "
+        "(its leases expire: their URLs are fetched again); a second stop: none "
+        "(docs/cluster.md, \"A stop while Redis is down\")",
     )
 
     def changed(self) -> list[str]:

@@ -17,7 +17,8 @@ class Exit(IntEnum):
     NOTHING_FETCHED = 3  # the crawl ran but no page was fetched (every fetch failed)
     UNAVAILABLE = 69  # EX_UNAVAILABLE: a service the command needs (Redis) cannot be reached
     IOERR = 74  # EX_IOERR: the outputs cannot be written (disk full, …); nothing is lost
-    TEMPFAIL = 75  # EX_TEMPFAIL: not done yet, try again (`stop --wait S`: workers still running)
+    TEMPFAIL = 75  # EX_TEMPFAIL: not done yet, try again (`stop --wait S`: workers still running;
+    # a cluster worker stopped while its Redis was down: its leases expire, their URLs go back)
     NOPERM = 77  # EX_NOPERM: Redis refused the password (or asks for one), or is not trusted
     INTERRUPTED = 130  # stopped by SIGINT (Ctrl-C); resumable
     TERMINATED = 143  # stopped by SIGTERM; resumable
@@ -31,7 +32,9 @@ MEANINGS: dict[int, str] = {
     Exit.UNAVAILABLE: "Redis (or another needed service) cannot be reached",
     Exit.IOERR: "the outputs cannot be written (disk full, or under --disk-margin, …); "
     "nothing is lost, resume later",
-    Exit.TEMPFAIL: "not done yet: `gossamer stop --wait S` found workers still running after S s",
+    Exit.TEMPFAIL: "not done yet: `gossamer stop --wait S` found workers still running after S "
+    "s; or a worker stopped while Redis was unreachable gave up on it (--stop-patience): the "
+    "URLs it held are fetched again once their leases expire",
     Exit.NOPERM: "Redis refused the password, or asks for one that was not given; or its TLS "
     "certificate is not trusted",
     Exit.INTERRUPTED: "stopped by SIGINT (Ctrl-C); resume to go on",

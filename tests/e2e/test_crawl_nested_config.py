@@ -111,7 +111,7 @@ def test_a_crawl_json_of_the_flat_settings_resumes(tmp_path: Path) -> None:
     manifest = json.loads((out / "crawl.json").read_text())
     newer = {"live_graph", "partition", "site_sizes", "phase_period", "phases", "epsilon",
              "heartbeat_ttl", "extract", "disk_margin", "replica_acks", "replica_ack_timeout",
-             "near_dup_links", "near_dup_distance", "dedup_payloads"}
+             "near_dup_links", "near_dup_distance", "dedup_payloads", "stop_patience"}
     assert set(manifest) == set(old) | newer  # flat: its keys, newer too
     assert (manifest["max_pages"], manifest["workers"]) == (None, 2)
     rules = TruthRules(seeds=(seed,), scope="all", user_agent=old["user_agent"])

@@ -9,8 +9,10 @@ used alone. (The frontier's keys are `gs:<crawl>:{<shard>}:…` and `gs:<crawl>:
 from __future__ import annotations
 
 import logging
+import math
 import os
 import re
+import threading
 import time
 import urllib.parse
 from collections.abc import Callable
@@ -21,7 +23,7 @@ import redis.cluster
 import redis.exceptions
 
 from ..exitcodes import Exit
-from ..frontier import FrontierStorageError
+from ..frontier import FrontierStorageError, FrontierUnreachable
 from ..urls import split_userinfo, url_password, written_password
 
 RedisClient = redis.Redis | redis.cluster.RedisCluster
@@ -340,29 +342,132 @@ def text(value: Any) -> str:
     return value.decode("utf-8", "surrogateescape") if isinstance(value, bytes) else str(value)
 
 
+class Patience:
+    """How long a worker's Redis calls wait out an outage (docs/cluster.md, "A stop while
+    Redis is down"). For ever while it crawls: a restart or a failover is waited out. Once it
+    is stopping (`stopping()`: a first SIGINT/SIGTERM, a stop request, the crawl stopped),
+    until Redis has been unreachable `seconds` since the stop or since it last answered
+    (`reached()`), whichever is later; then, or at once on `give_up()` (a second stop
+    signal), every wait ends: `over()` is True, each `retrying(patience=…)` call fails at
+    once with FrontierUnreachable, and the callbacks of `on_give_up` run (the worker's Redis
+    I/O thread fails the calls it holds). Safe from any thread; a watchdog thread, started
+    by `stopping()` and ended by `close()` or the give-up, gives up when the time is out
+    even if no call is retrying then (one waiting for a paused Redis's reply)."""
+
+    def __init__(self, seconds: float, clock: Callable[[], float] = time.monotonic) -> None:
+        self.seconds = seconds
+        self._clock = clock
+        self._since: float | None = None  # stopping since (None: not stopping)
+        self._reached = clock()  # when Redis last answered
+        self._over = threading.Event()
+        self._wake = threading.Event()  # the watchdog's: given up, or closed
+        self._lock = threading.Lock()
+        self._callbacks: list[Callable[[], None]] = []
+        #: why the worker gave up (None: it did not): "time" (unreachable for `seconds`
+        #: while stopping) or "signal" (a second stop)
+        self.why: str | None = None
+
+    def stopping(self) -> None:
+        """The worker is stopping: Redis is waited for `seconds` at most from now on (the
+        first call starts the watchdog; later ones change nothing)."""
+        with self._lock:
+            if self._since is not None:
+                return
+            self._since = self._clock()
+        threading.Thread(target=self._watch, name="redis-patience", daemon=True).start()
+
+    def reached(self) -> None:
+        """Redis answered just now."""
+        self._reached = self._clock()
+
+    def deadline(self) -> float:
+        """When (on the clock) the waiting ends: inf while not stopping."""
+        since = self._since
+        if since is None:
+            return math.inf
+        return max(since, self._reached) + self.seconds
+
+    def over(self) -> bool:
+        """Whether the worker gave up on Redis (the time is out, or `give_up()`)."""
+        if not self._over.is_set() and self._clock() >= self.deadline():
+            self.give_up("time")
+        return self._over.is_set()
+
+    def give_up(self, why: str = "signal") -> None:
+        """Stop waiting for Redis now (idempotent: the first reason stays)."""
+        with self._lock:
+            if self._over.is_set():
+                return
+            self.why = why
+            self._over.set()
+            self._wake.set()
+            callbacks = list(self._callbacks)
+        for callback in callbacks:
+            callback()
+
+    def on_give_up(self, callback: Callable[[], None]) -> None:
+        """Call `callback` (from any thread, once) when the worker gives up on Redis."""
+        with self._lock:
+            if not self._over.is_set():
+                self._callbacks.append(callback)
+                return
+        callback()
+
+    def sleep(self, seconds: float) -> None:
+        """Sleep `seconds`, less if the waiting ends first."""
+        self._over.wait(max(0.0, min(seconds, self.deadline() - self._clock())))
+
+    def close(self) -> None:
+        """End the watchdog (the worker is done with Redis)."""
+        self._wake.set()
+
+    def _watch(self) -> None:
+        while not self._wake.is_set():
+            left = self.deadline() - self._clock()
+            if left <= 0:
+                self.give_up("time")
+                return
+            self._wake.wait(min(left, 1.0))
+
+
 def retrying(
     fn: Callable[[], _T],
     *,
     what: str,
     deadline: float = float("inf"),
     sleep: Callable[[float], object] = time.sleep,
+    patience: Patience | None = None,
 ) -> _T:
     """Call `fn`, waiting out transient Redis errors with back-off (0.05 s doubling to 2 s)
-    until `deadline` (time.monotonic); a message on stderr once per outage."""
+    until `deadline` (time.monotonic); a message on stderr once per outage. With a
+    `patience`, also until it is `over()` (a worker stopping with Redis down), then
+    FrontierUnreachable — at once, without a call, once it is over; an answer counts as
+    Redis reached."""
     pause = 0.05
     told = False
     while True:
+        if patience is not None and patience.over():
+            raise FrontierUnreachable(0, f"Redis unreachable ({what}): the worker gave up")
         try:
             result = fn()
+        except FrontierUnreachable:
+            raise
         except Exception as exc:
             if not is_transient(exc) or time.monotonic() >= deadline:
                 raise
+            if patience is not None and patience.over():
+                raise FrontierUnreachable(0, f"Redis unreachable ({what}): {exc}") from exc
             if not told:
                 _log.warning(f"Redis unreachable ({what}): {exc}; retrying")
                 told = True
-            sleep(pause)
+            if patience is not None:
+                patience.sleep(pause)
+            else:
+                sleep(pause)
             pause = min(pause * 2, 2.0)
             continue
+        if patience is not None:
+            patience.reached()
         if told:
             _log.info(f"Redis reachable again ({what})")
         return result

@@ -16,6 +16,7 @@ from collections.abc import Callable
 
 import redis.exceptions
 
+from ._redis import Patience
 from .members import Beat, Membership, WorkerStatus
 
 __all__ = ["Heartbeat"]
@@ -27,18 +28,22 @@ class Heartbeat:
     """The worker's heartbeat thread: every `membership.interval` seconds it publishes
     `status()` and hands the `Beat` to `on_beat`; Redis errors are waited out (the record
     may expire meanwhile: the next beat brings the worker back). `stop()` ends the thread
-    and waits for it. It runs in a thread so that a busy or blocked event loop (a long
-    parse, a frontier call waiting for Redis) never silences it."""
+    and waits for it, or only until the worker gives up on Redis (`patience`: a beat may
+    be waiting for a paused Redis's reply; the thread is a daemon). It runs in a thread so
+    that a busy or blocked event loop (a long parse, a frontier call waiting for Redis)
+    never silences it. A beat that goes through counts as Redis reached (`patience`)."""
 
     def __init__(
         self,
         membership: Membership,
         status: Callable[[], WorkerStatus],
         on_beat: Callable[[Beat], None],
+        patience: Patience | None = None,
     ) -> None:
         self.membership = membership
         self.status = status
         self.on_beat = on_beat
+        self.patience = patience
         self.beats = 0
         self.failures = 0
         self._stop = threading.Event()
@@ -49,8 +54,11 @@ class Heartbeat:
 
     def stop(self) -> None:
         self._stop.set()
-        if self._thread.is_alive():
-            self._thread.join()
+        patience = self.patience
+        while self._thread.is_alive():
+            self._thread.join(0.1 if patience is not None else None)
+            if patience is not None and patience.over():
+                return
 
     def _loop(self) -> None:
         interval = self.membership.interval
@@ -67,6 +75,8 @@ class Heartbeat:
                     told = True
                 delay, pause = pause, min(pause * 2, interval)
                 continue
+            if self.patience is not None:
+                self.patience.reached()
             if told:
                 _log.info("heartbeats reach Redis again")
             pause, told = 0.05, False

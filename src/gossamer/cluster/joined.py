@@ -27,7 +27,7 @@ from ..engine.machine import ResourceSampler
 from ..fetch import FetchRequest
 from ..frontier import FrontierStats, StaleLeaseError
 from ..urls import URLError, host_key
-from ._redis import RedisClient, retrying, wait_replicas
+from ._redis import Patience, RedisClient, retrying, wait_replicas
 from .crawls import CrawlRecord, mark_finished, refresh_summary
 from .heartbeat import Heartbeat
 from .ipgate import RedisIpGate
@@ -101,6 +101,10 @@ class JoinedWorker:
         self.loop_lag = LoopLag()
         self._resources = ResourceSampler(settings.output)
         self.stop_reason: str | None = None
+        #: how long its Redis calls wait out an outage: for ever until it stops, then
+        #: `stop_patience` seconds; none after a second stop signal (docs/cluster.md, "A stop
+        #: while Redis is down")
+        self.patience = Patience(settings.cluster.stop_patience)
         self._rate = _PageRate()
         self._state = "starting"
         self.crawl_state = record.state
@@ -169,9 +173,18 @@ class JoinedWorker:
             reason = "asked to stop"
         if reason is not None and self.stop_reason is None:
             self.stop_reason = reason
+            self.patience.stopping()
             crawler, loop = self.crawler, self.loop
             if crawler is not None and loop is not None:
                 loop.call_soon_threadsafe(crawler.request_stop)
+
+    def on_stop_signal(self, count: int) -> None:
+        """SIGINT/SIGTERM number `count` (on the loop): the first bounds the worker's waits
+        for an unreachable Redis to its patience, the second ends them now."""
+        if count == 1:
+            self.patience.stopping()
+        else:
+            self.patience.give_up("signal")
 
     def live(self, beat: Beat) -> None:
         """A beat went through: this worker counts alive until its send time + TTL (minus
@@ -228,6 +241,7 @@ class JoinedWorker:
             Membership(self.client, self.record.id, ttl=self.record.heartbeat_ttl),
             self.status,
             self.on_beat,
+            self.patience,
         )
         heartbeat.start()
         try:
@@ -251,6 +265,7 @@ class JoinedWorker:
                 lambda: mark_finished(self.client, self.record),
                 what="crawl record",
                 deadline=deadline,
+                patience=self.patience,
             )
             cl = self.settings.cluster
             retrying(
@@ -259,10 +274,14 @@ class JoinedWorker:
                 ),
                 what="crawl record",
                 deadline=deadline,
+                patience=self.patience,
             )
         final = self.status("stopped")
         state = retrying(
-            lambda: self.membership.deregister(final), what="members", deadline=deadline
+            lambda: self.membership.deregister(final),
+            what="members",
+            deadline=deadline,
+            patience=self.patience,
         )
         if state == "stopped":
             refresh_summary(self.client, self.record.id)

@@ -51,7 +51,7 @@ async def start_stores(io: RedisIo, worker: JoinedWorker) -> ClusterStores:
             io,
             lambda: cluster_stores(
                 worker.client, record, worker.settings, view=worker.view, worker_id=worker.id,
-                io=io,
+                io=io, patience=worker.patience,
             ),
         )
     except BaseException as exc:

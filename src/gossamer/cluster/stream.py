@@ -10,6 +10,7 @@ counted twice (docs/cluster.md, "The page events stream")."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -28,8 +29,9 @@ from ..crawldir import GRAPH_STATS, JOURNAL
 from ..engine.events import GraphApplier, GraphLike, PageEvent, decode_events, encode_events
 from ..engine.sink_registry import PageSink, SinkContext
 from ..exitcodes import Exit
+from ..frontier import FrontierUnreachable
 from ..runner.livegraph import interval_from_env
-from ._redis import Keys, RedisClient, retrying
+from ._redis import Keys, Patience, RedisClient, retrying
 
 __all__ = [
     "ENTRY_EVENTS",
@@ -65,20 +67,27 @@ class StreamSink(PageSink):
         keys: Keys,
         worker: str,
         submit: Callable[[Callable[[], None]], Future[None]],
+        patience: Patience | None = None,
     ) -> None:
         self.client = client
         self.key = keys.events
         self.worker = worker
         self.submit = submit
+        self.patience = patience
         self.events: list[PageEvent] = []
         self._sent: Future[None] | None = None
 
     @classmethod
     def factory(
-        cls, client: RedisClient, keys: Keys, worker: str, io: Executor
+        cls,
+        client: RedisClient,
+        keys: Keys,
+        worker: str,
+        io: Executor,
+        patience: Patience | None = None,
     ) -> Callable[[SinkContext], StreamSink]:
         """The sink factory to register for the crawl of `keys` (`register_sink`)."""
-        return lambda _ctx: cls(client, keys, worker, lambda call: io.submit(call))
+        return lambda _ctx: cls(client, keys, worker, lambda call: io.submit(call), patience)
 
     def page(self, event: PageEvent) -> None:
         self.events.append(event)
@@ -104,8 +113,10 @@ class StreamSink(PageSink):
                 pipe.xadd(self.key, {_FIELD: blob}, maxlen=STREAM_MAXLEN, approximate=True)
             pipe.execute()
 
-        try:
-            retrying(xadd, what="events")  # through outages, as the frontier's calls
+        try:  # through outages, as the frontier's calls
+            retrying(xadd, what="events", patience=self.patience)
+        except FrontierUnreachable:
+            raise  # (given up on Redis: its pages are fetched again, and sent again)
         except Exception as exc:  # (the last send's error has no flush left to raise it)
             _log.error(f"cannot send page events to {self.key}: {exc}")
             raise
@@ -114,7 +125,10 @@ class StreamSink(PageSink):
         sent = self._sent
         if sent is not None and sent.done():
             self._sent = None
-            sent.result()  # raises the send's error
+            # raises the send's error; not a send given up with Redis while the worker stops
+            # (the outcomes of those pages are not recorded either: they are fetched again)
+            with contextlib.suppress(FrontierUnreachable):
+                sent.result()
 
     def close(self) -> None:
         """Send what is gathered. Not waited for here, on the event loop: the I/O thread

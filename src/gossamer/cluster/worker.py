@@ -27,7 +27,10 @@ starts, even with Redis paused: cluster/starting.py); 74 when its own
 outputs cannot be written; 2 when there is no such crawl; 69 when Redis cannot be reached
 at start (after waiting CONNECT_PATIENCE seconds for it, saying so); 77 at once when Redis
 refuses the URL's credentials or asks for a password. Once joined, Redis outages are waited
-out: nothing is fatal about the network. (gossamer.exitcodes has the table.)
+out: nothing is fatal about the network while it crawls; once it stops, Redis is waited
+for `--stop-patience` seconds (none after a second SIGINT/SIGTERM), then it exits 75 with one
+line (its leases expire and their URLs are fetched again: joined.py, `Patience`).
+(gossamer.exitcodes has the table.)
 """
 
 from __future__ import annotations
@@ -265,8 +268,13 @@ def _run_joined(
             "path": str(wdir),
         },
     )
-    with asyncio.Runner(loop_factory=loop_factory()) as runner:
-        code = runner.run(_work(worker, progress))
+    try:
+        with asyncio.Runner(loop_factory=loop_factory()) as runner:
+            code = runner.run(_work(worker, progress))
+    finally:
+        worker.patience.close()
+    if code == Exit.TEMPFAIL and worker.patience.why is not None:
+        _log.error(_gave_up(worker), extra={"worker_id": worker_id, "crawl_id": record.id})
     if code == Exit.IOERR and (refused := _refused(url, client)) is not None:
         # the engine saw a storage error: Redis refusing the password (changed while the
         # worker ran) is one, but waiting or resuming as it is will not help
@@ -291,6 +299,31 @@ def _run_joined(
     return code
 
 
+def _gave_up(worker: JoinedWorker) -> str:
+    """The line of a worker that gave up on an unreachable Redis while stopping: why, what
+    it leaves unrecorded, and how that is fetched again."""
+    patience = worker.patience
+    if patience.why == "signal":
+        why = "Redis unreachable, stopped again: not waiting for it"
+    else:
+        why = f"Redis unreachable for {patience.seconds:g} s while stopping"
+    leases, urls, expire = (
+        worker.frontier.held_leases() if worker.frontier is not None else (0, 0, 0.0)
+    )
+    if not leases:
+        return (
+            f"worker {worker.id}: {why}; exiting without leaving the crawl (it held no "
+            "lease: nothing is lost; its heartbeat record expires)"
+        )
+    ttl = worker.membership.ttl
+    return (
+        f"worker {worker.id}: {why}; exiting without recording the outcomes of its {leases} "
+        f"lease{'s' if leases != 1 else ''} ({urls} URLs): once Redis is back they are "
+        f"reclaimed ({ttl:g} s after, this worker counted dead, or as they expire, in "
+        f"{expire:.0f} s at most) and their URLs fetched again by another worker or a resume"
+    )
+
+
 def _refused(url: str, client: RedisClient) -> RedisConnectError | None:
     """Whether Redis refuses `client`'s credentials now (a PING, on a new connection when
     the old ones were closed): the refusal to report, or None."""
@@ -306,6 +339,8 @@ async def _work(worker: JoinedWorker, progress: IO[str] | None) -> int:
     # the start-up's Redis calls on the I/O thread, a stop meanwhile taken (`start_stores`);
     # from its return on a stop is held (blocked) until run_engine's handlers take it
     io = RedisIo()
+    # given up on Redis while stopping: the calls waiting on the I/O thread fail at once
+    worker.patience.on_give_up(io.abandon)
     stores = await start_stores(io, worker)
     frontier = worker.frontier = stores.frontier
     gate = worker.gate = stores.ip_gate
@@ -318,7 +353,10 @@ async def _work(worker: JoinedWorker, progress: IO[str] | None) -> int:
 
     # the page events go to the crawl's stream (cluster/stream.py), sent on the I/O thread
     # before the frontier's calls of the same batch; a sink like any other, for this run
-    register_sink(STREAM_SINK, StreamSink.factory(worker.client, record.keys, worker.id, io))
+    register_sink(
+        STREAM_SINK,
+        StreamSink.factory(worker.client, record.keys, worker.id, io, worker.patience),
+    )
     # a sample of its fetches to the crawl's fetch stream (the dashboard's log tail)
     register_sink(FETCH_TAIL_SINK, FetchTailSink.factory(worker.client, record.id, worker.id))
     try:
@@ -336,6 +374,7 @@ async def _work(worker: JoinedWorker, progress: IO[str] | None) -> int:
                 guard_fetcher=gate.guard,
                 clock=frontier.clock,
                 storage_errors=(redis.exceptions.RedisError,),
+                on_stop=worker.on_stop_signal,
                 resume_hint=f"the crawl's frontier in Redis keeps every unfinished URL; "
                 f"start `gossamer worker --crawl {record.id}` again once that is fixed",
             ),

@@ -62,6 +62,13 @@ class FrontierStorageError(FrontierError, OSError):
     """
 
 
+class FrontierUnreachable(FrontierStorageError):
+    """The shared store (a cluster's Redis) stayed unreachable while the worker was stopping,
+    and the worker gave up waiting for it (docs/cluster.md, "A stop while Redis is down").
+    The failed call changed nothing: the leases the worker holds expire in the store, and
+    their URLs are leased and fetched again."""
+
+
 # The three per-URL records are plain slotted dataclasses, not frozen ones: treat them as
 # immutable. A frozen dataclass costs ~2 µs to build (object.__setattr__ per field) against
 # ~0.4 µs, and the engine builds one Discovered per link (30 per page).

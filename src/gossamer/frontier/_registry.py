@@ -50,6 +50,9 @@ class FrontierPlace:
     owner: str = ""
     dead_owners: DeadOwners | None = None
     share: Share | None = None
+    #: True once a stopping worker gave up waiting for an unreachable Redis (RedisFrontier's
+    #: `give_up`)
+    give_up: Callable[[], bool] | None = None
 
 
 FrontierFactory = Callable[["CrawlSettings", FrontierPlace], Frontier]
@@ -101,6 +104,7 @@ def _redis(settings: CrawlSettings, place: FrontierPlace) -> Frontier:
         owner=place.owner,
         dead_owners=place.dead_owners,
         share=place.share,
+        give_up=place.give_up,
     )
 
 

@@ -94,16 +94,19 @@ def worker_summary(
 ) -> dict[str, Any]:
     """A worker's statistics (stats.json). `ended` says why it ended (report.ENDED);
     `finished` is true when the crawl is complete (its frontier has nothing left), not after
-    a --max-pages stop; `stopped_by` is the signal or "error" that stopped it, else None."""
+    a --max-pages stop; `stopped_by` is the signal or "error" that stopped it, else None.
+    `stats` None: the frontier could not be read (a cluster worker that gave up on Redis):
+    its `frontier` is null, and it ended by its signal or an error."""
     c = crawler.counters
     now = time.time()
     elapsed = max(now - started, 1e-9)
+    failed = failed or stats is None
     ended = end_reason(
         signal_name=signal.Signals(stopped[0]).name if stopped else None,
         failed=failed,
-        queued=stats.queued,
-        leased=stats.leased,
-        done=stats.done,
+        queued=stats.queued if stats is not None else 0,
+        leased=stats.leased if stats is not None else 0,
+        done=stats.done if stats is not None else 0,
         max_pages=crawler.settings.max_pages,
     )
     return {
@@ -125,7 +128,7 @@ def worker_summary(
             "bytes_saved": c.not_html_saved,
             "unknown_length": c.not_html_unknown,
         },
-        "frontier": _as_dict(stats),
+        "frontier": _as_dict(stats) if stats is not None else None,
     }
 
 

@@ -115,6 +115,7 @@ DEFINITION = frozenset(
         "heartbeat_ttl",
         "replica_acks",
         "replica_ack_timeout",
+        "stop_patience",
         "warc",
         "recrawl",
         "seeds_file",

@@ -72,7 +72,8 @@ class WorkerStop:
     """A crawling worker's SIGINT/SIGTERM handler on the event loop `loop`: `install()`
     takes the signals (and any held until then), `remove()` gives them back; `stopped`
     lists the signals received. What a stop waits for is said on `display`; `kept` says
-    where an abandoned request's URL goes."""
+    where an abandoned request's URL goes; `on_stop(n)` is told of each, n the number
+    received so far (a cluster worker bounds its waits for Redis: cluster/joined.py)."""
 
     def __init__(
         self,
@@ -80,11 +81,13 @@ class WorkerStop:
         loop: asyncio.AbstractEventLoop,
         display: ProgressDisplay | None,
         kept: str,
+        on_stop: Callable[[int], None] | None = None,
     ) -> None:
         self.crawler = crawler
         self.loop = loop
         self.display = display
         self.kept = kept
+        self.on_stop = on_stop
         self.stopped: list[int] = []
         self.grace: list[asyncio.TimerHandle] = []
 
@@ -96,6 +99,8 @@ class WorkerStop:
         repeated = signum in stopped
         stopped.append(signum)
         name = signal.Signals(signum).name
+        if self.on_stop is not None:
+            self.on_stop(len(stopped))
         if len(stopped) == 1:
             in_flight = crawler.in_flight()
             crawler.request_stop()

@@ -31,8 +31,9 @@ from ..engine.heartbeat import Heartbeat
 from ..engine.recrawl import Recrawl, seed_recrawl
 from ..engine.seams import IpGate
 from ..engine.sink_registry import PageSink
+from ..exitcodes import Exit
 from ..fetch import Fetcher, Fetching
-from ..frontier import Frontier
+from ..frontier import Frontier, FrontierStats, FrontierUnreachable
 from ..frontier.digests import DigestStore
 from ..neardup import NearDups, NearDupStore
 from ..report.progress import ProgressDisplay, show_worker_progress
@@ -61,7 +62,10 @@ class WorkerHooks:
     (how to go on once fixed; None: `gossamer crawl --resume DIR`). `sinks` are this
     worker's own, after the registered ones (a Python program's pages: gossamer/api);
     `signals` False leaves SIGINT/SIGTERM alone (a crawl on a thread of a program, which
-    stops it through `session`'s crawler instead)."""
+    stops it through `session`'s crawler instead); `on_stop(n)` is told of each of them (n:
+    how many so far). A FrontierUnreachable (a cluster worker stopping gave up on its
+    Redis) ends the worker with 75, its outputs closed and its statistics written, the
+    message left to the mode."""
 
     session: Callable[[Crawler], AbstractAsyncContextManager[object]] | None = None
     guard_fetcher: Callable[[Fetcher], Fetching] | None = None
@@ -70,6 +74,7 @@ class WorkerHooks:
     resume_hint: str | None = None
     sinks: tuple[PageSink, ...] = ()
     signals: bool = True
+    on_stop: Callable[[int], None] | None = None
 
 
 #: an embedded worker's: nothing added
@@ -209,7 +214,7 @@ async def run_engine(
     # where an abandoned request's URL goes (a cluster worker: `resume_hint` says how to go on)
     kept = "their URLs kept for --resume" if resume_hint is None else (
         "their URLs stay queued in the crawl's frontier")  # fmt: skip
-    stop = WorkerStop(crawler, asyncio.get_running_loop(), display, kept)
+    stop = WorkerStop(crawler, asyncio.get_running_loop(), display, kept, hooks.on_stop)
     stopped = stop.stopped
     if hooks.signals:
         stop.install()
@@ -232,6 +237,8 @@ async def run_engine(
                 await crawler.run()
         if crawler.disk.tripped is not None:  # it said so, once (Crawler.run)
             exit_code = 74  # EX_IOERR: its outputs could not be written for long
+    except* FrontierUnreachable:
+        exit_code = Exit.TEMPFAIL  # gave up on the crawl's store while stopping (the mode says so)
     except* errors as group:
         exc = group.exceptions[0]
         full = getattr(exc, "errno", None) in (errno.ENOSPC, errno.EFBIG, errno.EDQUOT)
@@ -254,7 +261,10 @@ async def run_engine(
                 display.close()
             await parts.fetcher.aclose()
             try:
-                stats = await crawler.frontier_statistics()
+                try:
+                    stats: FrontierStats | None = await crawler.frontier_statistics()
+                except FrontierUnreachable:  # the crawl's counts are not known
+                    stats, exit_code = None, exit_code or Exit.TEMPFAIL
                 summary = worker_summary(
                     crawler, stats, started, ended_by, failed=bool(exit_code)
                 )

@@ -32,6 +32,7 @@ from .._protocol import (
     FrontierError,
     FrontierStats,
     FrontierStorageError,
+    FrontierUnreachable,
     HostBatch,
     HostView,
     LeasedURL,
@@ -135,6 +136,8 @@ class RedisFrontier:
     completion is refused as stale), those of the new one are not. `share()` is the
     fraction of the hosts in play (leased or ready) this worker may hold at once (None: no
     limit): with few hosts and several idle workers one worker does not take them all.
+    `give_up()` True (a worker stopping whose Redis is down: cluster/_redis.py `Patience`)
+    ends the wait for an unreachable Redis at its next error: FrontierUnreachable.
     """
 
     def __init__(
@@ -150,6 +153,7 @@ class RedisFrontier:
         owner: str = "",
         dead_owners: DeadOwners | None = None,
         share: Share | None = None,
+        give_up: Callable[[], bool] | None = None,
         replica_acks: int = 0,
         replica_ack_timeout: float = 1.0,
         **knobs: Unpack[FrontierKnobs],
@@ -176,6 +180,7 @@ class RedisFrontier:
         self._dead_owners = dead_owners
         self._reclaimed_owners: dict[str, int] = {}  # dead owners whose leases were reclaimed
         self._share = share
+        self._give_up = give_up
         if replica_acks < 0 or not replica_ack_timeout > 0:
             raise ValueError("replica_acks must be >= 0 and replica_ack_timeout > 0")
         #: replicas that must acknowledge a completion (WAIT) before `complete` returns;
@@ -262,6 +267,8 @@ class RedisFrontier:
             except _AUTH_ERRORS as exc:  # ConnectionErrors to redis-py, but waiting cannot help
                 raise FrontierStorageError(0, f"Redis refused the credentials: {exc}") from exc
             except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError) as exc:
+                if self._give_up is not None and self._give_up():
+                    raise FrontierUnreachable(0, f"Redis unreachable: {exc}") from exc
                 if time.monotonic() >= deadline:
                     raise FrontierStorageError(
                         0, f"Redis unreachable for {self._retry_for:.0f} s: {exc}"
