@@ -9,6 +9,7 @@ import json
 import os
 import signal
 import sys
+import threading
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -59,3 +60,33 @@ def test_a_stop_during_the_spawn_reaches_every_worker_once(
     # the handlers and the mask are as before
     assert [signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)] == before
     assert not {signal.SIGINT, signal.SIGTERM} & signal.pthread_sigmask(signal.SIG_BLOCK, [])
+
+
+def test_a_stop_another_thread_takes_during_the_spawn_reaches_the_later_workers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the mask holds a stop on the spawning thread only: with another thread alive (a
+    # library's, or pytest-xdist's), the kernel hands the process's signal to it and the
+    # handler runs at once, while the spawn goes on; the workers started after it used to
+    # be left crawling, never asked to stop
+    spawned: list[Path] = []
+    quiet = threading.Event()
+    other = threading.Thread(target=quiet.wait, daemon=True)  # does not block the signals
+    other.start()
+
+    def fake_command(url: str, crawl_id: str, out: Path, **_: Any) -> Command:
+        if len(spawned) == 1:
+            os.kill(os.getpid(), signal.SIGTERM)
+        report = out / f"worker-{len(spawned)}.json"
+        spawned.append(report)
+        return Command((sys.executable, "-c", FAKE_WORKER, str(report)))
+
+    monkeypatch.setattr(control, "worker_command", fake_command)
+    record: Any = SimpleNamespace(id="c1", settings={})
+    try:
+        code = control._run_attached(None, "redis://unused", record, tmp_path, 3, None)  # type: ignore[arg-type]
+    finally:
+        quiet.set()
+        other.join()
+    assert code == 143
+    assert [json.loads(p.read_text())["sigterms"] for p in spawned] == [1, 1, 1]

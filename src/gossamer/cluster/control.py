@@ -466,6 +466,11 @@ def _run_attached(
                     for launch in launchers:
                         proc = launch()
                         procs.append(proc)  # at once: a failure below stops it too
+                        # the mask holds a stop on this thread only: one that another
+                        # thread took is forwarded now, to the workers started so far —
+                        # and so to this one
+                        if stopped:
+                            ask_to_stop([proc], asked, _attached_alive)
                 except BaseException:
                     ask_to_stop(procs, asked, _attached_alive)  # no worker left crawling unattended
                     raise
