@@ -1,14 +1,15 @@
 """What a page's near-duplicate fingerprint costs in-process (parse/simhash.py), and the
 `<body>` text it reads, on pages of bench_crawl.py's default web (`gossamer.testweb`, seed 1).
 
-    .venv/bin/python bench/bench_simhash.py                 # ~20 s
+    .venv/bin/python bench/bench_simhash.py                 # ~10 s
     .venv/bin/python bench/bench_simhash.py --pages 300 --calls 2000
 
 Prints the median µs a call (and the 10th percentile, the closest to a quiet machine's) of
-`simhash_text` on the web's pages, on a 2,000-word and a 300-word text made of their words,
-and of the text extraction (`LexborHTMLParser(...).body.text(separator=" ", strip=True)`, as
-parse_html does). Figures are printed, never asserted; docs/crawler.md "Near-duplicates"
-quotes them.
+`simhash_text` (the compiled one, parse/_simhash.pyx, if it is built) and of its numpy
+reference `simhash_text_reference`, alternated page by page, on the web's pages, on a
+2,000-word and a 300-word text made of their words, and of the text extraction
+(`LexborHTMLParser(...).body.text(separator=" ", strip=True)`, as parse_html does).
+Figures are printed, never asserted; docs/crawler.md "Near-duplicates" quotes them.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from collections.abc import Callable
 
 from selectolax.lexbor import LexborHTMLParser
 
-from gossamer.parse import simhash_text
+from gossamer.parse.simhash import COMPILED, simhash_text, simhash_text_reference
 from gossamer.testweb import WebSpec, model_for
 from gossamer.testweb._content import render_page
 
@@ -57,18 +58,27 @@ def main() -> None:
     words_a_page = statistics.mean(t.count(" ") + 1 for t in texts)
     print(f"load {os.getloadavg()[0]:.2f}; {len(texts)} pages of {chars:,.0f} characters and")
     print(f"{words_a_page:,.0f} words of text (mean)")
+    print(f"simhash_text: {'compiled' if COMPILED else 'the reference (not built)'}")
+    assert all(simhash_text(t) == simhash_text_reference(t) for t in texts)
     calls = max(1, args.calls * 20 // len(texts))
-    fp = [timed(lambda t=t: simhash_text(t), calls) for t in texts]
+    functions = (("simhash_text", simhash_text), ("simhash_text_reference", simhash_text_reference))
+    fp: dict[str, list[tuple[float, float]]] = {name: [] for name, _ in functions}
+    for t in texts:  # alternated, page by page: the machine's load is shared alike
+        for name, f in functions:
+            fp[name].append(timed(lambda t=t, f=f: f(t), calls))  # type: ignore[misc]
     tx = [timed(lambda b=tree.body: b.text(separator=" ", strip=True), calls) for tree in trees]
-    for name, got in (("simhash_text, a page of the web", fp), ("the <body>'s text, a page", tx)):
+    rows = [(f"{name}, a page of the web", got) for name, got in fp.items()]
+    for name, got in [*rows, ("the <body>'s text, a page", tx)]:
         median = statistics.median(m for m, _ in got)
         print(f"{name}: median {median:.1f} µs (p10 {statistics.median(q for _, q in got):.1f})")
     words = max(texts, key=len).split()
     for n in (2000, 300):
         text = " ".join((words * (n // len(words) + 1))[:n])
-        median, p10 = timed(lambda t=text: simhash_text(t), args.calls)
         size = len(text.encode())
-        print(f"simhash_text, {n:,} words ({size:,} bytes): median {median:.1f} µs (p10 {p10:.1f})")
+        for name, f in functions:
+            median, p10 = timed(lambda t=text, f=f: f(t), args.calls)  # type: ignore[misc]
+            print(f"{name}, {n:,} words ({size:,} bytes): median {median:.1f} µs (p10 {p10:.1f})")
+    print(f"load {os.getloadavg()[0]:.2f}")
 
 
 if __name__ == "__main__":

@@ -13,6 +13,12 @@ for p in $DEB_PACKAGES; do
   # files are left ("deinstall ok config-files")
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
 done
+# parse/_simhash.pyx is compiled as gossamer is installed (setup.py): a C compiler and the
+# headers of the Python the .venv is made from (Debian's python3: python3-dev)
+command -v gcc >/dev/null 2>&1 || missing="$missing gcc"
+"$PY" -c 'import os, sys, sysconfig
+sys.exit(not os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h")))' \
+  || missing="$missing python3-dev"
 if [ -n "$missing" ]; then
   SUDO=""
   [ "$(id -u)" -ne 0 ] && SUDO="sudo"

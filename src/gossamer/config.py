@@ -442,8 +442,8 @@ class TrapsSettings(_Group):
         "off",
         description="the links of a page whose text is a near-duplicate of a page crawled "
         "before: skip (not followed, as BUbiNG does), follow (followed, the page marked), or "
-        "off (no near-duplicate detection: the default, as it costs about a fifth of the "
-        "CPU a page today; docs/crawler.md, \"Near-duplicates\")",
+        "off (no near-duplicate detection: the default, as it costs about a twelfth of the CPU a "
+        "page today; docs/crawler.md, \"Near-duplicates\")",
     )
     near_dup_distance: int = Field(
         3, ge=0, le=7, description="fingerprints this many bits apart (of 64) are near-duplicates"

@@ -32,8 +32,9 @@ _SIMHASH_NAMES = ("SIMHASH_BITS", "hamming", "simhash_text")
 
 
 def __getattr__(name: str) -> Any:
-    # the SimHash names load numpy: on first use, not with the package (a crawl without
-    # near-duplicate detection, and a pool's parent that forks its workers, never load it)
+    # the SimHash names on first use, not with the package: a crawl without near-duplicate
+    # detection never loads them (nor, where parse/_simhash.pyx was not built, numpy: a pool's
+    # parent forks its workers with no numpy threads)
     if name in _SIMHASH_NAMES:
         from . import simhash
 

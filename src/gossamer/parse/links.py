@@ -379,8 +379,8 @@ def parse_html(
     if options.fingerprint:
         body_node = tree.body
         if body_node is not None:
-            # (numpy, loaded by the first page fingerprinted: not by a crawl without them,
-            # whose pool parent forks its workers with no numpy threads)
+            # (imported by the first page fingerprinted; compiled: parse/_simhash.pyx. Only
+            # its numpy reference, where the module was not built, would load numpy)
             from .simhash import simhash_text
 
             simhash = simhash_text(body_node.text(separator=" ", strip=True))

@@ -11,19 +11,30 @@ shorter text — content-defined, so two texts that share most of their words sh
 their sample, whatever their length, and the cost past the hashing does not grow with the
 page. The sample is mixed again (xor-shift, multiply, xor-shift: its top bits are all 0) and
 each bit counted as one byte lane of a uint64 sum (SAMPLE < 256: no carry), the majority
-taken in one big-int add. The per-page path is a dozen numpy calls on a zero-copy view of
-the bytes: a page of the benchmark web has ~2,000 words, and a Python loop hashing its word
-shingles cost more than the page's whole parse. The fingerprint is a pure function of the
-text: the same in every process and on every machine (no salted `hash()`, the bytes read as
-little-endian). Why no library: docs/crawler.md, "Near-duplicates"."""
+taken in one big-int add. The fingerprint is a pure function of the text: the same in every
+process and on every machine (no salted `hash()`, the bytes read as little-endian).
+
+`simhash_text` is the compiled one (parse/_simhash.pyx, built by `pip install -e .`: a few
+µs a page, no numpy) when it is importable, else `simhash_text_reference`: the definition,
+in numpy over a zero-copy view of the bytes (a dozen calls; a Python loop over a page's
+~2,000 words cost more than its whole parse), that the compiled one is tested against
+(tests/test_neardup.py: the same value for every text). Why no library, why compiled:
+docs/crawler.md, "Near-duplicates"."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Final
 
-import numpy as np
-
-__all__ = ["MIN_TEXT", "MIN_WORDS", "SIMHASH_BITS", "hamming", "simhash_text"]
+__all__ = [
+    "COMPILED",
+    "MIN_TEXT",
+    "MIN_WORDS",
+    "SIMHASH_BITS",
+    "hamming",
+    "simhash_text",
+    "simhash_text_reference",
+]
 
 SIMHASH_BITS: Final = 64
 #: a text of fewer bytes has no fingerprint (None): a few shingles give fingerprints that are
@@ -36,40 +47,39 @@ MAX_TEXT: Final = 1 << 20
 #: text; at most 255, so a bit's count fits in a byte
 SAMPLE: Final = 160
 
-_K1: Final = np.uint64(0xBF58476D1CE4E5B9)
-_K2: Final = np.uint64(0x94D049BB133111EB)
-_S31: Final = np.uint64(31)
-_S29: Final = np.uint64(29)
-_S32: Final = np.uint64(32)
-_SPACE: Final = np.uint8(32)
-#: little-endian whatever the machine: the same fingerprint everywhere
-_LE64: Final = np.dtype("<u8")
+_K1: Final = 0xBF58476D1CE4E5B9
+_K2: Final = 0x94D049BB133111EB
 _BYTES: Final = (1 << 512) // 255  # 64 bytes of 1
 _HIGH: Final = _BYTES << 7  # 64 bytes of 0x80
 _DIGITS: Final = bytes.maketrans(b"\x00\x80", b"01")
 
 
-def simhash_text(text: str) -> int | None:
+def simhash_text_reference(text: str) -> int | None:
     """The 64-bit SimHash of `text`'s shingles (see the module docstring), or None for a text
-    of fewer than MIN_TEXT bytes or MIN_WORDS words."""
+    of fewer than MIN_TEXT bytes or MIN_WORDS words: the definition, in numpy (imported by
+    the first call), that the compiled `simhash_text` computes the same value as."""
+    import numpy as np
+
+    k1, k2, s32 = np.uint64(_K1), np.uint64(_K2), np.uint64(32)
     raw = text.encode("utf-8", "surrogatepass")[:MAX_TEXT]
     n = len(raw) - 8
     if n < MIN_TEXT - 8:
         return None
     # every 8-byte window as one uint64, without a copy (unaligned: numpy reads them whole)
-    win = np.ndarray((n + 1,), dtype=_LE64, buffer=raw, strides=(1,))
+    # (little-endian whatever the machine: the same fingerprint everywhere)
+    win = np.ndarray((n + 1,), dtype=np.dtype("<u8"), buffer=raw, strides=(1,))
     # a word's window: the 8 bytes from the space before it
-    x = win[(np.frombuffer(raw, dtype=np.uint8, count=n) == _SPACE).nonzero()[0]]
+    x = win[(np.frombuffer(raw, dtype=np.uint8, count=n) == 32).nonzero()[0]]
     if len(x) <= MIN_WORDS:
         return None
     # a shingle: a word's window and the next word's, two to three words (uint64 arithmetic
     # wraps around silently: mod 2**64)
-    x = x[:-1] * _K1 + x[1:]
+    x = x[:-1] * k1 + x[1:]
     if len(x) > SAMPLE:  # bottom-k, by the top bits of the product, the best mixed
         x = np.partition(x, SAMPLE - 1)[:SAMPLE]
-    x ^= x >> _S32  # then mixed again (the sample's top bits are all 0)
-    x *= _K2
-    x ^= x >> _S32
+    x ^= x >> s32  # then mixed again (the sample's top bits are all 0)
+    x *= k2
+    x ^= x >> s32
     # each bit's count in a byte of its own: the 64 bits of each hash as 64 bytes (bit i of
     # the hash is byte i), added as 8 uint64 lanes of 8 bytes (at most 255 each: no carry)
     counts = np.unpackbits(x.view(np.uint8), bitorder="little").view(np.uint64)
@@ -82,3 +92,12 @@ def simhash_text(text: str) -> int | None:
 def hamming(a: int, b: int) -> int:
     """The number of bits in which two fingerprints differ."""
     return (a ^ b).bit_count()
+
+
+simhash_text: Callable[[str], int | None]
+try:
+    from ._simhash import simhash_text
+except ImportError:  # not built (no C compiler at install): tests/test_neardup.py fails
+    simhash_text = simhash_text_reference
+#: whether `simhash_text` is the compiled one
+COMPILED: Final = simhash_text is not simhash_text_reference

@@ -1,0 +1,7 @@
+# the compiled module (parse/_simhash.pyx, built at install)
+MIN_TEXT: int
+MIN_WORDS: int
+MAX_TEXT: int
+SAMPLE: int
+
+def simhash_text(text: str) -> int | None: ...
