@@ -1,12 +1,14 @@
-"""The compiled part of gossamer: parse/_simhash.pyx, the near-duplicate fingerprint (Cython;
-docs/crawler.md, "Near-duplicates"). Everything else is in pyproject.toml."""
+"""The compiled parts of gossamer (Cython): parse/_simhash.pyx, the near-duplicate fingerprint
+(docs/crawler.md, "Near-duplicates"), and graph/_hyperball.pyx, HyperBall's iteration
+(docs/graph.md, "Distances: exact and estimated"). Everything else is in pyproject.toml."""
 
 import sys
 
 from Cython.Build import cythonize
 from setuptools import Extension, setup
 
-# -O3: some Pythons build extensions at -O2, where gcc does not vectorise its UTF-8 length loop
+# -O3: some Pythons build extensions at -O2, where gcc does not vectorise the fingerprint's UTF-8
+# length loop nor HyperBall's register-wise max
 FLAGS = [] if sys.platform == "win32" else ["-O3"]
 
 setup(
@@ -16,7 +18,12 @@ setup(
                 "gossamer.parse._simhash",
                 ["src/gossamer/parse/_simhash.pyx"],
                 extra_compile_args=FLAGS,
-            )
+            ),
+            Extension(
+                "gossamer.graph._hyperball",
+                ["src/gossamer/graph/_hyperball.pyx"],
+                extra_compile_args=FLAGS,
+            ),
         ],
         compiler_directives={"language_level": 3},
     )

@@ -3,12 +3,17 @@
     .venv/bin/python bench/bench_distances.py                  # 1M nodes / 10M edges, cnr-2000
     .venv/bin/python bench/bench_distances.py --nodes 200000 --skip-cnr
     .venv/bin/python bench/bench_distances.py --p 5 --runs 2
+    .venv/bin/python bench/bench_distances.py --edges 8000000 --skip-cnr   # bench_graph's graph
+    .venv/bin/python bench/bench_distances.py --edges 8000000 --skip-cnr --reference
 
 The generated graph (seeded, numpy only): hosts of Zipf-distributed sizes laid out as runs of
 consecutive ids; out-degrees from a discrete power law (mean --degree); 80 % of a page's links
 stay on its host, aimed at its low ids (home and section pages: id = host start + size * u²),
 20 % go anywhere, aimed at globally popular pages (id = n * u³: preferential attachment by
-rank). Prints the figures, the seconds of each step and the memory of the counters.
+rank). With --edges, bench_graph.py's generated graph instead (Chung-Lu with locality, exactly
+that many edges: the 1M / 8M graph of the goal in bench/README.md). Prints the figures, the
+seconds of each step, HyperBall's wall and CPU time, and the memory of the counters;
+--reference runs HyperBall's numpy reference instead of the compiled one.
 """
 
 from __future__ import annotations
@@ -19,10 +24,12 @@ import os
 import resource
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
 
+from gossamer.graph import _distances
 from gossamer.graph._distances import distance_statistics
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -60,9 +67,25 @@ def load_edges(path: Path) -> sp.csr_array:
 
 
 def report(name: str, graph: sp.csr_array, args: argparse.Namespace) -> None:
-    started, cpu = time.perf_counter(), time.process_time()
-    stats = distance_statistics(graph, seed=args.seed, p=args.p, runs=args.runs)
-    wall, cpu = time.perf_counter() - started, time.process_time() - cpu
+    spent = [0.0, 0.0]  # HyperBall's wall and CPU seconds, every run
+    original = _distances.hyperball
+    run = _distances.hyperball_reference if args.reference else original
+
+    def timed(*a: Any, **k: Any) -> Any:
+        wall, cpu = time.perf_counter(), time.process_time()
+        try:
+            return run(*a, **k)
+        finally:
+            spent[0] += time.perf_counter() - wall
+            spent[1] += time.process_time() - cpu
+
+    _distances.hyperball = timed  # what _distances._estimated calls
+    try:
+        started, cpu = time.perf_counter(), time.process_time()
+        stats = distance_statistics(graph, seed=args.seed, p=args.p, runs=args.runs)
+        wall, cpu = time.perf_counter() - started, time.process_time() - cpu
+    finally:
+        _distances.hyperball = original
     error = stats["error"]
     assert isinstance(error, dict)
     print(f"{name}: {graph.shape[0]:,} nodes, {graph.nnz:,} edges")
@@ -84,6 +107,9 @@ def report(name: str, graph: sp.csr_array, args: argparse.Namespace) -> None:
     assert isinstance(seconds, dict)
     print(f"  seconds {({k: round(v, 2) for k, v in seconds.items()})}, wall {wall:.2f}")
     print(f"  CPU seconds {cpu:.2f} (the machine is shared: wall time varies with the load)")
+    kind = "numpy reference" if args.reference else f"compiled: {_distances.COMPILED}"
+    print(f"  HyperBall ({kind}): wall {spent[0]:.2f} s, CPU {spent[1]:.2f} s")
+    print(f"  load average {os.getloadavg()}")
     memory = stats["counter_bytes"]
     assert isinstance(memory, int)
     print(f"  HyperBall memory {memory / 2**20:.0f} MiB ({memory / graph.nnz:.1f} bytes/edge)")
@@ -98,13 +124,23 @@ def main() -> None:
         "--p", type=int, default=None, help="log2 of the registers per counter (default: auto)"
     )
     parser.add_argument("--runs", type=int, default=1)
+    parser.add_argument(
+        "--edges", type=int, default=None, help="bench_graph.py's graph of this many edges"
+    )
+    parser.add_argument("--reference", action="store_true", help="HyperBall's numpy reference")
     parser.add_argument("--skip-cnr", action="store_true")
     parser.add_argument("--skip-generated", action="store_true")
     args = parser.parse_args()
     print(f"load average {os.getloadavg()}")
     if not args.skip_generated:
         started = time.perf_counter()
-        graph = web_like(args.nodes, args.degree, args.seed)
+        if args.edges is None:
+            graph = web_like(args.nodes, args.degree, args.seed)
+        else:
+            from bench_graph import web_like as chung_lu
+            from gossamer.graph._load import adjacency
+
+            graph = adjacency(args.nodes, *chung_lu(args.nodes, args.edges, 1))
         print(f"generated in {time.perf_counter() - started:.2f} s")
         report("web-like", graph, args)
         del graph

@@ -13,8 +13,9 @@ for p in $DEB_PACKAGES; do
   # files are left ("deinstall ok config-files")
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
 done
-# parse/_simhash.pyx is compiled as gossamer is installed (setup.py): a C compiler and the
-# headers of the Python the .venv is made from (Debian's python3: python3-dev)
+# parse/_simhash.pyx and graph/_hyperball.pyx are compiled as gossamer is installed (setup.py):
+# a C compiler and the headers of the Python the .venv is made from (Debian's python3:
+# python3-dev)
 command -v gcc >/dev/null 2>&1 || missing="$missing gcc"
 "$PY" -c 'import os, sys, sysconfig
 sys.exit(not os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h")))' \

@@ -13,14 +13,29 @@ from __future__ import annotations
 
 import math
 import time
-from typing import Any
+from typing import Any, Final
 
 import numpy as np
 import numpy.typing as npt
 import scipy.sparse as sp
 from scipy.sparse import csgraph
 
-__all__ = ["bfs_depths", "distance_statistics", "eccentricity", "hyperball"]
+_hyperball: Any
+try:
+    from . import _hyperball
+except ImportError:  # not built (no C compiler at install): test_hyperball_compiled.py fails
+    _hyperball = None
+#: whether `hyperball` runs the compiled iteration (graph/_hyperball.pyx)
+COMPILED: Final = _hyperball is not None
+
+__all__ = [
+    "COMPILED",
+    "bfs_depths",
+    "distance_statistics",
+    "eccentricity",
+    "hyperball",
+    "hyperball_reference",
+]
 
 IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float64]
@@ -292,6 +307,12 @@ class _Estimator:
         low, high = np.arange(1 << 16) & 0xFF, np.arange(1 << 16) >> 8
         self.pair_powers = (np.ldexp(1.0, -low) + np.ldexp(1.0, -high)).astype(np.float32)
         self.pair_zeros = ((low == 0).astype(np.int8) + (high == 0)).astype(np.int8)
+        # linear counting's estimate s log(s / z) of each column for z = 1..m empty registers
+        # (a table, so that the compiled estimate gives the same bits; z = 0: never used)
+        empty = np.maximum(np.arange(m + 1, dtype=np.float64), 1.0)
+        sizes = self.sizes[:, None]
+        self.linear32 = (sizes * np.log(sizes / empty[None, :])).astype(np.float32)
+        self.bound = 2.5 * self.sizes
 
     def __call__(self, registers: npt.NDArray[np.uint8]) -> npt.NDArray[np.float32]:
         rows = registers.shape[0]
@@ -303,22 +324,26 @@ class _Estimator:
         for k in range(1, powers.shape[2]):
             group_sums += powers[:, :, k]
         # float32 throughout (2x faster than float64 here, measured): the estimates are kept
-        # as float32 and summed in float64
+        # as float32 and summed in float64. Every sum is added in a stated order (group by
+        # group, as the compiled estimate in graph/_hyperball.pyx adds them), not by
+        # `sum(axis=1)`, whose order is numpy's to choose
         sums = np.empty((rows, self.groups + 1), dtype=np.float32)
-        sums[:, 0] = group_sums.sum(axis=1)
+        total = sums[:, 0]
+        total[:] = group_sums[:, 0]
+        for g in range(1, self.groups):
+            total += group_sums[:, g]
         np.subtract(sums[:, :1], group_sums, out=sums[:, 1:])
         estimates = np.divide(self.scale32, sums, out=sums)
         # small range: linear counting where the raw estimate is <= 2.5 m and a register is
         # empty (only those rows pay for counting empty registers)
         small = np.flatnonzero((estimates <= self.small32).any(axis=1))
         if len(small):
-            group_zeros = np.take(self.pair_zeros, blocks[small]).sum(axis=2, dtype=np.float64)
-            zeros = np.empty((len(small), self.groups + 1))
+            group_zeros = np.take(self.pair_zeros, blocks[small]).sum(axis=2, dtype=np.int64)
+            zeros = np.empty((len(small), self.groups + 1), dtype=np.int64)
             zeros[:, 0] = group_zeros.sum(axis=1)
             zeros[:, 1:] = zeros[:, :1] - group_zeros
-            with np.errstate(divide="ignore"):
-                linear = self.sizes * np.log(self.sizes / np.maximum(zeros, 1e-300))
-            use = (estimates[small] <= 2.5 * self.sizes) & (zeros > 0)
+            linear = self.linear32[np.arange(self.groups + 1)[None, :], zeros]
+            use = (estimates[small] <= self.bound) & (zeros > 0)
             estimates[small] = np.where(use, linear, estimates[small])
         return estimates
 
@@ -369,7 +394,7 @@ def _halving_max(gathered: npt.NDArray[np.uint8]) -> npt.NDArray[np.uint8]:
     return gathered[:, 0]
 
 
-def hyperball(
+def hyperball_reference(
     n: int,
     indptr: IntArray,
     indices: IntArray,
@@ -378,9 +403,9 @@ def hyperball(
     seed: int = 0,
     groups: int = 16,
 ) -> tuple[FloatArray, int]:
-    """One HyperBall run: N(t) for t = 0, 1, ... until no counter changes, as an array
-    (T, groups + 1) (column 0 with every register, column 1 + g without group g); and the
-    memory of the counters, their estimates and the padded out-lists in bytes."""
+    """`hyperball` in numpy: the definition the compiled one is tested against
+    (tests/graph/test_hyperball_compiled.py), and what runs where it is not built. The memory
+    figure counts the padded out-lists instead of the compiled iteration's lists."""
     m = 1 << p
     if m < 2 * groups or m % (2 * groups):
         raise ValueError(f"2**p = {m} registers cannot form {groups} groups of pairs")
@@ -427,14 +452,97 @@ def hyperball(
                 moved_values.append(merged[moved])
         if not moved_rows:
             break
+        # in node order, as the compiled iteration lists them: the totals' float64 sums add
+        # the same numbers in the same order
         rows_moved = np.concatenate(moved_rows)
-        registers[rows_moved] = np.concatenate(moved_values)  # synchronous: after all reads
+        order = np.argsort(rows_moved, kind="stable")
+        rows_moved = rows_moved[order]
+        registers[rows_moved] = np.concatenate(moved_values)[order]  # synchronous: after all reads
         changed = np.zeros(n + 1, dtype=bool)
         changed[rows_moved] = True
         new_estimates = estimator.estimate(np.take(registers, rows_moved, axis=0))
-        delta = new_estimates - estimates[rows_moved]
-        totals.append(totals[-1] + delta.sum(axis=0, dtype=np.float64))
-        estimates[rows_moved] = new_estimates
+        _add_changes(totals, estimates, rows_moved, new_estimates)
+    return np.array(totals), int(memory)
+
+
+def _add_changes(
+    totals: list[FloatArray],
+    estimates: npt.NDArray[np.float32],
+    rows: IntArray,
+    new_estimates: npt.NDArray[np.float32],
+) -> None:
+    """N(t) from N(t - 1) and the changed counters' new estimates (in node order): their
+    changes (float32) added one after the other in float64, as the compiled estimate adds
+    them (a cumulative sum is sequential; `sum` is pairwise)."""
+    change = np.zeros(estimates.shape[1], dtype=np.float64)
+    for start in range(0, len(rows), _ROW_CHUNK):
+        part = rows[start : start + _ROW_CHUNK]
+        steps = np.empty((len(part) + 1, len(change)), dtype=np.float64)
+        steps[0] = change
+        steps[1:] = new_estimates[start : start + _ROW_CHUNK] - estimates[part]
+        change = np.cumsum(steps, axis=0)[-1]
+    totals.append(totals[-1] + change)
+    estimates[rows] = new_estimates
+
+
+def hyperball(
+    n: int,
+    indptr: IntArray,
+    indices: IntArray,
+    *,
+    p: int = 6,
+    seed: int = 0,
+    groups: int = 16,
+) -> tuple[FloatArray, int]:
+    """One HyperBall run: N(t) for t = 0, 1, ... until no counter changes, as an array
+    (T, groups + 1) (column 0 with every register, column 1 + g without group g); and the
+    memory of the counters, their estimates and the iteration's lists in bytes. Compiled
+    (graph/_hyperball.pyx); `hyperball_reference` (numpy) when it is not built, with the same
+    registers at every iteration and the same N(t) to the bit."""
+    if _hyperball is None:
+        return hyperball_reference(n, indptr, indices, p=p, seed=seed, groups=groups)
+    m = 1 << p
+    if m < 2 * groups or m % (2 * groups):
+        raise ValueError(f"2**p = {m} registers cannot form {groups} groups of pairs")
+    indptr = np.ascontiguousarray(indptr, dtype=np.int64)
+    indices = np.ascontiguousarray(indices, dtype=np.int64)
+    # the kernel reads rows by these numbers unchecked: check them once
+    if len(indptr) != n + 1 or indptr[0] != 0 or indptr[-1] != len(indices):
+        raise ValueError("indptr must have n + 1 entries, from 0 to len(indices)")
+    if np.any(np.diff(indptr) < 0) or (
+        len(indices) and not 0 <= indices.min() <= indices.max() < n
+    ):
+        raise ValueError("indptr must not decrease and every index must be in [0, n)")
+    estimator = _Estimator(m, groups)
+    tables = (
+        groups,
+        estimator.pair_powers,
+        estimator.pair_zeros,
+        estimator.scale32,
+        estimator.bound,
+        estimator.linear32,
+    )
+    # row n: the empty counter no node reads (the reference's padding); scratch: the new rows
+    registers = np.empty((n + 1, m), dtype=np.uint8)
+    with np.errstate(over="ignore"):
+        salt = _splitmix64(np.array([seed], dtype=np.uint64))[0]
+    _hyperball.initial(registers, p, int(salt))
+    scratch = np.empty_like(registers)
+    estimates = np.zeros((n, groups + 1), dtype=np.float32)
+    change = np.empty(groups + 1, dtype=np.float64)
+    _hyperball.estimate(registers, np.arange(n, dtype=np.int64), estimates, change, *tables)
+    totals = [estimates.sum(axis=0, dtype=np.float64)]
+    changed = np.ones(n + 1, dtype=np.uint8)
+    changed[n] = 0
+    moved = np.empty(n, dtype=np.int64)
+    memory = registers.nbytes * 2 + estimates.nbytes + changed.nbytes + moved.nbytes
+    while True:
+        count = _hyperball.iterate(registers, scratch, indptr, indices, changed, moved)
+        if count == 0:
+            break
+        # the changed counters' estimates in place, and the sum of their changes
+        _hyperball.estimate(registers, moved[:count], estimates, change, *tables)
+        totals.append(totals[-1] + change)
     return np.array(totals), int(memory)
 
 
