@@ -146,18 +146,7 @@ def test_the_same_estimates_to_the_bit(p: int, groups: int) -> None:
     before[picked] = got[picked]
     picked = np.flatnonzero(rng.random(rows) < 0.5)
     change = np.empty(groups + 1, dtype=np.float64)
-    _compiled().estimate(
-        registers,
-        picked,
-        got,
-        change,
-        groups,
-        estimator.pair_powers,
-        estimator.pair_zeros,
-        estimator.scale32,
-        estimator.bound,
-        estimator.linear32,
-    )
+    _compiled().estimate(registers, picked, got, change, *estimator.kernel_tables())
     assert np.array_equal(got[picked].view(np.uint32), want[picked].view(np.uint32))
     others = np.setdiff1d(np.arange(rows), picked)
     assert np.array_equal(got[others], before[others])

@@ -314,6 +314,11 @@ class _Estimator:
         self.linear32 = (sizes * np.log(sizes / empty[None, :])).astype(np.float32)
         self.bound = 2.5 * self.sizes
 
+    def kernel_tables(self) -> tuple[Any, ...]:
+        """The compiled `estimate`'s arguments after its four first (graph/_hyperball.pyx)."""
+        return (self.groups, self.pair_powers, self.pair_zeros, self.scale32, self.bound,
+                self.linear32)  # fmt: skip
+
     def __call__(self, registers: npt.NDArray[np.uint8]) -> npt.NDArray[np.float32]:
         rows = registers.shape[0]
         pairs = np.ascontiguousarray(registers).view(np.uint16)
@@ -514,14 +519,7 @@ def hyperball(
     ):
         raise ValueError("indptr must not decrease and every index must be in [0, n)")
     estimator = _Estimator(m, groups)
-    tables = (
-        groups,
-        estimator.pair_powers,
-        estimator.pair_zeros,
-        estimator.scale32,
-        estimator.bound,
-        estimator.linear32,
-    )
+    tables = estimator.kernel_tables()
     # row n: the empty counter no node reads (the reference's padding); scratch: the new rows
     registers = np.empty((n + 1, m), dtype=np.uint8)
     with np.errstate(over="ignore"):
