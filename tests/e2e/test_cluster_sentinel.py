@@ -86,9 +86,12 @@ def test_a_crawl_survives_the_sentinel_masters_death(
     ports = _free_ports(PORTS)
     access_log = build_site(tmp_path / "site", ports)
     seeds = [f"http://127.0.0.1:{p}/p0.html" for p in ports]
+    # nginx first: the ports were only seen free, and the Redis servers and sentinels pick
+    # free ports of their own as they start (one took an nginx port once: "Address already
+    # in use")
     with (
-        RedisSentinels(tmp_path / "redis", down_after_ms=down_after_ms) as group,
         run_nginx(tmp_path / "site" / "nginx"),
+        RedisSentinels(tmp_path / "redis", down_after_ms=down_after_ms) as group,
     ):
         args = [
             sys.executable, "-m", "gossamer", "crawl", "--redis", group.url, *seeds,
