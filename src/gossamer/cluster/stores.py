@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Executor, Future, InvalidStateError
 from dataclasses import dataclass
-from typing import Any, Final, ParamSpec, TypeVar
+from typing import Any, ClassVar, Final, Generic, ParamSpec, Protocol, TypeVar
 
 from ..config import CrawlSettings
 from ..frontier import (
@@ -66,6 +66,14 @@ STATS_MAX_AGE = 0.1  # seconds ClusterFrontier.statistics() answers from its las
 
 _P = ParamSpec("_P")
 _T = TypeVar("_T")
+
+
+class _Closing(Protocol):
+    def close(self) -> None: ...
+
+
+#: a store a worker reaches through Redis besides its frontier
+_S = TypeVar("_S", bound=_Closing)
 
 
 class RedisIo(Executor):
@@ -326,71 +334,70 @@ class ClusterFrontier:
             self.io_executor.shutdown(wait=True)
 
 
-class ClusterNearDupStore:
+class _Retried(Generic[_S]):
+    """A store of the crawl's Redis keys whose every call is retried through Redis outages
+    like the frontier's (within the worker's `patience` once it stops: None, for ever);
+    `what` names the store in the outage's message."""
+
+    what: ClassVar[str]
+
+    def __init__(self, inner: _S, patience: Patience | None = None) -> None:
+        self.inner: _S = inner
+        self.patience = patience
+
+    def _call(self, fn: Callable[[], _T]) -> _T:
+        return retrying(fn, what=self.what, patience=self.patience)
+
+    def close(self) -> None:
+        self.inner.close()
+
+
+class ClusterNearDupStore(_Retried[NearDupStore]):
     """The worker's `NearDupStore`: the crawl's RedisNearDupStore, each exchange retried
     through Redis outages like the frontier's calls."""
 
-    def __init__(self, inner: NearDupStore, patience: Patience | None = None) -> None:
-        self.inner = inner
-        self.patience = patience
+    what = "near-duplicate store"
 
     def exchange(
         self, mine: Sequence[tuple[int, str]], after: int
     ) -> tuple[list[tuple[int, str]], int]:
         # (an exchange retried after its push went through sends `mine` twice: a page
         # indexed twice, which finds nothing more)
-        return retrying(
-            lambda: self.inner.exchange(mine, after),
-            what="near-duplicate store",
-            patience=self.patience,
-        )
-
-    def close(self) -> None:
-        self.inner.close()
+        return self._call(lambda: self.inner.exchange(mine, after))
 
 
-class ClusterRobotsStore:
+class ClusterRobotsStore(_Retried[RobotsStore]):
     """The worker's `RobotsStore`: the crawl's RedisRobotsStore, each call retried through
     Redis outages like the frontier's (a robots.txt answer read or kept is worth waiting
     for: without it the host's robots.txt would be fetched again by its next worker)."""
 
-    def __init__(self, inner: RobotsStore, patience: Patience | None = None) -> None:
-        self.inner = inner
-        self.patience = patience
+    what = "robots store"
 
     def get(self, host: str) -> RobotsRecord | None:
-        return retrying(lambda: self.inner.get(host), what="robots store", patience=self.patience)
+        return self._call(lambda: self.inner.get(host))
 
     def put(self, host: str, record: RobotsRecord) -> None:
-        retrying(lambda: self.inner.put(host, record), what="robots store", patience=self.patience)
-
-    def close(self) -> None:
-        self.inner.close()
+        self._call(lambda: self.inner.put(host, record))
 
 
-class ClusterDigestStore:
+class ClusterDigestStore(_Retried[DigestStore]):
     """The worker's `DigestStore`: the crawl's RedisDigestStore, each call retried through
     Redis outages like the frontier's (a lookup decides whether a payload is stored whole;
     a batch's claims go in before the batch completes)."""
 
-    def __init__(self, inner: DigestStore, patience: Patience | None = None) -> None:
-        self.inner = inner
-        self.patience = patience
+    what = "digest store"
 
     def get(self, digest: bytes) -> Capture | None:
-        return retrying(lambda: self.inner.get(digest), what="digest store", patience=self.patience)
+        return self._call(lambda: self.inner.get(digest))
 
     def add(self, captures: Sequence[tuple[bytes, Capture]]) -> None:
-        retrying(lambda: self.inner.add(captures), what="digest store", patience=self.patience)
+        self._call(lambda: self.inner.add(captures))
 
     def maintenance_due(self) -> bool:
         return self.inner.maintenance_due()
 
     def maintain(self) -> None:
         self.inner.maintain()
-
-    def close(self) -> None:
-        self.inner.close()
 
 
 @dataclass(frozen=True, slots=True)

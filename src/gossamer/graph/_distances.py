@@ -268,13 +268,19 @@ def _splitmix64(x: npt.NDArray[np.uint64]) -> npt.NDArray[np.uint64]:
         return z ^ (z >> np.uint64(31))
 
 
+def _salt(seed: int) -> np.uint64:
+    """The hash's salt for `seed` (the same in the numpy and the compiled counters)."""
+    with np.errstate(over="ignore"):
+        salt: np.uint64 = _splitmix64(np.array([seed], dtype=np.uint64))[0]
+    return salt
+
+
 def _initial_registers(n: int, p: int, seed: int) -> npt.NDArray[np.uint8]:
     """Each node's counter holding the node itself: register = low p bits of a seeded 64-bit
     hash, value = 1 + trailing zeros of the remaining bits."""
     m = 1 << p
     with np.errstate(over="ignore"):
-        salt = _splitmix64(np.array([seed], dtype=np.uint64))[0]
-        h = _splitmix64(np.arange(n, dtype=np.uint64) ^ salt)
+        h = _splitmix64(np.arange(n, dtype=np.uint64) ^ _salt(seed))
     bucket = (h & np.uint64(m - 1)).astype(np.int64)
     rest = h >> np.uint64(p)
     with np.errstate(over="ignore"):
@@ -399,6 +405,14 @@ def _halving_max(gathered: npt.NDArray[np.uint8]) -> npt.NDArray[np.uint8]:
     return gathered[:, 0]
 
 
+def _registers(p: int, groups: int) -> int:
+    """The registers of a counter (2**p), checked to form `groups` groups of pairs."""
+    m = 1 << p
+    if m < 2 * groups or m % (2 * groups):
+        raise ValueError(f"2**p = {m} registers cannot form {groups} groups of pairs")
+    return m
+
+
 def hyperball_reference(
     n: int,
     indptr: IntArray,
@@ -411,9 +425,7 @@ def hyperball_reference(
     """`hyperball` in numpy: the definition the compiled one is tested against
     (tests/graph/test_hyperball_compiled.py), and what runs where it is not built. The memory
     figure counts the padded out-lists instead of the compiled iteration's lists."""
-    m = 1 << p
-    if m < 2 * groups or m % (2 * groups):
-        raise ValueError(f"2**p = {m} registers cannot form {groups} groups of pairs")
+    m = _registers(p, groups)
     estimator = _Estimator(m, groups)
     # row n: the empty counter the padding points to
     registers = np.zeros((n + 1, m), dtype=np.uint8)
@@ -506,9 +518,7 @@ def hyperball(
     registers at every iteration and the same N(t) to the bit."""
     if _hyperball is None:
         return hyperball_reference(n, indptr, indices, p=p, seed=seed, groups=groups)
-    m = 1 << p
-    if m < 2 * groups or m % (2 * groups):
-        raise ValueError(f"2**p = {m} registers cannot form {groups} groups of pairs")
+    m = _registers(p, groups)
     indptr = np.ascontiguousarray(indptr, dtype=np.int64)
     indices = np.ascontiguousarray(indices, dtype=np.int64)
     # the kernel reads rows by these numbers unchecked: check them once
@@ -522,9 +532,7 @@ def hyperball(
     tables = estimator.kernel_tables()
     # row n: the empty counter no node reads (the reference's padding); scratch: the new rows
     registers = np.empty((n + 1, m), dtype=np.uint8)
-    with np.errstate(over="ignore"):
-        salt = _splitmix64(np.array([seed], dtype=np.uint64))[0]
-    _hyperball.initial(registers, p, int(salt))
+    _hyperball.initial(registers, p, int(_salt(seed)))
     scratch = np.empty_like(registers)
     estimates = np.zeros((n, groups + 1), dtype=np.float32)
     change = np.empty(groups + 1, dtype=np.float64)
