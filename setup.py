@@ -1,6 +1,7 @@
-"""The compiled parts of gossamer (Cython): parse/_simhash.pyx, the near-duplicate fingerprint
-(docs/crawler.md, "Near-duplicates"), and graph/_hyperball.pyx, HyperBall's iteration
-(docs/graph.md, "Distances: exact and estimated"). Everything else is in pyproject.toml."""
+"""The compiled parts of gossamer (Cython): parse/_simhash.pyx, the near-duplicate fingerprint,
+and _neardup.pyx, its block index (docs/crawler.md, "Near-duplicates"), and
+graph/_hyperball.pyx, HyperBall's iteration (docs/graph.md, "Distances: exact and
+estimated"). Everything else is in pyproject.toml."""
 
 import sys
 
@@ -17,6 +18,11 @@ setup(
             Extension(
                 "gossamer.parse._simhash",
                 ["src/gossamer/parse/_simhash.pyx"],
+                extra_compile_args=FLAGS,
+            ),
+            Extension(
+                "gossamer._neardup",
+                ["src/gossamer/_neardup.pyx"],
                 extra_compile_args=FLAGS,
             ),
             Extension(

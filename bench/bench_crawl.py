@@ -445,17 +445,30 @@ def _variant_tag(suffix: str, extra: list[str]) -> str:
 
 def _also_costs(runs: list[CrawlRun], suffix: str) -> None:
     """`--gossamer-also`: each configuration's pages/s of its plain runs over those with the
-    flags (run right after, so in pairs): every round's ratio, their median and spread."""
-    by_config: dict[str, list[float]] = {}
-    for plain, also in itertools.pairwise(runs):
-        if also.config == plain.config + suffix and also.pages_per_s:
-            by_config.setdefault(plain.config, []).append(plain.pages_per_s / also.pages_per_s)
-    print(f"\n## pages/s without{suffix[2:]!r} over with it, same round")
-    for config, ratios in by_config.items():
+    flags, and the CPU a page with them over without (the two crawls of a round back to
+    back, their order swapped every round): every round's ratio, their median and spread."""
+    by: dict[tuple[str, int], dict[bool, CrawlRun]] = {}
+    for r in runs:
+        also = r.config.endswith(suffix)
+        config = r.config[: -len(suffix)] if also else r.config
+        by.setdefault((config, r.round), {})[also] = r
+    speed: dict[str, list[float]] = {}
+    cpu: dict[str, list[float]] = {}
+    for (config, _rnd), pair in by.items():
+        plain, also_run = pair.get(False), pair.get(True)
+        if plain is None or also_run is None or not also_run.pages_per_s:
+            continue
+        speed.setdefault(config, []).append(plain.pages_per_s / also_run.pages_per_s)
+        cpu.setdefault(config, []).append(also_run.cpu_ms_per_page / plain.cpu_ms_per_page)
+    print(f"\n## without{suffix[2:]!r} against with it, same round (order alternated)")
+    for config, ratios in speed.items():
         shown = ", ".join(f"{r:.3f}" for r in ratios)
+        cpus = cpu[config]
         print(
-            f"  {config}: median {statistics.median(ratios):.3f}, spread "
-            f"{min(ratios):.3f}-{max(ratios):.3f} (rounds: {shown})"
+            f"  {config}: pages/s without / with: median {statistics.median(ratios):.3f}, "
+            f"spread {min(ratios):.3f}-{max(ratios):.3f} (rounds: {shown}); CPU a page with "
+            f"/ without: median {statistics.median(cpus):.3f}, spread "
+            f"{min(cpus):.3f}-{max(cpus):.3f}"
         )
 
 
@@ -1491,7 +1504,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument(
         "--gossamer-also",
         metavar="FLAGS",
-        help="run each gossamer crawl again with these flags, right after it (interleaved: "
+        help="run each gossamer crawl again with these flags, beside it (the order swapped "
+        "every round; the ratios of pages/s and CPU a page, same round: "
         "'--near-dup-links skip' measures near-duplicate detection, off by default; "
         "'--no-dedup-payloads' the revisit records), audited the same way",
     )
@@ -1725,8 +1739,10 @@ def bench_web(web: str, parts: set[str], args: argparse.Namespace, work: Path) -
                     variants.reverse()
             if args.gossamer_extract:  # the same crawl with an extractor, right after
                 variants.append((" + --extract", ["--extract", args.gossamer_extract]))
-            if args.gossamer_also:  # the same crawl with other flags, right after
+            if args.gossamer_also:  # the same crawl with other flags, the order swapped
                 variants.append((f" + {args.gossamer_also}", shlex.split(args.gossamer_also)))
+                if rnd % 2:  # every round (the two crawls in turn: the load shared alike)
+                    variants[-2:] = variants[-1:-3:-1]
             for suffix, extract in variants:
                 env = _bench_path_env() if suffix == " + --extract" else None
                 if suffix.endswith(BASELINE):  # the baseline's sources first

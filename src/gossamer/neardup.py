@@ -33,6 +33,7 @@ from typing import Any, Final, Protocol
 __all__ = [
     "SYNC_S",
     "NearDupIndex",
+    "NearDupIndexReference",
     "NearDupStore",
     "NearDups",
     "RedisNearDupStore",
@@ -44,8 +45,11 @@ SYNC_S: Final = 0.5
 _MASK64: Final = (1 << 64) - 1
 
 
-class NearDupIndex:
-    """Fingerprints and their pages' URLs, indexed by k+1 blocks of bits (`distance` k).
+class NearDupIndexReference:
+    """Fingerprints and their pages' URLs, indexed by k+1 blocks of bits (`distance` k): the
+    definition, in Python, that the compiled `NearDupIndex` (_neardup.pyx: a lookup and an
+    add in well under a µs rather than ~4) answers the same as
+    (tests/test_neardup_compiled.py).
 
     Each block's table is a chain per block value: `heads[value]` is the last entry added
     with it, `nexts[entry]` the one before (-1 ends a chain); blocks of at most 16 bits (k
@@ -103,6 +107,13 @@ class NearDupIndex:
             else:
                 nexts.append(heads.get(key, -1))
                 heads[key] = i
+
+
+NearDupIndex: type[NearDupIndexReference]
+try:
+    from ._neardup import NearDupIndex  # type: ignore[assignment]
+except ImportError:  # not built (no C compiler at install): tests/test_neardup_compiled.py fails
+    NearDupIndex = NearDupIndexReference
 
 
 class NearDupStore(Protocol):

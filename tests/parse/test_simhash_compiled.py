@@ -149,3 +149,107 @@ _SURROGATES = st.characters(min_codepoint=0xD800, max_codepoint=0xDFFF)
 )
 def test_any_text(words: list[str], separator: str) -> None:
     _same(separator.join(words))
+
+
+# --- a <body>'s fingerprint read from lexbor's nodes (simhash_node) ---------------------------
+
+
+def _node_same(html: str | bytes) -> int | None:
+    """The compiled `simhash_node` of the document's <body> against its definition,
+    `simhash_node_text` (selectolax's text, then the fingerprint); the text itself too, where
+    the walk reads it (valid UTF-8)."""
+    from selectolax.lexbor import LexborHTMLParser
+
+    body = LexborHTMLParser(html).body
+    if body is None:
+        return None
+    want = body.text(separator=" ", strip=True)
+    read = _compiled().node_text_utf8(body)  # type: ignore[attr-defined]
+    if read is not None:
+        assert read == want.encode("utf-8")[:MAX_TEXT], repr(want[:200])
+    got = _compiled().simhash_node(body)  # type: ignore[attr-defined]
+    assert got == simhash.simhash_node_text(body) == simhash_text_reference(want)
+    return got  # type: ignore[no-any-return]
+
+
+def test_the_node_walk_is_checked_and_used() -> None:
+    """parse_html fingerprints with the compiled walk: the lexbor that selectolax has is the
+    one whose node layout the walk reads (else this fails: the walk was silently left out)."""
+    assert simhash.simhash_node is _compiled().simhash_node  # type: ignore[attr-defined]
+
+
+def test_pages_of_the_simulated_web() -> None:
+    from gossamer.testweb import WebSpec, model_for
+    from gossamer.testweb._content import render_page
+
+    model = model_for(WebSpec(seed=3, hosts=20, pages_mean=10.0))
+    found = 0
+    for k in range(60):
+        host = k % len(model.hosts)
+        page = k // len(model.hosts) % model.hosts[host].pages
+        raw = render_page(model, model._plan(host, page))
+        found += _node_same(raw) is not None  # the bytes, as parse_html gives UTF-8
+        _node_same(raw.decode(model.hosts[host].charset))
+    assert found > 50
+
+
+def test_what_selectolax_strips_joins_and_leaves_out() -> None:
+    words = " ".join(f"word{k}" for k in range(40))
+    for html in (
+        # Unicode spaces at both ends of a node are stripped, inside it kept
+        f"<body><p>\u3000\u2028 {words}\u00a0\u205f</p><p>\x85x\u200ay\u202f</p></body>",
+        # nodes of nothing but spaces still take a separator: two spaces in a row
+        f"<body><p>{words}</p> \n <p> </p><b></b><i>\t</i>{words}</body>",
+        # comments are no text; scripts, styles, <noscript> and SVG's text are
+        f"<body><!-- {words} --><script>var a = 1;</script><style>p {{}}</style>{words}"
+        f"<noscript>{words}</noscript><svg><text>{words}</text></svg></body>",
+        # a <template>'s content is not among the body's nodes
+        f"<body><template>{words}</template>{words} and more words here</body>",
+        # deep nesting: the walk climbs back up several levels at once
+        "<body>" + "<div>" * 40 + words + "</div>" * 40 + words + "<p>end</p></body>",
+        # characters, entities, NUL
+        f"<body>caf&eacute; &amp; &#x1F600; \x00 日本語 — Ø {words}</body>",
+        # no body text at all, and very little
+        "<html><head><title>t</title></head></html>",
+        "<body>one two</body>",
+    ):
+        _node_same(html)
+        _node_same(html.encode("utf-8"))
+
+
+def test_bytes_that_are_not_utf8_fall_back_to_selectolax_text() -> None:
+    """lexbor keeps bytes it cannot decode; selectolax's text puts U+FFFD for them (the walk
+    does not read such a page: `node_text_utf8` is None, the fingerprint the same)."""
+    from selectolax.lexbor import LexborHTMLParser
+
+    words = b" ".join(b"w%d" % k for k in range(40))
+    for bad in (b"\xff", b"\xc0\xaf", b"\xed\xa0\x80", b"\xf4\x90\x80\x80", b"\xe2\x82",
+                b"caf\xe9"):  # fmt: skip
+        html = b"<body><p>" + words + b" " + bad + b" " + words + b"</p></body>"
+        body = LexborHTMLParser(html).body
+        assert body is not None
+        assert _compiled().node_text_utf8(body) is None  # type: ignore[attr-defined]
+        assert _node_same(html) is not None
+
+
+def test_bodies_past_max_text_are_cut_in_bytes() -> None:
+    for unit in ("a", "é", "日本", "😀"):
+        cell = f"<p> w{unit} x{unit} </p>"
+        html = "<body>" + cell * (MAX_TEXT // 5) + "</body>"
+        for cut in range(0, 4):  # the cut moves across the code points and the separators
+            _node_same(html[: len(html) - 7 - cut * len(unit)])
+
+
+_HTML_PIECES = st.one_of(
+    st.text(st.characters(blacklist_categories=("Cs",)), max_size=20),
+    st.sampled_from(["<p>", "</p>", "<b>", "</b>", "<div>", "</div>", "<!-- c -->", "<br>",
+                     "<script>", "</script>", "&nbsp;", "&amp;", " ", "\u00a0", "\u3000",
+                     "<svg>", "</svg>", "<table>", "<td>", "<template>", "</template>"]),
+)  # fmt: skip
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_HTML_PIECES, max_size=80), st.integers(0, 60))
+def test_any_markup(pieces: list[str], repeat: int) -> None:
+    filler = " ".join(f"f{k}" for k in range(repeat))
+    _node_same("<body>" + filler + "".join(pieces) + filler + "</body>")

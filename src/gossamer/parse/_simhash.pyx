@@ -77,6 +77,19 @@ cdef extern from *:
     static inline int gs_ascii_1(const uint8_t *d, uint64_t *w) { GS_ASCII(d, w) }
     static inline int gs_ascii_2(const uint16_t *d, uint64_t *w) { GS_ASCII(d, w) }
     #endif
+    #include <string.h>
+    /* 8 bytes as a little-endian word */
+    static inline uint64_t gs_load8(const uint8_t *d) {
+    #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+        uint64_t w;
+        memcpy(&w, d, 8);
+        return w;
+    #else
+        uint64_t w = 0;
+        for (int k = 0; k < 8; k++) w |= (uint64_t)d[k] << (8 * k);
+        return w;
+    #endif
+    }
     #if defined(__GNUC__) || defined(__clang__)
     #define GS_CTZ(x) __builtin_ctzll(x)
     #else
@@ -95,6 +108,153 @@ cdef extern from *:
     uint64_t gs_spaces_2(const uint16_t *) noexcept nogil
     bint gs_ascii_1(const uint8_t *, uint64_t *) noexcept nogil
     bint gs_ascii_2(const uint16_t *, uint64_t *) noexcept nogil
+    uint64_t gs_load8(const uint8_t *) noexcept nogil
+
+cdef extern from *:
+    """
+    /* A <body>'s text read from lexbor's DOM (selectolax's parser) without a Python str: the
+       UTF-8 of " ".join(t.strip() for t in its text nodes), as selectolax's
+       `text(separator=" ", strip=True)` builds it, into one buffer (at most GS_MAX_TEXT
+       bytes: the fingerprint reads no more). lexbor's nodes as selectolax's lexbor.pxd
+       declares them (lxb_dom_node_t, lxb_dom_character_data_t), only read. */
+    typedef struct gs_lxb_node {
+        void *events;
+        uintptr_t local_name;  /* the tag id; a text node's is LXB_TAG__TEXT */
+        uintptr_t prefix;
+        uintptr_t ns;
+        void *owner_document;
+        struct gs_lxb_node *next, *prev, *parent, *first_child, *last_child;
+        void *user;
+        int type;
+    } gs_lxb_node;
+    typedef struct { gs_lxb_node node; const uint8_t *data; size_t length; } gs_lxb_text;
+    #define GS_LXB_TAG_TEXT 2
+    #define GS_MAX_TEXT (1 << 20)
+
+    typedef struct { uint8_t *data; size_t size, cap; size_t parts; int full; } gs_buf;
+
+    /* the length of the code point at d[0:n] (n > 0) with its value in *cp, or 0 where
+       CPython's strict UTF-8 decoder would fail (overlong, surrogate, above U+10FFFF,
+       truncated) */
+    static inline int gs_utf8(const uint8_t *d, size_t n, uint32_t *cp) {
+        uint8_t c = d[0];
+        if (c < 0x80) { *cp = c; return 1; }
+        if (c < 0xC2) return 0;
+        if (c < 0xE0) {
+            if (n < 2 || (d[1] & 0xC0) != 0x80) return 0;
+            *cp = ((uint32_t)(c & 0x1F) << 6) | (d[1] & 0x3F);
+            return 2;
+        }
+        if (c < 0xF0) {
+            if (n < 3 || (d[1] & 0xC0) != 0x80 || (d[2] & 0xC0) != 0x80) return 0;
+            if ((c == 0xE0 && d[1] < 0xA0) || (c == 0xED && d[1] >= 0xA0)) return 0;
+            *cp = ((uint32_t)(c & 0x0F) << 12) | ((uint32_t)(d[1] & 0x3F) << 6) | (d[2] & 0x3F);
+            return 3;
+        }
+        if (c < 0xF5) {
+            if (n < 4 || (d[1] & 0xC0) != 0x80 || (d[2] & 0xC0) != 0x80
+                || (d[3] & 0xC0) != 0x80) return 0;
+            if ((c == 0xF0 && d[1] < 0x90) || (c == 0xF4 && d[1] >= 0x90)) return 0;
+            *cp = ((uint32_t)(c & 0x07) << 18) | ((uint32_t)(d[1] & 0x3F) << 12)
+                | ((uint32_t)(d[2] & 0x3F) << 6) | (d[3] & 0x3F);
+            return 4;
+        }
+        return 0;
+    }
+
+    /* str.isspace(): what str.strip() removes */
+    static inline int gs_is_space(uint32_t c) {
+        if (c < 0x80) return (c >= 0x09 && c <= 0x0D) || (c >= 0x1C && c <= 0x20);
+        return c == 0x85 || c == 0xA0 || c == 0x1680 || (c >= 0x2000 && c <= 0x200A)
+            || c == 0x2028 || c == 0x2029 || c == 0x202F || c == 0x205F || c == 0x3000;
+    }
+
+    static int gs_put(gs_buf *b, const uint8_t *d, size_t n) {
+        if (b->size + n >= GS_MAX_TEXT) {
+            n = GS_MAX_TEXT - b->size;
+            b->full = 1;
+        }
+        if (b->size + n > b->cap) {
+            size_t cap = b->cap ? b->cap : 16384;
+            while (cap < b->size + n) cap *= 2;
+            uint8_t *data = (uint8_t *)PyMem_Realloc(b->data, cap);
+            if (data == NULL) return -2;
+            b->data = data;
+            b->cap = cap;
+        }
+        memcpy(b->data + b->size, d, n);
+        b->size += n;
+        return 0;
+    }
+
+    /* one text node's data: -1 where it is not valid UTF-8 (selectolax's decoder would put
+       U+FFFD in), -2 out of memory, else 0 */
+    static int gs_add_text(gs_buf *b, const uint8_t *d, size_t n) {
+        size_t i = 0, first, last;
+        uint32_t cp;
+        int k;
+        while (i < n) {  /* valid? 8 ASCII bytes at a time */
+            if (i + 8 <= n && (gs_load8(d + i) & 0x8080808080808080ULL) == 0) { i += 8; continue; }
+            if (d[i] < 0x80) { i++; continue; }
+            k = gs_utf8(d + i, n - i, &cp);
+            if (!k) return -1;
+            i += k;
+        }
+        first = 0;  /* stripped: d[first:last] */
+        while (first < n) {
+            k = gs_utf8(d + first, n - first, &cp);
+            if (!gs_is_space(cp)) break;
+            first += k;
+        }
+        last = n;
+        while (last > first) {
+            i = last - 1;
+            while ((d[i] & 0xC0) == 0x80) i--;  /* the last code point's first byte */
+            gs_utf8(d + i, last - i, &cp);
+            if (!gs_is_space(cp)) break;
+            last = i;
+        }
+        if (b->parts++ && gs_put(b, (const uint8_t *)" ", 1)) return -2;
+        if (b->full) return 0;
+        return gs_put(b, d + first, last - first);
+    }
+
+    /* the walk of lexbor's lxb_dom_node_simple_walk (the order of selectolax's text()):
+       every node below `root`, depth first; 0, -1 or -2 as gs_add_text */
+    static int gs_body_text(const gs_lxb_node *root, gs_buf *b) {
+        const gs_lxb_node *node = root->first_child;
+        int r;
+        while (node != NULL) {
+            if (node->local_name == GS_LXB_TAG_TEXT) {
+                const gs_lxb_text *t = (const gs_lxb_text *)node;
+                if (t->data != NULL) {
+                    r = gs_add_text(b, t->data, t->length);
+                    if (r) return r;
+                    if (b->full) return 0;
+                }
+            }
+            if (node->first_child != NULL) {
+                node = node->first_child;
+            } else {
+                while (node != root && node->next == NULL) node = node->parent;
+                if (node == root) break;
+                node = node->next;
+            }
+        }
+        return 0;
+    }
+    """
+    ctypedef struct gs_lxb_node:
+        pass
+    ctypedef struct gs_buf:
+        uint8_t *data
+        size_t size
+        size_t cap
+        size_t parts
+        int full
+    int gs_body_text(const gs_lxb_node *, gs_buf *) noexcept
+    void PyMem_Free(void *)
+
 
 # the values of parse/simhash.py (a test compares them)
 cdef enum:
@@ -226,13 +386,74 @@ cdef void select_smallest(uint64_t *a, Py_ssize_t n, Py_ssize_t k) noexcept nogi
             lo = q
 
 
-cdef object fingerprint(const code_t *d, Py_ssize_t length):
-    cdef Py_ssize_t i, j, start, size = 0, acc = 0, end, words = 0, count = 0
-    cdef uint64_t prev = 0, cur, s, h, spaces, top = <uint64_t>-1
-    cdef uint64_t sample[C_BUFFER]
+cdef struct Sampler:
+    # the bottom-k sample of a text's shingles: `words` windows seen, the last one `prev`;
+    # `count` candidates in `sample`, none above `top`
+    uint64_t prev
+    uint64_t top
+    Py_ssize_t words
+    Py_ssize_t count
+    uint64_t sample[C_BUFFER]
+
+
+cdef inline void sampler_start(Sampler *s) noexcept nogil:
+    s.prev = 0
+    s.top = <uint64_t>-1
+    s.words = 0
+    s.count = 0
+
+
+cdef inline void sampler_add(Sampler *s, uint64_t cur) noexcept nogil:
+    """A word's window: with the word before it, a shingle, kept if it may be among the
+    SAMPLE smallest (bottom-k): not above the largest of the SAMPLE smallest kept when the
+    buffer was last full (its `top`)."""
+    cdef uint64_t h
+    cdef Py_ssize_t j
+    if s.words:
+        h = s.prev * GS_K1 + cur
+        s.sample[s.count] = h
+        s.count += h <= s.top
+        if s.count == C_BUFFER:
+            select_smallest(s.sample, s.count, C_SAMPLE)
+            s.count = C_SAMPLE
+            s.top = s.sample[0]
+            for j in range(1, C_SAMPLE):
+                s.top = max(s.top, s.sample[j])
+    s.prev = cur
+    s.words += 1
+
+
+cdef object sampler_result(Sampler *s):
+    """The fingerprint of the sample (None for a text of MIN_WORDS words or fewer)."""
     cdef uint64_t lanes[8]
-    cdef uint64_t result = 0
+    cdef uint64_t result = 0, h
+    cdef Py_ssize_t i
     cdef int k, m
+    if s.words <= C_MIN_WORDS:
+        return None
+    if s.count > C_SAMPLE:
+        select_smallest(s.sample, s.count, C_SAMPLE)
+        s.count = C_SAMPLE
+    for k in range(8):
+        lanes[k] = 0
+    for i in range(s.count):
+        h = s.sample[i]
+        h ^= h >> 32
+        h *= GS_K2
+        h ^= h >> 32
+        for k in range(8):  # byte m of lanes[k]: the count of bit 8m + k (at most 255)
+            lanes[k] += (h >> k) & GS_LOW_BITS
+    for k in range(8):
+        for m in range(8):
+            if <Py_ssize_t>((lanes[k] >> (8 * m)) & 0xFF) > s.count // 2:
+                result |= (<uint64_t>1) << (8 * m + k)
+    return result
+
+
+cdef object fingerprint(const code_t *d, Py_ssize_t length):
+    cdef Py_ssize_t i, j, start, size = 0, acc = 0, end
+    cdef uint64_t spaces
+    cdef Sampler s
     size = utf8_length(d, length)
     if size < C_MIN_TEXT:
         return None
@@ -249,6 +470,7 @@ cdef object fingerprint(const code_t *d, Py_ssize_t length):
             j -= 1
             acc += utf8_size(d[j])
         end = j + 1
+    sampler_start(&s)
     # the spaces of 64 code points at a time as the bits of a word, without a branch (one per
     # space would cost a mispredicted branch a word: most of the time), then one by one
     for start in range(0, end, 64):
@@ -263,41 +485,31 @@ cdef object fingerprint(const code_t *d, Py_ssize_t length):
         while spaces:
             i = start + GS_CTZ(spaces)
             spaces &= spaces - 1
-            cur = window(d, i, length)
-            if words:
-                # a shingle: a word's window and the next's, kept if it may be among the
-                # SAMPLE smallest (bottom-k): not above the largest of the SAMPLE smallest
-                # kept when the buffer was last full (its `top`)
-                s = prev * GS_K1 + cur
-                sample[count] = s
-                count += s <= top
-                if count == C_BUFFER:
-                    select_smallest(sample, count, C_SAMPLE)
-                    count = C_SAMPLE
-                    top = sample[0]
-                    for j in range(1, C_SAMPLE):
-                        top = max(top, sample[j])
-            prev = cur
-            words += 1
-    if words <= C_MIN_WORDS:
+            sampler_add(&s, window(d, i, length))
+    return sampler_result(&s)
+
+
+cdef object fingerprint_utf8(const uint8_t *raw, Py_ssize_t size):
+    """The fingerprint of a text given as its UTF-8 (the reference's bytes: no code point
+    to encode, a window is the 8 bytes from a space)."""
+    cdef Py_ssize_t i, start, end
+    cdef uint64_t spaces
+    cdef Sampler s
+    size = min(size, <Py_ssize_t>C_MAX_TEXT)
+    if size < C_MIN_TEXT:
         return None
-    if count > C_SAMPLE:
-        select_smallest(sample, count, C_SAMPLE)
-        count = C_SAMPLE
-    for k in range(8):
-        lanes[k] = 0
-    for i in range(count):
-        h = sample[i]
-        h ^= h >> 32
-        h *= GS_K2
-        h ^= h >> 32
-        for k in range(8):  # byte m of lanes[k]: the count of bit 8m + k (at most 255)
-            lanes[k] += (h >> k) & GS_LOW_BITS
-    for k in range(8):
-        for m in range(8):
-            if <Py_ssize_t>((lanes[k] >> (8 * m)) & 0xFF) > count // 2:
-                result |= (<uint64_t>1) << (8 * m + k)
-    return result
+    end = size - 8  # the spaces before it have a window of 8 bytes
+    sampler_start(&s)
+    for start in range(0, end, 64):
+        if end - start < 64:
+            spaces = spaces_of(raw, start, end - start)
+        else:
+            spaces = gs_spaces_1(raw + start)
+        while spaces:
+            i = start + GS_CTZ(spaces)
+            spaces &= spaces - 1
+            sampler_add(&s, gs_load8(raw + i))
+    return sampler_result(&s)
 
 
 def simhash_text(str text not None):
@@ -312,3 +524,48 @@ def simhash_text(str text not None):
     if kind == 2:
         return fingerprint(<const uint16_t *>data, length)
     return fingerprint(<const uint32_t *>data, length)
+
+
+cdef int _body_text(object node, gs_buf *b) except -2:
+    """`node`'s text into `b` (see gs_body_text): 0, or -1 where it is not valid UTF-8."""
+    cdef size_t address = node.mem_id  # selectolax's node: its lxb_dom_node_t's address
+    cdef int r
+    b.data = NULL
+    b.size = b.cap = b.parts = 0
+    b.full = 0
+    if address == 0:
+        raise ValueError("not a parsed node")
+    r = gs_body_text(<const gs_lxb_node *>address, b)
+    if r == -2:
+        raise MemoryError()
+    return r
+
+
+def node_text_utf8(node not None):
+    """The UTF-8 of `node.text(separator=" ", strip=True)` (at most MAX_TEXT bytes) for a
+    selectolax LexborNode, read from lexbor's nodes, or None where a text node is not valid
+    UTF-8 (its text then has U+FFFD in it). Only with lexbor's layout of `LAYOUT`: tests."""
+    cdef gs_buf b
+    try:
+        if _body_text(node, &b) < 0:
+            return None
+        return (<char *>b.data)[:b.size] if b.size else b""
+    finally:
+        PyMem_Free(b.data)
+
+
+def simhash_node(node not None):
+    """The same as `simhash_text(node.text(separator=" ", strip=True))` for a selectolax
+    LexborNode, without building the str: its text nodes' UTF-8 read from lexbor's nodes.
+    Only where parse/simhash.py has checked lexbor's layout (`LAYOUT`)."""
+    cdef gs_buf b
+    try:
+        if _body_text(node, &b) < 0:  # U+FFFD for its bad bytes: selectolax's own text
+            return simhash_text(node.text(separator=" ", strip=True))
+        return fingerprint_utf8(b.data, <Py_ssize_t>b.size)
+    finally:
+        PyMem_Free(b.data)
+
+
+#: the lexbor major version whose node layout gs_lxb_node copies (selectolax's lexbor.pxd)
+LAYOUT = 3

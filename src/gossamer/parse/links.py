@@ -381,9 +381,9 @@ def parse_html(
         if body_node is not None:
             # (imported by the first page fingerprinted; compiled: parse/_simhash.pyx. Only
             # its numpy reference, where the module was not built, would load numpy)
-            from .simhash import simhash_text
+            from .simhash import simhash_node
 
-            simhash = simhash_text(body_node.text(separator=" ", strip=True))
+            simhash = simhash_node(body_node)
     return ParsedPage(
         links=tuple(links),
         nofollow=nofollow,

@@ -24,7 +24,7 @@ docs/crawler.md, "Near-duplicates"."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Final
+from typing import Any, Final
 
 __all__ = [
     "COMPILED",
@@ -32,6 +32,8 @@ __all__ = [
     "MIN_WORDS",
     "SIMHASH_BITS",
     "hamming",
+    "simhash_node",
+    "simhash_node_text",
     "simhash_text",
     "simhash_text_reference",
 ]
@@ -101,3 +103,38 @@ except ImportError:  # not built (no C compiler at install): tests/test_neardup.
     simhash_text = simhash_text_reference
 #: whether `simhash_text` is the compiled one
 COMPILED: Final = simhash_text is not simhash_text_reference
+
+#: a page whose text has each case of selectolax's `text(separator=" ", strip=True)`: nested
+#: and adjacent text nodes, a comment, Unicode spaces to strip, a node all spaces, a script
+_LAYOUT_SAMPLE: Final = (
+    "<body> <p>\u3000one <b>two\u00a0</b>three</p><!-- no --> \n<p>f\u00f4ur</p>"
+    "<script>five()</script><svg><text>six</text></svg>\u2028</body>"
+)
+
+
+def simhash_node_text(node: Any) -> int | None:
+    """The fingerprint of a selectolax node's text: `simhash_text(node.text(separator=" ",
+    strip=True))`, the definition `simhash_node` computes the same value as."""
+    return simhash_text(node.text(separator=" ", strip=True))
+
+
+def _node_walk() -> Callable[[Any], int | None] | None:
+    """The compiled fingerprint of a node (parse/_simhash.pyx: the text's UTF-8 read from
+    lexbor's nodes, no str built) where it was built for the lexbor that selectolax has (its
+    node layout: `LAYOUT`) and reads this module's sample as selectolax does, else None."""
+    try:
+        from selectolax import lexbor
+
+        from ._simhash import LAYOUT, node_text_utf8, simhash_node
+    except ImportError:
+        return None
+    if getattr(lexbor, "LEXBOR_VERSION_MAJOR", None) != LAYOUT:
+        return None
+    body = lexbor.LexborHTMLParser(_LAYOUT_SAMPLE).body
+    if body is None or node_text_utf8(body) != body.text(separator=" ", strip=True).encode():
+        return None
+    return simhash_node
+
+
+#: `simhash_node_text` of a selectolax `<body>` (parse_html): compiled where it can be
+simhash_node: Callable[[Any], int | None] = _node_walk() or simhash_node_text
