@@ -74,7 +74,7 @@ def test_the_block_index_finds_what_a_scan_finds() -> None:
 
 def test_memory_a_page(tmp_path: Path) -> None:
     """The bound docs/crawler.md states: ~50 bytes a page in a worker besides its URL string
-    (k=3), once the index's fixed 2 MB of tables are made."""
+    (k=3), once the index's fixed tables are made (1 MB compiled, 2 MB in Python)."""
     rng = random.Random(1)
     urls = [f"http://host{k % 97}.example/page/{k}.html" for k in range(8_000)]
     index = NearDupIndex(3)

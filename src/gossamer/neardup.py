@@ -16,8 +16,8 @@ near-duplicates within the same SYNC_S may both keep theirs as originals: duplic
 missed for at most that long, never invented.
 
 Memory: in each worker ~50 bytes a page (k=3: its fingerprint, four chain links, a list slot,
-the arrays' room to grow) besides its URL string, plus 2 MB of tables (measured in
-tests/test_neardup.py); in the store a row of the URL and 8 bytes (docs/crawler.md,
+the arrays' room to grow) besides its URL string, plus 1 MB of tables (2 MB in Python;
+measured in tests/test_neardup.py); in the store a row of the URL and 8 bytes (docs/crawler.md,
 "Near-duplicates")."""
 
 from __future__ import annotations
