@@ -439,11 +439,10 @@ class TrapsSettings(_Group):
         50, ge=1, description="distinct parameter-name sequences one path may have (per worker)"
     )
     near_dup_links: Literal["skip", "follow", "off"] = Field(
-        "off",
+        "skip",
         description="the links of a page whose text is a near-duplicate of a page crawled "
-        "before: skip (not followed, as BUbiNG does), follow (followed, the page marked), or "
-        "off (no near-duplicate detection: the default, as it costs about a twelfth of the CPU a "
-        "page today; docs/crawler.md, \"Near-duplicates\")",
+        "before: skip (not followed, as BUbiNG does: the default), follow (followed, the page "
+        "marked), or off (no near-duplicate detection; docs/crawler.md, \"Near-duplicates\")",
     )
     near_dup_distance: int = Field(
         3, ge=0, le=7, description="fingerprints this many bits apart (of 64) are near-duplicates"

@@ -75,6 +75,11 @@ def _resolve(port: int) -> list[str]:
     return [a for h in HOSTS for a in ("--resolve", f"{h}:80:127.0.0.1:{port}")]
 
 
+#: every host serves the same pages (mirrors of one another): with near-duplicate detection
+#: the other hosts' indexes are near-duplicates of the first's, their links not followed
+MIRRORS = ("--near-dup-links", "off")
+
+
 def _plugin(tmp_path: Path) -> Path:
     return install_plugin(
         tmp_path / "site",
@@ -109,7 +114,7 @@ def test_an_installed_extractor_in_a_pool_killed_and_resumed(tmp_path: Path) -> 
         proc = subprocess.Popen(
             [
                 *crawl, "http://h1.example/", "-o", str(out), "--scope", "all",
-                *_resolve(port), "--allow-private", "--delay", "0.05", "--workers", "2",
+                *_resolve(port), *MIRRORS, "--allow-private", "--delay", "0.05", "--workers", "2",
                 "--extract", "titles", "-q",
             ],
             env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
@@ -153,7 +158,7 @@ def test_module_callable_and_links_followed_by_the_extractor(tmp_path: Path) -> 
         r = subprocess.run(
             [
                 sys.executable, "-m", "gossamer", "crawl", "http://h1.example/", "-o", str(out),
-                *_resolve(port), "--allow-private", "--delay", "0",
+                *_resolve(port), *MIRRORS, "--allow-private", "--delay", "0",
                 "-s", "extract=titles_plugin:EvenOnly", "-q",
             ],
             env=env, capture_output=True, text=True, timeout=120, check=False,
@@ -209,7 +214,7 @@ def test_an_installed_extractor_in_a_two_worker_cluster_one_killed(
         r = subprocess.run(
             [
                 *gossamer, "crawl", "--redis", redis_url, "http://h1.example/", "--workers", "0",
-                "--scope", "all", *_resolve(port), "--allow-private", "--delay", "0.05",
+                "--scope", "all", *_resolve(port), *MIRRORS, "--allow-private", "--delay", "0.05",
                 "--per-host", "5", "--heartbeat-ttl", "2", "--config", str(config),
                 "--extract", "titles",
             ],
