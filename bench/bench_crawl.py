@@ -1506,7 +1506,7 @@ def main(argv: list[str] | None = None) -> int:
         metavar="FLAGS",
         help="run each gossamer crawl again with these flags, beside it (the order swapped "
         "every round; the ratios of pages/s and CPU a page, same round: "
-        "'--near-dup-links skip' measures near-duplicate detection, off by default; "
+        "'--near-dup-links off' measures near-duplicate detection, on by default, "
         "'--no-dedup-payloads' the revisit records), audited the same way",
     )
     p.add_argument("--nginx-workers", type=int, default=1)
