@@ -6,6 +6,7 @@ from the web's request log (every request with its time) and its audit."""
 from __future__ import annotations
 
 import signal
+import subprocess
 import time
 from collections import Counter
 from pathlib import Path
@@ -72,33 +73,51 @@ def test_a_killed_workers_hosts_are_fetched_again_within_the_heartbeat_ttl(
             held_most: Counter[str] = Counter()  # worker -> the most hosts it held at once,
             # from SHARE_BOUND after both were members
             both_at: float | None = None  # when `status` first showed both
-            victim_id = ""
+            pids: dict[str, int] = {}  # worker -> its process
 
             def sample() -> bool:
-                nonlocal victim_id, both_at
+                nonlocal both_at
                 owners = _owners(redis_url, crawl_id)
-                live = {w["id"] for w in status(redis_url, crawl_id)["workers"]}
+                live = {w["id"]: w["pid"] for w in status(redis_url, crawl_id)["workers"]}
                 now = time.monotonic()
                 if len(live) == 2 and both_at is None:
                     both_at = now
+                    pids.update(live)
                 if both_at is None or now < both_at + SHARE_BOUND:
                     return False
                 for who, hosts in owners.items():
                     held_most[who] = max(held_most[who], len(hosts))
-                if len(owners) == 2 and sum(held_most.values()) >= 4:
-                    victim_id = min(owners, key=lambda w: (-len(owners[w]), w))
-                    return True
-                return False
+                return len(owners) == 2 and sum(held_most.values()) >= 4
 
             wait_for("both workers holding hosts", sample, 60, show=lambda: dict(held_most))
-            pids = {w["id"]: w["pid"] for w in status(redis_url, crawl_id)["workers"]}
-            victim = next(p for p in procs if p.pid == pids[victim_id])
-            victim.send_signal(signal.SIGSTOP)  # its heartbeats stop here
-            frozen_at = time.time()
-            held = {
-                t: v for t, v in leases(redis_url, crawl_id).items()
-                if (token_owner(t) or ("",))[0] == victim_id
-            }  # fmt: skip
+            # the victim: the worker holding the most hosts, frozen (its heartbeats stop) and
+            # its leases read. Between a batch's completion and its next lease a worker holds
+            # none for a moment (and the crawl went on while `status` ran): then it goes on,
+            # and the next sample is frozen.
+            victim_id = ""
+            victim: subprocess.Popen[bytes] | None = None
+            held: dict[str, tuple[str, frozenset[str]]] = {}
+            frozen_at = 0.0
+
+            def freeze_one_holding_leases() -> bool:
+                nonlocal victim_id, victim, held, frozen_at
+                owners = _owners(redis_url, crawl_id)
+                if not owners:
+                    return False
+                victim_id = min(owners, key=lambda w: (-len(owners[w]), w))
+                victim = next(p for p in procs if p.pid == pids[victim_id])
+                victim.send_signal(signal.SIGSTOP)
+                frozen_at = time.time()
+                held = {
+                    t: v for t, v in leases(redis_url, crawl_id).items()
+                    if (token_owner(t) or ("",))[0] == victim_id
+                }  # fmt: skip
+                if not held:
+                    victim.send_signal(signal.SIGCONT)
+                return bool(held)
+
+            wait_for("a worker frozen holding leases", freeze_one_holding_leases, 30)
+            assert victim is not None
             victim.kill()
             victim_hosts = {host for host, _ in held.values()}
             bound = frozenset().union(*(urls for _, urls in held.values()))

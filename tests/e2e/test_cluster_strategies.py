@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import math
 import subprocess
-import time
 from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any
@@ -23,6 +22,7 @@ from test_cluster import (
     settings_file,
     start_worker,
     status,
+    status_now,
     wait_for,
     worker_procs,
 )
@@ -271,27 +271,31 @@ def _join_mid_crawl(
         with worker_procs(out) as procs:
             for _ in range(2):
                 start_worker(redis_url, crawl_id, out, procs)
+            # read in this process (a `gossamer status` process takes seconds to start on a
+            # loaded machine, while the crawl, paced by its host delay, goes on toward its end)
+            each = 2 * JOIN_PER_HOST  # both fetched for a while: two batches each
             wait_for(
-                "pages from both workers",
-                lambda: (
-                    sum(1 for n in worker_pages(status(redis_url, crawl_id)).values() if n) == 2
-                ),
+                f"{each} pages from both workers",
+                lambda: sum(
+                    1 for n in worker_pages(status_now(redis_url, crawl_id)).values() if n >= each
+                ) == 2,
                 30,
-            )
-            time.sleep(1.0)
-            st = status(redis_url, crawl_id)
+            )  # fmt: skip
+            st = status_now(redis_url, crawl_id)
             assert st["frontier"]["queued"] > 300, "the crawl is nearly over before the join"
             start_worker(redis_url, crawl_id, out, procs)
+            seen: list[float] = []  # the server's time when w3 was first seen crawling
 
-            def joined() -> float | None:
-                s = status(redis_url, crawl_id)
-                w3 = [w for w in s["workers"] if w["id"] == "w3"]
-                return s["server_time"] if w3 and w3[0]["state"] != "starting" else None
+            def joined() -> bool:
+                s = status_now(redis_url, crawl_id)
+                if any(w["id"] == "w3" and w["state"] != "starting" for w in s["workers"]):
+                    seen.append(s["server_time"])
+                return bool(seen)
 
-            wait_for("w3 registered", lambda: joined() is not None, 20)
+            wait_for("w3 registered", joined, 20)
             # seen crawling: a little after its first beat, when the others may learn of it
             # (the grace below is counted from here and has a margin for that)
-            joined_at = float(joined() or 0.0)
+            joined_at = seen[0]
             codes = [p.wait(timeout=90) for p in procs]
         assert codes == [0, 0, 0], logs(out)
         truth, report = audit_web(web, log, seed)
