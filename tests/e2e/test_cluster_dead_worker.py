@@ -12,7 +12,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from test_cluster import audit_web, create_crawl, logs, status, wait_for, workers
+from test_cluster import audit_web, create_crawl, logs, status, status_now, wait_for, workers
 from test_cluster_faults import fetched_counts, leases
 
 from gossamer.frontier.redis import token_owner
@@ -78,7 +78,9 @@ def test_a_killed_workers_hosts_are_fetched_again_within_the_heartbeat_ttl(
             def sample() -> bool:
                 nonlocal both_at
                 owners = _owners(redis_url, crawl_id)
-                live = {w["id"]: w["pid"] for w in status(redis_url, crawl_id)["workers"]}
+                # (read in this process: a `status` process takes seconds on a loaded machine,
+                # and these sites are crawled in ~6 s each)
+                live = {w["id"]: w["pid"] for w in status_now(redis_url, crawl_id)["workers"]}
                 now = time.monotonic()
                 if len(live) == 2 and both_at is None:
                     both_at = now
