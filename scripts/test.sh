@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # The whole test suite: lint, types, then pytest (unit, contract, end-to-end), over
-# GOSSAMER_TEST_PROCS pytest-xdist workers (default 2, one test file to a worker:
-# `--dist loadfile`; 1 runs serially in one process). Arguments go to pytest, after the
+# GOSSAMER_TEST_PROCS pytest-xdist workers (default 1: serially in one process; 2 or more:
+# one test file to a worker, `--dist loadfile`). Arguments go to pytest, after the
 # default (a caller's --dist wins); a caller's own -n/--numprocesses or `-p no:xdist` replaces it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 .venv/bin/ruff check src tests bench
 .venv/bin/mypy
-procs=${GOSSAMER_TEST_PROCS:-2}
+procs=${GOSSAMER_TEST_PROCS:-1}
 case $procs in
   ''|*[!0-9]*) echo "test.sh: GOSSAMER_TEST_PROCS must be a number, got '$procs'" >&2; exit 2 ;;
 esac
