@@ -7,8 +7,10 @@ from __future__ import annotations
 import random
 import subprocess
 import sys
+import types
 from pathlib import Path
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -253,3 +255,13 @@ _HTML_PIECES = st.one_of(
 def test_any_markup(pieces: list[str], repeat: int) -> None:
     filler = " ".join(f"f{k}" for k in range(repeat))
     _node_same("<body>" + filler + "".join(pieces) + filler + "</body>")
+
+
+def test_what_is_not_a_node_is_refused() -> None:
+    """An object without selectolax's `mem_id` raises before any buffer is used (and one
+    whose node is gone, `mem_id` 0, a ValueError)."""
+    for f in (_compiled().node_text_utf8, _compiled().simhash_node):  # type: ignore[attr-defined]
+        with pytest.raises(AttributeError):
+            f("<body>text</body>")
+        with pytest.raises(ValueError, match="not a parsed node"):
+            f(types.SimpleNamespace(mem_id=0))

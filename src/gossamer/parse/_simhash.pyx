@@ -114,8 +114,8 @@ cdef extern from *:
     """
     /* A <body>'s text read from lexbor's DOM (selectolax's parser) without a Python str: the
        UTF-8 of " ".join(t.strip() for t in its text nodes), as selectolax's
-       `text(separator=" ", strip=True)` builds it, into one buffer (at most GS_MAX_TEXT
-       bytes: the fingerprint reads no more). lexbor's nodes as selectolax's lexbor.pxd
+       `text(separator=" ", strip=True)` builds it, into one buffer (at most its `limit`
+       bytes, MAX_TEXT: the fingerprint reads no more). lexbor's nodes as selectolax's lexbor.pxd
        declares them (lxb_dom_node_t, lxb_dom_character_data_t), only read. */
     typedef struct gs_lxb_node {
         void *events;
@@ -129,9 +129,8 @@ cdef extern from *:
     } gs_lxb_node;
     typedef struct { gs_lxb_node node; const uint8_t *data; size_t length; } gs_lxb_text;
     #define GS_LXB_TAG_TEXT 2
-    #define GS_MAX_TEXT (1 << 20)
 
-    typedef struct { uint8_t *data; size_t size, cap; size_t parts; int full; } gs_buf;
+    typedef struct { uint8_t *data; size_t size, cap, limit; size_t parts; int full; } gs_buf;
 
     /* the length of the code point at d[0:n] (n > 0) with its value in *cp, or 0 where
        CPython's strict UTF-8 decoder would fail (overlong, surrogate, above U+10FFFF,
@@ -170,8 +169,8 @@ cdef extern from *:
     }
 
     static int gs_put(gs_buf *b, const uint8_t *d, size_t n) {
-        if (b->size + n >= GS_MAX_TEXT) {
-            n = GS_MAX_TEXT - b->size;
+        if (b->size + n >= b->limit) {
+            n = b->limit - b->size;
             b->full = 1;
         }
         if (b->size + n > b->cap) {
@@ -250,6 +249,7 @@ cdef extern from *:
         uint8_t *data
         size_t size
         size_t cap
+        size_t limit
         size_t parts
         int full
     int gs_body_text(const gs_lxb_node *, gs_buf *) noexcept
@@ -528,11 +528,13 @@ def simhash_text(str text not None):
 
 cdef int _body_text(object node, gs_buf *b) except -2:
     """`node`'s text into `b` (see gs_body_text): 0, or -1 where it is not valid UTF-8."""
-    cdef size_t address = node.mem_id  # selectolax's node: its lxb_dom_node_t's address
+    cdef size_t address
     cdef int r
-    b.data = NULL
+    b.data = NULL  # (first: the caller frees it, whatever is raised below)
     b.size = b.cap = b.parts = 0
+    b.limit = C_MAX_TEXT
     b.full = 0
+    address = node.mem_id  # selectolax's node: its lxb_dom_node_t's address
     if address == 0:
         raise ValueError("not a parsed node")
     r = gs_body_text(<const gs_lxb_node *>address, b)
